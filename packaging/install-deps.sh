@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages logfs needs to build, test and run.
+# Does nothing (and needs no network) when they are all present.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential pkg-config
+  libfuse3-dev fuse3
+  librocksdb-dev rocksdb-tools
+  libgflags-dev libgoogle-glog-dev
+  libgtest-dev libgmock-dev
+  libabsl-dev
+  libasio-dev
+  protobuf-compiler libprotobuf-dev
+  attr
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]}; run as root or install them" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,52 @@
+// RPC message types carried in the frame header (docs/wire_format.md).
+// Values are part of the wire format: never renumber, only add.
+#pragma once
+
+#include <cstdint>
+
+namespace logfs::store {
+
+enum class MessageType : uint16_t {
+  kInvalid = 0,
+  // meta server
+  kRegisterServer = 1,
+  kHeartbeat = 2,
+  kLookup = 3,
+  kGetAttr = 4,
+  kSetAttr = 5,
+  kCreate = 6,
+  kUnlink = 7,
+  kRename = 8,
+  kReadlink = 9,
+  kReaddir = 10,
+  kSetXattr = 11,
+  kGetXattr = 12,
+  kListXattr = 13,
+  kRemoveXattr = 14,
+  kStatFs = 15,
+  kOpen = 16,
+  kRelease = 17,
+  kOpenWrite = 18,
+  kSealSegment = 19,
+  kNewMount = 20,
+  kMountHeartbeat = 21,
+  kMetaTypeEnd = 22,
+  // segment server
+  kCreateSegment = 100,
+  kAppend = 101,
+  kSync = 102,
+  kRead = 103,
+  kSegmentInfo = 104,
+  kSeal = 105,
+  kDeleteSegment = 106,
+  kSegdTypeEnd = 107,
+};
+
+inline bool IsMetaType(uint16_t t) {
+  return t >= 1 && t < static_cast<uint16_t>(MessageType::kMetaTypeEnd);
+}
+inline bool IsSegdType(uint16_t t) {
+  return t >= 100 && t < static_cast<uint16_t>(MessageType::kSegdTypeEnd);
+}
+
+}  // namespace logfs::store

@@ -1,0 +1,285 @@
+#include "store/rpc_client.h"
+
+#include <glog/logging.h>
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "store/logfs.pb.h"
+#include "store/rpc_server.h"
+
+namespace logfs::store {
+namespace {
+// How often pending calls are checked against their deadlines.
+constexpr auto kTimerTickMs = std::chrono::milliseconds(20);
+}  // namespace
+
+absl::Status StatusFromErrorFrame(const Frame& frame) {
+  proto::ErrorResponse error;
+  if (!error.ParseFromString(frame.message)) {
+    return absl::InternalError("unparseable error response");
+  }
+  auto code = static_cast<absl::StatusCode>(error.code());
+  if (code == absl::StatusCode::kOk) code = absl::StatusCode::kUnknown;
+  return absl::Status(code, error.message());
+}
+
+std::shared_ptr<RpcClient> RpcClient::Create(asio::io_context& io, std::string address) {
+  return std::shared_ptr<RpcClient>(new RpcClient(io, std::move(address)));
+}
+
+RpcClient::RpcClient(asio::io_context& io, std::string address)
+    : io_(io),
+      address_(std::move(address)),
+      strand_(asio::make_strand(io)),
+      socket_(strand_),
+      timer_(strand_) {}
+
+RpcClient::~RpcClient() = default;
+
+void RpcClient::AsyncCall(MessageType type, const google::protobuf::MessageLite& request,
+                          std::string data, absl::Duration timeout, Callback done) {
+  auto out = std::make_shared<Outgoing>();
+  out->message = request.SerializeAsString();
+  out->data = std::move(data);
+  {
+    absl::MutexLock lock(&mu_);
+    if (!shutdown_) {
+      uint64_t id = next_id_++;
+      EncodeFrameHeader(0, type, id, out->message, out->data, out->header);
+      pending_.emplace(id, Pending{std::move(done), absl::Now() + timeout});
+      queue_.push_back(std::move(out));
+      if (state_ == State::kDisconnected) {
+        Connect();
+      } else if (state_ == State::kConnected && !writing_) {
+        writing_ = true;
+        asio::post(strand_, [self = shared_from_this()] { self->WriteNext(); });
+      }
+      ArmTimer();
+      return;
+    }
+  }
+  done(absl::UnavailableError(absl::StrCat("client for ", address_, " is shut down")), {});
+}
+
+absl::Status RpcClient::Call(MessageType type, const google::protobuf::MessageLite& request,
+                             google::protobuf::MessageLite* response, absl::Duration timeout,
+                             std::string data, std::string* response_data) {
+  absl::Notification done;
+  absl::Status status;
+  Frame frame;
+  AsyncCall(type, request, std::move(data), timeout, [&](absl::Status s, Frame f) {
+    status = std::move(s);
+    frame = std::move(f);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  if (!status.ok()) return status;
+  if (response != nullptr && !response->ParseFromString(frame.message)) {
+    return absl::InternalError(absl::StrCat("unparseable response from ", address_));
+  }
+  if (response_data != nullptr) *response_data = std::move(frame.data);
+  return absl::OkStatus();
+}
+
+void RpcClient::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    shutdown_ = true;
+  }
+  asio::post(strand_, [self = shared_from_this()] {
+    self->Fail(absl::UnavailableError(absl::StrCat("client for ", self->address_,
+                                                   " is shut down")));
+  });
+}
+
+void RpcClient::Connect() {
+  state_ = State::kConnecting;
+  uint64_t gen = ++connection_generation_;
+  asio::post(strand_, [self = shared_from_this(), gen] {
+    auto endpoint = ParseEndpoint(self->address_);
+    if (!endpoint.ok()) {
+      self->Fail(absl::UnavailableError(endpoint.status().message()));
+      return;
+    }
+    asio::error_code ignored;
+    self->socket_.close(ignored);
+    self->socket_.async_connect(*endpoint, [self, gen](asio::error_code ec) {
+      {
+        absl::MutexLock lock(&self->mu_);
+        if (gen != self->connection_generation_) return;
+      }
+      self->OnConnected(ec);
+    });
+  });
+}
+
+void RpcClient::OnConnected(asio::error_code ec) {
+  if (ec) {
+    Fail(absl::UnavailableError(absl::StrCat("cannot connect to ", address_, ": ", ec.message())));
+    return;
+  }
+  asio::error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  {
+    absl::MutexLock lock(&mu_);
+    state_ = State::kConnected;
+    if (!queue_.empty() && !writing_) {
+      writing_ = true;
+      asio::post(strand_, [self = shared_from_this()] { self->WriteNext(); });
+    }
+  }
+  ReadHeader();
+}
+
+void RpcClient::WriteNext() {
+  std::shared_ptr<Outgoing> out;
+  uint64_t gen;
+  {
+    absl::MutexLock lock(&mu_);
+    if (queue_.empty() || state_ != State::kConnected) {
+      writing_ = false;
+      return;
+    }
+    out = std::move(queue_.front());
+    queue_.pop_front();
+    gen = connection_generation_;
+  }
+  std::array<asio::const_buffer, 3> bufs = {asio::buffer(out->header, kFrameHeaderBytes),
+                                            asio::buffer(out->message), asio::buffer(out->data)};
+  asio::async_write(socket_, bufs, [self = shared_from_this(), out, gen](asio::error_code ec,
+                                                                         size_t) {
+    {
+      absl::MutexLock lock(&self->mu_);
+      if (gen != self->connection_generation_) return;
+    }
+    if (ec) {
+      self->Fail(absl::UnavailableError(
+          absl::StrCat("send to ", self->address_, " failed: ", ec.message())));
+      return;
+    }
+    self->WriteNext();
+  });
+}
+
+void RpcClient::ReadHeader() {
+  uint64_t gen;
+  {
+    absl::MutexLock lock(&mu_);
+    gen = connection_generation_;
+  }
+  auto still_current = [this, gen] {
+    absl::MutexLock lock(&mu_);
+    return gen == connection_generation_;
+  };
+  asio::async_read(
+      socket_, asio::buffer(header_, kFrameHeaderBytes),
+      [self = shared_from_this(), gen, still_current](asio::error_code ec, size_t) {
+        if (!still_current()) return;
+        if (ec) {
+          self->Fail(absl::UnavailableError(
+              absl::StrCat("connection to ", self->address_, " lost: ", ec.message())));
+          return;
+        }
+        auto decoded = DecodeFrameHeader(self->header_);
+        if (!decoded.ok() || (decoded->flags & kFlagResponse) == 0) {
+          self->Fail(absl::UnavailableError(absl::StrCat(
+              "bad response frame from ", self->address_, ": ",
+              decoded.ok() ? "not a response" : decoded.status().message())));
+          return;
+        }
+        self->decoded_ = *decoded;
+        self->message_.resize(decoded->message_bytes);
+        self->data_.resize(decoded->data_bytes);
+        std::array<asio::mutable_buffer, 2> bufs = {asio::buffer(self->message_),
+                                                    asio::buffer(self->data_)};
+        asio::async_read(self->socket_, bufs, [self, still_current](asio::error_code ec, size_t) {
+          if (!still_current()) return;
+          if (ec) {
+            self->Fail(absl::UnavailableError(
+                absl::StrCat("connection to ", self->address_, " lost: ", ec.message())));
+            return;
+          }
+          absl::Status crc =
+              VerifyFrameChecksum(self->header_, self->decoded_, self->message_, self->data_);
+          if (!crc.ok()) {
+            self->Fail(absl::UnavailableError(
+                absl::StrCat("response from ", self->address_, ": ", crc.message())));
+            return;
+          }
+          Frame frame;
+          frame.flags = self->decoded_.flags;
+          frame.type = static_cast<MessageType>(self->decoded_.type);
+          frame.request_id = self->decoded_.request_id;
+          frame.message = std::move(self->message_);
+          frame.data = std::move(self->data_);
+          self->message_.clear();
+          self->data_.clear();
+          absl::Status status = (frame.flags & kFlagError) ? StatusFromErrorFrame(frame)
+                                                           : absl::OkStatus();
+          self->Complete(frame.request_id, std::move(status), std::move(frame));
+          self->ReadHeader();
+        });
+      });
+}
+
+void RpcClient::Complete(uint64_t request_id, absl::Status status, Frame frame) {
+  Callback done;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pending_.find(request_id);
+    if (it == pending_.end()) return;  // timed out already
+    done = std::move(it->second.done);
+    pending_.erase(it);
+  }
+  done(std::move(status), std::move(frame));
+}
+
+void RpcClient::Fail(const absl::Status& status) {
+  std::map<uint64_t, Pending> failed;
+  {
+    absl::MutexLock lock(&mu_);
+    failed.swap(pending_);
+    queue_.clear();
+    writing_ = false;
+    state_ = State::kDisconnected;
+    ++connection_generation_;
+  }
+  asio::error_code ignored;
+  socket_.close(ignored);
+  for (auto& [id, pending] : failed) pending.done(status, {});
+}
+
+void RpcClient::ArmTimer() {
+  if (timer_armed_) return;
+  timer_armed_ = true;
+  asio::post(strand_, [self = shared_from_this()] {
+    self->timer_.expires_after(kTimerTickMs);
+    self->timer_.async_wait([self](asio::error_code) { self->OnTimer(); });
+  });
+}
+
+void RpcClient::OnTimer() {
+  std::vector<Callback> expired;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::Time now = absl::Now();
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.deadline <= now) {
+        expired.push_back(std::move(it->second.done));
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    timer_armed_ = false;
+    if (!pending_.empty()) ArmTimer();
+  }
+  for (auto& done : expired) {
+    done(absl::DeadlineExceededError(absl::StrCat("no response from ", address_, " in time")),
+         {});
+  }
+}
+
+}  // namespace logfs::store

@@ -1,0 +1,269 @@
+#include "store/rpc_server.h"
+
+#include <glog/logging.h>
+
+#include <deque>
+#include <mutex>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "store/logfs.pb.h"
+
+namespace logfs::store {
+
+absl::StatusOr<asio::ip::tcp::endpoint> ParseEndpoint(const std::string& address) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("address '", address, "' is not host:port"));
+  }
+  std::string host = address.substr(0, colon);
+  if (host == "localhost") host = "127.0.0.1";
+  if (!host.empty() && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  uint32_t port = 0;
+  if (!absl::SimpleAtoi(address.substr(colon + 1), &port) || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("bad port in address '", address, "'"));
+  }
+  asio::error_code ec;
+  auto ip = asio::ip::make_address(host, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(absl::StrCat("bad host in address '", address, "'"));
+  }
+  return asio::ip::tcp::endpoint(ip, static_cast<uint16_t>(port));
+}
+
+// One accepted connection: a read loop and a queue of outgoing frames.
+class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
+ public:
+  ServerConnection(RpcServer* server, asio::ip::tcp::socket socket)
+      : server_(server), socket_(std::move(socket)) {
+    asio::error_code ec;
+    auto remote = socket_.remote_endpoint(ec);
+    peer_ = ec ? "?" : absl::StrCat(remote.address().to_string(), ":", remote.port());
+    socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  }
+
+  void Start() { ReadHeader(); }
+
+  void Send(uint8_t flags, MessageType type, uint64_t request_id, std::string message,
+            std::string data) {
+    auto out = std::make_shared<Outgoing>();
+    out->message = std::move(message);
+    out->data = std::move(data);
+    EncodeFrameHeader(flags, type, request_id, out->message, out->data, out->header);
+    bool start = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (closed_) return;
+      queue_.push_back(std::move(out));
+      start = !writing_;
+      writing_ = true;
+    }
+    if (start) {
+      asio::post(socket_.get_executor(), [self = shared_from_this()] { self->WriteNext(); });
+    }
+  }
+
+  void Close(const std::string& reason) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (closed_) return;
+      closed_ = true;
+      queue_.clear();
+    }
+    if (!reason.empty()) LOG(WARNING) << "closing connection from " << peer_ << ": " << reason;
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      asio::error_code ec;
+      self->socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+      self->socket_.close(ec);
+    });
+  }
+
+ private:
+  struct Outgoing {
+    char header[kFrameHeaderBytes];
+    std::string message;
+    std::string data;
+  };
+
+  void ReadHeader() {
+    asio::async_read(socket_, asio::buffer(header_, kFrameHeaderBytes),
+                     [self = shared_from_this()](asio::error_code ec, size_t) {
+                       if (ec) {
+                         self->Close("");
+                         return;
+                       }
+                       self->OnHeader();
+                     });
+  }
+
+  void OnHeader() {
+    auto decoded = DecodeFrameHeader(header_);
+    if (!decoded.ok()) return BadFrame(decoded.status().message());
+    decoded_ = *decoded;
+    if ((decoded_.flags & kFlagResponse) != 0) return BadFrame("response frame sent to a server");
+    if (!server_->filter_(decoded_.type)) {
+      return BadFrame(absl::StrCat("unknown message type ", decoded_.type));
+    }
+    message_.resize(decoded_.message_bytes);
+    data_.resize(decoded_.data_bytes);
+    std::array<asio::mutable_buffer, 2> bufs = {asio::buffer(message_), asio::buffer(data_)};
+    asio::async_read(socket_, bufs, [self = shared_from_this()](asio::error_code ec, size_t) {
+      if (ec) {
+        self->Close(ec == asio::error::eof ? "truncated frame body" : "");
+        return;
+      }
+      self->OnBody();
+    });
+  }
+
+  void OnBody() {
+    absl::Status crc = VerifyFrameChecksum(header_, decoded_, message_, data_);
+    if (!crc.ok()) return BadFrame(crc.message());
+    Frame frame;
+    frame.flags = decoded_.flags;
+    frame.type = static_cast<MessageType>(decoded_.type);
+    frame.request_id = decoded_.request_id;
+    frame.message = std::move(message_);
+    frame.data = std::move(data_);
+    message_.clear();
+    data_.clear();
+    Responder responder(shared_from_this(), frame.type, frame.request_id);
+    server_->handler_(std::move(frame), std::move(responder));
+    ReadHeader();
+  }
+
+  void BadFrame(absl::string_view reason) {
+    server_->bad_frames_.fetch_add(1);
+    Close(absl::StrCat("bad frame: ", reason));
+  }
+
+  void WriteNext() {
+    std::shared_ptr<Outgoing> out;
+    {
+      absl::MutexLock lock(&mu_);
+      if (queue_.empty() || closed_) {
+        writing_ = false;
+        return;
+      }
+      out = queue_.front();
+    }
+    std::array<asio::const_buffer, 3> bufs = {asio::buffer(out->header, kFrameHeaderBytes),
+                                              asio::buffer(out->message),
+                                              asio::buffer(out->data)};
+    asio::async_write(socket_, bufs,
+                      [self = shared_from_this(), out](asio::error_code ec, size_t) {
+                        if (ec) {
+                          self->Close("");
+                          absl::MutexLock lock(&self->mu_);
+                          self->writing_ = false;
+                          return;
+                        }
+                        {
+                          absl::MutexLock lock(&self->mu_);
+                          self->queue_.pop_front();
+                        }
+                        self->WriteNext();
+                      });
+  }
+
+  RpcServer* server_;
+  asio::ip::tcp::socket socket_;
+  std::string peer_;
+  // Owned by the read loop (one read at a time).
+  char header_[kFrameHeaderBytes];
+  FrameHeader decoded_;
+  std::string message_;
+  std::string data_;
+
+  absl::Mutex mu_;
+  std::deque<std::shared_ptr<Outgoing>> queue_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+Responder::Responder(std::shared_ptr<ServerConnection> conn, MessageType type,
+                     uint64_t request_id)
+    : state_(std::make_shared<State>()) {
+  state_->conn = std::move(conn);
+  state_->type = type;
+  state_->request_id = request_id;
+}
+
+Responder::State::~State() {
+  if (!replied.load()) {
+    proto::ErrorResponse error;
+    error.set_code(static_cast<int>(absl::StatusCode::kInternal));
+    error.set_message("request dropped without a reply");
+    conn->Send(kFlagResponse | kFlagError, type, request_id, error.SerializeAsString(), {});
+  }
+}
+
+void Responder::Reply(const google::protobuf::MessageLite& response, std::string data) const {
+  CHECK(!state_->replied.exchange(true)) << "replied twice";
+  state_->conn->Send(kFlagResponse, state_->type, state_->request_id,
+                     response.SerializeAsString(), std::move(data));
+}
+
+void Responder::ReplyError(const absl::Status& status) const {
+  CHECK(!status.ok());
+  CHECK(!state_->replied.exchange(true)) << "replied twice";
+  proto::ErrorResponse error;
+  error.set_code(static_cast<int>(status.code()));
+  error.set_message(std::string(status.message()));
+  state_->conn->Send(kFlagResponse | kFlagError, state_->type, state_->request_id,
+                     error.SerializeAsString(), {});
+}
+
+RpcServer::RpcServer(asio::io_context& io, RequestHandler handler, TypeFilter filter)
+    : io_(io), handler_(std::move(handler)), filter_(std::move(filter)), acceptor_(io) {}
+
+RpcServer::~RpcServer() { Stop(); }
+
+absl::Status RpcServer::Listen(const std::string& address) {
+  auto endpoint = ParseEndpoint(address);
+  if (!endpoint.ok()) return endpoint.status();
+  asio::error_code ec;
+  acceptor_.open(endpoint->protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(*endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", address, ": ", ec.message()));
+  }
+  Accept();
+  return absl::OkStatus();
+}
+
+std::string RpcServer::bound_address() const {
+  asio::error_code ec;
+  auto ep = acceptor_.local_endpoint(ec);
+  if (ec) return "";
+  return absl::StrCat(ep.address().to_string(), ":", ep.port());
+}
+
+void RpcServer::Stop() {
+  asio::error_code ec;
+  acceptor_.close(ec);
+}
+
+void RpcServer::Accept() {
+  // Each connection's socket runs on its own strand, so its read loop, write
+  // loop and close never run at once even with many io threads.
+  acceptor_.async_accept(asio::make_strand(io_), [this](asio::error_code ec,
+                                                        asio::ip::tcp::socket socket) {
+    if (ec) {
+      if (ec != asio::error::operation_aborted) {
+        LOG(WARNING) << "accept failed: " << ec.message();
+        if (acceptor_.is_open()) Accept();
+      }
+      return;
+    }
+    std::make_shared<ServerConnection>(this, std::move(socket))->Start();
+    Accept();
+  });
+}
+
+}  // namespace logfs::store
