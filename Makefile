@@ -8,7 +8,7 @@ CXX ?= g++
 JOBS ?= $(shell nproc)
 
 PKGS := fuse3 rocksdb libglog gflags protobuf absl_status absl_statusor absl_strings \
-        absl_str_format absl_synchronization absl_time absl_flat_hash_map absl_hash
+        absl_str_format absl_synchronization absl_time absl_flat_hash_map absl_hash absl_cord
 
 # pkg-config runs only after the dependency step, so a fresh machine works.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
@@ -61,7 +61,8 @@ $(PROTO_OBJ): $(PROTO_CC)
 # Every object may include the generated header.
 $(BUILDDIR)/obj/%.o: %.cc $(PROTO_H)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(WARN) $(PKG_CFLAGS) -c $< -o $@
+	@echo "CXX $<"
+	@$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(WARN) $(PKG_CFLAGS) -c $< -o $@
 
 $(BUILDDIR)/logfs: $(MAIN_OBJS) $(LIB_OBJS)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)

@@ -30,7 +30,8 @@ enum class MessageType : uint16_t {
   kSealSegment = 19,
   kNewMount = 20,
   kMountHeartbeat = 21,
-  kMetaTypeEnd = 22,
+  kGetInode = 22,
+  kMetaTypeEnd = 23,
   // segment server
   kCreateSegment = 100,
   kAppend = 101,

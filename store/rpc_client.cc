@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "src/status/posix_error.h"
 #include "store/logfs.pb.h"
 #include "store/rpc_server.h"
 
@@ -21,6 +22,7 @@ absl::Status StatusFromErrorFrame(const Frame& frame) {
     return absl::InternalError("unparseable error response");
   }
   auto code = static_cast<absl::StatusCode>(error.code());
+  if (error.posix_errno() != 0) return PosixError(error.posix_errno(), error.message());
   if (code == absl::StatusCode::kOk) code = absl::StatusCode::kUnknown;
   return absl::Status(code, error.message());
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "src/status/posix_error.h"
 #include "store/logfs.pb.h"
 
 namespace logfs::store {
@@ -213,6 +214,7 @@ void Responder::ReplyError(const absl::Status& status) const {
   proto::ErrorResponse error;
   error.set_code(static_cast<int>(status.code()));
   error.set_message(std::string(status.message()));
+  error.set_posix_errno(AttachedErrno(status));
   state_->conn->Send(kFlagResponse | kFlagError, state_->type, state_->request_id,
                      error.SerializeAsString(), {});
 }

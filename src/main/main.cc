@@ -1,0 +1,2 @@
+// placeholder until subcommands land
+int main() { return 0; }

@@ -1,0 +1,40 @@
+// The meta server (`logfs meta`): the namespace (inodes, directory
+// entries, attributes, xattrs), each file's segment list, segment
+// placement on segment servers, writer leases, and the segment-server
+// registry. State lives in RocksDB under its data dir; every namespace
+// change is a synced RocksDB write before the reply.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <asio.hpp>
+
+#include "absl/status/statusor.h"
+
+namespace logfs::store {
+
+struct MetaServerOptions {
+  std::string data_dir;        // created if missing; holds the RocksDB
+  std::string listen_address;  // "host:port"; port 0 picks one
+  int dead_server_ms = 10000;  // no heartbeat for this long: server is dead
+  int lease_timeout_ms = 60000;  // writer lease without mount heartbeat
+  int rpc_timeout_ms = 5000;   // for calls to segment servers
+  uint32_t default_replication = 3;
+  uint32_t wal_ack_quorum = 2;
+};
+
+class MetaServer {
+ public:
+  // Opens (or creates) the database and listens. Errors:
+  // kFailedPrecondition (data dir unusable, database locked by another
+  // meta), kUnavailable (address busy). `io` must outlive the server.
+  static absl::StatusOr<std::unique_ptr<MetaServer>> Start(const MetaServerOptions& options,
+                                                           asio::io_context& io);
+  virtual ~MetaServer() = default;
+
+  virtual std::string bound_address() const = 0;
+  virtual void Stop() = 0;
+};
+
+}  // namespace logfs::store

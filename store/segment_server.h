@@ -1,0 +1,48 @@
+// The segment server (`logfs segd`): stores segment replicas as local files
+// under its data dir and serves CreateSegment / Append / Sync / Read /
+// SegmentInfo / Seal / DeleteSegment over TCP (docs/wire_format.md). It
+// registers with meta at start and heartbeats to it; the heartbeat reply
+// names replicas to delete.
+//
+// Durability: an Append is answered once the replica's durable length
+// (bytes fdatasynced) covers it — at once after one shared fdatasync when
+// the request asks for sync, otherwise within `sync_interval_ms`. One sync
+// thread serves every segment, so concurrent syncs share fdatasyncs
+// (group commit, as BookKeeper's journal).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <asio.hpp>
+
+#include "absl/status/statusor.h"
+
+namespace logfs::store {
+
+struct SegmentServerOptions {
+  std::string data_dir;        // created if missing
+  std::string listen_address;  // "host:port"; port 0 picks one
+  std::string meta_address;    // "host:port" of meta
+  int sync_interval_ms = 5;    // max time an un-synced append waits
+  int heartbeat_interval_ms = 1000;
+  int rpc_timeout_ms = 5000;   // for calls to meta
+};
+
+class SegmentServer {
+ public:
+  // Opens the data dir, listens and registers with meta. Errors:
+  // kFailedPrecondition (data dir not usable), kUnavailable (address busy,
+  // meta unreachable). `io` must outlive the server; the caller runs it.
+  static absl::StatusOr<std::unique_ptr<SegmentServer>> Start(
+      const SegmentServerOptions& options, asio::io_context& io);
+  virtual ~SegmentServer() = default;
+
+  // "host:port" actually bound.
+  virtual std::string bound_address() const = 0;
+
+  // Stops serving; pending requests are answered with an error.
+  virtual void Stop() = 0;
+};
+
+}  // namespace logfs::store
