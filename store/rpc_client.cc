@@ -62,7 +62,10 @@ void RpcClient::AsyncCall(MessageType type, const google::protobuf::MessageLite&
       return;
     }
   }
-  done(absl::UnavailableError(absl::StrCat("client for ", address_, " is shut down")), {});
+  // Never run `done` inline: the caller may hold a lock that `done` takes.
+  asio::post(io_, [done = std::move(done), address = address_] {
+    done(absl::UnavailableError(absl::StrCat("client for ", address, " is shut down")), {});
+  });
 }
 
 absl::Status RpcClient::Call(MessageType type, const google::protobuf::MessageLite& request,

@@ -1,2 +1,48 @@
-// placeholder until subcommands land
-int main() { return 0; }
+// `logfs` multi-call binary: the first argument names the subcommand.
+// This folder is the only home of gflags and main().
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "src/main/subcommands.h"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  int (*run)(int argc, char** argv);
+  const char* summary;
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"meta", logfs::main::MetaMain, "run the meta server"},
+    {"segd", logfs::main::SegdMain, "run a segment server"},
+    {"mount", logfs::main::MountMain, "mount logfs at a directory (embedded cluster without --meta)"},
+    {"umount", logfs::main::UmountMain, "unmount a logfs mount and wait for its daemon to exit"},
+};
+
+void Usage(FILE* out) {
+  std::fprintf(out, "usage: logfs <subcommand> [--flag=value ...] [args]\n\nsubcommands:\n");
+  for (const auto& s : kSubcommands) std::fprintf(out, "  %-8s %s\n", s.name, s.summary);
+  std::fprintf(out, "\n'logfs <subcommand> --help' lists its flags.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    Usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  for (const auto& s : kSubcommands) {
+    if (std::strcmp(argv[1], s.name) == 0) {
+      // The subcommand sees "logfs <name>" as its program name.
+      std::string program = std::string(argv[0]) + " " + s.name;
+      argv[1] = program.data();
+      return s.run(argc - 1, argv + 1);
+    }
+  }
+  std::fprintf(stderr, "logfs: unknown subcommand '%s'\n", argv[1]);
+  Usage(stderr);
+  return 2;
+}

@@ -1,0 +1,406 @@
+#include "fuse/mount.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glog/logging.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "src/status/macros.h"
+#include "src/status/posix_error.h"
+#include "store/replica_reader.h"
+
+namespace logfs::fuse {
+namespace {
+
+constexpr char kSegmentsXattr[] = "user.logfs.segments";
+constexpr char kDurableLengthXattr[] = "user.logfs.durable_length";
+constexpr char kMountPidXattr[] = "user.logfs.mount_pid";
+
+bool HasOpenSegment(const proto::Inode& inode) {
+  return inode.segments_size() > 0 && !inode.segments().rbegin()[0].sealed();
+}
+
+uint64_t SealedLength(const proto::Inode& inode) {
+  uint64_t n = 0;
+  for (const auto& s : inode.segments()) n += s.length();
+  return n;
+}
+
+}  // namespace
+
+Mount::Mount(MountOptions options) : options_(std::move(options)), pool_(io_) {}
+
+Mount::~Mount() { Shutdown(); }
+
+absl::Status Mount::Connect() {
+  work_.emplace(asio::make_work_guard(io_));
+  for (int i = 0; i < 2; ++i) io_threads_.emplace_back([this] { io_.run(); });
+  meta_ = pool_.Get(options_.meta_address);
+  proto::NewMountRequest request;
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  request.set_host(host);
+  proto::NewMountResponse response;
+  absl::Status s = meta_->Call(store::MessageType::kNewMount, request, &response,
+                               options_.rpc_timeout);
+  if (!s.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot reach meta at ", options_.meta_address, ": ", s.message()));
+  }
+  mount_id_ = response.mount_id();
+  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+  return absl::OkStatus();
+}
+
+void Mount::Shutdown() {
+  if (!stopping_.HasBeenNotified()) stopping_.Notify();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  pool_.ShutdownAll();
+  work_.reset();
+  io_.stop();
+  for (auto& t : io_threads_) t.join();
+  io_threads_.clear();
+}
+
+void Mount::HeartbeatLoop() {
+  proto::MountHeartbeatRequest request;
+  request.set_mount_id(mount_id_);
+  while (!stopping_.WaitForNotificationWithTimeout(options_.heartbeat_interval)) {
+    proto::Empty response;
+    absl::Status s = meta_->Call(store::MessageType::kMountHeartbeat, request, &response,
+                                 options_.rpc_timeout);
+    if (!s.ok()) LOG(WARNING) << "mount heartbeat to meta failed: " << s;
+  }
+}
+
+template <typename Response>
+absl::Status Mount::MetaCall(store::MessageType type,
+                             const google::protobuf::MessageLite& request, Response* response) {
+  return meta_->Call(type, request, response, options_.rpc_timeout);
+}
+
+absl::StatusOr<proto::Inode> Mount::GetInode(uint64_t ino) {
+  proto::GetAttrRequest request;
+  request.set_ino(ino);
+  proto::InodeResponse response;
+  RETURN_IF_ERROR(MetaCall(store::MessageType::kGetInode, request, &response));
+  return std::move(*response.mutable_inode());
+}
+
+std::shared_ptr<wal::FileWriter> Mount::FindWriter(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  auto it = writers_.find(ino);
+  return it == writers_.end() ? nullptr : it->second.writer;
+}
+
+uint64_t Mount::LiveLength(proto::Inode& inode) {
+  if (!HasOpenSegment(inode)) return SealedLength(inode);
+  proto::Segment& open = *inode.mutable_segments()->rbegin();
+  uint32_t quorum = open.ack_quorum() != 0 ? open.ack_quorum() : inode.ack_quorum();
+  open.set_length(store::AckedLengthOfOpenSegment(pool_, open, quorum, options_.rpc_timeout));
+  return SealedLength(inode);
+}
+
+// ---------------------------------------------------------------- namespace
+
+absl::StatusOr<proto::Attr> Mount::Lookup(uint64_t parent, const std::string& name) {
+  proto::LookupRequest request;
+  request.set_parent(parent);
+  request.set_name(name);
+  proto::AttrResponse response;
+  RETURN_IF_ERROR(MetaCall(store::MessageType::kLookup, request, &response));
+  return GetAttr(response.attr().ino());
+}
+
+absl::StatusOr<proto::Attr> Mount::GetAttr(uint64_t ino) {
+  proto::GetAttrRequest request;
+  request.set_ino(ino);
+  proto::AttrResponse response;
+  RETURN_IF_ERROR(MetaCall(store::MessageType::kGetAttr, request, &response));
+  proto::Attr attr = response.attr();
+  if (auto writer = FindWriter(ino)) {
+    attr.set_size(writer->length());
+    attr.set_open_for_write(true);
+  } else if (attr.open_for_write() && S_ISREG(attr.mode())) {
+    ASSIGN_OR_RETURN(proto::Inode inode, GetInode(ino));
+    attr.set_size(LiveLength(inode));
+  }
+  return attr;
+}
+
+absl::StatusOr<proto::Attr> Mount::SetAttr(const proto::SetAttrRequest& in) {
+  proto::SetAttrRequest request = in;
+  request.set_mount_id(mount_id_);
+  constexpr uint32_t kSetSize = 1 << 3;  // FUSE_SET_ATTR_SIZE
+  if ((request.to_set() & kSetSize) != 0) {
+    if (auto writer = FindWriter(request.ino())) {
+      // The local writer knows the true length; meta only what is sealed.
+      if (request.size() != writer->length()) {
+        return PosixError(request.size() == 0 ? EBUSY : EPERM,
+                          "cannot change the size of a file open for write");
+      }
+      request.set_to_set(request.to_set() & ~kSetSize);
+    }
+  }
+  proto::AttrResponse response;
+  RETURN_IF_ERROR(MetaCall(store::MessageType::kSetAttr, request, &response));
+  return GetAttr(request.ino());
+}
+
+absl::StatusOr<proto::Attr> Mount::Create(uint64_t parent, const std::string& name,
+                                          uint32_t mode, uid_t uid, gid_t gid,
+                                          const std::string& symlink_target) {
+  proto::CreateRequest request;
+  request.set_parent(parent);
+  request.set_name(name);
+  request.set_mode(mode);
+  request.set_uid(uid);
+  request.set_gid(gid);
+  request.set_symlink_target(symlink_target);
+  proto::AttrResponse response;
+  RETURN_IF_ERROR(MetaCall(store::MessageType::kCreate, request, &response));
+  return response.attr();
+}
+
+absl::Status Mount::Unlink(uint64_t parent, const std::string& name, bool directory) {
+  proto::UnlinkRequest request;
+  request.set_parent(parent);
+  request.set_name(name);
+  request.set_directory(directory);
+  proto::Empty response;
+  return MetaCall(store::MessageType::kUnlink, request, &response);
+}
+
+absl::Status Mount::Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
+                           const std::string& new_name, uint32_t flags) {
+  proto::RenameRequest request;
+  request.set_parent(parent);
+  request.set_name(name);
+  request.set_new_parent(new_parent);
+  request.set_new_name(new_name);
+  request.set_flags(flags);
+  proto::Empty response;
+  return MetaCall(store::MessageType::kRename, request, &response);
+}
+
+absl::StatusOr<std::string> Mount::Readlink(uint64_t ino) {
+  proto::GetAttrRequest request;
+  request.set_ino(ino);
+  proto::ReadlinkResponse response;
+  RETURN_IF_ERROR(MetaCall(store::MessageType::kReadlink, request, &response));
+  return response.target();
+}
+
+absl::StatusOr<std::vector<proto::DirEntry>> Mount::Readdir(uint64_t ino) {
+  proto::ReaddirRequest request;
+  request.set_ino(ino);
+  proto::ReaddirResponse response;
+  RETURN_IF_ERROR(MetaCall(store::MessageType::kReaddir, request, &response));
+  return std::vector<proto::DirEntry>(response.entries().begin(), response.entries().end());
+}
+
+absl::StatusOr<proto::StatFsResponse> Mount::StatFs() {
+  proto::Empty request;
+  proto::StatFsResponse response;
+  RETURN_IF_ERROR(MetaCall(store::MessageType::kStatFs, request, &response));
+  return response;
+}
+
+// ---------------------------------------------------------------- xattrs
+
+std::string Mount::FormatSegments(const proto::Inode& inode) {
+  std::string out;
+  for (const auto& s : inode.segments()) {
+    std::vector<std::string> addresses;
+    for (const auto& r : s.replicas()) addresses.push_back(r.address());
+    absl::StrAppend(&out, s.id(), " ", absl::StrJoin(addresses, ","), " ", s.length(), " ",
+                    s.sealed() ? "sealed" : "open", "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> Mount::GetXattr(uint64_t ino, const std::string& name) {
+  if (name == kMountPidXattr && ino == 1) return std::to_string(getpid());
+  if (name == kSegmentsXattr || name == kDurableLengthXattr) {
+    ASSIGN_OR_RETURN(proto::Inode inode, GetInode(ino));
+    if (!S_ISREG(inode.attr().mode())) return PosixError(ENODATA, "not a regular file");
+    uint64_t durable;
+    if (auto writer = FindWriter(ino)) {
+      inode.clear_segments();
+      for (auto& s : writer->ReadableSegments()) *inode.add_segments() = std::move(s);
+      durable = writer->acked_length();
+    } else {
+      durable = LiveLength(inode);
+    }
+    return name == kSegmentsXattr ? FormatSegments(inode) : std::to_string(durable);
+  }
+  proto::GetXattrRequest request;
+  request.set_ino(ino);
+  request.set_name(name);
+  proto::GetXattrResponse response;
+  RETURN_IF_ERROR(MetaCall(store::MessageType::kGetXattr, request, &response));
+  return response.value();
+}
+
+absl::StatusOr<std::vector<std::string>> Mount::ListXattr(uint64_t ino) {
+  proto::GetAttrRequest request;
+  request.set_ino(ino);
+  proto::ListXattrResponse response;
+  RETURN_IF_ERROR(MetaCall(store::MessageType::kListXattr, request, &response));
+  return std::vector<std::string>(response.names().begin(), response.names().end());
+}
+
+absl::Status Mount::SetXattr(uint64_t ino, const std::string& name, const std::string& value,
+                             int flags) {
+  proto::SetXattrRequest request;
+  request.set_ino(ino);
+  request.set_name(name);
+  request.set_value(value);
+  request.set_flags(flags);
+  proto::Empty response;
+  return MetaCall(store::MessageType::kSetXattr, request, &response);
+}
+
+absl::Status Mount::RemoveXattr(uint64_t ino, const std::string& name) {
+  proto::GetXattrRequest request;
+  request.set_ino(ino);
+  request.set_name(name);
+  proto::Empty response;
+  return MetaCall(store::MessageType::kRemoveXattr, request, &response);
+}
+
+// ---------------------------------------------------------------- files
+
+absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t ino,
+                                                                      bool truncate) {
+  // Held across the OpenWrite call so two opens in this mount cannot both
+  // take the lease; opens for write are rare next to writes.
+  absl::MutexLock lock(&mu_);
+  // A writer being closed must finish (seal, lease release) before the
+  // file can be opened for write again.
+  auto not_closing = [this, ino]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = writers_.find(ino);
+    return it == writers_.end() || !it->second.closing;
+  };
+  mu_.Await(absl::Condition(&not_closing));
+  auto it = writers_.find(ino);
+  if (it != writers_.end()) {
+    if (truncate && it->second.writer->length() > 0) {
+      return PosixError(EBUSY, "cannot truncate a file this mount is writing");
+    }
+    ++it->second.handles;
+    return it->second.writer;
+  }
+  proto::OpenWriteRequest request;
+  request.set_ino(ino);
+  request.set_mount_id(mount_id_);
+  request.set_truncate(truncate);
+  proto::InodeResponse response;
+  RETURN_IF_ERROR(MetaCall(store::MessageType::kOpenWrite, request, &response));
+  wal::FileWriterOptions options;
+  options.mount_id = mount_id_;
+  bool wal = response.inode().attr().kind() == proto::KIND_WAL;
+  options.segment_bytes = wal ? options_.wal_segment_bytes : options_.block_segment_bytes;
+  options.append_bytes = wal ? 1 : options_.block_append_bytes;
+  options.replica_timeout = options_.replica_timeout;
+  options.fsync_timeout = options_.fsync_timeout;
+  options.meta_timeout = options_.rpc_timeout;
+  auto writer = wal::FileWriter::Create(options, std::move(*response.mutable_inode()), meta_,
+                                        &pool_);
+  writers_[ino] = WriterRef{writer, 1};
+  return writer;
+}
+
+absl::StatusOr<std::unique_ptr<OpenFile>> Mount::Open(uint64_t ino, int flags) {
+  auto file = std::make_unique<OpenFile>();
+  file->ino = ino;
+  file->writable = (flags & O_ACCMODE) != O_RDONLY;
+  file->append = (flags & O_APPEND) != 0;
+  bool truncate = (flags & O_TRUNC) != 0;
+  if (file->writable) {
+    ASSIGN_OR_RETURN(proto::Inode inode, GetInode(ino));
+    if (S_ISDIR(inode.attr().mode())) return PosixError(EISDIR, "is a directory");
+    file->kind = inode.attr().kind();
+    bool sealed_block = file->kind == proto::KIND_BLOCK && SealedLength(inode) > 0 &&
+                        !HasOpenSegment(inode) && FindWriter(ino) == nullptr;
+    if (!sealed_block) {
+      ASSIGN_OR_RETURN(file->writer, AcquireWriter(ino, truncate));
+      return file;
+    }
+    // A sealed block file opens for write (RocksDB's LOCK) but rejects writes.
+    if (truncate) return PosixError(EPERM, "sealed block files are immutable");
+    file->write_denied = true;
+  }
+  proto::OpenRequest request;
+  request.set_ino(ino);
+  request.set_mount_id(mount_id_);
+  proto::InodeResponse response;
+  RETURN_IF_ERROR(MetaCall(store::MessageType::kOpen, request, &response));
+  file->kind = response.inode().attr().kind();
+  file->live = response.inode().attr().open_for_write() || HasOpenSegment(response.inode()) ||
+               file->kind == proto::KIND_WAL;
+  absl::MutexLock lock(&file->mu);
+  file->inode = std::move(*response.mutable_inode());
+  return file;
+}
+
+absl::StatusOr<std::string> Mount::Read(OpenFile& file, uint64_t offset, uint64_t size) {
+  std::vector<proto::Segment> segments;
+  uint64_t length;
+  auto writer = file.writer != nullptr ? file.writer : FindWriter(file.ino);
+  if (writer != nullptr) {
+    segments = writer->ReadableSegments();
+    length = writer->acked_length();
+  } else {
+    absl::MutexLock lock(&file.mu);
+    length = SealedLength(file.inode);
+    if (file.live && (offset + size > length || HasOpenSegment(file.inode))) {
+      ASSIGN_OR_RETURN(file.inode, GetInode(file.ino));
+      length = LiveLength(file.inode);
+    }
+    segments.assign(file.inode.segments().begin(), file.inode.segments().end());
+  }
+  return store::ReadFileRange(pool_, segments, length, offset, size, options_.rpc_timeout);
+}
+
+absl::Status Mount::Write(OpenFile& file, uint64_t offset, const char* data, size_t size) {
+  if (file.write_denied || file.writer == nullptr) {
+    return PosixError(EPERM, "sealed block files are immutable");
+  }
+  std::optional<uint64_t> at;
+  if (!file.append) at = offset;
+  return file.writer->Write(at, absl::string_view(data, size));
+}
+
+void Mount::Sync(OpenFile& file, std::function<void(absl::Status)> done) {
+  if (file.writer == nullptr) {
+    done(absl::OkStatus());
+    return;
+  }
+  file.writer->Sync(std::move(done));
+}
+
+absl::Status Mount::Release(std::unique_ptr<OpenFile> file) {
+  if (file->writer != nullptr) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = writers_.find(file->ino);
+      if (it == writers_.end() || --it->second.handles > 0) return absl::OkStatus();
+      it->second.closing = true;
+    }
+    absl::Status status = file->writer->Close(absl::ToUnixNanos(absl::Now()));
+    absl::MutexLock lock(&mu_);
+    writers_.erase(file->ino);
+    return status;
+  }
+  proto::ReleaseRequest request;
+  request.set_ino(file->ino);
+  request.set_mount_id(mount_id_);
+  proto::Empty response;
+  return MetaCall(store::MessageType::kRelease, request, &response);
+}
+
+}  // namespace logfs::fuse

@@ -1,0 +1,135 @@
+// The client side of one logfs mount: translates VFS-level calls into meta
+// calls and segment reads/writes. The FUSE low-level callbacks (fuse/ops.cc)
+// are thin wrappers over this class; errno leaves only through
+// fuse/errno_map.h.
+//
+// Thread-safe: FUSE worker threads call in concurrently. Namespace calls
+// block on meta (one round trip); reads block on a replica; writes block
+// only when the replica queue is full or a segment rolls; syncs never block.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "store/client_pool.h"
+#include "store/logfs.pb.h"
+#include "wal/file_writer.h"
+
+namespace logfs::fuse {
+
+struct MountOptions {
+  std::string meta_address;
+  uint64_t wal_segment_bytes = 64ull << 20;
+  uint64_t block_segment_bytes = 256ull << 20;
+  size_t block_append_bytes = 1u << 20;  // block files: bytes per append
+  absl::Duration rpc_timeout = absl::Seconds(10);      // meta calls, reads
+  absl::Duration replica_timeout = absl::Seconds(10);  // writer's replica calls
+  absl::Duration fsync_timeout = absl::Seconds(30);
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+};
+
+// One open file description (a FUSE file handle).
+struct OpenFile {
+  uint64_t ino = 0;
+  proto::FileKind kind = proto::KIND_BLOCK;
+  bool writable = false;      // opened O_WRONLY / O_RDWR
+  bool write_denied = false;  // writable, but the file is a sealed block file
+  bool append = false;        // O_APPEND
+  std::shared_ptr<wal::FileWriter> writer;  // set on writable, not denied
+  bool live = false;          // another writer may grow the file: refresh on read
+  absl::Mutex mu;
+  proto::Inode inode ABSL_GUARDED_BY(mu);   // for reads
+};
+
+class Mount {
+ public:
+  explicit Mount(MountOptions options);
+  ~Mount();
+
+  // Connects to meta and gets a mount id; starts the lease heartbeat.
+  // kUnavailable with the reason if meta cannot be reached.
+  absl::Status Connect();
+  void Shutdown();
+
+  // Namespace. Attr sizes are live: the local writer's length, or the
+  // acked length of a file being written by another mount.
+  absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name);
+  absl::StatusOr<proto::Attr> GetAttr(uint64_t ino);
+  absl::StatusOr<proto::Attr> SetAttr(const proto::SetAttrRequest& request);
+  absl::StatusOr<proto::Attr> Create(uint64_t parent, const std::string& name, uint32_t mode,
+                                     uid_t uid, gid_t gid, const std::string& symlink_target);
+  absl::Status Unlink(uint64_t parent, const std::string& name, bool directory);
+  absl::Status Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
+                      const std::string& new_name, uint32_t flags);
+  absl::StatusOr<std::string> Readlink(uint64_t ino);
+  absl::StatusOr<std::vector<proto::DirEntry>> Readdir(uint64_t ino);
+  absl::StatusOr<proto::StatFsResponse> StatFs();
+
+  // Xattrs; user.logfs.segments / durable_length / mount_pid are answered here.
+  absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name);
+  absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino);
+  absl::Status SetXattr(uint64_t ino, const std::string& name, const std::string& value,
+                        int flags);
+  absl::Status RemoveXattr(uint64_t ino, const std::string& name);
+
+  // Files. Open takes the writer lease for writable handles (EBUSY if
+  // another mount writes the file); O_TRUNC of a sealed block file: EPERM.
+  absl::StatusOr<std::unique_ptr<OpenFile>> Open(uint64_t ino, int flags);
+  absl::StatusOr<std::string> Read(OpenFile& file, uint64_t offset, uint64_t size);
+  absl::Status Write(OpenFile& file, uint64_t offset, const char* data, size_t size);
+  void Sync(OpenFile& file, std::function<void(absl::Status)> done);
+  // Last handle of a writer: sync, seal, release the lease.
+  absl::Status Release(std::unique_ptr<OpenFile> file);
+
+  uint64_t mount_id() const { return mount_id_; }
+
+ private:
+  struct WriterRef {
+    std::shared_ptr<wal::FileWriter> writer;
+    int handles = 0;
+    bool closing = false;  // last handle released, Close in progress
+  };
+
+  absl::StatusOr<proto::Inode> GetInode(uint64_t ino);
+  absl::StatusOr<std::shared_ptr<wal::FileWriter>> AcquireWriter(uint64_t ino, bool truncate)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  std::shared_ptr<wal::FileWriter> FindWriter(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+  // Length and readable segments of a file another mount may be writing.
+  uint64_t LiveLength(proto::Inode& inode);
+  std::string FormatSegments(const proto::Inode& inode);
+  void HeartbeatLoop();
+
+  template <typename Response>
+  absl::Status MetaCall(store::MessageType type, const google::protobuf::MessageLite& request,
+                        Response* response);
+
+  // Immutable after construction / Connect.
+  const MountOptions options_;
+  asio::io_context io_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::vector<std::thread> io_threads_;
+  store::ClientPool pool_;
+  std::shared_ptr<store::RpcClient> meta_;
+  uint64_t mount_id_ = 0;
+  std::thread heartbeat_thread_;
+  absl::Notification stopping_;
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<uint64_t, WriterRef> writers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace logfs::fuse

@@ -1,0 +1,396 @@
+// The FUSE low-level operations: each decodes its request, calls Mount,
+// and replies. No logic beyond translation lives here.
+#include <fuse_lowlevel.h>
+#include <glog/logging.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "fuse/errno_map.h"
+#include "fuse/mount.h"
+#include "fuse/session.h"
+
+namespace logfs::fuse {
+namespace {
+
+// Sealed files change only by replacement, so the kernel may keep their
+// attributes for a while; files being written are asked for every time.
+constexpr double kSealedAttrTimeoutSeconds = 1.0;
+constexpr double kEntryTimeoutSeconds = 1.0;
+constexpr unsigned kMaxWriteBytes = 1u << 20;
+
+Mount& M(fuse_req_t req) { return *static_cast<Mount*>(fuse_req_userdata(req)); }
+
+OpenFile* Handle(fuse_file_info* fi) { return reinterpret_cast<OpenFile*>(fi->fh); }
+
+void FillStat(const proto::Attr& a, struct stat* st) {
+  std::memset(st, 0, sizeof(*st));
+  st->st_ino = a.ino();
+  st->st_mode = a.mode();
+  st->st_nlink = a.nlink();
+  st->st_uid = a.uid();
+  st->st_gid = a.gid();
+  st->st_size = static_cast<off_t>(a.size());
+  st->st_blksize = 1 << 20;
+  st->st_blocks = static_cast<blkcnt_t>((a.size() + 511) / 512);
+  auto ts = [](int64_t ns) {
+    timespec t;
+    t.tv_sec = ns / 1000000000;
+    t.tv_nsec = ns % 1000000000;
+    return t;
+  };
+  st->st_atim = ts(a.atime_ns());
+  st->st_mtim = ts(a.mtime_ns());
+  st->st_ctim = ts(a.ctime_ns());
+}
+
+double AttrTimeout(const proto::Attr& a) {
+  return a.open_for_write() ? 0.0 : kSealedAttrTimeoutSeconds;
+}
+
+void ReplyEntry(fuse_req_t req, const absl::StatusOr<proto::Attr>& attr) {
+  if (!attr.ok()) {
+    fuse_reply_err(req, ToErrno(attr.status()));
+    return;
+  }
+  fuse_entry_param e;
+  std::memset(&e, 0, sizeof(e));
+  e.ino = attr->ino();
+  e.generation = 1;
+  FillStat(*attr, &e.attr);
+  e.attr_timeout = AttrTimeout(*attr);
+  e.entry_timeout = kEntryTimeoutSeconds;
+  fuse_reply_entry(req, &e);
+}
+
+void ReplyAttr(fuse_req_t req, const absl::StatusOr<proto::Attr>& attr) {
+  if (!attr.ok()) {
+    fuse_reply_err(req, ToErrno(attr.status()));
+    return;
+  }
+  struct stat st;
+  FillStat(*attr, &st);
+  fuse_reply_attr(req, &st, AttrTimeout(*attr));
+}
+
+void ReplyStatus(fuse_req_t req, const absl::Status& status) {
+  fuse_reply_err(req, ToErrno(status));
+}
+
+void OpInit(void* userdata, fuse_conn_info* conn) noexcept {
+  conn->max_write = kMaxWriteBytes;
+  // Appends must reach us in order and at once: no kernel write-back cache.
+  conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+}
+
+void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
+  ReplyEntry(req, M(req).Lookup(parent, name));
+}
+
+void OpForget(fuse_req_t req, fuse_ino_t, uint64_t) noexcept { fuse_reply_none(req); }
+
+void OpGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) noexcept {
+  ReplyAttr(req, M(req).GetAttr(ino));
+}
+
+void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
+               fuse_file_info*) noexcept {
+  proto::SetAttrRequest r;
+  r.set_ino(ino);
+  uint32_t bits = to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |
+                            FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME);
+  int64_t now = absl::ToUnixNanos(absl::Now());
+  if (to_set & FUSE_SET_ATTR_ATIME_NOW) bits |= FUSE_SET_ATTR_ATIME;
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW) bits |= FUSE_SET_ATTR_MTIME;
+  r.set_to_set(bits);
+  r.set_mode(attr->st_mode);
+  r.set_uid(attr->st_uid);
+  r.set_gid(attr->st_gid);
+  r.set_size(attr->st_size);
+  r.set_atime_ns((to_set & FUSE_SET_ATTR_ATIME_NOW)
+                     ? now
+                     : attr->st_atim.tv_sec * 1000000000LL + attr->st_atim.tv_nsec);
+  r.set_mtime_ns((to_set & FUSE_SET_ATTR_MTIME_NOW)
+                     ? now
+                     : attr->st_mtim.tv_sec * 1000000000LL + attr->st_mtim.tv_nsec);
+  ReplyAttr(req, M(req).SetAttr(r));
+}
+
+void OpReadlink(fuse_req_t req, fuse_ino_t ino) noexcept {
+  auto target = M(req).Readlink(ino);
+  if (!target.ok()) return ReplyStatus(req, target.status());
+  fuse_reply_readlink(req, target->c_str());
+}
+
+void CreateNode(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+                const std::string& target) {
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  mode_t umasked = mode & ~ctx->umask;
+  ReplyEntry(req, M(req).Create(parent, name, umasked, ctx->uid, ctx->gid, target));
+}
+
+void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+             dev_t) noexcept {
+  if (!S_ISREG(mode)) {
+    fuse_reply_err(req, EPERM);  // no device nodes, fifos or sockets
+    return;
+  }
+  CreateNode(req, parent, name, mode, "");
+}
+
+void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) noexcept {
+  CreateNode(req, parent, name, (mode & 07777) | S_IFDIR, "");
+}
+
+void OpSymlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) noexcept {
+  CreateNode(req, parent, name, S_IFLNK | 0777, link);
+}
+
+void OpUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
+  ReplyStatus(req, M(req).Unlink(parent, name, false));
+}
+
+void OpRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
+  ReplyStatus(req, M(req).Unlink(parent, name, true));
+}
+
+void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent,
+              const char* new_name, unsigned int flags) noexcept {
+  ReplyStatus(req, M(req).Rename(parent, name, new_parent, new_name, flags));
+}
+
+void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) noexcept {
+  fuse_reply_err(req, EPERM);  // DESIGN §2: no hard links
+}
+
+void SetOpenFlags(const OpenFile& file, fuse_file_info* fi) {
+  // Files that can grow bypass the page cache so every read and stat sees
+  // the current durable length; sealed block files keep their cache.
+  if (file.writable || file.live) {
+    fi->direct_io = 1;
+  } else {
+    fi->keep_cache = file.kind == proto::KIND_BLOCK;
+  }
+}
+
+void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
+  auto file = M(req).Open(ino, fi->flags);
+  if (!file.ok()) return ReplyStatus(req, file.status());
+  SetOpenFlags(**file, fi);
+  fi->fh = reinterpret_cast<uint64_t>(file->release());
+  if (fuse_reply_open(req, fi) != 0) {
+    // The opener was interrupted: nobody will release this handle.
+    M(req).Release(std::unique_ptr<OpenFile>(Handle(fi))).IgnoreError();
+  }
+}
+
+void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+              fuse_file_info* fi) noexcept {
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  auto attr = M(req).Create(parent, name, (mode & ~ctx->umask & 07777) | S_IFREG, ctx->uid,
+                            ctx->gid, "");
+  if (!attr.ok()) return ReplyStatus(req, attr.status());
+  auto file = M(req).Open(attr->ino(), fi->flags);
+  if (!file.ok()) return ReplyStatus(req, file.status());
+  SetOpenFlags(**file, fi);
+  fi->fh = reinterpret_cast<uint64_t>(file->release());
+  fuse_entry_param e;
+  std::memset(&e, 0, sizeof(e));
+  e.ino = attr->ino();
+  e.generation = 1;
+  FillStat(*attr, &e.attr);
+  e.attr_timeout = 0;
+  e.entry_timeout = kEntryTimeoutSeconds;
+  if (fuse_reply_create(req, &e, fi) != 0) {
+    M(req).Release(std::unique_ptr<OpenFile>(Handle(fi))).IgnoreError();
+  }
+}
+
+void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
+  auto data = M(req).Read(*Handle(fi), static_cast<uint64_t>(off), size);
+  if (!data.ok()) return ReplyStatus(req, data.status());
+  fuse_reply_buf(req, data->data(), data->size());
+}
+
+void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
+             fuse_file_info* fi) noexcept {
+  absl::Status s = M(req).Write(*Handle(fi), static_cast<uint64_t>(off), buf, size);
+  if (!s.ok()) return ReplyStatus(req, s);
+  fuse_reply_write(req, size);
+}
+
+// flush (every close) and fsync wait for the ack quorum without holding a
+// FUSE worker: the reply is sent from the writer's completion.
+void ReplyWhenDurable(fuse_req_t req, fuse_file_info* fi) {
+  M(req).Sync(*Handle(fi), [req](absl::Status s) { fuse_reply_err(req, ToErrno(s)); });
+}
+
+void OpFlush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
+  ReplyWhenDurable(req, fi);
+}
+
+void OpFsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) noexcept {
+  ReplyWhenDurable(req, fi);
+}
+
+void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
+  absl::Status s = M(req).Release(std::unique_ptr<OpenFile>(Handle(fi)));
+  if (!s.ok()) LOG(ERROR) << "release of inode " << ino << ": " << s;
+  fuse_reply_err(req, ToErrno(s));
+}
+
+struct DirHandle {
+  std::vector<proto::DirEntry> entries;
+};
+
+void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
+  auto entries = M(req).Readdir(ino);
+  if (!entries.ok()) return ReplyStatus(req, entries.status());
+  auto dir = std::make_unique<DirHandle>();
+  proto::DirEntry dot;
+  dot.set_name(".");
+  dot.set_ino(ino);
+  dot.set_mode(S_IFDIR);
+  proto::DirEntry dotdot = dot;
+  dotdot.set_name("..");
+  dir->entries.push_back(dot);
+  dir->entries.push_back(dotdot);
+  for (auto& e : *entries) dir->entries.push_back(std::move(e));
+  fi->fh = reinterpret_cast<uint64_t>(dir.release());
+  fuse_reply_open(req, fi);
+}
+
+void OpReaddir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
+  auto* dir = reinterpret_cast<DirHandle*>(fi->fh);
+  std::string buf(size, '\0');
+  size_t used = 0;
+  for (size_t i = static_cast<size_t>(off); i < dir->entries.size(); ++i) {
+    const auto& e = dir->entries[i];
+    struct stat st;
+    std::memset(&st, 0, sizeof(st));
+    st.st_ino = e.ino();
+    st.st_mode = e.mode();
+    size_t n = fuse_add_direntry(req, buf.data() + used, size - used, e.name().c_str(), &st,
+                                 static_cast<off_t>(i + 1));
+    if (n > size - used) break;
+    used += n;
+  }
+  fuse_reply_buf(req, buf.data(), used);
+}
+
+void OpReleasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
+  delete reinterpret_cast<DirHandle*>(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+void OpFsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) noexcept {
+  fuse_reply_err(req, 0);  // namespace changes are synced in meta before they return
+}
+
+void OpStatfs(fuse_req_t req, fuse_ino_t) noexcept {
+  auto fs = M(req).StatFs();
+  if (!fs.ok()) return ReplyStatus(req, fs.status());
+  struct statvfs st;
+  std::memset(&st, 0, sizeof(st));
+  constexpr uint64_t kBlock = 4096;
+  st.f_bsize = kBlock;
+  st.f_frsize = kBlock;
+  st.f_blocks = fs->capacity_bytes() / kBlock;
+  st.f_bfree = fs->free_bytes() / kBlock;
+  st.f_bavail = st.f_bfree;
+  st.f_files = fs->inodes() + (1u << 30);
+  st.f_ffree = 1u << 30;
+  st.f_favail = st.f_ffree;
+  st.f_namemax = 255;
+  fuse_reply_statfs(req, &st);
+}
+
+void ReplyXattrValue(fuse_req_t req, const std::string& value, size_t size) {
+  if (size == 0) {
+    fuse_reply_xattr(req, value.size());
+  } else if (value.size() > size) {
+    fuse_reply_err(req, ERANGE);
+  } else {
+    fuse_reply_buf(req, value.data(), value.size());
+  }
+}
+
+void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
+                size_t size, int flags) noexcept {
+  ReplyStatus(req, M(req).SetXattr(ino, name, std::string(value, size), flags));
+}
+
+void OpGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) noexcept {
+  auto value = M(req).GetXattr(ino, name);
+  if (!value.ok()) return ReplyStatus(req, value.status());
+  ReplyXattrValue(req, *value, size);
+}
+
+void OpListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) noexcept {
+  auto names = M(req).ListXattr(ino);
+  if (!names.ok()) return ReplyStatus(req, names.status());
+  std::string list;
+  for (const auto& n : *names) {
+    list += n;
+    list.push_back('\0');
+  }
+  ReplyXattrValue(req, list, size);
+}
+
+void OpRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) noexcept {
+  ReplyStatus(req, M(req).RemoveXattr(ino, name));
+}
+
+void OpFallocate(fuse_req_t req, fuse_ino_t, int mode, off_t, off_t,
+                 fuse_file_info*) noexcept {
+  // DESIGN §2: FALLOC_FL_KEEP_SIZE is a hint that needs no work; anything
+  // that would change the size or contents is not supported.
+  fuse_reply_err(req, mode == FALLOC_FL_KEEP_SIZE ? 0 : EOPNOTSUPP);
+}
+
+}  // namespace
+
+fuse_lowlevel_ops MakeOperations() {
+  fuse_lowlevel_ops ops;
+  std::memset(&ops, 0, sizeof(ops));
+  ops.init = OpInit;
+  ops.lookup = OpLookup;
+  ops.forget = OpForget;
+  ops.getattr = OpGetAttr;
+  ops.setattr = OpSetAttr;
+  ops.readlink = OpReadlink;
+  ops.mknod = OpMknod;
+  ops.mkdir = OpMkdir;
+  ops.unlink = OpUnlink;
+  ops.rmdir = OpRmdir;
+  ops.symlink = OpSymlink;
+  ops.rename = OpRename;
+  ops.link = OpLink;
+  ops.open = OpOpen;
+  ops.read = OpRead;
+  ops.write = OpWrite;
+  ops.flush = OpFlush;
+  ops.release = OpRelease;
+  ops.fsync = OpFsync;
+  ops.opendir = OpOpendir;
+  ops.readdir = OpReaddir;
+  ops.releasedir = OpReleasedir;
+  ops.fsyncdir = OpFsyncdir;
+  ops.statfs = OpStatfs;
+  ops.setxattr = OpSetxattr;
+  ops.getxattr = OpGetxattr;
+  ops.listxattr = OpListxattr;
+  ops.removexattr = OpRemovexattr;
+  ops.create = OpCreate;
+  ops.fallocate = OpFallocate;
+  return ops;
+}
+
+}  // namespace logfs::fuse

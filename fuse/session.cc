@@ -1,0 +1,52 @@
+#include "fuse/session.h"
+
+#include <fuse_lowlevel.h>
+#include <glog/logging.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace logfs::fuse {
+
+fuse_lowlevel_ops MakeOperations();  // fuse/ops.cc
+
+absl::Status RunSession(Mount& mount, const SessionOptions& options,
+                        const std::function<void()>& on_ready) {
+  std::string mount_options = "fsname=logfs,subtype=logfs,default_permissions";
+  if (geteuid() == 0) mount_options += ",allow_other";
+  std::vector<std::string> args = {"logfs", "-o", mount_options};
+  if (options.debug) args.push_back("-d");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  fuse_args fargs = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  fuse_lowlevel_ops ops = MakeOperations();
+  fuse_session* se = fuse_session_new(&fargs, &ops, sizeof(ops), &mount);
+  if (se == nullptr) return absl::FailedPreconditionError("cannot create the FUSE session");
+  if (fuse_set_signal_handlers(se) != 0) {
+    fuse_session_destroy(se);
+    return absl::FailedPreconditionError("cannot install signal handlers");
+  }
+  if (fuse_session_mount(se, options.mountpoint.c_str()) != 0) {
+    fuse_remove_signal_handlers(se);
+    fuse_session_destroy(se);
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot mount at ", options.mountpoint,
+                     " (is it an existing directory, and is /dev/fuse usable?)"));
+  }
+  on_ready();
+  fuse_loop_config* config = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_max_threads(config, options.max_threads);
+  fuse_loop_cfg_set_idle_threads(config, 4);
+  int rc = fuse_session_loop_mt(se, config);
+  fuse_loop_cfg_destroy(config);
+  fuse_session_unmount(se);
+  fuse_remove_signal_handlers(se);
+  fuse_session_destroy(se);
+  if (rc < 0) LOG(WARNING) << "FUSE loop ended with " << rc;
+  return absl::OkStatus();
+}
+
+}  // namespace logfs::fuse

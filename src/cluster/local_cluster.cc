@@ -1,0 +1,121 @@
+#include "src/cluster/local_cluster.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "src/cluster/process.h"
+#include "src/status/macros.h"
+
+namespace logfs::cluster {
+namespace {
+
+// Starts one server process and waits until it has written its address.
+absl::StatusOr<std::string> StartServer(const std::vector<std::string>& argv,
+                                        const std::string& dir, const std::string& name,
+                                        absl::Duration timeout, pid_t* pid) {
+  RETURN_IF_ERROR(MakeDirs(dir));
+  std::string address_file = dir + "/address";
+  unlink(address_file.c_str());
+  std::string log = dir + "/" + name + ".log";
+  ASSIGN_OR_RETURN(*pid, Spawn(argv, log));
+  auto address = WaitForFile(address_file, timeout, *pid);
+  if (!address.ok()) {
+    StopChild(*pid, SIGKILL, absl::Seconds(1));
+    *pid = -1;
+    return absl::FailedPreconditionError(absl::StrCat(name, " did not start: ", LastLine(log),
+                                                      " (", address.status().message(), ")"));
+  }
+  return address;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
+    const LocalClusterOptions& options) {
+  std::unique_ptr<LocalCluster> cluster(new LocalCluster(options));
+  RETURN_IF_ERROR(MakeDirs(options.data_dir));
+  RETURN_IF_ERROR(cluster->StartMeta());
+  cluster->segd_pids_.assign(options.segment_servers, -1);
+  cluster->segd_addresses_.assign(options.segment_servers, "");
+  for (int i = 0; i < options.segment_servers; ++i) {
+    RETURN_IF_ERROR(cluster->StartSegd(i));
+  }
+  return cluster;
+}
+
+LocalCluster::~LocalCluster() { Stop(); }
+
+absl::Status LocalCluster::StartMeta() {
+  std::string dir = options_.data_dir + "/meta";
+  std::vector<std::string> argv = {options_.binary, "meta", "--data_dir=" + dir,
+                                   "--listen=127.0.0.1:0", "--address_file=" + dir + "/address"};
+  argv.insert(argv.end(), options_.meta_flags.begin(), options_.meta_flags.end());
+  ASSIGN_OR_RETURN(meta_address_, StartServer(argv, dir, "meta", options_.start_timeout,
+                                              &meta_pid_));
+  return absl::OkStatus();
+}
+
+absl::Status LocalCluster::StartSegd(int i) {
+  std::string dir = absl::StrCat(options_.data_dir, "/segd", i);
+  std::vector<std::string> argv = {options_.binary, "segd", "--data_dir=" + dir,
+                                   "--listen=127.0.0.1:0", "--meta=" + meta_address_,
+                                   "--address_file=" + dir + "/address"};
+  argv.insert(argv.end(), options_.segd_flags.begin(), options_.segd_flags.end());
+  ASSIGN_OR_RETURN(segd_addresses_[i], StartServer(argv, dir, absl::StrCat("segd", i),
+                                                   options_.start_timeout, &segd_pids_[i]));
+  return absl::OkStatus();
+}
+
+absl::Status LocalCluster::RestartMeta() {
+  StopChild(meta_pid_, SIGKILL, absl::Seconds(1));
+  // Segment servers keep the old meta address; a restarted meta must come
+  // back on the same port.
+  std::string dir = options_.data_dir + "/meta";
+  std::vector<std::string> argv = {options_.binary, "meta", "--data_dir=" + dir,
+                                   "--listen=" + meta_address_,
+                                   "--address_file=" + dir + "/address"};
+  argv.insert(argv.end(), options_.meta_flags.begin(), options_.meta_flags.end());
+  ASSIGN_OR_RETURN(meta_address_, StartServer(argv, dir, "meta", options_.start_timeout,
+                                              &meta_pid_));
+  return absl::OkStatus();
+}
+
+absl::Status LocalCluster::RestartSegd(int i) {
+  StopChild(segd_pids_[i], SIGKILL, absl::Seconds(1));
+  return StartSegd(i);
+}
+
+void LocalCluster::KillSegd(int i, int signal) {
+  if (segd_pids_[i] <= 0) return;
+  kill(segd_pids_[i], signal);
+  if (signal == SIGKILL) {
+    waitpid(segd_pids_[i], nullptr, 0);
+    segd_pids_[i] = -1;
+  }
+}
+
+void LocalCluster::KillMeta(int signal) {
+  if (meta_pid_ <= 0) return;
+  kill(meta_pid_, signal);
+  if (signal == SIGKILL) {
+    waitpid(meta_pid_, nullptr, 0);
+    meta_pid_ = -1;
+  }
+}
+
+void LocalCluster::Stop(absl::Duration grace) {
+  // Segment servers first, so none re-registers with a dying meta.
+  for (pid_t& pid : segd_pids_) {
+    if (pid > 0) kill(pid, SIGTERM);
+  }
+  for (pid_t& pid : segd_pids_) {
+    StopChild(pid, SIGTERM, grace);
+    pid = -1;
+  }
+  StopChild(meta_pid_, SIGTERM, grace);
+  meta_pid_ = -1;
+}
+
+}  // namespace logfs::cluster

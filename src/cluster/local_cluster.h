@@ -1,0 +1,65 @@
+// A local logfs cluster: one `logfs meta` and N `logfs segd` processes on
+// loopback, state under one directory. Used by the embedded default of
+// `logfs mount` and by the integration tests (as LogDevice's
+// IntegrationTestUtils Cluster). Stops its processes by PID on Stop() and
+// on destruction. Not thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace logfs::cluster {
+
+struct LocalClusterOptions {
+  std::string binary;    // path of the logfs binary
+  std::string data_dir;  // meta/ and segd<i>/ go below it
+  int segment_servers = 3;
+  std::vector<std::string> meta_flags;  // extra flags, e.g. "--dead_server_ms=500"
+  std::vector<std::string> segd_flags;
+  absl::Duration start_timeout = absl::Seconds(20);
+};
+
+class LocalCluster {
+ public:
+  // Starts meta, then every segment server, each once the previous one is
+  // listening. Errors: kFailedPrecondition with the failing process's last
+  // log line, kDeadlineExceeded if one does not come up in time.
+  static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(const LocalClusterOptions& options);
+  ~LocalCluster();
+
+  const std::string& meta_address() const { return meta_address_; }
+  pid_t meta_pid() const { return meta_pid_; }
+  int segment_servers() const { return static_cast<int>(segd_pids_.size()); }
+  pid_t segd_pid(int i) const { return segd_pids_[i]; }
+  const std::string& segd_address(int i) const { return segd_addresses_[i]; }
+
+  // Restarts meta or segment server `i` (after it was stopped or killed).
+  absl::Status RestartMeta();
+  absl::Status RestartSegd(int i);
+
+  // Stops every process: SIGTERM, then SIGKILL after `grace`.
+  void Stop(absl::Duration grace = absl::Seconds(5));
+
+  // Kills one process with `signal` (e.g. SIGKILL) and reaps it if it dies.
+  void KillSegd(int i, int signal);
+  void KillMeta(int signal);
+
+ private:
+  explicit LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {}
+  absl::Status StartMeta();
+  absl::Status StartSegd(int i);
+
+  LocalClusterOptions options_;
+  std::string meta_address_;
+  pid_t meta_pid_ = -1;
+  std::vector<pid_t> segd_pids_;
+  std::vector<std::string> segd_addresses_;
+};
+
+}  // namespace logfs::cluster

@@ -1,0 +1,143 @@
+#include "src/cluster/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace logfs::cluster {
+
+absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log_path) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  int log_fd = -1;
+  if (!log_path.empty()) {
+    log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open ", log_path));
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    int err = errno;
+    if (log_fd >= 0) close(log_fd);
+    return absl::ErrnoToStatus(err, "fork");
+  }
+  if (pid == 0) {
+    if (log_fd >= 0) {
+      dup2(log_fd, STDOUT_FILENO);
+      dup2(log_fd, STDERR_FILENO);
+    }
+    int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+    // Children must not inherit a blocked signal mask from a sigwait()ing parent.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  if (log_fd >= 0) close(log_fd);
+  return pid;
+}
+
+bool ChildRunning(pid_t pid, int* wait_status) {
+  int status = 0;
+  pid_t r = waitpid(pid, &status, WNOHANG);
+  if (r == 0) return true;
+  if (r == pid && wait_status != nullptr) *wait_status = status;
+  return false;
+}
+
+void StopChild(pid_t pid, int signal, absl::Duration timeout) {
+  if (pid <= 0) return;
+  if (!ChildRunning(pid)) return;
+  kill(pid, signal);
+  absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (!ChildRunning(pid)) return;
+    absl::SleepFor(absl::Milliseconds(5));  // polling a child's exit
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+absl::StatusOr<std::string> WaitForFile(const std::string& path, absl::Duration timeout,
+                                        pid_t pid) {
+  absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    std::ifstream in(path);
+    if (in) {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      std::string s = ss.str();
+      while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+      if (!s.empty()) return s;
+    }
+    int status = 0;
+    if (pid > 0 && !ChildRunning(pid, &status)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("process ", pid, " exited (status ", WEXITSTATUS(status), ")"));
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat("timed out waiting for ", path));
+    }
+    absl::SleepFor(absl::Milliseconds(5));  // polling for another process's file
+  }
+}
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+  std::string tmp = path + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open ", tmp));
+  ssize_t n = write(fd, contents.data(), contents.size());
+  int err = errno;
+  if (n != static_cast<ssize_t>(contents.size()) || fsync(fd) != 0) {
+    close(fd);
+    return absl::ErrnoToStatus(n < 0 ? err : EIO, absl::StrCat("write ", tmp));
+  }
+  close(fd);
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("rename ", tmp));
+  }
+  return absl::OkStatus();
+}
+
+std::string LastLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last;
+}
+
+absl::Status MakeDirs(const std::string& path) {
+  std::string partial;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || (path[i] == '/' && i > 0)) {
+      partial = path.substr(0, i);
+      if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("cannot create directory ", partial, ": ", std::strerror(errno)));
+      }
+    }
+  }
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not a directory"));
+  }
+  if (access(path.c_str(), W_OK) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not writable"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace logfs::cluster

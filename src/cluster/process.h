@@ -1,0 +1,44 @@
+// Child processes and small file helpers shared by the embedded cluster,
+// the mount daemon and the tests. Thread-compatible.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace logfs::cluster {
+
+// Starts `argv[0]` with `argv`, stdout and stderr appended to `log_path`
+// (or inherited when empty). Returns the child's pid. kInternal if fork
+// fails; an exec failure shows as the child exiting with status 127.
+absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log_path);
+
+// True while `pid` (our child) has not exited; reaps it if it has, storing
+// its wait status in `*wait_status` when given.
+bool ChildRunning(pid_t pid, int* wait_status = nullptr);
+
+// Sends `signal` and waits up to `timeout` for the child to exit, then
+// SIGKILLs it. Returns once it has been reaped.
+void StopChild(pid_t pid, int signal, absl::Duration timeout);
+
+// Polls for up to `timeout` until `path` exists and is non-empty, and
+// returns its contents without a trailing newline. Stops early with
+// kFailedPrecondition if `pid` (when > 0) exits meanwhile.
+absl::StatusOr<std::string> WaitForFile(const std::string& path, absl::Duration timeout,
+                                        pid_t pid);
+
+// Writes `contents` to `path` atomically (temp file, fsync, rename).
+absl::Status WriteFileAtomically(const std::string& path, const std::string& contents);
+
+// The last non-empty line of a text file ("" if none), for error messages.
+std::string LastLine(const std::string& path);
+
+// mkdir -p. kFailedPrecondition with the reason on failure.
+absl::Status MakeDirs(const std::string& path);
+
+}  // namespace logfs::cluster

@@ -1,0 +1,235 @@
+// `logfs mount [--meta=HOST:PORT] [-f] MNT` and `logfs umount MNT`.
+//
+// Without --meta the mount brings up the embedded default cluster (one
+// meta and three segd processes under --data_dir) and stops it after
+// unmount. Without -f it returns once the mount is ready, with exit status
+// 0, or 1 and a one-line reason.
+#include <fcntl.h>
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "fuse/mount.h"
+#include "fuse/session.h"
+#include "src/cluster/local_cluster.h"
+#include "src/cluster/process.h"
+#include "src/main/subcommands.h"
+
+DECLARE_string(meta);
+DECLARE_string(data_dir);
+DECLARE_int32(rpc_timeout_ms);
+DEFINE_bool(f, false, "mount: stay in the foreground");
+DEFINE_bool(fuse_debug, false, "mount: print every FUSE request (libfuse -d)");
+DEFINE_int32(fuse_threads, 16, "mount: FUSE worker threads");
+DEFINE_uint64(wal_segment_bytes, 64ull << 20, "mount: WAL segment size before roll (bytes)");
+DEFINE_uint64(block_segment_bytes, 256ull << 20, "mount: block segment size before roll (bytes)");
+DEFINE_int32(replica_timeout_ms, 10000, "mount: deadline of one replica call");
+DEFINE_int32(fsync_timeout_ms, 30000, "mount: longest wait for the ack quorum");
+DEFINE_int32(segment_servers, 3, "embedded cluster: number of segment servers");
+DEFINE_int32(umount_timeout_ms, 30000, "umount: how long to wait for the daemon to exit");
+
+namespace logfs::main {
+namespace {
+
+std::string DefaultDataDir() {
+  const char* xdg = std::getenv("XDG_DATA_HOME");
+  if (xdg != nullptr && *xdg != '\0') return absl::StrCat(xdg, "/logfs");
+  const char* home = std::getenv("HOME");
+  return absl::StrCat(home != nullptr ? home : "/root", "/.local/share/logfs");
+}
+
+std::string SelfExe() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "logfs";
+  buf[n] = '\0';
+  return buf;
+}
+
+// Reports the daemon's outcome to the waiting parent: "" means ready.
+class ReadyPipe {
+ public:
+  void Report(const std::string& error) {
+    if (fd_ < 0) {
+      if (!error.empty()) std::fprintf(stderr, "logfs mount: %s\n", error.c_str());
+      return;
+    }
+    std::string msg = error.empty() ? "ok" : error;
+    ssize_t ignored = write(fd_, msg.data(), msg.size());
+    (void)ignored;
+    close(fd_);
+    fd_ = -1;
+  }
+  void set_fd(int fd) { fd_ = fd; }
+
+ private:
+  int fd_ = -1;
+};
+
+// Forks; the parent waits for the child's report and exits with it.
+// Returns in the child only.
+void Daemonize(ReadyPipe* ready) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    std::perror("logfs mount: pipe");
+    std::exit(1);
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("logfs mount: fork");
+    std::exit(1);
+  }
+  if (pid > 0) {
+    close(fds[1]);
+    std::string msg;
+    char buf[512];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof(buf))) > 0) msg.append(buf, n);
+    if (msg == "ok") std::exit(0);
+    std::fprintf(stderr, "logfs mount: %s\n",
+                 msg.empty() ? "the mount daemon exited before the mount was ready"
+                             : msg.c_str());
+    std::exit(1);
+  }
+  close(fds[0]);
+  fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+  ready->set_fd(fds[1]);
+  setsid();
+  int null_fd = open("/dev/null", O_RDWR);
+  if (null_fd >= 0) {
+    dup2(null_fd, STDIN_FILENO);
+    dup2(null_fd, STDOUT_FILENO);
+    if (chdir("/") != 0) {
+      // Best effort: the daemon keeps whatever cwd it had.
+    }
+  }
+}
+
+// Takes an exclusive lock on the data dir so two embedded mounts never
+// share one cluster's state. Returns the fd holding the lock.
+absl::StatusOr<int> LockDataDir(const std::string& dir) {
+  std::string path = dir + "/lock";
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::FailedPreconditionError(absl::StrCat("cannot open ", path));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat("data dir ", dir, " is in use by another logfs mount"));
+  }
+  return fd;
+}
+
+int RunMount(const std::string& mountpoint) {
+  struct stat st;
+  if (stat(mountpoint.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    std::fprintf(stderr, "logfs mount: mount point %s is not a directory\n", mountpoint.c_str());
+    return 1;
+  }
+  ReadyPipe ready;
+  std::string data_dir = FLAGS_data_dir.empty() ? DefaultDataDir() : FLAGS_data_dir;
+  if (!FLAGS_f) {
+    Daemonize(&ready);
+    // Keep the daemon's log next to its state (embedded) or in /tmp.
+    std::string log = FLAGS_meta.empty() ? data_dir + "/mount.log" : "/tmp/logfs-mount.log";
+    if (FLAGS_meta.empty()) cluster::MakeDirs(data_dir).IgnoreError();  // checked below
+    int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd >= 0) dup2(log_fd, STDERR_FILENO);
+  }
+  std::unique_ptr<cluster::LocalCluster> local;
+  std::string meta = FLAGS_meta;
+  int lock_fd = -1;
+  if (meta.empty()) {
+    absl::Status dir = cluster::MakeDirs(data_dir);
+    if (!dir.ok()) return ready.Report(std::string(dir.message())), 1;
+    auto lock = LockDataDir(data_dir);
+    if (!lock.ok()) return ready.Report(std::string(lock.status().message())), 1;
+    lock_fd = *lock;
+    cluster::LocalClusterOptions options;
+    options.binary = SelfExe();
+    options.data_dir = data_dir;
+    options.segment_servers = FLAGS_segment_servers;
+    auto started = cluster::LocalCluster::Start(options);
+    if (!started.ok()) {
+      return ready.Report(absl::StrCat("embedded cluster: ", started.status().message())), 1;
+    }
+    local = std::move(*started);
+    meta = local->meta_address();
+    LOG(INFO) << "embedded cluster up under " << data_dir << ", meta at " << meta;
+  }
+  fuse::MountOptions options;
+  options.meta_address = meta;
+  options.wal_segment_bytes = FLAGS_wal_segment_bytes;
+  options.block_segment_bytes = FLAGS_block_segment_bytes;
+  options.rpc_timeout = absl::Milliseconds(FLAGS_rpc_timeout_ms);
+  options.replica_timeout = absl::Milliseconds(FLAGS_replica_timeout_ms);
+  options.fsync_timeout = absl::Milliseconds(FLAGS_fsync_timeout_ms);
+  fuse::Mount mount(options);
+  absl::Status connected = mount.Connect();
+  if (!connected.ok()) return ready.Report(std::string(connected.message())), 1;
+  fuse::SessionOptions session;
+  session.mountpoint = mountpoint;
+  session.max_threads = FLAGS_fuse_threads;
+  session.debug = FLAGS_fuse_debug;
+  absl::Status ran = fuse::RunSession(mount, session, [&] { ready.Report(""); });
+  if (!ran.ok()) ready.Report(std::string(ran.message()));
+  mount.Shutdown();
+  if (local != nullptr) local->Stop();
+  if (lock_fd >= 0) close(lock_fd);
+  LOG(INFO) << "unmounted " << mountpoint;
+  return ran.ok() ? 0 : 1;
+}
+
+}  // namespace
+
+int MountMain(int argc, char** argv) {
+  InitProcess(&argc, &argv, "logfs mount [--meta=HOST:PORT] [-f] [--data_dir=DIR] MOUNTPOINT");
+  if (argc != 2) {
+    std::fprintf(stderr, "logfs mount: expected one mount point, got %d arguments\n", argc - 1);
+    return 1;
+  }
+  return RunMount(argv[1]);
+}
+
+int UmountMain(int argc, char** argv) {
+  InitProcess(&argc, &argv, "logfs umount MOUNTPOINT");
+  if (argc != 2) {
+    std::fprintf(stderr, "logfs umount: expected one mount point\n");
+    return 1;
+  }
+  std::string mountpoint = argv[1];
+  char pid_buf[32] = {0};
+  ssize_t n = getxattr(mountpoint.c_str(), "user.logfs.mount_pid", pid_buf, sizeof(pid_buf) - 1);
+  pid_t daemon = n > 0 ? static_cast<pid_t>(std::atoi(pid_buf)) : -1;
+  auto pid = cluster::Spawn({"/bin/fusermount3", "-u", mountpoint}, "");
+  int status = 1;
+  if (pid.ok()) waitpid(*pid, &status, 0);
+  if (!pid.ok() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "logfs umount: fusermount3 -u %s failed\n", mountpoint.c_str());
+    return 1;
+  }
+  // Wait for the daemon (and its embedded cluster) to finish, so that a
+  // mount right after this one finds the data dir free.
+  absl::Time deadline = absl::Now() + absl::Milliseconds(FLAGS_umount_timeout_ms);
+  while (daemon > 0 && kill(daemon, 0) == 0) {
+    if (absl::Now() > deadline) {
+      std::fprintf(stderr, "logfs umount: daemon %d still running\n", daemon);
+      return 1;
+    }
+    absl::SleepFor(absl::Milliseconds(10));  // polling another process's exit
+  }
+  return 0;
+}
+
+}  // namespace logfs::main

@@ -1,0 +1,150 @@
+// `logfs meta` and `logfs segd`: run a server until SIGTERM / SIGINT.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "absl/status/status.h"
+#include "src/cluster/process.h"
+#include "src/main/subcommands.h"
+#include "store/meta_server.h"
+#include "store/segment_server.h"
+
+DEFINE_string(data_dir, "", "directory for this server's state (required)");
+DEFINE_string(listen, "127.0.0.1:0", "host:port to listen on (port 0 picks a free port)");
+DEFINE_string(address_file, "", "if set, write the bound host:port here once serving");
+DEFINE_string(meta, "", "host:port of the meta server (segd: required; mount: none = embedded)");
+DEFINE_int32(io_threads, 4, "network threads");
+DEFINE_int32(sync_interval_ms, 5, "segd: longest time an appended byte waits for fdatasync");
+DEFINE_int32(heartbeat_interval_ms, 1000, "segd: interval of heartbeats to meta");
+DEFINE_int32(dead_server_ms, 10000, "meta: a segment server silent this long is dead");
+DEFINE_int32(lease_timeout_ms, 60000, "meta: a writer lease lapses without mount heartbeats");
+DEFINE_int32(rpc_timeout_ms, 5000, "deadline of one call to another server");
+
+namespace logfs::main {
+namespace {
+
+bool PositiveInt(const char* flag, int32_t value) {
+  if (value > 0) return true;
+  std::fprintf(stderr, "logfs: --%s must be > 0, got %d\n", flag, value);
+  return false;
+}
+DEFINE_validator(io_threads, &PositiveInt);
+DEFINE_validator(sync_interval_ms, &PositiveInt);
+DEFINE_validator(heartbeat_interval_ms, &PositiveInt);
+DEFINE_validator(dead_server_ms, &PositiveInt);
+DEFINE_validator(lease_timeout_ms, &PositiveInt);
+DEFINE_validator(rpc_timeout_ms, &PositiveInt);
+
+// Blocks SIGTERM/SIGINT in every thread (call before starting threads) so
+// that WaitForTermination can take them with sigwait.
+sigset_t BlockTerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+// Runs `io` on `threads` threads until Stop.
+class IoThreads {
+ public:
+  IoThreads(asio::io_context& io, int threads) : io_(io), guard_(asio::make_work_guard(io)) {
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
+  }
+  ~IoThreads() { Stop(); }
+  void Stop() {
+    guard_.reset();
+    io_.stop();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  asio::io_context& io_;
+  asio::executor_work_guard<asio::io_context::executor_type> guard_;
+  std::vector<std::thread> threads_;
+};
+
+int Fail(const char* what, const absl::Status& status) {
+  std::fprintf(stderr, "logfs %s: %s\n", what, std::string(status.message()).c_str());
+  return 1;
+}
+
+// Serves until a termination signal, then stops `server`.
+template <typename Server>
+int Serve(const char* what, Server& server, const sigset_t& signals, IoThreads& threads) {
+  if (!FLAGS_address_file.empty()) {
+    absl::Status s = cluster::WriteFileAtomically(FLAGS_address_file, server.bound_address());
+    if (!s.ok()) return Fail(what, s);
+  }
+  LOG(INFO) << "logfs " << what << " serving on " << server.bound_address();
+  int sig = 0;
+  sigwait(&signals, &sig);
+  LOG(INFO) << "logfs " << what << " stopping on signal " << sig;
+  server.Stop();
+  threads.Stop();
+  return 0;
+}
+
+bool RequireDataDir(const char* what) {
+  if (!FLAGS_data_dir.empty()) return true;
+  std::fprintf(stderr, "logfs %s: --data_dir is required\n", what);
+  return false;
+}
+
+}  // namespace
+
+int MetaMain(int argc, char** argv) {
+  InitProcess(&argc, &argv, "logfs meta --data_dir=DIR --listen=HOST:PORT");
+  if (!RequireDataDir("meta")) return 1;
+  sigset_t signals = BlockTerminationSignals();
+  asio::io_context io;
+  IoThreads threads(io, FLAGS_io_threads);
+  store::MetaServerOptions options;
+  options.data_dir = FLAGS_data_dir;
+  options.listen_address = FLAGS_listen;
+  options.dead_server_ms = FLAGS_dead_server_ms;
+  options.lease_timeout_ms = FLAGS_lease_timeout_ms;
+  options.rpc_timeout_ms = FLAGS_rpc_timeout_ms;
+  auto server = store::MetaServer::Start(options, io);
+  if (!server.ok()) return Fail("meta", server.status());
+  return Serve("meta", **server, signals, threads);
+}
+
+int SegdMain(int argc, char** argv) {
+  InitProcess(&argc, &argv, "logfs segd --data_dir=DIR --listen=HOST:PORT --meta=HOST:PORT");
+  if (!RequireDataDir("segd")) return 1;
+  if (FLAGS_meta.empty()) {
+    std::fprintf(stderr, "logfs segd: --meta is required\n");
+    return 1;
+  }
+  sigset_t signals = BlockTerminationSignals();
+  asio::io_context io;
+  IoThreads threads(io, FLAGS_io_threads);
+  store::SegmentServerOptions options;
+  options.data_dir = FLAGS_data_dir;
+  options.listen_address = FLAGS_listen;
+  options.meta_address = FLAGS_meta;
+  options.sync_interval_ms = FLAGS_sync_interval_ms;
+  options.heartbeat_interval_ms = FLAGS_heartbeat_interval_ms;
+  options.rpc_timeout_ms = FLAGS_rpc_timeout_ms;
+  auto server = store::SegmentServer::Start(options, io);
+  if (!server.ok()) return Fail("segd", server.status());
+  return Serve("segd", **server, signals, threads);
+}
+
+void InitProcess(int* argc, char*** argv, const char* usage) {
+  gflags::SetUsageMessage(usage);
+  gflags::ParseCommandLineFlags(argc, argv, true);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging((*argv)[0]);
+}
+
+}  // namespace logfs::main

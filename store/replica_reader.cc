@@ -1,0 +1,92 @@
+#include "store/replica_reader.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "src/status/posix_error.h"
+#include "src/util/crc32c.h"
+#include "store/parallel_call.h"
+
+namespace logfs::store {
+namespace {
+
+// Reads [offset, offset+size) of one segment from the first replica that
+// has all of it.
+absl::StatusOr<std::string> ReadSegmentRange(ClientPool& pool, const proto::Segment& segment,
+                                             uint64_t offset, uint64_t size,
+                                             absl::Duration timeout) {
+  proto::ReadRequest request;
+  request.set_segment_id(segment.id());
+  request.set_offset(offset);
+  request.set_length(static_cast<uint32_t>(size));
+  absl::Status last = absl::UnavailableError("segment has no replicas");
+  for (const auto& replica : segment.replicas()) {
+    proto::ReadResponse response;
+    std::string data;
+    absl::Status s = pool.Get(replica.address())
+                         ->Call(MessageType::kRead, request, &response, timeout, {}, &data);
+    if (s.ok() && util::Crc32c(data.data(), data.size()) != response.crc32c()) {
+      s = absl::DataLossError("read checksum mismatch");
+    }
+    if (s.ok() && data.size() < size) {
+      s = absl::OutOfRangeError(absl::StrCat("replica has ", offset + data.size(), " bytes"));
+    }
+    if (s.ok()) return data;
+    LOG(WARNING) << "read of segment " << segment.id() << " from " << replica.address()
+                 << " failed, trying next replica: " << s;
+    last = s;
+  }
+  return PosixError(EIO, absl::StrCat("no replica of segment ", segment.id(),
+                                      " can serve the read: ", last.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFileRange(ClientPool& pool,
+                                          const std::vector<proto::Segment>& segments,
+                                          uint64_t file_length, uint64_t offset, uint64_t size,
+                                          absl::Duration timeout) {
+  std::string out;
+  if (offset >= file_length) return out;
+  uint64_t end = std::min(file_length, offset + size);
+  uint64_t segment_start = 0;
+  for (const auto& segment : segments) {
+    uint64_t segment_end = segment_start + segment.length();
+    uint64_t from = std::max(offset, segment_start);
+    uint64_t to = std::min(end, segment_end);
+    if (from < to) {
+      auto piece = ReadSegmentRange(pool, segment, from - segment_start, to - from, timeout);
+      if (!piece.ok()) return piece.status();
+      out += *piece;
+    }
+    segment_start = segment_end;
+    if (segment_start >= end) break;
+  }
+  return out;
+}
+
+uint64_t AckedLengthOfOpenSegment(ClientPool& pool, const proto::Segment& segment,
+                                  uint32_t ack_quorum, absl::Duration timeout) {
+  std::vector<std::string> addresses;
+  for (const auto& r : segment.replicas()) addresses.push_back(r.address());
+  proto::SegmentInfoRequest request;
+  request.set_segment_id(segment.id());
+  std::vector<uint64_t> durable;
+  for (const auto& r : CallEach(pool, addresses, MessageType::kSegmentInfo, request, timeout)) {
+    proto::SegmentInfoResponse info;
+    if (r.status.ok() && info.ParseFromString(r.response.message)) {
+      durable.push_back(info.durable_length());
+    } else {
+      durable.push_back(0);
+    }
+  }
+  if (ack_quorum == 0 || durable.size() < ack_quorum) return 0;
+  std::nth_element(durable.begin(), durable.begin() + (ack_quorum - 1), durable.end(),
+                   std::greater<uint64_t>());
+  return durable[ack_quorum - 1];
+}
+
+}  // namespace logfs::store

@@ -1,0 +1,31 @@
+// Reads file bytes from segment replicas over TCP, moving to the next
+// replica when one is down, short, or returns bytes that fail their
+// checksum. Thread-safe (stateless); blocks the caller.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "store/client_pool.h"
+#include "store/logfs.pb.h"
+
+namespace logfs::store {
+
+// Bytes [offset, offset + size) of a file made of `segments` (in file
+// order, each with its readable `length`), cut at `file_length`. Returns
+// fewer bytes at end of file. kUnavailable (EIO) when no replica of a
+// needed segment can serve it.
+absl::StatusOr<std::string> ReadFileRange(ClientPool& pool,
+                                          const std::vector<proto::Segment>& segments,
+                                          uint64_t file_length, uint64_t offset, uint64_t size,
+                                          absl::Duration timeout);
+
+// The acked length of an open segment: the ack-quorum-th largest durable
+// length among its replicas (DESIGN §4). Unreachable replicas count as 0.
+uint64_t AckedLengthOfOpenSegment(ClientPool& pool, const proto::Segment& segment,
+                                  uint32_t ack_quorum, absl::Duration timeout);
+
+}  // namespace logfs::store

@@ -1,0 +1,390 @@
+#include "wal/file_writer.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "src/status/macros.h"
+#include "src/status/posix_error.h"
+#include "src/util/crc32c.h"
+#include "store/parallel_call.h"
+
+namespace logfs::wal {
+namespace {
+
+std::vector<std::string> Addresses(const proto::Segment& segment) {
+  std::vector<std::string> out;
+  for (const auto& r : segment.replicas()) out.push_back(r.address());
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<FileWriter> FileWriter::Create(FileWriterOptions options, proto::Inode inode,
+                                               std::shared_ptr<store::RpcClient> meta,
+                                               store::ClientPool* pool) {
+  return std::shared_ptr<FileWriter>(
+      new FileWriter(std::move(options), std::move(inode), std::move(meta), pool));
+}
+
+FileWriter::FileWriter(FileWriterOptions options, proto::Inode inode,
+                       std::shared_ptr<store::RpcClient> meta, store::ClientPool* pool)
+    : options_(std::move(options)),
+      ino_(inode.attr().ino()),
+      kind_(inode.attr().kind()),
+      meta_(std::move(meta)),
+      pool_(pool) {
+  uint64_t length = 0;
+  for (const auto& s : inode.segments()) {
+    sealed_.push_back(s);
+    length += s.length();
+  }
+  length_ = acked_ = length;
+}
+
+uint64_t FileWriter::length() const {
+  absl::MutexLock lock(&mu_);
+  return length_;
+}
+
+uint64_t FileWriter::acked_length() const {
+  absl::MutexLock lock(&mu_);
+  return acked_;
+}
+
+std::vector<proto::Segment> FileWriter::ReadableSegments() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<proto::Segment> out = sealed_;
+  if (open_.has_value()) {
+    proto::Segment s = *open_;
+    s.set_length(acked_ - s.file_offset());
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+bool FileWriter::CanAcceptLocked() const {
+  if (!error_.ok() || closed_) return true;
+  return !rolling_ && length_ - acked_ < options_.max_unacked_bytes;
+}
+
+absl::Status FileWriter::Write(std::optional<uint64_t> offset, absl::string_view data) {
+  absl::MutexLock lock(&mu_);
+  if (!mu_.AwaitWithTimeout(absl::Condition(this, &FileWriter::CanAcceptLocked),
+                            options_.fsync_timeout)) {
+    SetErrorLocked(PosixError(EIO, "replicas did not take queued bytes in time"));
+  }
+  if (!error_.ok()) return error_;
+  if (closed_) return absl::FailedPreconditionError("writer is closed");
+  uint64_t at = offset.value_or(length_);
+  if (at != length_) {
+    return PosixError(EPERM, absl::StrCat("write at offset ", at, " but the file ends at ",
+                                          length_, " (logfs files are append-only)"));
+  }
+  while (!data.empty()) {
+    if (!open_.has_value() || sent_ + buffer_.size() >= options_.segment_bytes) {
+      RETURN_IF_ERROR(RollLocked());
+    }
+    uint64_t used = sent_ + buffer_.size();
+    size_t room = static_cast<size_t>(options_.segment_bytes - used);
+    size_t chunk = std::min(room, data.size());
+    buffer_.append(data.data(), chunk);
+    length_ += chunk;
+    data.remove_prefix(chunk);
+    if (buffer_.size() >= options_.append_bytes) SendBufferLocked();
+  }
+  return absl::OkStatus();
+}
+
+void FileWriter::SendBufferLocked() {
+  if (buffer_.empty() || !open_.has_value()) return;
+  // Bound one append to what a frame can carry.
+  constexpr size_t kMaxAppendBytes = 8u << 20;
+  absl::string_view rest = buffer_;
+  auto self = shared_from_this();
+  while (!rest.empty()) {
+    size_t n = std::min(rest.size(), kMaxAppendBytes);
+    std::string chunk(rest.substr(0, n));
+    rest.remove_prefix(n);
+    proto::AppendRequest request;
+    request.set_segment_id(open_->id());
+    request.set_epoch(open_->epoch());
+    request.set_offset(sent_);
+    request.set_crc32c(util::Crc32c(chunk.data(), chunk.size()));
+    sent_ += n;
+    for (size_t r = 0; r < replicas_.size(); ++r) {
+      if (replicas_[r].failed) continue;
+      uint64_t segment_id = open_->id();
+      pool_->Get(replicas_[r].address)
+          ->AsyncCall(store::MessageType::kAppend, request, chunk, options_.replica_timeout,
+                      [self, segment_id, r](absl::Status s, store::Frame f) {
+                        self->OnReplicaResponse(segment_id, r, std::move(s), f.message, false);
+                      });
+    }
+  }
+  buffer_.clear();
+}
+
+void FileWriter::Sync(SyncCallback done) {
+  std::vector<SyncCallback> ready;
+  absl::Status error;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!error_.ok()) {
+      error = error_;
+    } else {
+      SendBufferLocked();
+      uint64_t target = length_;
+      if (acked_ >= target) {
+        ready.push_back(std::move(done));
+      } else {
+        waiters_.emplace(target, std::move(done));
+        if (sync_round_replies_ == 0) StartSyncRoundLocked();
+      }
+    }
+  }
+  if (!error.ok()) {
+    done(error);
+    return;
+  }
+  for (auto& cb : ready) cb(absl::OkStatus());
+}
+
+void FileWriter::StartSyncRoundLocked() {
+  if (!open_.has_value()) return;
+  proto::SyncRequest request;
+  request.set_segment_id(open_->id());
+  request.set_epoch(open_->epoch());
+  auto self = shared_from_this();
+  uint64_t segment_id = open_->id();
+  for (size_t r = 0; r < replicas_.size(); ++r) {
+    if (replicas_[r].failed) continue;
+    ++sync_round_replies_;
+    pool_->Get(replicas_[r].address)
+        ->AsyncCall(store::MessageType::kSync, request, {}, options_.replica_timeout,
+                    [self, segment_id, r](absl::Status s, store::Frame f) {
+                      self->OnReplicaResponse(segment_id, r, std::move(s), f.message, true);
+                    });
+  }
+}
+
+void FileWriter::OnReplicaResponse(uint64_t segment_id, size_t replica, absl::Status status,
+                                   const std::string& message, bool sync_round) {
+  std::vector<SyncCallback> ready;
+  absl::Status error;
+  {
+    absl::MutexLock lock(&mu_);
+    bool current = open_.has_value() && open_->id() == segment_id;
+    if (sync_round && current) --sync_round_replies_;
+    if (!current) return;  // a reply for a segment already sealed
+    ReplicaState& rs = replicas_[replica];
+    proto::SegmentInfoResponse info;
+    if (status.ok() && !info.ParseFromString(message)) {
+      status = absl::InternalError("unparseable segment info");
+    }
+    if (!status.ok()) {
+      if (!rs.failed) {
+        rs.failed = true;
+        LOG(WARNING) << "replica " << rs.address << " of segment " << segment_id
+                     << " failed: " << status;
+        size_t live = std::count_if(replicas_.begin(), replicas_.end(),
+                                    [](const ReplicaState& x) { return !x.failed; });
+        if (live < ack_quorum_) {
+          SetErrorLocked(PosixError(
+              EIO, absl::StrCat("segment ", segment_id, " has ", live, " live replicas, needs ",
+                                ack_quorum_, "; last error from ", rs.address, ": ",
+                                status.message())));
+        }
+      }
+    } else {
+      rs.durable_length = std::max(rs.durable_length, info.durable_length());
+      std::vector<uint64_t> durable;
+      for (const auto& x : replicas_) {
+        if (!x.failed) durable.push_back(x.durable_length);
+      }
+      if (durable.size() >= ack_quorum_) {
+        std::nth_element(durable.begin(), durable.begin() + (ack_quorum_ - 1), durable.end(),
+                         std::greater<uint64_t>());
+        acked_ = std::max(acked_, open_->file_offset() + durable[ack_quorum_ - 1]);
+      }
+    }
+    if (error_.ok()) {
+      ready = TakeReadyWaitersLocked();
+      // Waiters that the last round did not cover need another round.
+      if (sync_round_replies_ == 0 && !waiters_.empty()) StartSyncRoundLocked();
+    }
+    if (!error_.ok()) {
+      error = error_;
+      for (auto& [target, cb] : waiters_) ready.push_back(std::move(cb));
+      waiters_.clear();
+    }
+  }
+  for (auto& cb : ready) cb(error);
+}
+
+std::vector<FileWriter::SyncCallback> FileWriter::TakeReadyWaitersLocked() {
+  std::vector<SyncCallback> ready;
+  auto end = waiters_.upper_bound(acked_);
+  for (auto it = waiters_.begin(); it != end; ++it) ready.push_back(std::move(it->second));
+  waiters_.erase(waiters_.begin(), end);
+  return ready;
+}
+
+void FileWriter::SetErrorLocked(absl::Status status) {
+  if (!error_.ok()) return;
+  LOG(ERROR) << "writer of inode " << ino_ << " failed: " << status;
+  error_ = std::move(status);
+}
+
+absl::Status FileWriter::WaitAckedLocked(uint64_t target) {
+  auto done = [this, target]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return acked_ >= target || !error_.ok();
+  };
+  SendBufferLocked();
+  if (acked_ < target && sync_round_replies_ == 0) StartSyncRoundLocked();
+  if (!mu_.AwaitWithTimeout(absl::Condition(&done), options_.fsync_timeout)) {
+    SetErrorLocked(PosixError(EIO, absl::StrCat("no ack quorum for inode ", ino_, " within ",
+                                                absl::FormatDuration(options_.fsync_timeout))));
+  }
+  return error_;
+}
+
+absl::Status FileWriter::SealOpenSegmentLocked(uint64_t length) {
+  proto::SealRequest request;
+  request.set_segment_id(open_->id());
+  request.set_epoch(open_->epoch());
+  request.set_length(length);
+  std::vector<std::string> live;
+  for (const auto& r : replicas_) {
+    if (!r.failed) live.push_back(r.address);
+  }
+  uint32_t quorum = ack_quorum_;
+  uint64_t segment_id = open_->id();
+  mu_.Unlock();
+  auto results = store::CallEach(*pool_, live, store::MessageType::kSeal, request,
+                                 options_.replica_timeout);
+  mu_.Lock();
+  uint32_t sealed = 0;
+  absl::Status last;
+  for (const auto& r : results) {
+    if (r.status.ok()) {
+      ++sealed;
+    } else {
+      last = r.status;
+    }
+  }
+  if (sealed < quorum) {
+    return PosixError(EIO, absl::StrCat("sealed segment ", segment_id, " on only ", sealed,
+                                        " replicas: ", last.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<proto::Inode> FileWriter::MetaSeal(uint64_t segment_id, uint64_t length,
+                                                  bool close, int64_t mtime_ns) {
+  proto::SealSegmentRequest request;
+  request.set_ino(ino_);
+  request.set_mount_id(options_.mount_id);
+  request.set_segment_id(segment_id);
+  request.set_sealed_length(length);
+  request.set_close(close);
+  request.set_mtime_ns(mtime_ns);
+  proto::InodeResponse response;
+  RETURN_IF_ERROR(meta_->Call(store::MessageType::kSealSegment, request, &response,
+                              options_.meta_timeout));
+  return std::move(*response.mutable_inode());
+}
+
+absl::Status FileWriter::CreateReplicas(const proto::Segment& segment) {
+  proto::CreateSegmentRequest request;
+  request.set_segment_id(segment.id());
+  request.set_epoch(segment.epoch());
+  for (const auto& r : store::CallEach(*pool_, Addresses(segment),
+                                       store::MessageType::kCreateSegment, request,
+                                       options_.replica_timeout)) {
+    if (!r.status.ok()) {
+      return PosixError(EIO, absl::StrCat("cannot create segment ", segment.id(),
+                                          " replica: ", r.status.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FileWriter::RollLocked() {
+  rolling_ = true;
+  absl::Status status = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    uint64_t sealed_id = 0;
+    uint64_t sealed_length = 0;
+    if (open_.has_value()) {
+      // Roll only once everything in the segment is durable, so the file's
+      // acked length never depends on two segments at once.
+      RETURN_IF_ERROR(WaitAckedLocked(open_->file_offset() + sent_ + buffer_.size()));
+      RETURN_IF_ERROR(SealOpenSegmentLocked(sent_));
+      sealed_id = open_->id();
+      sealed_length = sent_;
+    }
+    mu_.Unlock();
+    auto inode = MetaSeal(sealed_id, sealed_length, /*close=*/false, 0);
+    absl::Status created =
+        inode.ok() && inode->segments_size() > 0 ? CreateReplicas(inode->segments().rbegin()[0])
+                                                 : absl::OkStatus();
+    mu_.Lock();
+    if (!inode.ok()) return PosixError(EIO, inode.status().message());
+    RETURN_IF_ERROR(created);
+    if (inode->segments_size() == 0 || inode->segments().rbegin()[0].sealed()) {
+      return absl::InternalError("meta returned no open segment");
+    }
+    if (open_.has_value()) {
+      proto::Segment done = *open_;
+      done.set_length(sealed_length);
+      done.set_sealed(true);
+      sealed_.push_back(std::move(done));
+    }
+    open_ = inode->segments().rbegin()[0];
+    open_->set_file_offset(length_ - buffer_.size());
+    replicas_.clear();
+    for (const auto& r : open_->replicas()) replicas_.push_back({r.address(), 0, false});
+    ack_quorum_ = std::max<uint32_t>(1, open_->ack_quorum() != 0 ? open_->ack_quorum()
+                                                                : inode->ack_quorum());
+    sent_ = 0;
+    return absl::OkStatus();
+  }();
+  rolling_ = false;
+  if (!status.ok()) SetErrorLocked(status);
+  return status;
+}
+
+absl::Status FileWriter::Close(int64_t mtime_ns) {
+  absl::MutexLock lock(&mu_);
+  auto not_rolling = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !rolling_; };
+  mu_.Await(absl::Condition(&not_rolling));
+  if (closed_) return absl::OkStatus();
+  closed_ = true;
+  absl::Status status = error_;
+  uint64_t segment_id = 0;
+  uint64_t length = 0;
+  if (open_.has_value()) {
+    if (status.ok()) status = WaitAckedLocked(length_);
+    // After a failure the file ends at its acked length: never more than
+    // what a quorum holds.
+    length = std::min(sent_, acked_ - open_->file_offset());
+    absl::Status sealed = SealOpenSegmentLocked(length);
+    if (status.ok()) status = sealed;
+    segment_id = open_->id();
+  }
+  mu_.Unlock();
+  auto inode = MetaSeal(segment_id, length, /*close=*/true, mtime_ns);
+  mu_.Lock();
+  if (open_.has_value()) {
+    proto::Segment done = *open_;
+    done.set_length(length);
+    done.set_sealed(true);
+    sealed_.push_back(std::move(done));
+    open_.reset();
+  }
+  if (status.ok() && !inode.ok()) status = PosixError(EIO, inode.status().message());
+  return status;
+}
+
+}  // namespace logfs::wal

@@ -1,0 +1,132 @@
+// The writer of one file open for write in a mount: fans every append out
+// to all replicas of the file's open segment at once, tracks each replica's
+// durable length, and completes syncs when the ack quorum has the bytes
+// (acked length = the ack-quorum-th largest durable length, DESIGN §4).
+//
+// WAL files send each write at once; block files buffer writes into
+// appends of `append_bytes`. Concurrent Syncs share replica sync rounds
+// (group commit, as LevelDB's DBImpl::Write groups writers): a round covers
+// every byte sent before it, and a sync that arrives during a round waits
+// for the next one. Waiters are callbacks kept in a map ordered by target
+// length and fired, outside the lock, when the acked length passes it.
+//
+// Errors are sticky: once a quorum is lost the writer fails every waiter
+// and every later call (fsyncgate: never retry and pretend).
+//
+// Thread-safe. Write may block (queue full, segment roll); Sync never does.
+// Owned through shared_ptr: in-flight replica calls keep it alive.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "store/client_pool.h"
+#include "store/logfs.pb.h"
+
+namespace logfs::wal {
+
+struct FileWriterOptions {
+  uint64_t mount_id = 0;
+  uint64_t segment_bytes = 64ull << 20;    // roll the segment at this size
+  size_t append_bytes = 1;                 // send once this much is buffered
+  size_t max_unacked_bytes = 32u << 20;    // Write blocks above this
+  absl::Duration replica_timeout = absl::Seconds(10);  // one replica call
+  absl::Duration fsync_timeout = absl::Seconds(30);    // a blocked Write/Close
+  absl::Duration meta_timeout = absl::Seconds(10);
+};
+
+class FileWriter : public std::enable_shared_from_this<FileWriter> {
+ public:
+  using SyncCallback = std::function<void(absl::Status)>;
+
+  // `inode` is what meta's OpenWrite returned (every segment sealed). The
+  // lease is held; Close releases it. `meta` and `pool` must outlive the
+  // writer.
+  static std::shared_ptr<FileWriter> Create(FileWriterOptions options, proto::Inode inode,
+                                            std::shared_ptr<store::RpcClient> meta,
+                                            store::ClientPool* pool);
+
+  // Appends `data` at `offset`, or at the current end when `offset` is
+  // nullopt (O_APPEND). Returns once the bytes are queued for the replicas.
+  // Errors: EPERM (offset is not the end of file; nothing is written), the
+  // sticky error (EIO) after a failure, kFailedPrecondition after Close.
+  absl::Status Write(std::optional<uint64_t> offset, absl::string_view data)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Calls `done` once every byte written before this call is durable on
+  // the ack quorum, or with the sticky error. Never blocks; `done` may run
+  // on this thread or a network thread.
+  void Sync(SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Sync, then seal the open segment on its replicas and in meta, and
+  // release the lease. Blocks. Returns the first error seen; after a
+  // failure the file is sealed at its acked length.
+  absl::Status Close(int64_t mtime_ns) ABSL_LOCKS_EXCLUDED(mu_);
+
+  uint64_t length() const ABSL_LOCKS_EXCLUDED(mu_);        // bytes accepted
+  uint64_t acked_length() const ABSL_LOCKS_EXCLUDED(mu_);  // durable on the quorum
+  proto::FileKind kind() const { return kind_; }
+  uint64_t ino() const { return ino_; }
+
+  // Segments as readers of this mount see them: sealed ones, then the open
+  // one with its acked length.
+  std::vector<proto::Segment> ReadableSegments() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct ReplicaState {
+    std::string address;
+    uint64_t durable_length = 0;  // segment-relative
+    bool failed = false;
+  };
+
+  FileWriter(FileWriterOptions options, proto::Inode inode,
+             std::shared_ptr<store::RpcClient> meta, store::ClientPool* pool);
+
+  bool CanAcceptLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SendBufferLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartSyncRoundLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnReplicaResponse(uint64_t segment_id, size_t replica, absl::Status status,
+                         const std::string& message, bool sync_round) ABSL_LOCKS_EXCLUDED(mu_);
+  void SetErrorLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<SyncCallback> TakeReadyWaitersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WaitAckedLocked(uint64_t target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status RollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SealOpenSegmentLocked(uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<proto::Inode> MetaSeal(uint64_t segment_id, uint64_t length, bool close,
+                                        int64_t mtime_ns) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status CreateReplicas(const proto::Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Immutable after construction.
+  const FileWriterOptions options_;
+  const uint64_t ino_;
+  const proto::FileKind kind_;
+  const std::shared_ptr<store::RpcClient> meta_;
+  store::ClientPool* const pool_;
+
+  mutable absl::Mutex mu_;
+  std::vector<proto::Segment> sealed_ ABSL_GUARDED_BY(mu_);
+  std::optional<proto::Segment> open_ ABSL_GUARDED_BY(mu_);  // the open segment
+  std::vector<ReplicaState> replicas_ ABSL_GUARDED_BY(mu_);  // of open_
+  uint32_t ack_quorum_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t length_ ABSL_GUARDED_BY(mu_) = 0;     // file bytes accepted
+  uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;       // bytes of open_ sent to replicas
+  uint64_t acked_ ABSL_GUARDED_BY(mu_) = 0;      // file bytes durable on the quorum
+  std::string buffer_ ABSL_GUARDED_BY(mu_);      // accepted, not yet sent
+  std::multimap<uint64_t, SyncCallback> waiters_ ABSL_GUARDED_BY(mu_);
+  int sync_round_replies_ ABSL_GUARDED_BY(mu_) = 0;  // replies a round still awaits
+  bool rolling_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace logfs::wal
