@@ -1,0 +1,174 @@
+#include "tests/mounted_cluster.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "src/cluster/process.h"
+#include "src/status/macros.h"
+
+namespace logfs::testing {
+
+std::string LogfsBinary() {
+  const char* env = std::getenv("LOGFS_BIN");
+  if (env != nullptr && *env != '\0') return env;
+  char cwd[4096];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr) return "build/logfs";
+  return absl::StrCat(cwd, "/build/logfs");
+}
+
+CommandResult RunCommand(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) result.output.append(buf.data(), n);
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return absl::ErrnoToStatus(errno, path);
+  std::string out;
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      int err = errno;
+      close(fd);
+      return absl::ErrnoToStatus(err, path);
+    }
+    if (n == 0) break;
+    out.append(buf, n);
+  }
+  close(fd);
+  return out;
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& data, int flags) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | flags, 0644);
+  if (fd < 0) return absl::ErrnoToStatus(errno, path);
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      int err = errno;
+      close(fd);
+      return absl::ErrnoToStatus(err, path);
+    }
+    done += n;
+  }
+  if (close(fd) != 0) return absl::ErrnoToStatus(errno, path);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<MountedCluster>> MountedCluster::Start(
+    MountedClusterOptions options) {
+  std::unique_ptr<MountedCluster> mc(new MountedCluster());
+  mc->options_ = std::move(options);
+  char tmpl[] = "/tmp/logfs-test-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return absl::ErrnoToStatus(errno, "mkdtemp");
+  mc->root_ = tmpl;
+  cluster::LocalClusterOptions copts;
+  copts.binary = LogfsBinary();
+  copts.data_dir = mc->root_ + "/data";
+  copts.segment_servers = mc->options_.segment_servers;
+  copts.meta_flags = mc->options_.meta_flags;
+  copts.segd_flags = mc->options_.segd_flags;
+  ASSIGN_OR_RETURN(mc->cluster_, cluster::LocalCluster::Start(copts));
+  for (int i = 0; i < mc->options_.mounts; ++i) {
+    std::string mnt = absl::StrCat(mc->root_, "/mnt", i);
+    RETURN_IF_ERROR(cluster::MakeDirs(mnt));
+    mc->mountpoints_.push_back(mnt);
+    mc->mounted_.push_back(false);
+  }
+  RETURN_IF_ERROR(mc->MountAll());
+  return mc;
+}
+
+MountedCluster::~MountedCluster() {
+  UnmountAll().IgnoreError();  // falls back to lazy unmounts itself
+  cluster_.reset();
+  if (!root_.empty()) RunCommand("rm -rf " + root_);
+}
+
+std::string MountedCluster::Path(const std::string& relative, int i) const {
+  return absl::StrCat(mountpoints_[i], "/", relative);
+}
+
+absl::Status MountedCluster::MountOne(int i) {
+  std::vector<std::string> argv = {LogfsBinary(), "mount",
+                                   "--meta=" + cluster_->meta_address()};
+  argv.insert(argv.end(), options_.mount_flags.begin(), options_.mount_flags.end());
+  argv.push_back(mountpoints_[i]);
+  std::string log = absl::StrCat(root_, "/mount", i, ".log");
+  ASSIGN_OR_RETURN(pid_t pid, cluster::Spawn(argv, log));
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("logfs mount failed: ", cluster::LastLine(log)));
+  }
+  mounted_[i] = true;
+  return absl::OkStatus();
+}
+
+absl::Status MountedCluster::MountAll() {
+  for (size_t i = 0; i < mountpoints_.size(); ++i) {
+    if (!mounted_[i]) RETURN_IF_ERROR(MountOne(static_cast<int>(i)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MountedCluster::UnmountAll() {
+  absl::Status status;
+  for (size_t i = 0; i < mountpoints_.size(); ++i) {
+    if (!mounted_[i]) continue;
+    auto r = RunCommand(LogfsBinary() + " umount " + mountpoints_[i]);
+    if (r.exit_code != 0) {
+      // A stuck or dead daemon: detach the mount so nothing is left behind.
+      RunCommand("fusermount3 -uz " + mountpoints_[i]);
+      status = absl::InternalError(absl::StrCat("umount ", mountpoints_[i], ": ", r.output));
+    }
+    mounted_[i] = false;
+  }
+  return status;
+}
+
+absl::Status MountedCluster::Remount() {
+  RETURN_IF_ERROR(UnmountAll());
+  return MountAll();
+}
+
+absl::Status MountedCluster::RestartCluster() {
+  RETURN_IF_ERROR(UnmountAll());
+  cluster_.reset();
+  cluster::LocalClusterOptions copts;
+  copts.binary = LogfsBinary();
+  copts.data_dir = root_ + "/data";
+  copts.segment_servers = options_.segment_servers;
+  copts.meta_flags = options_.meta_flags;
+  copts.segd_flags = options_.segd_flags;
+  ASSIGN_OR_RETURN(cluster_, cluster::LocalCluster::Start(copts));
+  return MountAll();
+}
+
+pid_t MountedCluster::MountPid(int i) const {
+  char buf[32] = {0};
+  ssize_t n = getxattr(mountpoints_[i].c_str(), "user.logfs.mount_pid", buf, sizeof(buf) - 1);
+  return n > 0 ? static_cast<pid_t>(std::atoi(buf)) : -1;
+}
+
+}  // namespace logfs::testing
