@@ -34,6 +34,11 @@ class MetaServer {
   virtual ~MetaServer() = default;
 
   virtual std::string bound_address() const = 0;
+
+  // Stops accepting connections and fails calls to segment servers in
+  // flight; later requests on open connections get kUnavailable. Destroy
+  // the server only once `io` no longer runs its handlers (io stopped, or
+  // every client connection closed): the destructor closes the database.
   virtual void Stop() = 0;
 };
 

@@ -11,6 +11,7 @@
 // (group commit, as BookKeeper's journal).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -27,6 +28,18 @@ struct SegmentServerOptions {
   int sync_interval_ms = 5;    // max time an un-synced append waits
   int heartbeat_interval_ms = 1000;
   int rpc_timeout_ms = 5000;   // for calls to meta
+  // "host:port" registered with meta, for clients to reach this server.
+  // Empty: the bound address (fine unless listening on 0.0.0.0).
+  std::string advertise_address;
+  size_t sync_waiters_max = 1 << 16;  // appends waiting for durability
+};
+
+// Monotonic counters, for tests and metrics.
+struct SegmentServerCounters {
+  uint64_t appends = 0;      // appends accepted (written or exact resends)
+  uint64_t fdatasyncs = 0;   // fdatasync calls on replica files
+  uint64_t sync_rounds = 0;  // group-commit rounds that called fdatasync
+  uint64_t heartbeats = 0;   // heartbeats sent to meta
 };
 
 class SegmentServer {
@@ -41,7 +54,14 @@ class SegmentServer {
   // "host:port" actually bound.
   virtual std::string bound_address() const = 0;
 
-  // Stops serving; pending requests are answered with an error.
+  // The id meta assigned (kept in the data dir across restarts).
+  virtual uint64_t server_id() const = 0;
+
+  virtual SegmentServerCounters counters() const = 0;
+
+  // Stops serving; pending requests are answered with an error
+  // (kUnavailable). Joins the server's own threads; idempotent. The
+  // destructor calls it.
   virtual void Stop() = 0;
 };
 
