@@ -1,0 +1,85 @@
+// Every logfs process exits non-zero with a one-line reason on bad flags,
+// a busy port, an unusable data dir or an unreachable meta.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "tests/mounted_cluster.h"
+
+namespace logfs::testing {
+namespace {
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/logfs-cli-XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(tmpl));
+    dir_ = tmpl;
+  }
+  void TearDown() override { RunCommand("rm -rf " + dir_); }
+
+  // Runs logfs with `args`; expects failure with one line naming `reason`.
+  void ExpectOneLineFailure(const std::string& args, const std::string& reason) {
+    auto r = RunCommand(absl::StrCat("timeout 20 ", LogfsBinary(), " ", args));
+    EXPECT_NE(0, r.exit_code) << args;
+    EXPECT_NE(124, r.exit_code) << args << ": hung instead of failing";
+    std::vector<std::string> lines = absl::StrSplit(r.output, '\n', absl::SkipEmpty());
+    EXPECT_EQ(1u, lines.size()) << args << " printed:\n" << r.output;
+    EXPECT_NE(std::string::npos, r.output.find(reason)) << args << " printed:\n" << r.output;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(CliTest, UnknownFlagAndSubcommand) {
+  ExpectOneLineFailure("meta --data_dir=" + dir_ + " --no_such_flag=1", "no_such_flag");
+  ExpectOneLineFailure("segd --data_dir=" + dir_ + " --meta=127.0.0.1:1 --sync_interval_ms=-5",
+                       "sync_interval_ms");
+  auto r = RunCommand(LogfsBinary() + " frobnicate");
+  EXPECT_NE(0, r.exit_code);
+  EXPECT_NE(std::string::npos, r.output.find("unknown subcommand 'frobnicate'"));
+}
+
+TEST_F(CliTest, BusyPort) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ASSERT_EQ(0, bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)));
+  ASSERT_EQ(0, listen(fd, 1));
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(0, getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len));
+  std::string port = std::to_string(ntohs(addr.sin_port));
+  ExpectOneLineFailure("meta --data_dir=" + dir_ + "/m --listen=127.0.0.1:" + port,
+                       "cannot listen on 127.0.0.1:" + port);
+  close(fd);
+}
+
+TEST_F(CliTest, UnusableDataDir) {
+  // Root can write anywhere, so use a path below a regular file.
+  ExpectOneLineFailure("meta --data_dir=/etc/hostname/meta", "/etc/hostname");
+  ExpectOneLineFailure("segd --data_dir=/etc/hostname/segd --meta=127.0.0.1:1",
+                       "/etc/hostname");
+}
+
+TEST_F(CliTest, UnreachableMeta) {
+  ExpectOneLineFailure("segd --data_dir=" + dir_ + "/s --meta=127.0.0.1:1 --rpc_timeout_ms=2000",
+                       "127.0.0.1:1");
+  ASSERT_EQ(0, RunCommand("mkdir " + dir_ + "/mnt").exit_code);
+  ExpectOneLineFailure("mount --meta=127.0.0.1:1 --rpc_timeout_ms=2000 " + dir_ + "/mnt",
+                       "cannot reach meta at 127.0.0.1:1");
+}
+
+TEST_F(CliTest, MountPointMustBeADirectory) {
+  ExpectOneLineFailure("mount --meta=127.0.0.1:1 " + dir_ + "/missing", "not a directory");
+}
+
+}  // namespace
+}  // namespace logfs::testing
