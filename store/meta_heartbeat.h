@@ -1,0 +1,89 @@
+// The segment server's link to meta: registration (RegisterServer, keeping
+// the id in the data dir so a restarted server keeps its identity) and a
+// heartbeat thread that reports space every `heartbeat_interval_ms`,
+// deletes the replicas meta lists, and registers again when meta asks.
+//
+// It owns a private io_context and thread for its RpcClient, because
+// RpcClient::Call blocks and must not run on an io thread of the client's
+// own io_context (the server's io threads belong to the caller).
+//
+// Thread-safety: Start/Stop from one thread; counters from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <asio.hpp>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "store/replica_store.h"
+#include "store/rpc_client.h"
+
+namespace logfs::store {
+
+struct MetaHeartbeatOptions {
+  std::string meta_address;       // "host:port" of meta
+  std::string advertise_address;  // "host:port" meta hands to clients
+  int heartbeat_interval_ms = 1000;
+  int rpc_timeout_ms = 5000;      // per call to meta
+};
+
+class MetaHeartbeat {
+ public:
+  // Called on the heartbeat thread for each replica meta says to delete.
+  using DeleteFn = std::function<void(uint64_t segment_id)>;
+
+  // Registers (blocking, at most rpc_timeout_ms) and starts heartbeating.
+  // kUnavailable if meta cannot be reached or refuses; the store's
+  // SetServerId error if the id cannot be persisted. Keeps `store`, which
+  // must outlive this.
+  static absl::StatusOr<std::unique_ptr<MetaHeartbeat>> Start(const MetaHeartbeatOptions& options,
+                                                              ReplicaStore* store,
+                                                              DeleteFn on_delete);
+  ~MetaHeartbeat();  // Stop()
+
+  // Stops the heartbeat thread (an in-flight call is cancelled) and the
+  // private io thread. Idempotent.
+  void Stop();
+
+  uint64_t heartbeats_sent() const { return heartbeats_sent_.load(); }
+
+ private:
+  MetaHeartbeat(const MetaHeartbeatOptions& options, ReplicaStore* store, DeleteFn on_delete);
+  absl::Status Register();
+  void Run() ABSL_LOCKS_EXCLUDED(mu_);
+  void Beat();
+
+  // Immutable after construction.
+  const MetaHeartbeatOptions options_;
+  ReplicaStore* const store_;
+  const DeleteFn on_delete_;
+
+  // The private io_context, its thread and the client that uses it.
+  asio::io_context io_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::thread io_thread_;
+  std::shared_ptr<RpcClient> client_;
+
+  std::thread heartbeat_thread_;
+  std::atomic<uint64_t> heartbeats_sent_{0};
+
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Capacity and free bytes (for unprivileged users) of the file system
+// holding `path`; zeros if statvfs fails.
+struct DiskSpace {
+  uint64_t capacity_bytes = 0;
+  uint64_t free_bytes = 0;
+};
+DiskSpace DiskSpaceOf(const std::string& path);
+
+}  // namespace logfs::store

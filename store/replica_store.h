@@ -1,0 +1,159 @@
+// The segment server's local replicas: one data file and one state file
+// per segment under <data_dir>/segments (store/replica_files.h). No
+// networking; the RPC layer (store/segment_service.h) maps requests onto
+// these calls and docs/rpc.md ("Segment server") gives their semantics.
+//
+// Lengths: `length` counts bytes written (pwrite returned), `durable_length`
+// bytes covered by a successful fdatasync. Appends only raise `length`;
+// SyncDirty() raises `durable_length`. An fdatasync failure is sticky: the
+// replica is marked failed and every later Append / Sync / Info / Read of it
+// returns kDataLoss, because the kernel may have dropped the dirty pages
+// (fsyncgate); it is never retried.
+//
+// Thread-safety: every method may be called from any thread. Calls on one
+// replica are serialized by that replica's mutex; pwrite/ftruncate run
+// under it (so appends of one replica land in order and a failed write can
+// be rolled back before anyone sees it). fdatasync in SyncDirty runs with no
+// lock held, so appends continue while a sync is in flight.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+
+namespace logfs::store {
+
+// Largest Read answered in one call.
+inline constexpr uint64_t kReadBytesMax = 8u << 20;
+
+struct ReplicaStoreOptions {
+  std::string data_dir;  // created if missing
+};
+
+// A snapshot of one replica's state.
+struct ReplicaInfo {
+  uint64_t segment_id = 0;
+  uint64_t epoch = 0;
+  uint64_t length = 0;          // bytes written
+  uint64_t durable_length = 0;  // bytes fdatasynced
+  bool sealed = false;
+};
+
+struct ReplicaRead {
+  std::string data;  // up to max_bytes from the offset
+  uint64_t length = 0;  // replica length at the time of the read
+  bool sealed = false;
+};
+
+class ReplicaStore {
+ public:
+  // Opens (creating if needed) the data dir and loads every replica in it:
+  // length = file size, and each is fdatasynced once so durable_length =
+  // length. Half-created or half-deleted replicas (a data file without a
+  // state file or the reverse) are removed: they were never acknowledged.
+  // kFailedPrecondition if the dir cannot be created, is not a directory or
+  // is not writable.
+  static absl::StatusOr<std::unique_ptr<ReplicaStore>> Open(const ReplicaStoreOptions& options);
+  ~ReplicaStore();
+
+  ReplicaStore(const ReplicaStore&) = delete;
+  ReplicaStore& operator=(const ReplicaStore&) = delete;
+
+  // Creates an empty replica at `epoch`, durably. On an existing replica:
+  // the same epoch returns it unchanged; a higher epoch raises (and
+  // persists) its epoch, fencing older writers; a lower one is
+  // kFailedPrecondition.
+  absl::StatusOr<ReplicaInfo> Create(uint64_t segment_id, uint64_t epoch);
+
+  // Writes `data` at `offset` after checking `crc32c` against it. Returns
+  // the replica after the write (the caller waits for durable_length >=
+  // offset + data.size()). An exact resend of bytes already written succeeds
+  // without writing. Errors: kNotFound, kDataLoss (crc mismatch, or replica
+  // failed), kFailedPrecondition (sealed, or epoch < replica epoch),
+  // kOutOfRange (offset != length and not an exact resend),
+  // kResourceExhausted (ENOSPC; the file is truncated back so nothing
+  // half-written stays), other syscall errors likewise rolled back.
+  absl::StatusOr<ReplicaInfo> Append(uint64_t segment_id, uint64_t epoch, uint64_t offset,
+                                     absl::string_view data, uint32_t crc32c);
+
+  // Reads up to min(max_bytes, kReadBytesMax) bytes at `offset` (fewer at
+  // the end; none at offset == length). kOutOfRange if offset > length,
+  // kNotFound, kDataLoss if the replica failed.
+  absl::StatusOr<ReplicaRead> Read(uint64_t segment_id, uint64_t offset, uint64_t max_bytes);
+
+  // kNotFound, or kDataLoss if the replica failed.
+  absl::StatusOr<ReplicaInfo> Info(uint64_t segment_id);
+
+  // Seals the replica at `length`: truncates it if longer, fdatasyncs,
+  // persists the sealed state, and raises its epoch to `epoch`. Errors:
+  // kNotFound, kFailedPrecondition (epoch < replica epoch, or already sealed
+  // at another length), kOutOfRange (length > replica length), kDataLoss
+  // (replica failed, or this fdatasync failed), syscall errors. Sealing again
+  // at the same length is OK. Runs its I/O under the replica's lock: seals
+  // are rare and must be atomic with respect to appends.
+  absl::StatusOr<ReplicaInfo> Seal(uint64_t segment_id, uint64_t epoch, uint64_t length);
+
+  // Removes the replica's files. OK if absent.
+  absl::Status Delete(uint64_t segment_id);
+
+  // One sync round: fdatasyncs (once each) every replica written since the
+  // previous round and raises its durable_length to the length it had when
+  // the round reached it. A failure marks that replica failed (sticky).
+  // Returns the number of fdatasync calls made. Call from one thread at a
+  // time (the sync thread); other calls may run concurrently.
+  int SyncDirty();
+
+  // Ids of every replica, in no particular order.
+  std::vector<uint64_t> SegmentIds() const;
+
+  // The id meta gave this server (0 if none yet), and its durable update.
+  uint64_t server_id() const;
+  absl::Status SetServerId(uint64_t server_id);
+
+  // fdatasync calls on replica files so far (sync rounds, seals, open).
+  uint64_t fdatasync_count() const { return fdatasync_count_.load(); }
+
+  const std::string& data_dir() const { return data_dir_; }
+
+ private:
+  struct Replica;
+
+  explicit ReplicaStore(std::string data_dir);
+  absl::Status LoadAll();
+  absl::Status LoadOne(uint64_t segment_id);
+  absl::StatusOr<std::shared_ptr<Replica>> Find(uint64_t segment_id) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void MarkDirty(uint64_t segment_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // fdatasyncs one replica if it has un-synced bytes; true if it called
+  // fdatasync.
+  bool SyncOne(Replica& replica);
+  std::string SegmentPath(uint64_t segment_id, const char* suffix) const;
+
+  // Immutable after construction.
+  const std::string data_dir_;
+  const std::string segments_dir_;
+
+  // Internally synchronized.
+  std::atomic<uint64_t> fdatasync_count_{0};
+
+  // Serializes Create, Delete and SetServerId, whose file I/O runs under it.
+  // Lock order: files_mu_, then a Replica's mu, then mu_ (never a Replica's
+  // mu while holding mu_).
+  absl::Mutex files_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<Replica>> replicas_ ABSL_GUARDED_BY(mu_);
+  // Replicas with bytes written since the last round took them.
+  absl::flat_hash_set<uint64_t> dirty_ ABSL_GUARDED_BY(mu_);
+  uint64_t server_id_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace logfs::store

@@ -1,0 +1,103 @@
+// Wiring of the segment server: ReplicaStore (files), SyncThread (group
+// commit), SegmentService (request handling) behind an RpcServer, and
+// MetaHeartbeat (registration and heartbeats).
+#include "store/segment_server.h"
+
+#include <glog/logging.h>
+
+#include "absl/strings/match.h"
+#include "src/status/macros.h"
+#include "store/message_type.h"
+#include "store/meta_heartbeat.h"
+#include "store/replica_store.h"
+#include "store/rpc_server.h"
+#include "store/segment_service.h"
+#include "store/sync_thread.h"
+
+namespace logfs::store {
+namespace {
+
+class SegmentServerImpl : public SegmentServer {
+ public:
+  SegmentServerImpl(std::unique_ptr<ReplicaStore> store, const SegmentServerOptions& options,
+                    asio::io_context& io)
+      : store_(std::move(store)),
+        sync_thread_(store_.get(), SyncThreadOptions{options.sync_interval_ms,
+                                                     options.sync_waiters_max}),
+        service_(store_.get(), &sync_thread_),
+        rpc_server_(
+            io, [this](Frame request, Responder responder) {
+              service_.Handle(std::move(request), std::move(responder));
+            },
+            IsSegdType) {}
+
+  ~SegmentServerImpl() override { Stop(); }
+
+  absl::Status Init(const SegmentServerOptions& options) {
+    RETURN_IF_ERROR(rpc_server_.Listen(options.listen_address));
+    MetaHeartbeatOptions meta;
+    meta.meta_address = options.meta_address;
+    meta.advertise_address = options.advertise_address.empty() ? rpc_server_.bound_address()
+                                                               : options.advertise_address;
+    if (absl::StartsWith(meta.advertise_address, "0.0.0.0:")) {
+      LOG(WARNING) << "advertising wildcard address " << meta.advertise_address
+                   << " to meta; set advertise_address";
+    }
+    meta.heartbeat_interval_ms = options.heartbeat_interval_ms;
+    meta.rpc_timeout_ms = options.rpc_timeout_ms;
+    ASSIGN_OR_RETURN(heartbeat_, MetaHeartbeat::Start(meta, store_.get(), [this](uint64_t id) {
+                       DeleteReplica(id);
+                     }));
+    return absl::OkStatus();
+  }
+
+  std::string bound_address() const override { return rpc_server_.bound_address(); }
+  uint64_t server_id() const override { return store_->server_id(); }
+
+  SegmentServerCounters counters() const override {
+    SegmentServerCounters c;
+    c.appends = service_.appends();
+    c.fdatasyncs = store_->fdatasync_count();
+    c.sync_rounds = sync_thread_.sync_rounds();
+    c.heartbeats = heartbeat_ != nullptr ? heartbeat_->heartbeats_sent() : 0;
+    return c;
+  }
+
+  void Stop() override {
+    if (stopped_.exchange(true)) return;
+    // New requests get kUnavailable; then nothing new is accepted; then the
+    // heartbeat stops deleting; last, waiters are answered kUnavailable.
+    service_.Stop();
+    rpc_server_.Stop();
+    if (heartbeat_ != nullptr) heartbeat_->Stop();
+    sync_thread_.Stop();
+  }
+
+ private:
+  void DeleteReplica(uint64_t segment_id) {
+    absl::Status status = store_->Delete(segment_id);
+    sync_thread_.Recheck(segment_id);
+    if (!status.ok()) LOG(WARNING) << "deleting segment " << segment_id << ": " << status;
+  }
+
+  std::atomic<bool> stopped_{false};
+  // Declared in dependency order: each is destroyed before what it uses.
+  std::unique_ptr<ReplicaStore> store_;
+  SyncThread sync_thread_;
+  SegmentService service_;
+  RpcServer rpc_server_;
+  std::unique_ptr<MetaHeartbeat> heartbeat_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SegmentServer>> SegmentServer::Start(
+    const SegmentServerOptions& options, asio::io_context& io) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ReplicaStore> store,
+                   ReplicaStore::Open(ReplicaStoreOptions{options.data_dir}));
+  auto server = std::make_unique<SegmentServerImpl>(std::move(store), options, io);
+  RETURN_IF_ERROR(server->Init(options));
+  return server;
+}
+
+}  // namespace logfs::store

@@ -1,0 +1,127 @@
+#include "store/segment_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "src/util/crc32c.h"
+#include "store/logfs.pb.h"
+
+namespace logfs::store {
+namespace {
+
+proto::SegmentInfoResponse ToProto(const ReplicaInfo& info) {
+  proto::SegmentInfoResponse response;
+  response.set_segment_id(info.segment_id);
+  response.set_epoch(info.epoch);
+  response.set_length(info.length);
+  response.set_durable_length(info.durable_length);
+  response.set_sealed(info.sealed);
+  return response;
+}
+
+void ReplyInfo(const Responder& responder, const absl::StatusOr<ReplicaInfo>& info) {
+  if (!info.ok()) return responder.ReplyError(info.status());
+  responder.Reply(ToProto(*info));
+}
+
+// Answers a waiter of the SyncThread.
+SyncThread::Callback ReplyWhenDurable(const Responder& responder) {
+  return [responder](absl::StatusOr<ReplicaInfo> info) { ReplyInfo(responder, info); };
+}
+
+template <typename Message>
+bool Parse(const Frame& request, const Responder& responder, Message* message) {
+  if (message->ParseFromString(request.message)) return true;
+  responder.ReplyError(absl::InvalidArgumentError(
+      absl::StrCat("unparseable request of type ", static_cast<int>(request.type))));
+  return false;
+}
+
+}  // namespace
+
+SegmentService::SegmentService(ReplicaStore* store, SyncThread* sync_thread)
+    : store_(store), sync_thread_(sync_thread) {}
+
+void SegmentService::Handle(Frame request, Responder responder) {
+  if (stopped_.load()) {
+    return responder.ReplyError(absl::UnavailableError("segment server is stopping"));
+  }
+  switch (request.type) {
+    case MessageType::kCreateSegment: return CreateSegment(request, responder);
+    case MessageType::kAppend: return Append(request, responder);
+    case MessageType::kSync: return Sync(request, responder);
+    case MessageType::kRead: return Read(request, responder);
+    case MessageType::kSegmentInfo: return SegmentInfo(request, responder);
+    case MessageType::kSeal: return Seal(request, responder);
+    case MessageType::kDeleteSegment: return DeleteSegment(request, responder);
+    default:
+      return responder.ReplyError(absl::UnimplementedError(
+          absl::StrCat("segment server does not serve type ", static_cast<int>(request.type))));
+  }
+}
+
+void SegmentService::CreateSegment(const Frame& request, const Responder& responder) {
+  proto::CreateSegmentRequest req;
+  if (!Parse(request, responder, &req)) return;
+  ReplyInfo(responder, store_->Create(req.segment_id(), req.epoch()));
+}
+
+void SegmentService::Append(const Frame& request, const Responder& responder) {
+  proto::AppendRequest req;
+  if (!Parse(request, responder, &req)) return;
+  auto info = store_->Append(req.segment_id(), req.epoch(), req.offset(), request.data,
+                             req.crc32c());
+  if (!info.ok()) return responder.ReplyError(info.status());
+  appends_.fetch_add(1);
+  sync_thread_->WaitDurable(req.segment_id(), req.offset() + request.data.size(), req.sync(),
+                            ReplyWhenDurable(responder));
+}
+
+void SegmentService::Sync(const Frame& request, const Responder& responder) {
+  proto::SyncRequest req;
+  if (!Parse(request, responder, &req)) return;
+  auto info = store_->Info(req.segment_id());
+  if (!info.ok()) return responder.ReplyError(info.status());
+  if (req.epoch() < info->epoch) {
+    return responder.ReplyError(absl::FailedPreconditionError(absl::StrCat(
+        "segment ", req.segment_id(), " is fenced: epoch ", req.epoch(), " < ", info->epoch)));
+  }
+  sync_thread_->WaitDurable(req.segment_id(), info->length, /*sync=*/true,
+                            ReplyWhenDurable(responder));
+}
+
+void SegmentService::Read(const Frame& request, const Responder& responder) {
+  proto::ReadRequest req;
+  if (!Parse(request, responder, &req)) return;
+  auto read = store_->Read(req.segment_id(), req.offset(), req.length());
+  if (!read.ok()) return responder.ReplyError(read.status());
+  proto::ReadResponse response;
+  response.set_length(read->length);
+  response.set_sealed(read->sealed);
+  response.set_crc32c(util::Crc32c(read->data.data(), read->data.size()));
+  responder.Reply(response, std::move(read->data));
+}
+
+void SegmentService::SegmentInfo(const Frame& request, const Responder& responder) {
+  proto::SegmentInfoRequest req;
+  if (!Parse(request, responder, &req)) return;
+  ReplyInfo(responder, store_->Info(req.segment_id()));
+}
+
+void SegmentService::Seal(const Frame& request, const Responder& responder) {
+  proto::SealRequest req;
+  if (!Parse(request, responder, &req)) return;
+  auto info = store_->Seal(req.segment_id(), req.epoch(), req.length());
+  // Waiters past the sealed length fail now; those below it are durable.
+  sync_thread_->Recheck(req.segment_id());
+  ReplyInfo(responder, info);
+}
+
+void SegmentService::DeleteSegment(const Frame& request, const Responder& responder) {
+  proto::DeleteSegmentRequest req;
+  if (!Parse(request, responder, &req)) return;
+  absl::Status status = store_->Delete(req.segment_id());
+  sync_thread_->Recheck(req.segment_id());
+  if (!status.ok()) return responder.ReplyError(status);
+  responder.Reply(proto::Empty());
+}
+
+}  // namespace logfs::store

@@ -1,0 +1,54 @@
+// The segment server's request handler: decodes each segd request, runs it
+// against the ReplicaStore and answers through the Responder, as
+// docs/rpc.md ("Segment server") says. Appends and Syncs are answered by
+// the SyncThread once durable; everything else is answered inline.
+//
+// Thread-safety: Handle may be called concurrently from any io thread.
+// Requests of one connection arrive in order and Append runs inline, so
+// one connection's appends reach the replica in the order they were sent.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "store/frame.h"
+#include "store/replica_store.h"
+#include "store/rpc_server.h"
+#include "store/sync_thread.h"
+
+namespace logfs::store {
+
+class SegmentService {
+ public:
+  // Keeps both pointers; both must outlive every Handle call.
+  SegmentService(ReplicaStore* store, SyncThread* sync_thread);
+
+  // Serves one request. Bad messages get kInvalidArgument; after Stop every
+  // request gets kUnavailable.
+  void Handle(Frame request, Responder responder);
+
+  // Refuses new requests from now on.
+  void Stop() { stopped_.store(true); }
+
+  // Appends executed (accepted by the store) so far.
+  uint64_t appends() const { return appends_.load(); }
+
+ private:
+  void CreateSegment(const Frame& request, const Responder& responder);
+  void Append(const Frame& request, const Responder& responder);
+  void Sync(const Frame& request, const Responder& responder);
+  void Read(const Frame& request, const Responder& responder);
+  void SegmentInfo(const Frame& request, const Responder& responder);
+  void Seal(const Frame& request, const Responder& responder);
+  void DeleteSegment(const Frame& request, const Responder& responder);
+
+  // Immutable after construction.
+  ReplicaStore* const store_;
+  SyncThread* const sync_thread_;
+
+  // Internally synchronized.
+  std::atomic<bool> stopped_{false};
+  std::atomic<uint64_t> appends_{0};
+};
+
+}  // namespace logfs::store
