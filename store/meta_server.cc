@@ -1,0 +1,286 @@
+#include "store/meta_server.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "src/status/macros.h"
+#include "store/logfs.pb.h"
+#include "store/message_type.h"
+#include "store/metadata_db.h"
+#include "store/namespace.h"
+#include "store/rpc_server.h"
+#include "store/segment_server_api.h"
+
+namespace logfs::store {
+namespace {
+
+// The RocksDB directory inside --data_dir (docs/metadata_format.md).
+constexpr char kMetadataDbDir[] = "metadb";
+
+// How often leases and pins of silent mounts are checked, at most.
+constexpr int kExpireIntervalMsMax = 1000;
+
+// Parses the request of `frame` as Request, runs fn(request) -> StatusOr<
+// Response> and replies. An unparseable request is answered with
+// kInvalidArgument; the connection stays open.
+template <typename Request, typename Fn>
+void Serve(const Frame& frame, const Responder& responder, Fn fn) {
+  Request request;
+  if (!request.ParseFromString(frame.message)) {
+    responder.ReplyError(absl::InvalidArgumentError(absl::StrCat(
+        "unparseable ", request.GetTypeName(), " (message type ",
+        static_cast<int>(frame.type), ")")));
+    return;
+  }
+  auto response = fn(request);
+  if (!response.ok()) {
+    responder.ReplyError(response.status());
+    return;
+  }
+  responder.Reply(*response);
+}
+
+absl::StatusOr<proto::Empty> ToEmpty(const absl::Status& status) {
+  if (!status.ok()) return status;
+  return proto::Empty();
+}
+
+class MetaServerImpl : public MetaServer {
+ public:
+  MetaServerImpl(const MetaServerOptions& options, asio::io_context& io)
+      : options_(options),
+        io_(io),
+        client_work_(asio::make_work_guard(client_io_)),
+        expire_timer_(client_io_) {
+    client_thread_ = std::thread([this] { client_io_.run(); });
+  }
+
+  ~MetaServerImpl() override {
+    Stop();
+    // The RpcServer goes before the namespace it dispatches to.
+    server_.reset();
+  }
+
+  absl::Status Init() {
+    if (options_.data_dir.empty()) return absl::FailedPreconditionError("meta needs a data dir");
+    std::error_code ec;
+    std::filesystem::create_directories(options_.data_dir, ec);
+    if (ec) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot create data dir ", options_.data_dir, ": ", ec.message()));
+    }
+    ASSIGN_OR_RETURN(db_, MetadataDb::Open({options_.data_dir + "/" + kMetadataDbDir}));
+    segment_servers_ = std::make_unique<RpcSegmentServerApi>(
+        client_io_, absl::Milliseconds(options_.rpc_timeout_ms));
+    NamespaceOptions ns_options;
+    ns_options.dead_server_ms = options_.dead_server_ms;
+    ns_options.lease_timeout_ms = options_.lease_timeout_ms;
+    ns_options.default_replication = options_.default_replication;
+    ns_options.wal_ack_quorum = options_.wal_ack_quorum;
+    ASSIGN_OR_RETURN(ns_, Namespace::Open(db_.get(), segment_servers_.get(), ns_options));
+    server_ = std::make_unique<RpcServer>(
+        io_, [this](Frame frame, Responder responder) { Handle(frame, responder); }, IsMetaType);
+    RETURN_IF_ERROR(server_->Listen(options_.listen_address));
+    ScheduleExpiry();
+    LOG(INFO) << "meta serving " << server_->bound_address() << " from " << options_.data_dir;
+    return absl::OkStatus();
+  }
+
+  std::string bound_address() const override {
+    return server_ != nullptr ? server_->bound_address() : "";
+  }
+
+  void Stop() override {
+    if (stopped_.exchange(true)) return;
+    if (server_ != nullptr) server_->Stop();
+    asio::post(client_io_, [this] { expire_timer_.cancel(); });
+    // Fails calls in flight, so no handler stays blocked on client_io_.
+    if (segment_servers_ != nullptr) segment_servers_->Shutdown();
+    client_work_.reset();
+    client_io_.stop();
+    if (client_thread_.joinable()) client_thread_.join();
+  }
+
+ private:
+  void ScheduleExpiry() {
+    int interval_ms = std::clamp(options_.lease_timeout_ms / 4, 10, kExpireIntervalMsMax);
+    expire_timer_.expires_after(std::chrono::milliseconds(interval_ms));
+    expire_timer_.async_wait([this](asio::error_code ec) {
+      if (ec || stopped_.load()) return;
+      absl::Status s = ns_->ExpireMounts();
+      if (!s.ok()) LOG(WARNING) << "expiring mounts: " << s;
+      ScheduleExpiry();
+    });
+  }
+
+  void Handle(const Frame& frame, const Responder& r) {
+    if (stopped_.load()) {
+      r.ReplyError(absl::UnavailableError("meta is stopping"));
+      return;
+    }
+    Namespace& ns = *ns_;
+    switch (frame.type) {
+      case MessageType::kRegisterServer:
+        return Serve<proto::RegisterServerRequest>(frame, r, [&](const auto& q)
+            -> absl::StatusOr<proto::RegisterServerResponse> {
+          ASSIGN_OR_RETURN(uint64_t id, ns.RegisterServer(q));
+          proto::RegisterServerResponse response;
+          response.set_server_id(id);
+          return response;
+        });
+      case MessageType::kHeartbeat:
+        return Serve<proto::HeartbeatRequest>(frame, r,
+                                              [&](const auto& q) { return ns.Heartbeat(q); });
+      case MessageType::kNewMount:
+        return Serve<proto::NewMountRequest>(frame, r, [&](const auto&)
+            -> absl::StatusOr<proto::NewMountResponse> {
+          ASSIGN_OR_RETURN(uint64_t id, ns.NewMount());
+          proto::NewMountResponse response;
+          response.set_mount_id(id);
+          return response;
+        });
+      case MessageType::kMountHeartbeat:
+        return Serve<proto::MountHeartbeatRequest>(
+            frame, r, [&](const auto& q) { return ToEmpty(ns.MountHeartbeat(q.mount_id())); });
+      case MessageType::kLookup:
+        return Serve<proto::LookupRequest>(frame, r, [&](const auto& q) {
+          return AttrReply(ns.Lookup(q.parent(), q.name()));
+        });
+      case MessageType::kGetAttr:
+        return Serve<proto::GetAttrRequest>(
+            frame, r, [&](const auto& q) { return AttrReply(ns.GetAttr(q.ino())); });
+      case MessageType::kGetInode:
+        return Serve<proto::GetAttrRequest>(
+            frame, r, [&](const auto& q) { return InodeReply(ns.GetInode(q.ino())); });
+      case MessageType::kSetAttr:
+        return Serve<proto::SetAttrRequest>(
+            frame, r, [&](const auto& q) { return AttrReply(ns.SetAttr(q)); });
+      case MessageType::kCreate:
+        return Serve<proto::CreateRequest>(
+            frame, r, [&](const auto& q) { return AttrReply(ns.Create(q)); });
+      case MessageType::kUnlink:
+        return Serve<proto::UnlinkRequest>(frame, r, [&](const auto& q) {
+          return ToEmpty(ns.Unlink(q.parent(), q.name(), q.directory()));
+        });
+      case MessageType::kRename:
+        return Serve<proto::RenameRequest>(
+            frame, r, [&](const auto& q) { return ToEmpty(ns.Rename(q)); });
+      default:
+        return HandleMore(frame, r);
+    }
+  }
+
+  void HandleMore(const Frame& frame, const Responder& r) {
+    Namespace& ns = *ns_;
+    switch (frame.type) {
+      case MessageType::kReadlink:
+        return Serve<proto::GetAttrRequest>(frame, r, [&](const auto& q)
+            -> absl::StatusOr<proto::ReadlinkResponse> {
+          ASSIGN_OR_RETURN(std::string target, ns.Readlink(q.ino()));
+          proto::ReadlinkResponse response;
+          response.set_target(std::move(target));
+          return response;
+        });
+      case MessageType::kReaddir:
+        return Serve<proto::ReaddirRequest>(frame, r, [&](const auto& q)
+            -> absl::StatusOr<proto::ReaddirResponse> {
+          ASSIGN_OR_RETURN(auto entries, ns.Readdir(q.ino()));
+          proto::ReaddirResponse response;
+          for (auto& entry : entries) *response.add_entries() = std::move(entry);
+          return response;
+        });
+      case MessageType::kSetXattr:
+        return Serve<proto::SetXattrRequest>(
+            frame, r, [&](const auto& q) { return ToEmpty(ns.SetXattr(q)); });
+      case MessageType::kGetXattr:
+        return Serve<proto::GetXattrRequest>(frame, r, [&](const auto& q)
+            -> absl::StatusOr<proto::GetXattrResponse> {
+          ASSIGN_OR_RETURN(std::string value, ns.GetXattr(q.ino(), q.name()));
+          proto::GetXattrResponse response;
+          response.set_value(std::move(value));
+          return response;
+        });
+      case MessageType::kListXattr:
+        return Serve<proto::GetAttrRequest>(frame, r, [&](const auto& q)
+            -> absl::StatusOr<proto::ListXattrResponse> {
+          ASSIGN_OR_RETURN(auto names, ns.ListXattr(q.ino()));
+          proto::ListXattrResponse response;
+          for (auto& name : names) response.add_names(std::move(name));
+          return response;
+        });
+      case MessageType::kRemoveXattr:
+        return Serve<proto::GetXattrRequest>(
+            frame, r, [&](const auto& q) { return ToEmpty(ns.RemoveXattr(q.ino(), q.name())); });
+      case MessageType::kStatFs:
+        return Serve<proto::Empty>(frame, r, [&](const auto&) { return ns.StatFs(); });
+      case MessageType::kOpen:
+        return Serve<proto::OpenRequest>(frame, r, [&](const auto& q) {
+          return InodeReply(ns.Open(q.ino(), q.mount_id()));
+        });
+      case MessageType::kRelease:
+        return Serve<proto::ReleaseRequest>(frame, r, [&](const auto& q) {
+          return ToEmpty(ns.Release(q.ino(), q.mount_id()));
+        });
+      case MessageType::kOpenWrite:
+        return Serve<proto::OpenWriteRequest>(
+            frame, r, [&](const auto& q) { return InodeReply(ns.OpenWrite(q)); });
+      case MessageType::kSealSegment:
+        return Serve<proto::SealSegmentRequest>(
+            frame, r, [&](const auto& q) { return InodeReply(ns.SealSegment(q)); });
+      default:
+        r.ReplyError(absl::InvalidArgumentError(
+            absl::StrCat("meta does not serve message type ", static_cast<int>(frame.type))));
+    }
+  }
+
+  static absl::StatusOr<proto::AttrResponse> AttrReply(absl::StatusOr<proto::Attr> attr) {
+    if (!attr.ok()) return attr.status();
+    proto::AttrResponse response;
+    *response.mutable_attr() = std::move(*attr);
+    return response;
+  }
+
+  static absl::StatusOr<proto::InodeResponse> InodeReply(absl::StatusOr<proto::Inode> inode) {
+    if (!inode.ok()) return inode.status();
+    proto::InodeResponse response;
+    *response.mutable_inode() = std::move(*inode);
+    return response;
+  }
+
+  // Immutable after construction.
+  const MetaServerOptions options_;
+  asio::io_context& io_;
+
+  // Outgoing calls to segment servers and the expiry timer run here, never
+  // on `io_`: handlers on io_ threads block on these calls.
+  asio::io_context client_io_;
+  asio::executor_work_guard<asio::io_context::executor_type> client_work_;
+  asio::steady_timer expire_timer_;
+  std::thread client_thread_;
+
+  // Set by Init(), then immutable until destruction.
+  std::unique_ptr<MetadataDb> db_;
+  std::unique_ptr<RpcSegmentServerApi> segment_servers_;
+  std::unique_ptr<Namespace> ns_;
+  std::unique_ptr<RpcServer> server_;
+
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MetaServer>> MetaServer::Start(const MetaServerOptions& options,
+                                                             asio::io_context& io) {
+  auto server = std::make_unique<MetaServerImpl>(options, io);
+  RETURN_IF_ERROR(server->Init());
+  return std::unique_ptr<MetaServer>(std::move(server));
+}
+
+}  // namespace logfs::store

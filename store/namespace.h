@@ -1,0 +1,199 @@
+// Meta's namespace logic over MetadataDb, without networking: inodes,
+// directories, rename, xattrs and file kinds, open pins and orphans, writer
+// leases, segment lists and placement, the segment-server registry, and
+// recovery of a dead writer's open segment. docs/rpc.md ("Meta") is the
+// contract; each method below is one RPC of that table and returns its
+// errors as PosixError(errno, ...) so the exact errno reaches the client.
+//
+// State: everything in the namespace is in MetadataDb, changed by one
+// synced batch per call. In memory only: pins (per mount), leases (ino ->
+// mount), mount and server liveness. After a restart, leases and pins are
+// gone: orphans are deleted at Open(), and an open segment left by a writer
+// is recovered at the next OpenWrite.
+//
+// Thread-safety: every public method may be called from any thread; one
+// mutex serializes them. OpenWrite drops the mutex while it asks segment
+// servers to recover a segment (see there).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "store/logfs.pb.h"
+#include "store/metadata_db.h"
+#include "store/segment_server_api.h"
+
+namespace logfs::store {
+
+inline constexpr uint64_t kRootIno = 1;
+inline constexpr size_t kNameBytesMax = 255;
+inline constexpr size_t kXattrNameBytesMax = 255;
+inline constexpr size_t kXattrValueBytesMax = 64 << 10;
+inline constexpr uint32_t kReplicationMax = 16;
+inline constexpr size_t kDeletionsPerHeartbeatMax = 10000;
+
+struct NamespaceOptions {
+  int64_t dead_server_ms = 10000;    // no heartbeat this long: server is dead
+  int64_t lease_timeout_ms = 60000;  // no mount heartbeat this long: leases lapse
+  uint32_t default_replication = 3;  // both kinds
+  uint32_t wal_ack_quorum = 2;       // block files ack on every replica
+  // Wall clock in ns since the Unix epoch; null means absl::Now(). Tests
+  // inject a fake to move time.
+  std::function<int64_t()> now_ns;
+};
+
+class Namespace {
+ public:
+  // Loads state from `db`, creating the root directory (inode 1) on first
+  // use and deleting orphans left by a previous run. Keeps `db` and
+  // `segment_servers`, which must outlive the namespace. Errors come from
+  // the database.
+  static absl::StatusOr<std::unique_ptr<Namespace>> Open(MetadataDb* db,
+                                                         SegmentServerApi* segment_servers,
+                                                         NamespaceOptions options);
+  ~Namespace();
+
+  // ---- segment servers and mounts
+  absl::StatusOr<uint64_t> RegisterServer(const proto::RegisterServerRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::HeartbeatResponse> Heartbeat(const proto::HeartbeatRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<uint64_t> NewMount() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status MountHeartbeat(uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::StatFsResponse> StatFs() ABSL_LOCKS_EXCLUDED(mu_);
+  // Drops the pins and leases of mounts silent for lease_timeout_ms and
+  // deletes orphans nobody pins any more. Called periodically by meta.
+  absl::Status ExpireMounts() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- namespace
+  absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::Attr> GetAttr(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::Inode> GetInode(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::Attr> SetAttr(const proto::SetAttrRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::Attr> Create(const proto::CreateRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Unlink(uint64_t parent, const std::string& name, bool directory)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Rename(const proto::RenameRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::string> Readlink(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::vector<proto::DirEntry>> Readdir(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- xattrs (namespace_xattr.cc)
+  absl::Status SetXattr(const proto::SetXattrRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status RemoveXattr(uint64_t ino, const std::string& name) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- open files, leases and segments (namespace_write.cc)
+  absl::StatusOr<proto::Inode> Open(uint64_t ino, uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Release(uint64_t ino, uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // May block on segment servers (recovery); the mutex is not held then.
+  absl::StatusOr<proto::Inode> OpenWrite(const proto::OpenWriteRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::Inode> SealSegment(const proto::SealSegmentRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  class Txn;  // namespace_txn.h
+  struct ServerState {
+    proto::RegisterServerRequest record;  // persisted registration
+    int64_t last_seen_ns = 0;             // 0: not heard from since start
+    uint64_t capacity_bytes = 0;
+    uint64_t free_bytes = 0;
+  };
+  // What OpenWrite must recover without the mutex (namespace_write.cc).
+  struct RecoveryPlan {
+    uint64_t segment_id = 0;
+    uint64_t epoch = 0;
+    uint32_t ack_quorum = 0;
+    std::vector<proto::Replica> replicas;  // with addresses
+  };
+  struct RecoveryResult {
+    uint64_t length = 0;
+    std::vector<uint64_t> kept_server_ids;
+  };
+
+  Namespace(MetadataDb* db, SegmentServerApi* segment_servers, NamespaceOptions options);
+  absl::Status Load() ABSL_LOCKS_EXCLUDED(mu_);
+
+  int64_t NowNs() const;
+
+  // Liveness (in memory).
+  void TouchMount(uint64_t mount_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool MountLive(uint64_t mount_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ServerLive(const ServerState& server) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The mount holding a live lease on `ino`, or 0.
+  uint64_t LiveLeaseHolder(uint64_t ino) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Pinned(uint64_t ino) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops one pin of `mount_id` on `ino`; true if one was held.
+  bool Unpin(uint64_t ino, uint64_t mount_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Effective values (stored, else the kind's defaults).
+  uint32_t Replication(const proto::Inode& inode) const;
+  uint32_t AckQuorum(const proto::Inode& inode) const;
+  // Copies for replies: open_for_write, effective replication/ack quorum,
+  // replica addresses.
+  proto::Attr ReplyAttr(const proto::Inode& inode) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  proto::Inode ReplyInode(const proto::Inode& inode) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // The directory `ino` in `txn`: ENOENT, ENOTDIR.
+  absl::StatusOr<proto::Inode*> GetDir(Txn& txn, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes the entry `name` -> `child` of `parent` and drops the child's
+  // link: a directory is deleted, a file with nlink 0 is deleted or, when
+  // pinned, kept as an orphan.
+  absl::Status RemoveEntry(Txn& txn, proto::Inode* parent, const std::string& name,
+                           proto::Inode* child) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes a file's inode and queues its replicas for deletion.
+  void DeleteFile(Txn& txn, const proto::Inode& inode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void QueueReplicaDeletions(Txn& txn, const proto::Inode& inode)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops every segment of a WAL file (truncate to 0).
+  void DropSegments(Txn& txn, proto::Inode* inode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes `ino` if it is an orphan (nlink 0) nobody pins.
+  absl::Status MaybeDeleteOrphan(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `replication` distinct live servers, most free space first; kUnavailable.
+  absl::StatusOr<std::vector<uint64_t>> PlaceReplicas(uint32_t replication) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends a new open segment to `inode`.
+  absl::Status AppendSegment(Txn& txn, proto::Inode* inode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FillAddresses(proto::Segment* segment) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // OpenWrite pieces (namespace_write.cc).
+  absl::StatusOr<proto::Inode> OpenWriteLocked(const proto::OpenWriteRequest& request,
+                                               bool* needs_recovery, RecoveryPlan* plan)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<RecoveryResult> RecoverReplicas(const RecoveryPlan& plan) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::Inode> FinishRecovery(const proto::OpenWriteRequest& request,
+                                              const RecoveryPlan& plan,
+                                              const absl::StatusOr<RecoveryResult>& result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  uint64_t AllocateId(Txn& txn, MetaCounter counter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Immutable after construction.
+  MetadataDb* const db_;
+  SegmentServerApi* const segment_servers_;
+  const NamespaceOptions options_;
+
+  // Guarded by mu_.
+  mutable absl::Mutex mu_;
+  std::map<MetaCounter, uint64_t> next_ids_ ABSL_GUARDED_BY(mu_);
+  uint64_t inode_count_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, ServerState> servers_ ABSL_GUARDED_BY(mu_);  // by server id
+  std::map<uint64_t, int64_t> mount_seen_ns_ ABSL_GUARDED_BY(mu_);  // mount -> last heard
+  std::map<uint64_t, uint64_t> leases_ ABSL_GUARDED_BY(mu_);        // ino -> mount
+  // ino -> mount -> number of Open/OpenWrite without Release.
+  std::map<uint64_t, std::map<uint64_t, uint32_t>> pins_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace logfs::store

@@ -1,0 +1,179 @@
+// Namespace: the segment-server registry, placement, mounts and their
+// liveness, and statfs.
+#include <algorithm>
+#include <cerrno>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "src/status/macros.h"
+#include "src/status/posix_error.h"
+#include "store/namespace.h"
+#include "store/namespace_txn.h"
+
+namespace logfs::store {
+namespace {
+constexpr int64_t kNanosPerMilli = 1000 * 1000;
+}  // namespace
+
+bool Namespace::ServerLive(const ServerState& server) const {
+  return server.last_seen_ns != 0 &&
+         NowNs() - server.last_seen_ns <= options_.dead_server_ms * kNanosPerMilli;
+}
+
+void Namespace::TouchMount(uint64_t mount_id) { mount_seen_ns_[mount_id] = NowNs(); }
+
+bool Namespace::MountLive(uint64_t mount_id) const {
+  auto it = mount_seen_ns_.find(mount_id);
+  return it != mount_seen_ns_.end() &&
+         NowNs() - it->second <= options_.lease_timeout_ms * kNanosPerMilli;
+}
+
+uint64_t Namespace::LiveLeaseHolder(uint64_t ino) const {
+  auto it = leases_.find(ino);
+  if (it == leases_.end() || !MountLive(it->second)) return 0;
+  return it->second;
+}
+
+bool Namespace::Pinned(uint64_t ino) const { return pins_.count(ino) != 0; }
+
+bool Namespace::Unpin(uint64_t ino, uint64_t mount_id) {
+  auto it = pins_.find(ino);
+  if (it == pins_.end()) return false;
+  auto pin = it->second.find(mount_id);
+  if (pin == it->second.end()) return false;
+  if (--pin->second == 0) it->second.erase(pin);
+  if (it->second.empty()) pins_.erase(it);
+  return true;
+}
+
+absl::StatusOr<uint64_t> Namespace::RegisterServer(const proto::RegisterServerRequest& request) {
+  absl::MutexLock lock(&mu_);
+  Txn txn(db_);
+  uint64_t id = request.server_id();
+  if (id == 0 || servers_.count(id) == 0) id = AllocateId(txn, MetaCounter::kNextServerId);
+  proto::RegisterServerRequest record = request;
+  record.set_server_id(id);
+  txn.batch().PutServer(record);
+  RETURN_IF_ERROR(txn.Commit());
+  ServerState& state = servers_[id];
+  state.record = std::move(record);
+  state.last_seen_ns = NowNs();
+  state.capacity_bytes = request.capacity_bytes();
+  state.free_bytes = request.free_bytes();
+  return id;
+}
+
+absl::StatusOr<proto::HeartbeatResponse> Namespace::Heartbeat(
+    const proto::HeartbeatRequest& request) {
+  absl::MutexLock lock(&mu_);
+  proto::HeartbeatResponse response;
+  auto it = servers_.find(request.server_id());
+  if (it == servers_.end()) {
+    response.set_reregister(true);
+    return response;
+  }
+  it->second.last_seen_ns = NowNs();
+  it->second.capacity_bytes = request.capacity_bytes();
+  it->second.free_bytes = request.free_bytes();
+  // Each pending deletion is handed out once: it leaves the database before
+  // the reply. A server that crashes before deleting keeps a stray replica.
+  ASSIGN_OR_RETURN(std::vector<uint64_t> segment_ids,
+                   db_->ListPendingDeletions(request.server_id(), kDeletionsPerHeartbeatMax));
+  if (segment_ids.empty()) return response;
+  MetadataDb::Batch batch;
+  for (uint64_t segment_id : segment_ids) {
+    batch.DeletePendingDeletion(request.server_id(), segment_id);
+    response.add_delete_segments(segment_id);
+  }
+  RETURN_IF_ERROR(db_->Write(batch));
+  return response;
+}
+
+absl::StatusOr<uint64_t> Namespace::NewMount() {
+  absl::MutexLock lock(&mu_);
+  Txn txn(db_);
+  uint64_t mount_id = AllocateId(txn, MetaCounter::kNextMountId);
+  RETURN_IF_ERROR(txn.Commit());
+  TouchMount(mount_id);
+  return mount_id;
+}
+
+absl::Status Namespace::MountHeartbeat(uint64_t mount_id) {
+  absl::MutexLock lock(&mu_);
+  TouchMount(mount_id);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<proto::StatFsResponse> Namespace::StatFs() {
+  absl::MutexLock lock(&mu_);
+  proto::StatFsResponse response;
+  uint64_t capacity = 0;
+  uint64_t free = 0;
+  uint32_t live = 0;
+  for (const auto& [id, server] : servers_) {
+    if (!ServerLive(server)) continue;
+    capacity += server.capacity_bytes;
+    free += server.free_bytes;
+    ++live;
+  }
+  uint32_t divisor = std::max<uint32_t>(1, options_.default_replication);
+  response.set_capacity_bytes(capacity / divisor);
+  response.set_free_bytes(free / divisor);
+  response.set_inodes(inode_count_);
+  response.set_live_servers(live);
+  return response;
+}
+
+absl::Status Namespace::ExpireMounts() {
+  absl::MutexLock lock(&mu_);
+  for (auto it = leases_.begin(); it != leases_.end();) {
+    it = MountLive(it->second) ? std::next(it) : leases_.erase(it);
+  }
+  std::vector<uint64_t> unpinned;
+  for (auto it = pins_.begin(); it != pins_.end();) {
+    auto& by_mount = it->second;
+    for (auto pin = by_mount.begin(); pin != by_mount.end();) {
+      pin = MountLive(pin->first) ? std::next(pin) : by_mount.erase(pin);
+    }
+    if (by_mount.empty()) {
+      unpinned.push_back(it->first);
+      it = pins_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = mount_seen_ns_.begin(); it != mount_seen_ns_.end();) {
+    it = MountLive(it->first) ? std::next(it) : mount_seen_ns_.erase(it);
+  }
+  absl::Status status;
+  for (uint64_t ino : unpinned) status.Update(MaybeDeleteOrphan(ino));
+  return status;
+}
+
+absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(uint32_t replication) const {
+  std::vector<const ServerState*> live;
+  for (const auto& [id, server] : servers_) {
+    if (ServerLive(server)) live.push_back(&server);
+  }
+  if (live.size() < replication) {
+    return absl::UnavailableError(absl::StrCat("need ", replication,
+                                               " live segment servers for a new segment, ",
+                                               live.size(), " live"));
+  }
+  std::sort(live.begin(), live.end(), [](const ServerState* a, const ServerState* b) {
+    if (a->free_bytes != b->free_bytes) return a->free_bytes > b->free_bytes;
+    return a->record.server_id() < b->record.server_id();
+  });
+  std::vector<uint64_t> ids;
+  for (uint32_t i = 0; i < replication; ++i) ids.push_back(live[i]->record.server_id());
+  return ids;
+}
+
+void Namespace::FillAddresses(proto::Segment* segment) const {
+  for (auto& replica : *segment->mutable_replicas()) {
+    auto it = servers_.find(replica.server_id());
+    replica.set_address(it == servers_.end() ? "" : it->second.record.address());
+  }
+}
+
+}  // namespace logfs::store

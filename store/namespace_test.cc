@@ -1,0 +1,604 @@
+// Namespace over a real MetadataDb in a temp dir, with a fake clock and
+// fake segment servers: the POSIX rules and exact errnos of docs/rpc.md,
+// pins and orphans, leases, placement, reopen, and recovery of a dead
+// writer's open segment.
+#include "store/namespace.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+
+#include "src/status/posix_error.h"
+
+namespace logfs::store {
+namespace {
+
+constexpr int64_t kMs = 1000 * 1000;
+
+// Replicas in memory, with Seal semantics of docs/rpc.md; servers listed
+// in `down` do not answer.
+class FakeSegmentServers : public SegmentServerApi {
+ public:
+  absl::StatusOr<proto::SegmentInfoResponse> SegmentInfo(const std::string& address,
+                                                         uint64_t segment_id) override {
+    absl::MutexLock lock(&mu_);
+    if (down.count(address)) return absl::UnavailableError("down");
+    auto it = replicas.find({address, segment_id});
+    if (it == replicas.end()) return absl::NotFoundError("no replica");
+    return it->second;
+  }
+  absl::StatusOr<proto::SegmentInfoResponse> Seal(const std::string& address,
+                                                  uint64_t segment_id, uint64_t epoch,
+                                                  uint64_t length) override {
+    absl::MutexLock lock(&mu_);
+    ++seal_calls;
+    if (down.count(address)) return absl::UnavailableError("down");
+    auto it = replicas.find({address, segment_id});
+    if (it == replicas.end()) return absl::NotFoundError("no replica");
+    proto::SegmentInfoResponse& info = it->second;
+    if (length > info.length()) return absl::OutOfRangeError("short");
+    if (info.sealed() && info.length() != length) return absl::FailedPreconditionError("sealed");
+    info.set_sealed(true);
+    info.set_length(length);
+    info.set_durable_length(length);
+    return info;
+  }
+  void Put(const std::string& address, uint64_t segment_id, uint64_t length,
+           uint64_t durable_length) {
+    absl::MutexLock lock(&mu_);
+    proto::SegmentInfoResponse& info = replicas[{address, segment_id}];
+    info.set_segment_id(segment_id);
+    info.set_epoch(1);
+    info.set_length(length);
+    info.set_durable_length(durable_length);
+  }
+
+  absl::Mutex mu_;
+  std::map<std::pair<std::string, uint64_t>, proto::SegmentInfoResponse> replicas;
+  std::set<std::string> down;
+  int seal_calls = 0;
+};
+
+class NamespaceTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/logfs_namespace_test_XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(tmpl));
+    dir_ = tmpl;
+    Reopen();
+  }
+  void TearDown() override {
+    ns_.reset();
+    db_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  void Reopen() {
+    ns_.reset();
+    db_.reset();
+    auto db = MetadataDb::Open({dir_ + "/db"});
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = std::move(*db);
+    NamespaceOptions options;
+    options.dead_server_ms = 10000;
+    options.lease_timeout_ms = 60000;
+    options.default_replication = 3;
+    options.wal_ack_quorum = 2;
+    options.now_ns = [this] { return now_ns_.load(); };
+    auto ns = Namespace::Open(db_.get(), &fake_, options);
+    ASSERT_TRUE(ns.ok()) << ns.status();
+    ns_ = std::move(*ns);
+  }
+  void Advance(int64_t ms) { now_ns_ += ms * kMs; }
+
+  uint64_t Make(uint64_t parent, const std::string& name, uint32_t mode,
+                const std::string& target = "") {
+    proto::CreateRequest request;
+    request.set_parent(parent);
+    request.set_name(name);
+    request.set_mode(mode);
+    request.set_uid(1000);
+    request.set_gid(100);
+    request.set_symlink_target(target);
+    auto attr = ns_->Create(request);
+    EXPECT_TRUE(attr.ok()) << attr.status();
+    return attr.ok() ? attr->ino() : 0;
+  }
+  uint64_t File(uint64_t parent, const std::string& name) {
+    return Make(parent, name, S_IFREG | 0644);
+  }
+  uint64_t Dir(uint64_t parent, const std::string& name) {
+    return Make(parent, name, S_IFDIR | 0755);
+  }
+  int CreateErrno(uint64_t parent, const std::string& name, uint32_t mode) {
+    proto::CreateRequest request;
+    request.set_parent(parent);
+    request.set_name(name);
+    request.set_mode(mode);
+    return ErrnoFromStatus(ns_->Create(request).status());
+  }
+  int RenameErrno(uint64_t parent, const std::string& name, uint64_t new_parent,
+                  const std::string& new_name, uint32_t flags = 0) {
+    proto::RenameRequest request;
+    request.set_parent(parent);
+    request.set_name(name);
+    request.set_new_parent(new_parent);
+    request.set_new_name(new_name);
+    request.set_flags(flags);
+    return ErrnoFromStatus(ns_->Rename(request));
+  }
+  int SetXattrErrno(uint64_t ino, const std::string& name, const std::string& value,
+                    uint32_t flags = 0) {
+    proto::SetXattrRequest request;
+    request.set_ino(ino);
+    request.set_name(name);
+    request.set_value(value);
+    request.set_flags(flags);
+    return ErrnoFromStatus(ns_->SetXattr(request));
+  }
+  std::string Xattr(uint64_t ino, const std::string& name) {
+    auto value = ns_->GetXattr(ino, name);
+    EXPECT_TRUE(value.ok()) << value.status();
+    return value.ok() ? *value : "";
+  }
+  uint64_t LookupIno(uint64_t parent, const std::string& name) {
+    auto attr = ns_->Lookup(parent, name);
+    return attr.ok() ? attr->ino() : 0;
+  }
+  // Registers servers "s1".."sN" with free space 1000 * i.
+  std::vector<uint64_t> RegisterServers(int count) {
+    std::vector<uint64_t> ids;
+    for (int i = 1; i <= count; ++i) {
+      proto::RegisterServerRequest request;
+      request.set_address("10.0.0." + std::to_string(i) + ":7000");
+      request.set_capacity_bytes(100000);
+      request.set_free_bytes(1000 * i);
+      auto id = ns_->RegisterServer(request);
+      EXPECT_TRUE(id.ok()) << id.status();
+      ids.push_back(id.ok() ? *id : 0);
+    }
+    return ids;
+  }
+  absl::StatusOr<proto::Inode> OpenWrite(uint64_t ino, uint64_t mount, bool truncate = false) {
+    proto::OpenWriteRequest request;
+    request.set_ino(ino);
+    request.set_mount_id(mount);
+    request.set_truncate(truncate);
+    return ns_->OpenWrite(request);
+  }
+  absl::StatusOr<proto::Inode> Seal(uint64_t ino, uint64_t mount, uint64_t segment_id,
+                                    uint64_t length, bool close) {
+    proto::SealSegmentRequest request;
+    request.set_ino(ino);
+    request.set_mount_id(mount);
+    request.set_segment_id(segment_id);
+    request.set_sealed_length(length);
+    request.set_close(close);
+    return ns_->SealSegment(request);
+  }
+  // Writes one segment of `length` bytes to `ino` as `mount` and closes.
+  proto::Inode WriteAndClose(uint64_t ino, uint64_t mount, uint64_t length) {
+    EXPECT_TRUE(OpenWrite(ino, mount).ok());
+    auto opened = Seal(ino, mount, 0, 0, /*close=*/false);
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    uint64_t segment_id = opened->segments(opened->segments_size() - 1).id();
+    auto closed = Seal(ino, mount, segment_id, length, /*close=*/true);
+    EXPECT_TRUE(closed.ok()) << closed.status();
+    return *closed;
+  }
+  std::vector<uint64_t> Deletions(uint64_t server_id) {
+    proto::HeartbeatRequest request;
+    request.set_server_id(server_id);
+    request.set_free_bytes(1000);
+    auto response = ns_->Heartbeat(request);
+    EXPECT_TRUE(response.ok());
+    return {response->delete_segments().begin(), response->delete_segments().end()};
+  }
+
+  std::string dir_;
+  std::atomic<int64_t> now_ns_{1700000000ll * 1000 * kMs};
+  FakeSegmentServers fake_;
+  std::unique_ptr<MetadataDb> db_;
+  std::unique_ptr<Namespace> ns_;
+};
+
+TEST_F(NamespaceTest, RootIsABlockDirectory) {
+  auto root = ns_->GetAttr(kRootIno);
+  ASSERT_TRUE(root.ok());
+  EXPECT_EQ(static_cast<uint32_t>(S_IFDIR | 0755), root->mode());
+  EXPECT_EQ(2u, root->nlink());
+  EXPECT_EQ(proto::KIND_BLOCK, root->kind());
+  EXPECT_EQ("block", Xattr(kRootIno, "user.logfs.kind"));
+  EXPECT_EQ("3", Xattr(kRootIno, "user.logfs.ack_quorum"));
+}
+
+TEST_F(NamespaceTest, CreateLookupReaddir) {
+  uint64_t b = File(kRootIno, "b");
+  uint64_t a = Dir(kRootIno, "a");
+  uint64_t c = Make(kRootIno, "c", S_IFLNK | 0777, "b");
+  EXPECT_EQ(b, LookupIno(kRootIno, "b"));
+  EXPECT_EQ(a, LookupIno(kRootIno, "a"));
+  auto attr = ns_->Lookup(kRootIno, "b");
+  EXPECT_EQ(static_cast<uint32_t>(S_IFREG | 0644), attr->mode());
+  EXPECT_EQ(1000u, attr->uid());
+  EXPECT_EQ(1u, attr->nlink());
+  EXPECT_EQ(0u, attr->size());
+  EXPECT_EQ(2u, ns_->GetAttr(a)->nlink());
+  EXPECT_EQ(3u, ns_->GetAttr(kRootIno)->nlink());
+  EXPECT_EQ("b", *ns_->Readlink(c));
+  EXPECT_EQ(1u, ns_->GetAttr(c)->size());
+  EXPECT_EQ(EINVAL, ErrnoFromStatus(ns_->Readlink(b).status()));
+  EXPECT_EQ(kRootIno, LookupIno(a, ".."));
+
+  auto entries = ns_->Readdir(kRootIno);
+  ASSERT_TRUE(entries.ok());
+  ASSERT_EQ(3u, entries->size());
+  EXPECT_EQ("a", (*entries)[0].name());
+  EXPECT_EQ("b", (*entries)[1].name());
+  EXPECT_EQ("c", (*entries)[2].name());
+  EXPECT_EQ(b, (*entries)[1].ino());
+  EXPECT_TRUE(S_ISDIR((*entries)[0].mode()));
+
+  EXPECT_EQ(EEXIST, CreateErrno(kRootIno, "b", S_IFREG | 0644));
+  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->Lookup(kRootIno, "zz").status()));
+  EXPECT_EQ(ENOTDIR, ErrnoFromStatus(ns_->Lookup(b, "x").status()));
+  EXPECT_EQ(ENOTDIR, CreateErrno(b, "x", S_IFREG | 0644));
+  EXPECT_EQ(ENOTDIR, ErrnoFromStatus(ns_->Readdir(b).status()));
+  EXPECT_EQ(ENOENT, CreateErrno(999, "x", S_IFREG | 0644));
+  EXPECT_EQ(ENAMETOOLONG, CreateErrno(kRootIno, std::string(256, 'n'), S_IFREG | 0644));
+  EXPECT_EQ(ENAMETOOLONG, ErrnoFromStatus(ns_->Lookup(kRootIno, std::string(256, 'n')).status()));
+  EXPECT_EQ(0, CreateErrno(kRootIno, std::string(255, 'n'), S_IFREG | 0644));
+  EXPECT_EQ(EINVAL, CreateErrno(kRootIno, "fifo", S_IFIFO | 0644));
+  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->GetAttr(12345).status()));
+}
+
+TEST_F(NamespaceTest, RmdirOfNonEmptyDirFailsWithEnotempty) {
+  uint64_t a = Dir(kRootIno, "a");
+  File(a, "f");
+  EXPECT_EQ(ENOTEMPTY, ErrnoFromStatus(ns_->Unlink(kRootIno, "a", true)));
+  EXPECT_EQ(EISDIR, ErrnoFromStatus(ns_->Unlink(kRootIno, "a", false)));
+  EXPECT_EQ(ENOTDIR, ErrnoFromStatus(ns_->Unlink(a, "f", true)));
+  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->Unlink(a, "nope", false)));
+  ASSERT_TRUE(ns_->Unlink(a, "f", false).ok());
+  ASSERT_TRUE(ns_->Unlink(kRootIno, "a", true).ok());
+  EXPECT_EQ(2u, ns_->GetAttr(kRootIno)->nlink());
+  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->Lookup(kRootIno, "a").status()));
+  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->GetAttr(a).status()));
+}
+
+TEST_F(NamespaceTest, RenameReplacesAtomicallyAndFollowsTheRules) {
+  // (a) file over file: the target's inode goes, the source keeps its ino.
+  uint64_t x = File(kRootIno, "x");
+  uint64_t y = File(kRootIno, "y");
+  ASSERT_EQ(0, RenameErrno(kRootIno, "x", kRootIno, "y"));
+  EXPECT_EQ(x, LookupIno(kRootIno, "y"));
+  EXPECT_EQ(0u, LookupIno(kRootIno, "x"));
+  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->GetAttr(y).status()));
+  // (b) the errnos.
+  uint64_t d = Dir(kRootIno, "d");
+  uint64_t e = Dir(kRootIno, "e");
+  uint64_t sub = Dir(d, "sub");
+  File(e, "inside");
+  EXPECT_EQ(EISDIR, RenameErrno(kRootIno, "y", kRootIno, "d"));
+  EXPECT_EQ(ENOTDIR, RenameErrno(kRootIno, "d", kRootIno, "y"));
+  EXPECT_EQ(ENOTEMPTY, RenameErrno(kRootIno, "d", kRootIno, "e"));
+  EXPECT_EQ(EINVAL, RenameErrno(kRootIno, "d", sub, "loop"));
+  EXPECT_EQ(EINVAL, RenameErrno(kRootIno, "d", d, "self"));
+  EXPECT_EQ(EEXIST, RenameErrno(kRootIno, "y", e, "inside", /*RENAME_NOREPLACE=*/1));
+  EXPECT_EQ(EINVAL, RenameErrno(kRootIno, "y", kRootIno, "z", /*RENAME_EXCHANGE=*/2));
+  EXPECT_EQ(ENOENT, RenameErrno(kRootIno, "missing", kRootIno, "z"));
+  EXPECT_EQ(0, RenameErrno(kRootIno, "y", kRootIno, "y"));
+  EXPECT_EQ(x, LookupIno(kRootIno, "y"));
+  // (c) a directory over an empty directory, across parents: link counts
+  // and ".." follow.
+  uint64_t empty = Dir(e, "empty");
+  EXPECT_EQ(3u, ns_->GetAttr(d)->nlink());
+  EXPECT_EQ(3u, ns_->GetAttr(e)->nlink());
+  ASSERT_EQ(0, RenameErrno(d, "sub", e, "empty"));
+  EXPECT_EQ(sub, LookupIno(e, "empty"));
+  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->GetAttr(empty).status()));
+  EXPECT_EQ(2u, ns_->GetAttr(d)->nlink());
+  EXPECT_EQ(3u, ns_->GetAttr(e)->nlink());
+  EXPECT_EQ(e, LookupIno(sub, ".."));
+  // (d) a move of a directory into a sibling.
+  ASSERT_EQ(0, RenameErrno(kRootIno, "d", e, "d2"));
+  EXPECT_EQ(4u, ns_->GetAttr(e)->nlink());
+  EXPECT_EQ(3u, ns_->GetAttr(kRootIno)->nlink());
+}
+
+TEST_F(NamespaceTest, UnlinkOfPinnedFileKeepsItUntilRelease) {
+  auto servers = RegisterServers(3);
+  uint64_t f = File(kRootIno, "f");
+  proto::Inode written = WriteAndClose(f, /*mount=*/1, 100);
+  uint64_t segment_id = written.segments(0).id();
+  ASSERT_TRUE(ns_->Open(f, /*mount_id=*/7).ok());
+  ASSERT_TRUE(ns_->Unlink(kRootIno, "f", false).ok());
+  // (a) gone from the directory, but the inode and its data stay.
+  EXPECT_EQ(0u, LookupIno(kRootIno, "f"));
+  auto attr = ns_->GetAttr(f);
+  ASSERT_TRUE(attr.ok());
+  EXPECT_EQ(0u, attr->nlink());
+  EXPECT_EQ(100u, attr->size());
+  EXPECT_TRUE(Deletions(servers[0]).empty());
+  // (b) the last release deletes it and queues each replica once.
+  ASSERT_TRUE(ns_->Release(f, 7).ok());
+  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->GetAttr(f).status()));
+  for (uint64_t server : servers) {
+    EXPECT_EQ(std::vector<uint64_t>{segment_id}, Deletions(server));
+    EXPECT_TRUE(Deletions(server).empty());
+  }
+}
+
+TEST_F(NamespaceTest, OrphanLeftAtRestartIsDeletedAtOpen) {
+  auto servers = RegisterServers(3);
+  uint64_t f = File(kRootIno, "f");
+  uint64_t segment_id = WriteAndClose(f, 1, 10).segments(0).id();
+  ASSERT_TRUE(ns_->Open(f, 7).ok());
+  ASSERT_TRUE(ns_->Unlink(kRootIno, "f", false).ok());
+  ASSERT_TRUE(ns_->GetAttr(f).ok());
+  Reopen();
+  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->GetAttr(f).status()));
+  EXPECT_EQ(std::vector<uint64_t>{segment_id}, Deletions(servers[1]));
+}
+
+TEST_F(NamespaceTest, KindInheritanceAndXattrErrors) {
+  uint64_t wal_dir = Dir(kRootIno, "wal");
+  ASSERT_EQ(0, SetXattrErrno(wal_dir, "user.logfs.kind", "wal"));
+  uint64_t log = File(wal_dir, "log");
+  uint64_t sst = File(kRootIno, "sst");
+  uint64_t nested = Dir(wal_dir, "nested");
+  EXPECT_EQ(proto::KIND_WAL, ns_->GetAttr(log)->kind());
+  EXPECT_EQ(proto::KIND_WAL, ns_->GetAttr(nested)->kind());
+  EXPECT_EQ("wal", Xattr(log, "user.logfs.kind"));
+  EXPECT_EQ("3", Xattr(log, "user.logfs.replication"));
+  EXPECT_EQ("2", Xattr(log, "user.logfs.ack_quorum"));
+  EXPECT_EQ("block", Xattr(sst, "user.logfs.kind"));
+  EXPECT_EQ("3", Xattr(sst, "user.logfs.ack_quorum"));
+  // Replication set on the directory is inherited by later children.
+  ASSERT_EQ(0, SetXattrErrno(wal_dir, "user.logfs.replication", "5"));
+  uint64_t log5 = File(wal_dir, "log5");
+  EXPECT_EQ("5", Xattr(log5, "user.logfs.replication"));
+  EXPECT_EQ("2", Xattr(log5, "user.logfs.ack_quorum"));
+  EXPECT_EQ("3", Xattr(log, "user.logfs.replication"));
+  auto inode = ns_->GetInode(log5);
+  EXPECT_EQ(5u, inode->replication());
+  EXPECT_EQ(2u, inode->ack_quorum());
+  // A file with no data may still change kind.
+  ASSERT_EQ(0, SetXattrErrno(log5, "user.logfs.kind", "block"));
+  EXPECT_EQ("5", Xattr(log5, "user.logfs.ack_quorum"));
+  // Bad values and read-only names.
+  EXPECT_EQ(EINVAL, SetXattrErrno(wal_dir, "user.logfs.kind", "tape"));
+  EXPECT_EQ(EINVAL, SetXattrErrno(wal_dir, "user.logfs.ack_quorum", "6"));
+  EXPECT_EQ(EINVAL, SetXattrErrno(wal_dir, "user.logfs.replication", "17"));
+  EXPECT_EQ(EINVAL, SetXattrErrno(wal_dir, "user.logfs.replication", "0"));
+  EXPECT_EQ(EPERM, SetXattrErrno(log, "user.logfs.segments", "x"));
+  EXPECT_EQ(EPERM, SetXattrErrno(log, "user.logfs.durable_length", "1"));
+  EXPECT_EQ(EPERM, ErrnoFromStatus(ns_->RemoveXattr(wal_dir, "user.logfs.kind")));
+  // A file with data keeps its settings.
+  RegisterServers(3);
+  WriteAndClose(log, 1, 10);
+  EXPECT_EQ(EPERM, SetXattrErrno(log, "user.logfs.kind", "block"));
+  EXPECT_EQ(EPERM, SetXattrErrno(log, "user.logfs.replication", "2"));
+  // Ordinary names.
+  ASSERT_EQ(0, SetXattrErrno(log, "user.note", "hi", /*XATTR_CREATE=*/1));
+  EXPECT_EQ(EEXIST, SetXattrErrno(log, "user.note", "again", 1));
+  EXPECT_EQ(ENODATA, SetXattrErrno(log, "user.other", "v", /*XATTR_REPLACE=*/2));
+  EXPECT_EQ("hi", Xattr(log, "user.note"));
+  EXPECT_EQ(ENODATA, ErrnoFromStatus(ns_->GetXattr(log, "user.other").status()));
+  EXPECT_EQ(E2BIG, SetXattrErrno(log, "user.big", std::string((64 << 10) + 1, 'v')));
+  EXPECT_EQ(ERANGE, SetXattrErrno(log, "user." + std::string(251, 'n'), "v"));
+  auto names = ns_->ListXattr(log);
+  EXPECT_EQ((std::vector<std::string>{"user.logfs.kind", "user.logfs.replication",
+                                      "user.logfs.ack_quorum", "user.logfs.segments",
+                                      "user.logfs.durable_length", "user.note"}),
+            *names);
+  EXPECT_EQ(3u, ns_->ListXattr(wal_dir)->size());
+  ASSERT_TRUE(ns_->RemoveXattr(log, "user.note").ok());
+  EXPECT_EQ(ENODATA, ErrnoFromStatus(ns_->RemoveXattr(log, "user.note")));
+}
+
+TEST_F(NamespaceTest, OpenWriteIsExclusivePerMountAndReentrant) {
+  uint64_t f = File(kRootIno, "f");
+  ASSERT_TRUE(ns_->NewMount().ok());
+  auto first = OpenWrite(f, 1);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->attr().open_for_write());
+  EXPECT_TRUE(ns_->GetAttr(f)->open_for_write());
+  EXPECT_EQ(EBUSY, ErrnoFromStatus(OpenWrite(f, 2).status()));
+  EXPECT_TRUE(OpenWrite(f, 1).ok());
+  EXPECT_EQ(EISDIR, ErrnoFromStatus(OpenWrite(kRootIno, 1).status()));
+  uint64_t link = Make(kRootIno, "l", S_IFLNK | 0777, "f");
+  EXPECT_EQ(EINVAL, ErrnoFromStatus(OpenWrite(link, 1).status()));
+  // Mount 1 goes silent; mount 2 keeps heartbeating and takes over.
+  Advance(30000);
+  ASSERT_TRUE(ns_->MountHeartbeat(2).ok());
+  EXPECT_EQ(EBUSY, ErrnoFromStatus(OpenWrite(f, 2).status()));
+  Advance(30001);
+  ASSERT_TRUE(ns_->MountHeartbeat(2).ok());
+  EXPECT_FALSE(ns_->GetAttr(f)->open_for_write());
+  EXPECT_TRUE(OpenWrite(f, 2).ok());
+  EXPECT_EQ(EBUSY, ErrnoFromStatus(OpenWrite(f, 1).status()));
+}
+
+TEST_F(NamespaceTest, TruncateRules) {
+  auto servers = RegisterServers(3);
+  uint64_t wal_dir = Dir(kRootIno, "w");
+  ASSERT_EQ(0, SetXattrErrno(wal_dir, "user.logfs.kind", "wal"));
+  uint64_t log = File(wal_dir, "log");
+  uint64_t segment_id = WriteAndClose(log, 1, 50).segments(0).id();
+  auto truncate = [&](uint64_t ino, uint64_t size, uint64_t mount) {
+    proto::SetAttrRequest request;
+    request.set_ino(ino);
+    request.set_to_set(1 << 3);  // FUSE_SET_ATTR_SIZE
+    request.set_size(size);
+    request.set_mount_id(mount);
+    return ns_->SetAttr(request);
+  };
+  EXPECT_EQ(EPERM, ErrnoFromStatus(truncate(log, 10, 0).status()));
+  EXPECT_EQ(EPERM, ErrnoFromStatus(truncate(log, 60, 0).status()));
+  EXPECT_EQ(50u, truncate(log, 50, 0)->size());  // same size: no-op
+  EXPECT_EQ(EISDIR, ErrnoFromStatus(truncate(wal_dir, 0, 0).status()));
+  // (a) a live lease of another mount blocks truncate(0).
+  ASSERT_TRUE(OpenWrite(log, 2).ok());
+  EXPECT_EQ(EBUSY, ErrnoFromStatus(truncate(log, 0, 3).status()));
+  ASSERT_TRUE(Seal(log, 2, 0, 0, true).ok());
+  // (b) truncate(0) drops the segments and queues the replicas.
+  auto truncated = truncate(log, 0, 3);
+  ASSERT_TRUE(truncated.ok()) << truncated.status();
+  EXPECT_EQ(0u, truncated->size());
+  EXPECT_EQ(0, ns_->GetInode(log)->segments_size());
+  EXPECT_EQ(std::vector<uint64_t>{segment_id}, Deletions(servers[0]));
+  // (c) O_TRUNC on a WAL file does the same.
+  WriteAndClose(log, 1, 70);
+  auto reopened = OpenWrite(log, 1, /*truncate=*/true);
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ(0u, reopened->attr().size());
+  EXPECT_EQ(0, reopened->segments_size());
+  ASSERT_TRUE(Seal(log, 1, 0, 0, true).ok());
+  // (d) a block file with data is immutable.
+  uint64_t sst = File(kRootIno, "sst");
+  EXPECT_EQ(0u, truncate(sst, 0, 0)->size());  // empty block file: no-op
+  WriteAndClose(sst, 1, 20);
+  EXPECT_EQ(EPERM, ErrnoFromStatus(truncate(sst, 0, 0).status()));
+  EXPECT_EQ(EPERM, ErrnoFromStatus(OpenWrite(sst, 1).status()));
+  EXPECT_EQ(EPERM, ErrnoFromStatus(OpenWrite(sst, 1, true).status()));
+}
+
+TEST_F(NamespaceTest, SealSegmentPlacesNewSegmentOnDistinctServers) {
+  auto servers = RegisterServers(4);  // free space 1000, 2000, 3000, 4000
+  uint64_t f = File(kRootIno, "f");
+  ASSERT_TRUE(OpenWrite(f, 1).ok());
+  auto first = Seal(f, 1, 0, 0, false);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(1, first->segments_size());
+  const proto::Segment& s0 = first->segments(0);
+  EXPECT_FALSE(s0.sealed());
+  EXPECT_EQ(1u, s0.epoch());
+  EXPECT_EQ(3u, s0.ack_quorum());
+  ASSERT_EQ(3, s0.replicas_size());
+  // The three with the most free space, most first, addresses filled in.
+  EXPECT_EQ(servers[3], s0.replicas(0).server_id());
+  EXPECT_EQ(servers[2], s0.replicas(1).server_id());
+  EXPECT_EQ(servers[1], s0.replicas(2).server_id());
+  EXPECT_EQ("10.0.0.4:7000", s0.replicas(0).address());
+  EXPECT_EQ("10.0.0.3:7000", s0.replicas(1).address());
+  // (a) errors: wrong segment, other mount, open segment not named.
+  EXPECT_EQ(ESTALE, ErrnoFromStatus(Seal(f, 1, s0.id() + 100, 5, false).status()));
+  EXPECT_EQ(ESTALE, ErrnoFromStatus(Seal(f, 1, 0, 0, false).status()));
+  EXPECT_EQ(EBUSY, ErrnoFromStatus(Seal(f, 2, s0.id(), 5, false).status()));
+  // (b) seal at 100 and roll.
+  auto second = Seal(f, 1, s0.id(), 100, false);
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_EQ(2, second->segments_size());
+  EXPECT_TRUE(second->segments(0).sealed());
+  EXPECT_EQ(100u, second->segments(0).length());
+  EXPECT_EQ(100u, second->segments(1).file_offset());
+  EXPECT_NE(s0.id(), second->segments(1).id());
+  EXPECT_EQ(100u, second->attr().size());
+  uint64_t s1 = second->segments(1).id();
+  // (c) only two servers stay alive: no new segment.
+  Advance(10001);
+  Deletions(servers[0]);
+  Deletions(servers[1]);
+  auto third = Seal(f, 1, s1, 30, false);
+  EXPECT_EQ(absl::StatusCode::kUnavailable, third.status().code());
+  EXPECT_NE(std::string::npos, third.status().message().find("2 live")) << third.status();
+  // The seal itself was recorded, and repeating it (here with close) is
+  // answered, not refused with ESTALE.
+  EXPECT_EQ(130u, ns_->GetAttr(f)->size());
+  ASSERT_TRUE(Seal(f, 1, s1, 30, true).ok());
+  EXPECT_FALSE(ns_->GetAttr(f)->open_for_write());
+  auto stat = ns_->StatFs();
+  EXPECT_EQ(2u, stat->live_servers());
+}
+
+TEST_F(NamespaceTest, StateSurvivesReopen) {
+  auto servers = RegisterServers(3);
+  uint64_t d = Dir(kRootIno, "d");
+  uint64_t f = File(d, "f");
+  ASSERT_EQ(0, SetXattrErrno(f, "user.a", "b"));
+  WriteAndClose(f, 1, 42);
+  auto mount = ns_->NewMount();
+  Reopen();
+  EXPECT_EQ(d, LookupIno(kRootIno, "d"));
+  EXPECT_EQ(f, LookupIno(d, "f"));
+  EXPECT_EQ(42u, ns_->GetAttr(f)->size());
+  EXPECT_EQ("b", Xattr(f, "user.a"));
+  EXPECT_EQ(3u, ns_->GetAttr(kRootIno)->nlink());
+  // Ids keep counting; servers keep their ids (but are not live until they
+  // heartbeat again).
+  uint64_t g = File(kRootIno, "g");
+  EXPECT_GT(g, f);
+  EXPECT_GT(*ns_->NewMount(), *mount);
+  EXPECT_EQ(0u, ns_->StatFs()->live_servers());
+  EXPECT_TRUE(Deletions(servers[0]).empty());
+  EXPECT_EQ(1u, ns_->StatFs()->live_servers());
+  proto::HeartbeatRequest unknown;
+  unknown.set_server_id(999);
+  EXPECT_TRUE(ns_->Heartbeat(unknown)->reregister());
+  proto::RegisterServerRequest again;
+  again.set_server_id(servers[2]);
+  again.set_address("10.0.0.9:7001");
+  EXPECT_EQ(servers[2], *ns_->RegisterServer(again));
+  auto inode = ns_->GetInode(f);
+  ASSERT_EQ(servers[2], inode->segments(0).replicas(0).server_id());
+  EXPECT_EQ("10.0.0.9:7001", inode->segments(0).replicas(0).address());
+}
+
+TEST_F(NamespaceTest, OpenWriteRecoversDeadWritersSegment) {
+  auto servers = RegisterServers(3);
+  uint64_t f = File(kRootIno, "f");
+  ASSERT_EQ(0, SetXattrErrno(f, "user.logfs.kind", "wal"));
+  ASSERT_TRUE(OpenWrite(f, 1).ok());
+  auto opened = Seal(f, 1, 0, 0, false);
+  ASSERT_TRUE(opened.ok());
+  const proto::Segment seg = opened->segments(0);
+  ASSERT_EQ(3, seg.replicas_size());
+  ASSERT_EQ(2u, seg.ack_quorum());
+  // Replica 0 has 100 durable bytes, replica 1 only 80, replica 2 is down.
+  fake_.Put(seg.replicas(0).address(), seg.id(), 120, 100);
+  fake_.Put(seg.replicas(1).address(), seg.id(), 80, 80);
+  fake_.down.insert(seg.replicas(2).address());
+  // (a) while mount 1's lease is live, mount 2 gets EBUSY and no recovery.
+  EXPECT_EQ(EBUSY, ErrnoFromStatus(OpenWrite(f, 2).status()));
+  EXPECT_EQ(0, fake_.seal_calls);
+  // (b) mount 1 dies; with only one replica reachable (fewer than
+  // RF - AQ + 1 = 2) recovery refuses and changes nothing.
+  Advance(60001);
+  fake_.down.insert(seg.replicas(1).address());
+  auto refused = OpenWrite(f, 2);
+  EXPECT_EQ(absl::StatusCode::kUnavailable, refused.status().code()) << refused.status();
+  EXPECT_FALSE(ns_->GetInode(f)->segments(0).sealed());
+  EXPECT_FALSE(ns_->GetAttr(f)->open_for_write());
+  // (c) two reachable: sealed at the longest durable length, the shorter
+  // and the unreachable replicas dropped.
+  fake_.down.erase(seg.replicas(1).address());
+  auto recovered = OpenWrite(f, 2);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  ASSERT_EQ(1, recovered->segments_size());
+  const proto::Segment& sealed = recovered->segments(0);
+  EXPECT_TRUE(sealed.sealed());
+  EXPECT_EQ(100u, sealed.length());
+  ASSERT_EQ(1, sealed.replicas_size());
+  EXPECT_EQ(seg.replicas(0).server_id(), sealed.replicas(0).server_id());
+  EXPECT_EQ(seg.replicas(0).address(), sealed.replicas(0).address());
+  EXPECT_EQ(100u, recovered->attr().size());
+  EXPECT_TRUE(recovered->attr().open_for_write());
+  EXPECT_TRUE((fake_.replicas[{seg.replicas(0).address(), seg.id()}].sealed()));
+  // (d) mount 2 now writes after the recovered bytes; the zombie cannot.
+  for (uint64_t server : servers) Deletions(server);  // heartbeats: live again
+  auto next = Seal(f, 2, 0, 0, false);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(100u, next->segments(1).file_offset());
+  EXPECT_EQ(EBUSY, ErrnoFromStatus(Seal(f, 1, seg.id(), 120, false).status()));
+}
+
+}  // namespace
+}  // namespace logfs::store

@@ -1,0 +1,75 @@
+// Private to store/namespace*.cc: the inodes one namespace call reads and
+// changes, written back with the call's other mutations in one synced
+// MetadataDb batch. Reading an inode twice gives the same object, so a call
+// that touches one directory in two roles (rename within a directory)
+// sees its own changes. Not thread-safe; used under Namespace::mu_.
+#pragma once
+
+#include <cerrno>
+#include <map>
+#include <set>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "src/status/posix_error.h"
+#include "store/metadata_db.h"
+#include "store/namespace.h"
+
+namespace logfs::store {
+
+class Namespace::Txn {
+ public:
+  explicit Txn(MetadataDb* db) : db_(db) {}
+
+  // The inode, loaded once; ENOENT when absent or deleted in this txn.
+  absl::StatusOr<proto::Inode*> Get(uint64_t ino) {
+    if (deleted_.count(ino) != 0) return PosixError(ENOENT, absl::StrCat("no inode ", ino));
+    auto it = inodes_.find(ino);
+    if (it != inodes_.end()) return &it->second;
+    auto loaded = db_->GetInode(ino);
+    if (absl::IsNotFound(loaded.status())) {
+      return PosixError(ENOENT, absl::StrCat("no inode ", ino));
+    }
+    if (!loaded.ok()) return loaded.status();
+    return &inodes_.emplace(ino, std::move(*loaded)).first->second;
+  }
+
+  // Marks a loaded inode to be written (with its generation bumped).
+  void Put(proto::Inode* inode) { dirty_.insert(inode->attr().ino()); }
+
+  // Adds a new inode, to be written.
+  proto::Inode* Add(proto::Inode inode) {
+    uint64_t ino = inode.attr().ino();
+    dirty_.insert(ino);
+    deleted_.erase(ino);
+    return &(inodes_[ino] = std::move(inode));
+  }
+
+  void Delete(uint64_t ino) {
+    deleted_.insert(ino);
+    dirty_.erase(ino);
+  }
+
+  MetadataDb::Batch& batch() { return batch_; }
+
+  // Writes everything in one synced batch.
+  absl::Status Commit() {
+    for (uint64_t ino : dirty_) {
+      proto::Inode& inode = inodes_[ino];
+      inode.set_generation(inode.generation() + 1);
+      batch_.PutInode(inode);
+    }
+    for (uint64_t ino : deleted_) batch_.DeleteInode(ino);
+    if (batch_.count() == 0) return absl::OkStatus();
+    return db_->Write(batch_);
+  }
+
+ private:
+  MetadataDb* const db_;
+  std::map<uint64_t, proto::Inode> inodes_;
+  std::set<uint64_t> dirty_;
+  std::set<uint64_t> deleted_;
+  MetadataDb::Batch batch_;
+};
+
+}  // namespace logfs::store

@@ -1,0 +1,279 @@
+// Namespace: open pins, writer leases, segment sealing and placement, and
+// recovery of an open segment whose writer died (docs/rpc.md "OpenWrite",
+// "SealSegment").
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "src/status/macros.h"
+#include "src/status/posix_error.h"
+#include "store/namespace.h"
+#include "store/namespace_txn.h"
+
+namespace logfs::store {
+namespace {
+
+const proto::Segment* OpenLastSegment(const proto::Inode& inode) {
+  if (inode.segments_size() == 0) return nullptr;
+  const proto::Segment& last = inode.segments(inode.segments_size() - 1);
+  return last.sealed() ? nullptr : &last;
+}
+
+// Sets each segment's file_offset and the file size from the recorded
+// segment lengths.
+void UpdateOffsets(proto::Inode* inode) {
+  uint64_t offset = 0;
+  for (auto& segment : *inode->mutable_segments()) {
+    segment.set_file_offset(offset);
+    offset += segment.length();
+  }
+  inode->mutable_attr()->set_size(offset);
+}
+
+absl::Status CheckRegular(const proto::Inode& inode) {
+  if (S_ISDIR(inode.attr().mode())) return PosixError(EISDIR, "is a directory");
+  if (!S_ISREG(inode.attr().mode())) return PosixError(EINVAL, "not a regular file");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode) {
+  ASSIGN_OR_RETURN(std::vector<uint64_t> server_ids, PlaceReplicas(Replication(*inode)));
+  UpdateOffsets(inode);
+  proto::Segment* segment = inode->add_segments();
+  segment->set_id(AllocateId(txn, MetaCounter::kNextSegmentId));
+  segment->set_epoch(1);
+  for (uint64_t server_id : server_ids) segment->add_replicas()->set_server_id(server_id);
+  segment->set_file_offset(inode->attr().size());
+  segment->set_ack_quorum(AckQuorum(*inode));
+  txn.Put(inode);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<proto::Inode> Namespace::Open(uint64_t ino, uint64_t mount_id) {
+  absl::MutexLock lock(&mu_);
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+  TouchMount(mount_id);
+  ++pins_[ino][mount_id];
+  return ReplyInode(*inode);
+}
+
+absl::Status Namespace::Release(uint64_t ino, uint64_t mount_id) {
+  absl::MutexLock lock(&mu_);
+  if (!Unpin(ino, mount_id)) return absl::OkStatus();  // nothing held: idempotent
+  // A writer that goes away without SealSegment(close) (a lock file never
+  // written) gives its lease up with its last pin.
+  auto pins = pins_.find(ino);
+  bool mount_pins_left = pins != pins_.end() && pins->second.count(mount_id) != 0;
+  auto lease = leases_.find(ino);
+  if (!mount_pins_left && lease != leases_.end() && lease->second == mount_id) leases_.erase(lease);
+  return MaybeDeleteOrphan(ino);
+}
+
+absl::StatusOr<proto::Inode> Namespace::OpenWrite(const proto::OpenWriteRequest& request) {
+  RecoveryPlan plan;
+  {
+    absl::MutexLock lock(&mu_);
+    bool needs_recovery = false;
+    auto opened = OpenWriteLocked(request, &needs_recovery, &plan);
+    if (!opened.ok() || !needs_recovery) return opened;
+  }
+  // The caller holds the lease now, so no other mount can write or recover
+  // this file while the segment servers are asked without the mutex.
+  absl::StatusOr<RecoveryResult> result = RecoverReplicas(plan);
+  absl::MutexLock lock(&mu_);
+  return FinishRecovery(request, plan, result);
+}
+
+absl::StatusOr<proto::Inode> Namespace::OpenWriteLocked(const proto::OpenWriteRequest& request,
+                                                        bool* needs_recovery,
+                                                        RecoveryPlan* plan) {
+  const uint64_t ino = request.ino();
+  const uint64_t mount_id = request.mount_id();
+  TouchMount(mount_id);
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+  RETURN_IF_ERROR(CheckRegular(*inode));
+  uint64_t holder = LiveLeaseHolder(ino);
+  if (holder != 0 && holder != mount_id) {
+    return PosixError(EBUSY, absl::StrCat("file is open for write by mount ", holder));
+  }
+  const bool wal = inode->attr().kind() == proto::KIND_WAL;
+  if (holder != mount_id && !wal && inode->attr().size() > 0) {
+    return PosixError(EPERM, "block file is sealed and immutable");
+  }
+  if (request.truncate() && wal && inode->segments_size() > 0) {
+    DropSegments(txn, inode);
+    inode->mutable_attr()->set_mtime_ns(NowNs());
+    inode->mutable_attr()->set_ctime_ns(NowNs());
+  }
+  const proto::Segment* open = OpenLastSegment(*inode);
+  if (holder != mount_id && open != nullptr) {
+    *needs_recovery = true;
+    plan->segment_id = open->id();
+    plan->epoch = open->epoch();
+    plan->ack_quorum = open->ack_quorum();
+    proto::Segment with_addresses = *open;
+    FillAddresses(&with_addresses);
+    plan->replicas.assign(with_addresses.replicas().begin(), with_addresses.replicas().end());
+    leases_[ino] = mount_id;
+    return proto::Inode();
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  leases_[ino] = mount_id;
+  ++pins_[ino][mount_id];
+  return ReplyInode(*inode);
+}
+
+absl::StatusOr<Namespace::RecoveryResult> Namespace::RecoverReplicas(const RecoveryPlan& plan) {
+  RecoveryResult result;
+  if (plan.replicas.empty()) return result;
+  struct Answer {
+    uint64_t server_id;
+    std::string address;
+    proto::SegmentInfoResponse info;
+  };
+  std::vector<Answer> answers;
+  for (const auto& replica : plan.replicas) {
+    auto info = segment_servers_->SegmentInfo(replica.address(), plan.segment_id);
+    if (info.ok()) answers.push_back({replica.server_id(), replica.address(), *info});
+  }
+  // Every acked byte is on ack_quorum replicas, so any R - AQ + 1 of them
+  // include one that has it.
+  size_t replicas = plan.replicas.size();
+  size_t needed = replicas >= plan.ack_quorum && plan.ack_quorum > 0
+                      ? replicas - plan.ack_quorum + 1 : 1;
+  if (answers.size() < needed) {
+    return absl::UnavailableError(absl::StrCat("recovering segment ", plan.segment_id, ": ",
+                                               answers.size(), " of ", replicas,
+                                               " replicas answered, need ", needed));
+  }
+  // A replica the writer already sealed fixes the length; else the longest
+  // durable prefix wins.
+  bool any_sealed = false;
+  uint64_t length = 0;
+  for (const auto& answer : answers) {
+    if (answer.info.sealed()) {
+      length = any_sealed ? std::max(length, answer.info.length()) : answer.info.length();
+      any_sealed = true;
+    } else if (!any_sealed) {
+      length = std::max(length, answer.info.durable_length());
+    }
+  }
+  for (const auto& answer : answers) {
+    uint64_t epoch = std::max(plan.epoch, answer.info.epoch());
+    auto sealed = segment_servers_->Seal(answer.address, plan.segment_id, epoch, length);
+    if (sealed.ok()) result.kept_server_ids.push_back(answer.server_id);
+  }
+  if (result.kept_server_ids.empty()) {
+    return absl::UnavailableError(absl::StrCat("recovering segment ", plan.segment_id,
+                                               ": no replica could be sealed at ", length));
+  }
+  result.length = length;
+  return result;
+}
+
+absl::StatusOr<proto::Inode> Namespace::FinishRecovery(
+    const proto::OpenWriteRequest& request, const RecoveryPlan& plan,
+    const absl::StatusOr<RecoveryResult>& result) {
+  const uint64_t ino = request.ino();
+  auto lease = leases_.find(ino);
+  const bool have_lease = lease != leases_.end() && lease->second == request.mount_id();
+  auto give_up = [&](absl::Status status) {
+    if (have_lease) leases_.erase(ino);
+    return status;
+  };
+  if (!result.ok()) return give_up(result.status());
+  if (!have_lease) return PosixError(EBUSY, "lease lost during recovery");
+  Txn txn(db_);
+  auto inode_or = txn.Get(ino);
+  if (!inode_or.ok()) return give_up(inode_or.status());
+  proto::Inode* inode = *inode_or;
+  const proto::Segment* open = OpenLastSegment(*inode);
+  if (open == nullptr || open->id() != plan.segment_id) {
+    return give_up(PosixError(EAGAIN, "segment changed during recovery; retry"));
+  }
+  proto::Segment* segment = inode->mutable_segments(inode->segments_size() - 1);
+  segment->set_length(result->length);
+  segment->set_sealed(true);
+  segment->clear_replicas();
+  for (uint64_t server_id : result->kept_server_ids) segment->add_replicas()->set_server_id(server_id);
+  UpdateOffsets(inode);
+  txn.Put(inode);
+  absl::Status committed = txn.Commit();
+  if (!committed.ok()) return give_up(committed);
+  if (inode->attr().kind() != proto::KIND_WAL && inode->attr().size() > 0) {
+    return give_up(PosixError(EPERM, "block file is sealed and immutable"));
+  }
+  ++pins_[ino][request.mount_id()];
+  return ReplyInode(*inode);
+}
+
+absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequest& request) {
+  const uint64_t ino = request.ino();
+  const uint64_t mount_id = request.mount_id();
+  absl::MutexLock lock(&mu_);
+  TouchMount(mount_id);
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+  RETURN_IF_ERROR(CheckRegular(*inode));
+  const proto::Segment* open = OpenLastSegment(*inode);
+  uint64_t holder = LiveLeaseHolder(ino);
+  if (holder != mount_id) {
+    // With no live lease (meta restarted, or the lease lapsed) a writer may
+    // take it back while its segment is still the open last one: nobody has
+    // recovered the file meanwhile.
+    bool readopt = holder == 0 && request.segment_id() != 0 && open != nullptr &&
+                   open->id() == request.segment_id();
+    if (!readopt) {
+      return PosixError(EBUSY, absl::StrCat("mount ", mount_id, " holds no lease on ", ino));
+    }
+    leases_[ino] = mount_id;
+  }
+  if (request.segment_id() != 0) {
+    const proto::Segment* last =
+        inode->segments_size() > 0 ? &inode->segments(inode->segments_size() - 1) : nullptr;
+    bool already_sealed = last != nullptr && last->id() == request.segment_id() &&
+                          last->sealed() && last->length() == request.sealed_length();
+    if (!already_sealed) {  // a retry of a seal that was recorded is fine
+      if (open == nullptr || open->id() != request.segment_id()) {
+        return PosixError(ESTALE, absl::StrCat("segment ", request.segment_id(),
+                                               " is not the open last segment of ", ino));
+      }
+      proto::Segment* segment = inode->mutable_segments(inode->segments_size() - 1);
+      segment->set_length(request.sealed_length());
+      segment->set_sealed(true);
+      UpdateOffsets(inode);
+      txn.Put(inode);
+    }
+  } else if (open != nullptr) {
+    return PosixError(ESTALE, absl::StrCat("segment ", open->id(), " of ", ino,
+                                           " is open: seal it by id"));
+  }
+  if (!request.close()) {
+    absl::Status appended = AppendSegment(txn, inode);
+    if (!appended.ok()) {
+      // Keep the seal: the writer may retry with segment_id 0.
+      RETURN_IF_ERROR(txn.Commit());
+      return appended;
+    }
+    RETURN_IF_ERROR(txn.Commit());
+    return ReplyInode(*inode);
+  }
+  int64_t now = NowNs();
+  inode->mutable_attr()->set_mtime_ns(request.mtime_ns() != 0 ? request.mtime_ns() : now);
+  inode->mutable_attr()->set_ctime_ns(now);
+  txn.Put(inode);
+  RETURN_IF_ERROR(txn.Commit());
+  leases_.erase(ino);
+  Unpin(ino, mount_id);
+  proto::Inode reply = ReplyInode(*inode);
+  RETURN_IF_ERROR(MaybeDeleteOrphan(ino));
+  return reply;
+}
+
+}  // namespace logfs::store

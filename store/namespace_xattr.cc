@@ -1,0 +1,164 @@
+// Namespace: extended attributes, including the user.logfs.* file-kind and
+// replication settings (docs/rpc.md "SetXattr").
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "src/status/macros.h"
+#include "src/status/posix_error.h"
+#include "store/namespace.h"
+#include "store/namespace_txn.h"
+
+namespace logfs::store {
+namespace {
+
+constexpr char kLogfsPrefix[] = "user.logfs.";
+constexpr char kKindName[] = "user.logfs.kind";
+constexpr char kReplicationName[] = "user.logfs.replication";
+constexpr char kAckQuorumName[] = "user.logfs.ack_quorum";
+constexpr char kSegmentsName[] = "user.logfs.segments";
+constexpr char kDurableLengthName[] = "user.logfs.durable_length";
+
+// setxattr flags (sys/xattr.h).
+constexpr uint32_t kXattrCreate = 1;
+constexpr uint32_t kXattrReplace = 2;
+
+// The settings may change only while they cannot contradict data already
+// written: on directories, and on regular files with no data and no open
+// segment.
+absl::Status CheckSettingsChangeable(const proto::Inode& inode) {
+  uint32_t mode = inode.attr().mode();
+  if (S_ISDIR(mode)) return absl::OkStatus();
+  if (!S_ISREG(mode)) return PosixError(EPERM, "logfs settings apply to files and directories");
+  bool open_segment = inode.segments_size() > 0 &&
+                      !inode.segments(inode.segments_size() - 1).sealed();
+  if (inode.attr().size() > 0 || open_segment) {
+    return PosixError(EPERM, "logfs settings of a file with data cannot change");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> ParseCount(const std::string& name, const std::string& raw,
+                                    uint32_t max) {
+  absl::string_view value = absl::StripAsciiWhitespace(absl::StripSuffix(raw, std::string(1, '\0')));
+  uint32_t count = 0;
+  if (!absl::SimpleAtoi(value, &count) || count < 1 || count > max) {
+    return PosixError(EINVAL, absl::StrCat(name, " must be 1..", max, ", not '", raw, "'"));
+  }
+  return count;
+}
+
+absl::Status CheckXattrName(const std::string& name) {
+  if (name.size() > kXattrNameBytesMax) {
+    return PosixError(ERANGE, absl::StrCat("xattr name longer than ", kXattrNameBytesMax));
+  }
+  if (name.empty()) return PosixError(EINVAL, "empty xattr name");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Namespace::SetXattr(const proto::SetXattrRequest& request) {
+  const std::string& name = request.name();
+  const std::string& value = request.value();
+  RETURN_IF_ERROR(CheckXattrName(name));
+  absl::MutexLock lock(&mu_);
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
+  if (absl::StartsWith(name, kLogfsPrefix)) {
+    if (name == kSegmentsName || name == kDurableLengthName) {
+      return PosixError(EPERM, absl::StrCat(name, " is read-only"));
+    }
+    if (name != kKindName && name != kReplicationName && name != kAckQuorumName) {
+      return PosixError(EPERM, absl::StrCat(name, ": user.logfs.* is reserved"));
+    }
+    RETURN_IF_ERROR(CheckSettingsChangeable(*inode));
+    if (name == kKindName) {
+      absl::string_view kind = absl::StripAsciiWhitespace(absl::StripSuffix(value, std::string(1, '\0')));
+      if (kind == "wal") {
+        inode->mutable_attr()->set_kind(proto::KIND_WAL);
+      } else if (kind == "block") {
+        inode->mutable_attr()->set_kind(proto::KIND_BLOCK);
+      } else {
+        return PosixError(EINVAL, absl::StrCat("kind must be wal or block, not '", value, "'"));
+      }
+    } else if (name == kReplicationName) {
+      ASSIGN_OR_RETURN(uint32_t replication, ParseCount(name, value, kReplicationMax));
+      if (inode->ack_quorum() > replication) {
+        return PosixError(EINVAL, absl::StrCat("replication ", replication, " is below ack_quorum ",
+                                               inode->ack_quorum()));
+      }
+      inode->set_replication(replication);
+    } else {
+      ASSIGN_OR_RETURN(uint32_t ack_quorum, ParseCount(name, value, Replication(*inode)));
+      inode->set_ack_quorum(ack_quorum);
+    }
+  } else {
+    if (value.size() > kXattrValueBytesMax) {
+      return PosixError(E2BIG, absl::StrCat("xattr value larger than ", kXattrValueBytesMax));
+    }
+    bool exists = inode->xattrs().count(name) != 0;
+    if ((request.flags() & kXattrCreate) && exists) {
+      return PosixError(EEXIST, absl::StrCat("xattr ", name, " exists"));
+    }
+    if ((request.flags() & kXattrReplace) && !exists) {
+      return PosixError(ENODATA, absl::StrCat("no xattr ", name));
+    }
+    (*inode->mutable_xattrs())[name] = value;
+  }
+  inode->mutable_attr()->set_ctime_ns(NowNs());
+  txn.Put(inode);
+  return txn.Commit();
+}
+
+absl::StatusOr<std::string> Namespace::GetXattr(uint64_t ino, const std::string& name) {
+  RETURN_IF_ERROR(CheckXattrName(name));
+  absl::MutexLock lock(&mu_);
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+  if (name == kKindName) return inode->attr().kind() == proto::KIND_WAL ? "wal" : "block";
+  if (name == kReplicationName) return absl::StrCat(Replication(*inode));
+  if (name == kAckQuorumName) return absl::StrCat(AckQuorum(*inode));
+  auto it = inode->xattrs().find(name);
+  if (it == inode->xattrs().end()) return PosixError(ENODATA, absl::StrCat("no xattr ", name));
+  return it->second;
+}
+
+absl::StatusOr<std::vector<std::string>> Namespace::ListXattr(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+  std::vector<std::string> names = {kKindName, kReplicationName, kAckQuorumName};
+  if (S_ISREG(inode->attr().mode())) {
+    names.push_back(kSegmentsName);
+    names.push_back(kDurableLengthName);
+  }
+  std::vector<std::string> stored;
+  for (const auto& [name, value] : inode->xattrs()) stored.push_back(name);
+  std::sort(stored.begin(), stored.end());  // proto maps have no order
+  names.insert(names.end(), stored.begin(), stored.end());
+  return names;
+}
+
+absl::Status Namespace::RemoveXattr(uint64_t ino, const std::string& name) {
+  RETURN_IF_ERROR(CheckXattrName(name));
+  if (absl::StartsWith(name, kLogfsPrefix)) {
+    return PosixError(EPERM, absl::StrCat(name, " cannot be removed"));
+  }
+  absl::MutexLock lock(&mu_);
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+  if (inode->mutable_xattrs()->erase(name) == 0) {
+    return PosixError(ENODATA, absl::StrCat("no xattr ", name));
+  }
+  inode->mutable_attr()->set_ctime_ns(NowNs());
+  txn.Put(inode);
+  return txn.Commit();
+}
+
+}  // namespace logfs::store

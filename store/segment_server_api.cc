@@ -1,0 +1,58 @@
+#include "store/segment_server_api.h"
+
+#include "store/message_type.h"
+
+namespace logfs::store {
+
+RpcSegmentServerApi::RpcSegmentServerApi(asio::io_context& io, absl::Duration timeout)
+    : io_(io), timeout_(timeout) {}
+
+RpcSegmentServerApi::~RpcSegmentServerApi() { Shutdown(); }
+
+void RpcSegmentServerApi::Shutdown() {
+  std::map<std::string, std::shared_ptr<RpcClient>> clients;
+  {
+    absl::MutexLock lock(&mu_);
+    shutdown_ = true;
+    clients.swap(clients_);
+  }
+  for (auto& [address, client] : clients) client->Shutdown();
+}
+
+std::shared_ptr<RpcClient> RpcSegmentServerApi::ClientFor(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  if (shutdown_) return nullptr;
+  auto& client = clients_[address];
+  if (client == nullptr) client = RpcClient::Create(io_, address);
+  return client;
+}
+
+absl::StatusOr<proto::SegmentInfoResponse> RpcSegmentServerApi::SegmentInfo(
+    const std::string& address, uint64_t segment_id) {
+  proto::SegmentInfoRequest request;
+  request.set_segment_id(segment_id);
+  auto client = ClientFor(address);
+  if (client == nullptr) return absl::UnavailableError("meta is stopping");
+  proto::SegmentInfoResponse response;
+  absl::Status s = client->Call(MessageType::kSegmentInfo, request, &response, timeout_);
+  if (!s.ok()) return s;
+  return response;
+}
+
+absl::StatusOr<proto::SegmentInfoResponse> RpcSegmentServerApi::Seal(const std::string& address,
+                                                                     uint64_t segment_id,
+                                                                     uint64_t epoch,
+                                                                     uint64_t length) {
+  proto::SealRequest request;
+  request.set_segment_id(segment_id);
+  request.set_epoch(epoch);
+  request.set_length(length);
+  auto client = ClientFor(address);
+  if (client == nullptr) return absl::UnavailableError("meta is stopping");
+  proto::SegmentInfoResponse response;
+  absl::Status s = client->Call(MessageType::kSeal, request, &response, timeout_);
+  if (!s.ok()) return s;
+  return response;
+}
+
+}  // namespace logfs::store
