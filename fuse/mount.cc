@@ -135,8 +135,13 @@ absl::StatusOr<proto::Attr> Mount::SetAttr(const proto::SetAttrRequest& in) {
   proto::SetAttrRequest request = in;
   request.set_mount_id(mount_id_);
   constexpr uint32_t kSetSize = 1 << 3;  // FUSE_SET_ATTR_SIZE
+  constexpr uint32_t kSetMtime = 1 << 5;  // FUSE_SET_ATTR_MTIME
+  auto writer = FindWriter(request.ino());
+  if (writer != nullptr && (request.to_set() & kSetMtime) != 0) {
+    writer->SetMtime(request.mtime_ns());  // or the writer's close overwrites it
+  }
   if ((request.to_set() & kSetSize) != 0) {
-    if (auto writer = FindWriter(request.ino())) {
+    if (writer != nullptr) {
       // The local writer knows the true length; meta only what is sealed.
       if (request.size() != writer->length()) {
         return PosixError(request.size() == 0 ? EBUSY : EPERM,
@@ -274,6 +279,15 @@ absl::Status Mount::RemoveXattr(uint64_t ino, const std::string& name) {
 
 // ---------------------------------------------------------------- files
 
+void Mount::WaitUntilNotClosing(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  auto not_closing = [this, ino]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = writers_.find(ino);
+    return it == writers_.end() || !it->second.closing;
+  };
+  mu_.Await(absl::Condition(&not_closing));
+}
+
 absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t ino,
                                                                       bool truncate) {
   // Held across the OpenWrite call so two opens in this mount cannot both
@@ -321,6 +335,7 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Mount::Open(uint64_t ino, int flags) {
   file->append = (flags & O_APPEND) != 0;
   bool truncate = (flags & O_TRUNC) != 0;
   if (file->writable) {
+    WaitUntilNotClosing(ino);  // a sealing writer decides what this open finds
     ASSIGN_OR_RETURN(proto::Inode inode, GetInode(ino));
     if (S_ISDIR(inode.attr().mode())) return PosixError(EISDIR, "is a directory");
     file->kind = inode.attr().kind();
@@ -383,6 +398,14 @@ void Mount::Sync(OpenFile& file, std::function<void(absl::Status)> done) {
   file.writer->Sync(std::move(done));
 }
 
+void Mount::Flush(OpenFile& file, std::function<void(absl::Status)> done) {
+  if (file.writer == nullptr) {
+    done(absl::OkStatus());
+    return;
+  }
+  file.writer->SealAsync(std::move(done));
+}
+
 absl::Status Mount::Release(std::unique_ptr<OpenFile> file) {
   if (file->writer != nullptr) {
     {
@@ -391,7 +414,7 @@ absl::Status Mount::Release(std::unique_ptr<OpenFile> file) {
       if (it == writers_.end() || --it->second.handles > 0) return absl::OkStatus();
       it->second.closing = true;
     }
-    absl::Status status = file->writer->Close(absl::ToUnixNanos(absl::Now()));
+    absl::Status status = file->writer->Close();
     absl::MutexLock lock(&mu_);
     writers_.erase(file->ino);
     return status;

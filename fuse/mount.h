@@ -92,6 +92,10 @@ class Mount {
   absl::StatusOr<std::string> Read(OpenFile& file, uint64_t offset, uint64_t size);
   absl::Status Write(OpenFile& file, uint64_t offset, const char* data, size_t size);
   void Sync(OpenFile& file, std::function<void(absl::Status)> done);
+  // close(2) of a descriptor: sync and seal, so the length is final when
+  // close returns; a later write through another descriptor of the same
+  // file description opens a new segment.
+  void Flush(OpenFile& file, std::function<void(absl::Status)> done);
   // Last handle of a writer: sync, seal, release the lease.
   absl::Status Release(std::unique_ptr<OpenFile> file);
 
@@ -108,6 +112,7 @@ class Mount {
   absl::StatusOr<std::shared_ptr<wal::FileWriter>> AcquireWriter(uint64_t ino, bool truncate)
       ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<wal::FileWriter> FindWriter(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+  void WaitUntilNotClosing(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   // Length and readable segments of a file another mount may be writing.
   uint64_t LiveLength(proto::Inode& inode);
   std::string FormatSegments(const proto::Inode& inode);

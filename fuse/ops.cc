@@ -226,18 +226,14 @@ void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off
   fuse_reply_write(req, size);
 }
 
-// flush (every close) and fsync wait for the ack quorum without holding a
+// flush (every close) and fsync wait for the replicas without holding a
 // FUSE worker: the reply is sent from the writer's completion.
-void ReplyWhenDurable(fuse_req_t req, fuse_file_info* fi) {
-  M(req).Sync(*Handle(fi), [req](absl::Status s) { fuse_reply_err(req, ToErrno(s)); });
-}
-
 void OpFlush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
-  ReplyWhenDurable(req, fi);
+  M(req).Flush(*Handle(fi), [req](absl::Status s) { fuse_reply_err(req, ToErrno(s)); });
 }
 
 void OpFsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) noexcept {
-  ReplyWhenDurable(req, fi);
+  M(req).Sync(*Handle(fi), [req](absl::Status s) { fuse_reply_err(req, ToErrno(s)); });
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {

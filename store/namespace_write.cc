@@ -254,6 +254,12 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
     return PosixError(ESTALE, absl::StrCat("segment ", open->id(), " of ", ino,
                                            " is open: seal it by id"));
   }
+  if (!request.close() && request.keep_lease()) {
+    // Sealed at a flush (close(2) of a descriptor): the writer keeps its
+    // lease and asks for a new segment only if it writes again.
+    RETURN_IF_ERROR(txn.Commit());
+    return ReplyInode(*inode);
+  }
   if (!request.close()) {
     absl::Status appended = AppendSegment(txn, inode);
     if (!appended.ok()) {

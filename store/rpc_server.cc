@@ -2,12 +2,14 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "src/status/posix_error.h"
 #include "store/logfs.pb.h"
 
@@ -149,7 +151,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
         writing_ = false;
         return;
       }
-      out = queue_.front();
+      // Popped before the write: Close() may clear the queue meanwhile.
+      out = std::move(queue_.front());
+      queue_.pop_front();
     }
     std::array<asio::const_buffer, 3> bufs = {asio::buffer(out->header, kFrameHeaderBytes),
                                               asio::buffer(out->message),
@@ -161,10 +165,6 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
                           absl::MutexLock lock(&self->mu_);
                           self->writing_ = false;
                           return;
-                        }
-                        {
-                          absl::MutexLock lock(&self->mu_);
-                          self->queue_.pop_front();
                         }
                         self->WriteNext();
                       });
@@ -247,8 +247,28 @@ std::string RpcServer::bound_address() const {
 }
 
 void RpcServer::Stop() {
-  asio::error_code ec;
-  acceptor_.close(ec);
+  std::vector<std::weak_ptr<ServerConnection>> connections;
+  {
+    absl::MutexLock lock(&connections_mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    connections.swap(connections_);
+  }
+  // The acceptor is closed on its own executor so it never races the accept
+  // handler; if the io threads are already gone, close it here.
+  absl::Notification closed;
+  asio::post(io_, [this, &closed] {
+    asio::error_code ec;
+    acceptor_.close(ec);
+    closed.Notify();
+  });
+  if (!closed.WaitForNotificationWithTimeout(absl::Seconds(2))) {
+    asio::error_code ec;
+    acceptor_.close(ec);
+  }
+  for (auto& weak : connections) {
+    if (auto conn = weak.lock()) conn->Close("server stopping");
+  }
 }
 
 void RpcServer::Accept() {
@@ -263,7 +283,20 @@ void RpcServer::Accept() {
       }
       return;
     }
-    std::make_shared<ServerConnection>(this, std::move(socket))->Start();
+    auto conn = std::make_shared<ServerConnection>(this, std::move(socket));
+    {
+      absl::MutexLock lock(&connections_mu_);
+      // Drop entries of closed connections so the list stays bounded.
+      connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
+                                        [](const auto& w) { return w.expired(); }),
+                         connections_.end());
+      if (stopped_) {
+        conn->Close("server stopping");
+        return;
+      }
+      connections_.push_back(conn);
+    }
+    conn->Start();
     Accept();
   });
 }

@@ -13,11 +13,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <asio.hpp>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "google/protobuf/message_lite.h"
 #include "store/frame.h"
 
@@ -83,6 +85,9 @@ class RpcServer {
   TypeFilter filter_;
   asio::ip::tcp::acceptor acceptor_;
   std::atomic<uint64_t> bad_frames_{0};
+  absl::Mutex connections_mu_;
+  std::vector<std::weak_ptr<ServerConnection>> connections_ ABSL_GUARDED_BY(connections_mu_);
+  bool stopped_ ABSL_GUARDED_BY(connections_mu_) = false;
   friend class ServerConnection;
 };
 

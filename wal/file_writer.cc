@@ -41,6 +41,12 @@ FileWriter::FileWriter(FileWriterOptions options, proto::Inode inode,
     length += s.length();
   }
   length_ = acked_ = length;
+  mtime_ns_ = inode.attr().mtime_ns();
+}
+
+void FileWriter::SetMtime(int64_t mtime_ns) {
+  absl::MutexLock lock(&mu_);
+  mtime_ns_ = mtime_ns;
 }
 
 uint64_t FileWriter::length() const {
@@ -66,7 +72,7 @@ std::vector<proto::Segment> FileWriter::ReadableSegments() const {
 
 bool FileWriter::CanAcceptLocked() const {
   if (!error_.ok() || closed_) return true;
-  return !rolling_ && length_ - acked_ < options_.max_unacked_bytes;
+  return !rolling_ && !sealing_ && length_ - acked_ < options_.max_unacked_bytes;
 }
 
 absl::Status FileWriter::Write(std::optional<uint64_t> offset, absl::string_view data) {
@@ -82,6 +88,7 @@ absl::Status FileWriter::Write(std::optional<uint64_t> offset, absl::string_view
     return PosixError(EPERM, absl::StrCat("write at offset ", at, " but the file ends at ",
                                           length_, " (logfs files are append-only)"));
   }
+  if (!data.empty()) mtime_ns_ = absl::ToUnixNanos(absl::Now());
   while (!data.empty()) {
     if (!open_.has_value() || sent_ + buffer_.size() >= options_.segment_bytes) {
       RETURN_IF_ERROR(RollLocked());
@@ -355,9 +362,11 @@ absl::Status FileWriter::RollLocked() {
   return status;
 }
 
-absl::Status FileWriter::Close(int64_t mtime_ns) {
+absl::Status FileWriter::Close() {
   absl::MutexLock lock(&mu_);
-  auto not_rolling = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !rolling_; };
+  auto not_rolling = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !rolling_ && !sealing_;
+  };
   mu_.Await(absl::Condition(&not_rolling));
   if (closed_) return absl::OkStatus();
   closed_ = true;
@@ -373,6 +382,7 @@ absl::Status FileWriter::Close(int64_t mtime_ns) {
     if (status.ok()) status = sealed;
     segment_id = open_->id();
   }
+  int64_t mtime_ns = mtime_ns_;
   mu_.Unlock();
   auto inode = MetaSeal(segment_id, length, /*close=*/true, mtime_ns);
   mu_.Lock();
@@ -385,6 +395,135 @@ absl::Status FileWriter::Close(int64_t mtime_ns) {
   }
   if (status.ok() && !inode.ok()) status = PosixError(EIO, inode.status().message());
   return status;
+}
+
+}  // namespace logfs::wal
+
+namespace logfs::wal {
+
+void FileWriter::SealAsync(SyncCallback done) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !rolling_ && !sealing_; };
+    mu_.Await(absl::Condition(&idle));
+    if (error_.ok() && open_.has_value() && !closed_) {
+      sealing_ = true;
+    }
+  }
+  // Sync first; the seal step runs from the sync's completion.
+  auto self = shared_from_this();
+  Sync([self, done = std::move(done)](absl::Status s) mutable {
+    bool sealing;
+    {
+      absl::MutexLock lock(&self->mu_);
+      sealing = self->sealing_;
+    }
+    if (!sealing) {
+      done(s);
+      return;
+    }
+    if (!s.ok()) {
+      self->FinishSealAsync(0, 0, s, std::move(done));
+      return;
+    }
+    self->SealReplicasAsync(std::move(done));
+  });
+}
+
+void FileWriter::SealReplicasAsync(SyncCallback done) {
+  proto::SealRequest request;
+  std::vector<std::string> live;
+  uint32_t quorum;
+  {
+    absl::MutexLock lock(&mu_);
+    request.set_segment_id(open_->id());
+    request.set_epoch(open_->epoch());
+    request.set_length(sent_);
+    for (const auto& r : replicas_) {
+      if (!r.failed) live.push_back(r.address);
+    }
+    quorum = ack_quorum_;
+  }
+  struct Round {
+    absl::Mutex mu;
+    size_t pending;
+    uint32_t sealed = 0;
+    absl::Status last;
+  };
+  if (live.size() < quorum) {
+    FinishSealAsync(0, 0, PosixError(EIO, "too few live replicas to seal"), std::move(done));
+    return;
+  }
+  auto round = std::make_shared<Round>();
+  round->pending = live.size();
+  auto self = shared_from_this();
+  auto shared_done = std::make_shared<SyncCallback>(std::move(done));
+  for (const auto& address : live) {
+    pool_->Get(address)->AsyncCall(
+        store::MessageType::kSeal, request, {}, options_.replica_timeout,
+        [self, round, request, quorum, shared_done](absl::Status s, store::Frame) {
+          bool last;
+          {
+            absl::MutexLock lock(&round->mu);
+            if (s.ok()) {
+              ++round->sealed;
+            } else {
+              round->last = s;
+            }
+            last = --round->pending == 0;
+          }
+          if (!last) return;
+          absl::Status status;
+          if (round->sealed < quorum) {
+            status = PosixError(EIO, absl::StrCat("sealed segment ", request.segment_id(),
+                                                  " on only ", round->sealed,
+                                                  " replicas: ", round->last.message()));
+          }
+          self->FinishSealAsync(request.segment_id(), request.length(), status,
+                                std::move(*shared_done));
+        });
+  }
+}
+
+void FileWriter::FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Status status,
+                                 SyncCallback done) {
+  if (!status.ok()) {
+    {
+      absl::MutexLock lock(&mu_);
+      SetErrorLocked(status);
+      sealing_ = false;
+    }
+    done(status);
+    return;
+  }
+  proto::SealSegmentRequest request;
+  request.set_ino(ino_);
+  request.set_mount_id(options_.mount_id);
+  request.set_segment_id(segment_id);
+  request.set_sealed_length(length);
+  request.set_keep_lease(true);
+  auto self = shared_from_this();
+  meta_->AsyncCall(
+      store::MessageType::kSealSegment, request, {}, options_.meta_timeout,
+      [self, length, done = std::move(done)](absl::Status s, store::Frame) {
+        {
+          absl::MutexLock lock(&self->mu_);
+          if (s.ok()) {
+            proto::Segment sealed = *self->open_;
+            sealed.set_length(length);
+            sealed.set_sealed(true);
+            self->sealed_.push_back(std::move(sealed));
+            self->open_.reset();
+            self->replicas_.clear();
+            self->sent_ = 0;
+          } else {
+            s = PosixError(EIO, absl::StrCat("meta did not record the seal: ", s.message()));
+            self->SetErrorLocked(s);
+          }
+          self->sealing_ = false;
+        }
+        done(s);
+      });
 }
 
 }  // namespace logfs::wal

@@ -69,9 +69,20 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   void Sync(SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Sync, then seal the open segment on its replicas and in meta, and
-  // release the lease. Blocks. Returns the first error seen; after a
-  // failure the file is sealed at its acked length.
-  absl::Status Close(int64_t mtime_ns) ABSL_LOCKS_EXCLUDED(mu_);
+  // release the lease; meta records the time of the last write (or of the
+  // last SetMtime) as the file's mtime. Blocks. Returns the first error
+  // seen; after a failure the file is sealed at its acked length.
+  absl::Status Close() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Seals the open segment once everything written is durable, keeping the
+  // lease: after it the file's length is final for every reader, and a
+  // later Write opens a new segment. Never blocks; Writes wait while the
+  // seal is in progress. This is what close(2) (FUSE flush) does, so that
+  // close returns only when the length is final (DESIGN §3).
+  void SealAsync(SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // An explicit mtime (utimens) that Close must keep, in ns since the epoch.
+  void SetMtime(int64_t mtime_ns) ABSL_LOCKS_EXCLUDED(mu_);
 
   uint64_t length() const ABSL_LOCKS_EXCLUDED(mu_);        // bytes accepted
   uint64_t acked_length() const ABSL_LOCKS_EXCLUDED(mu_);  // durable on the quorum
@@ -105,6 +116,9 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   absl::StatusOr<proto::Inode> MetaSeal(uint64_t segment_id, uint64_t length, bool close,
                                         int64_t mtime_ns) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CreateReplicas(const proto::Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
+  void SealReplicasAsync(SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
+  void FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Status status,
+                       SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Immutable after construction.
   const FileWriterOptions options_;
@@ -124,8 +138,10 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   std::string buffer_ ABSL_GUARDED_BY(mu_);      // accepted, not yet sent
   std::multimap<uint64_t, SyncCallback> waiters_ ABSL_GUARDED_BY(mu_);
   int sync_round_replies_ ABSL_GUARDED_BY(mu_) = 0;  // replies a round still awaits
-  bool rolling_ ABSL_GUARDED_BY(mu_) = false;
+  bool rolling_ ABSL_GUARDED_BY(mu_) = false;   // Write/Close wait while set
+  bool sealing_ ABSL_GUARDED_BY(mu_) = false;   // SealAsync in progress
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t mtime_ns_ ABSL_GUARDED_BY(mu_) = 0;    // of the last write
   absl::Status error_ ABSL_GUARDED_BY(mu_);
 };
 
