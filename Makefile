@@ -25,7 +25,7 @@ PROTO_CC := $(BUILDDIR)/gen/store/logfs.pb.cc
 PROTO_H := $(BUILDDIR)/gen/store/logfs.pb.h
 PROTO_OBJ := $(BUILDDIR)/obj/gen/store/logfs.pb.o
 
-SRC_DIRS := src/util src/status src/env store wal cache fuse src/cluster
+SRC_DIRS := src/util src/status src/env store wal cache fuse src/cluster bench
 ALL_SRCS := $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.cc))
 LIB_SRCS := $(filter-out %_test.cc,$(ALL_SRCS))
 UNIT_TEST_SRCS := $(filter %_test.cc,$(ALL_SRCS))
@@ -65,10 +65,12 @@ $(BUILDDIR)/obj/%.o: %.cc $(PROTO_H)
 	@$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(WARN) $(PKG_CFLAGS) -c $< -o $@
 
 $(BUILDDIR)/logfs: $(MAIN_OBJS) $(LIB_OBJS)
-	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "LINK $@"
+	@$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILDDIR)/logfs_test: $(TEST_OBJS) $(LIB_OBJS)
-	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS) -lgmock -lgtest
+	@echo "LINK $@"
+	@$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS) -lgmock -lgtest
 
 install: all
 	install -D -m 0755 $(BUILDDIR)/logfs $(DESTDIR)$(PREFIX)/bin/logfs

@@ -110,8 +110,9 @@ std::string MountedCluster::Path(const std::string& relative, int i) const {
 }
 
 absl::Status MountedCluster::MountOne(int i) {
-  std::vector<std::string> argv = {LogfsBinary(), "mount",
-                                   "--meta=" + cluster_->meta_address()};
+  std::vector<std::string> argv = {
+      LogfsBinary(), "mount", "--meta=" + cluster_->meta_address(),
+      absl::StrCat("--log_file=", root_, "/mount", i, ".daemon.log")};
   argv.insert(argv.end(), options_.mount_flags.begin(), options_.mount_flags.end());
   argv.push_back(mountpoints_[i]);
   std::string log = absl::StrCat(root_, "/mount", i, ".log");

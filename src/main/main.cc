@@ -19,6 +19,7 @@ constexpr Subcommand kSubcommands[] = {
     {"segd", logfs::main::SegdMain, "run a segment server"},
     {"mount", logfs::main::MountMain, "mount logfs at a directory (embedded cluster without --meta)"},
     {"umount", logfs::main::UmountMain, "unmount a logfs mount and wait for its daemon to exit"},
+    {"bench", logfs::main::BenchMain, "benchmarks: 'bench wal --dir=PATH'"},
 };
 
 void Usage(FILE* out) {

@@ -38,6 +38,7 @@ DEFINE_uint64(block_segment_bytes, 256ull << 20, "mount: block segment size befo
 DEFINE_int32(replica_timeout_ms, 10000, "mount: deadline of one replica call");
 DEFINE_int32(fsync_timeout_ms, 30000, "mount: longest wait for the ack quorum");
 DEFINE_int32(segment_servers, 3, "embedded cluster: number of segment servers");
+DEFINE_string(log_file, "", "mount: daemon log (default: DATA_DIR/mount.log embedded, else /tmp/logfs-mount.log)");
 DEFINE_int32(umount_timeout_ms, 30000, "umount: how long to wait for the daemon to exit");
 
 namespace logfs::main {
@@ -142,7 +143,9 @@ int RunMount(const std::string& mountpoint) {
   if (!FLAGS_f) {
     Daemonize(&ready);
     // Keep the daemon's log next to its state (embedded) or in /tmp.
-    std::string log = FLAGS_meta.empty() ? data_dir + "/mount.log" : "/tmp/logfs-mount.log";
+    std::string log = !FLAGS_log_file.empty() ? FLAGS_log_file
+                      : FLAGS_meta.empty()     ? data_dir + "/mount.log"
+                                               : "/tmp/logfs-mount.log";
     if (FLAGS_meta.empty()) cluster::MakeDirs(data_dir).IgnoreError();  // checked below
     int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd >= 0) dup2(log_fd, STDERR_FILENO);

@@ -29,11 +29,8 @@ DEFINE_int32(rpc_timeout_ms, 5000, "deadline of one call to another server");
 namespace logfs::main {
 namespace {
 
-bool PositiveInt(const char* flag, int32_t value) {
-  if (value > 0) return true;
-  std::fprintf(stderr, "logfs: --%s must be > 0, got %d\n", flag, value);
-  return false;
-}
+// gflags prints the one-line error ("failed validation of new value").
+bool PositiveInt(const char* flag, int32_t value) { return value > 0; }
 DEFINE_validator(io_threads, &PositiveInt);
 DEFINE_validator(sync_interval_ms, &PositiveInt);
 DEFINE_validator(heartbeat_interval_ms, &PositiveInt);
