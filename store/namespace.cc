@@ -87,7 +87,15 @@ absl::Status Namespace::Load() {
     return root.status();
   }
   ASSIGN_OR_RETURN(auto servers, db_->ListServers());
-  for (auto& record : servers) servers_[record.server_id()].record = std::move(record);
+  // Registered servers count as live for one --dead_server_ms after a meta
+  // start, until their heartbeats (every second) say more; as HDFS's
+  // NameNode trusts its DataNode list while it leaves safe mode. Without
+  // this, every new segment fails right after a meta restart.
+  for (auto& record : servers) {
+    ServerState& state = servers_[record.server_id()];
+    state.record = std::move(record);
+    state.last_seen_ns = NowNs();
+  }
   // Pins do not survive a restart, so every orphan is now unreferenced.
   ASSIGN_OR_RETURN(auto orphans, db_->ListOrphans());
   for (uint64_t ino : orphans) {

@@ -532,11 +532,13 @@ TEST_F(NamespaceTest, StateSurvivesReopen) {
   EXPECT_EQ(42u, ns_->GetAttr(f)->size());
   EXPECT_EQ("b", Xattr(f, "user.a"));
   EXPECT_EQ(3u, ns_->GetAttr(kRootIno)->nlink());
-  // Ids keep counting; servers keep their ids (but are not live until they
-  // heartbeat again).
+  // Ids keep counting; servers keep their ids, count as live for one
+  // dead_server_ms after the restart, and then only if they heartbeat.
   uint64_t g = File(kRootIno, "g");
   EXPECT_GT(g, f);
   EXPECT_GT(*ns_->NewMount(), *mount);
+  EXPECT_EQ(3u, ns_->StatFs()->live_servers());
+  Advance(10001);
   EXPECT_EQ(0u, ns_->StatFs()->live_servers());
   EXPECT_TRUE(Deletions(servers[0]).empty());
   EXPECT_EQ(1u, ns_->StatFs()->live_servers());
