@@ -162,10 +162,15 @@ class Namespace {
   // Deletes `ino` if it is an orphan (nlink 0) nobody pins.
   absl::Status MaybeDeleteOrphan(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `replication` distinct live servers, most free space first; kUnavailable.
-  absl::StatusOr<std::vector<uint64_t>> PlaceReplicas(uint32_t replication) const
+  // `replication` distinct live servers, most free space first, none of
+  // `excluded`. kUnavailable when there are too few.
+  absl::StatusOr<std::vector<uint64_t>> PlaceReplicas(uint32_t replication,
+                                                      const std::vector<uint64_t>& excluded) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends a new open segment to `inode`.
-  absl::Status AppendSegment(Txn& txn, proto::Inode* inode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status AppendSegment(Txn& txn, proto::Inode* inode,
+                             const std::vector<uint64_t>& excluded_servers)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FillAddresses(proto::Segment* segment) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // OpenWrite pieces (namespace_write.cc).

@@ -150,10 +150,12 @@ absl::Status Namespace::ExpireMounts() {
   return status;
 }
 
-absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(uint32_t replication) const {
+absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(
+    uint32_t replication, const std::vector<uint64_t>& excluded) const {
   std::vector<const ServerState*> live;
   for (const auto& [id, server] : servers_) {
-    if (ServerLive(server)) live.push_back(&server);
+    bool skip = std::find(excluded.begin(), excluded.end(), id) != excluded.end();
+    if (!skip && ServerLive(server)) live.push_back(&server);
   }
   if (live.size() < replication) {
     return absl::UnavailableError(absl::StrCat("need ", replication,

@@ -40,8 +40,23 @@ absl::Status CheckRegular(const proto::Inode& inode) {
 
 }  // namespace
 
-absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode) {
-  ASSIGN_OR_RETURN(std::vector<uint64_t> server_ids, PlaceReplicas(Replication(*inode)));
+// Removes the replicas on `failed` servers from a segment being sealed; they
+// may hold a partial or diverging copy. (Re-replication restores the count.)
+static void DropReplicas(proto::Segment* segment,
+                         const google::protobuf::RepeatedField<uint64_t>& failed) {
+  auto* replicas = segment->mutable_replicas();
+  replicas->erase(std::remove_if(replicas->begin(), replicas->end(),
+                                 [&](const proto::Replica& r) {
+                                   return std::find(failed.begin(), failed.end(),
+                                                    r.server_id()) != failed.end();
+                                 }),
+                  replicas->end());
+}
+
+absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode,
+                                     const std::vector<uint64_t>& excluded_servers) {
+  ASSIGN_OR_RETURN(std::vector<uint64_t> server_ids,
+                   PlaceReplicas(Replication(*inode), excluded_servers));
   UpdateOffsets(inode);
   proto::Segment* segment = inode->add_segments();
   segment->set_id(AllocateId(txn, MetaCounter::kNextSegmentId));
@@ -247,6 +262,7 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
       proto::Segment* segment = inode->mutable_segments(inode->segments_size() - 1);
       segment->set_length(request.sealed_length());
       segment->set_sealed(true);
+      DropReplicas(segment, request.failed_servers());
       UpdateOffsets(inode);
       txn.Put(inode);
     }
@@ -261,7 +277,9 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
     return ReplyInode(*inode);
   }
   if (!request.close()) {
-    absl::Status appended = AppendSegment(txn, inode);
+    std::vector<uint64_t> excluded(request.failed_servers().begin(),
+                                   request.failed_servers().end());
+    absl::Status appended = AppendSegment(txn, inode, excluded);
     if (!appended.ok()) {
       // Keep the seal: the writer may retry with segment_id 0.
       RETURN_IF_ERROR(txn.Commit());

@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
@@ -72,10 +73,17 @@ std::vector<proto::Segment> FileWriter::ReadableSegments() const {
 
 bool FileWriter::CanAcceptLocked() const {
   if (!error_.ok() || closed_) return true;
-  return !rolling_ && !sealing_ && length_ - acked_ < options_.max_unacked_bytes;
+  return IdleLocked() && length_ - acked_ < options_.max_unacked_bytes &&
+         tail_.size() < 2 * options_.max_unacked_bytes;
 }
 
 absl::Status FileWriter::Write(std::optional<uint64_t> offset, absl::string_view data) {
+  absl::Status status = WriteInternal(offset, data);
+  RunFailedWaiters();
+  return status;
+}
+
+absl::Status FileWriter::WriteInternal(std::optional<uint64_t> offset, absl::string_view data) {
   absl::MutexLock lock(&mu_);
   if (!mu_.AwaitWithTimeout(absl::Condition(this, &FileWriter::CanAcceptLocked),
                             options_.fsync_timeout)) {
@@ -120,6 +128,7 @@ void FileWriter::SendBufferLocked() {
     request.set_offset(sent_);
     request.set_crc32c(util::Crc32c(chunk.data(), chunk.size()));
     sent_ += n;
+    tail_ += chunk;
     for (size_t r = 0; r < replicas_.size(); ++r) {
       if (replicas_[r].failed) continue;
       uint64_t segment_id = open_->id();
@@ -194,15 +203,8 @@ void FileWriter::OnReplicaResponse(uint64_t segment_id, size_t replica, absl::St
       if (!rs.failed) {
         rs.failed = true;
         LOG(WARNING) << "replica " << rs.address << " of segment " << segment_id
-                     << " failed: " << status;
-        size_t live = std::count_if(replicas_.begin(), replicas_.end(),
-                                    [](const ReplicaState& x) { return !x.failed; });
-        if (live < ack_quorum_) {
-          SetErrorLocked(PosixError(
-              EIO, absl::StrCat("segment ", segment_id, " has ", live, " live replicas, needs ",
-                                ack_quorum_, "; last error from ", rs.address, ": ",
-                                status.message())));
-        }
+                     << " failed, rolling to a new segment: " << status;
+        StartRecoveryLocked();
       }
     } else {
       rs.durable_length = std::max(rs.durable_length, info.durable_length());
@@ -215,6 +217,7 @@ void FileWriter::OnReplicaResponse(uint64_t segment_id, size_t replica, absl::St
                          std::greater<uint64_t>());
         acked_ = std::max(acked_, open_->file_offset() + durable[ack_quorum_ - 1]);
       }
+      TrimTailLocked();
     }
     if (error_.ok()) {
       ready = TakeReadyWaitersLocked();
@@ -228,6 +231,7 @@ void FileWriter::OnReplicaResponse(uint64_t segment_id, size_t replica, absl::St
     }
   }
   for (auto& cb : ready) cb(error);
+  RunFailedWaiters();
 }
 
 std::vector<FileWriter::SyncCallback> FileWriter::TakeReadyWaitersLocked() {
@@ -239,9 +243,23 @@ std::vector<FileWriter::SyncCallback> FileWriter::TakeReadyWaitersLocked() {
 }
 
 void FileWriter::SetErrorLocked(absl::Status status) {
-  if (!error_.ok()) return;
-  LOG(ERROR) << "writer of inode " << ino_ << " failed: " << status;
-  error_ = std::move(status);
+  if (error_.ok()) {
+    LOG(ERROR) << "writer of inode " << ino_ << " failed: " << status;
+    error_ = std::move(status);
+  }
+  for (auto& [target, cb] : waiters_) failed_waiters_.push_back(std::move(cb));
+  waiters_.clear();
+}
+
+void FileWriter::RunFailedWaiters() {
+  std::vector<SyncCallback> failed;
+  absl::Status error;
+  {
+    absl::MutexLock lock(&mu_);
+    failed.swap(failed_waiters_);
+    error = error_;
+  }
+  for (auto& cb : failed) cb(error);
 }
 
 absl::Status FileWriter::WaitAckedLocked(uint64_t target) {
@@ -268,10 +286,12 @@ absl::Status FileWriter::SealOpenSegmentLocked(uint64_t length) {
   }
   uint32_t quorum = ack_quorum_;
   uint64_t segment_id = open_->id();
+  seal_in_flight_ = true;
   mu_.Unlock();
   auto results = store::CallEach(*pool_, live, store::MessageType::kSeal, request,
                                  options_.replica_timeout);
   mu_.Lock();
+  seal_in_flight_ = false;
   uint32_t sealed = 0;
   absl::Status last;
   for (const auto& r : results) {
@@ -289,7 +309,8 @@ absl::Status FileWriter::SealOpenSegmentLocked(uint64_t length) {
 }
 
 absl::StatusOr<proto::Inode> FileWriter::MetaSeal(uint64_t segment_id, uint64_t length,
-                                                  bool close, int64_t mtime_ns) {
+                                                  bool close, int64_t mtime_ns,
+                                                  const std::vector<uint64_t>& failed_servers) {
   proto::SealSegmentRequest request;
   request.set_ino(ino_);
   request.set_mount_id(options_.mount_id);
@@ -297,6 +318,7 @@ absl::StatusOr<proto::Inode> FileWriter::MetaSeal(uint64_t segment_id, uint64_t 
   request.set_sealed_length(length);
   request.set_close(close);
   request.set_mtime_ns(mtime_ns);
+  for (uint64_t id : failed_servers) request.add_failed_servers(id);
   proto::InodeResponse response;
   RETURN_IF_ERROR(meta_->Call(store::MessageType::kSealSegment, request, &response,
                               options_.meta_timeout));
@@ -331,42 +353,216 @@ absl::Status FileWriter::RollLocked() {
       sealed_id = open_->id();
       sealed_length = sent_;
     }
-    mu_.Unlock();
-    auto inode = MetaSeal(sealed_id, sealed_length, /*close=*/false, 0);
-    absl::Status created =
-        inode.ok() && inode->segments_size() > 0 ? CreateReplicas(inode->segments().rbegin()[0])
-                                                 : absl::OkStatus();
-    mu_.Lock();
-    if (!inode.ok()) return PosixError(EIO, inode.status().message());
-    RETURN_IF_ERROR(created);
-    if (inode->segments_size() == 0 || inode->segments().rbegin()[0].sealed()) {
-      return absl::InternalError("meta returned no open segment");
-    }
-    if (open_.has_value()) {
-      proto::Segment done = *open_;
-      done.set_length(sealed_length);
-      done.set_sealed(true);
-      sealed_.push_back(std::move(done));
-    }
-    open_ = inode->segments().rbegin()[0];
-    open_->set_file_offset(length_ - buffer_.size());
-    replicas_.clear();
-    for (const auto& r : open_->replicas()) replicas_.push_back({r.address(), 0, false});
-    ack_quorum_ = std::max<uint32_t>(1, open_->ack_quorum() != 0 ? open_->ack_quorum()
-                                                                : inode->ack_quorum());
-    sent_ = 0;
-    return absl::OkStatus();
+    return OpenNextSegmentLocked(sealed_id, sealed_length, {});
   }();
   rolling_ = false;
   if (!status.ok()) SetErrorLocked(status);
   return status;
 }
 
+absl::Status FileWriter::OpenNextSegmentLocked(uint64_t sealed_id, uint64_t sealed_length,
+                                               const std::vector<uint64_t>& failed_servers) {
+  mu_.Unlock();
+  auto inode = MetaSeal(sealed_id, sealed_length, /*close=*/false, 0, failed_servers);
+  absl::Status created =
+      inode.ok() && inode->segments_size() > 0 ? CreateReplicas(inode->segments().rbegin()[0])
+                                               : absl::OkStatus();
+  mu_.Lock();
+  if (!inode.ok()) return PosixError(EIO, inode.status().message());
+  RETURN_IF_ERROR(created);
+  if (inode->segments_size() == 0 || inode->segments().rbegin()[0].sealed()) {
+    return absl::InternalError("meta returned no open segment");
+  }
+  uint64_t file_offset = 0;
+  if (open_.has_value()) {
+    // The sealed copy as meta recorded it (failed replicas dropped).
+    proto::Segment done = inode->segments().rbegin()[1];
+    file_offset = open_->file_offset() + sealed_length;
+    sealed_.push_back(std::move(done));
+  } else {
+    file_offset = length_ - buffer_.size();
+  }
+  open_ = inode->segments().rbegin()[0];
+  open_->set_file_offset(file_offset);
+  replicas_.clear();
+  for (const auto& r : open_->replicas()) {
+    replicas_.push_back({r.server_id(), r.address(), 0, false});
+  }
+  ack_quorum_ = std::max<uint32_t>(1, open_->ack_quorum() != 0 ? open_->ack_quorum()
+                                                              : inode->ack_quorum());
+  sent_ = 0;
+  sync_round_replies_ = 0;  // replies of the old segment's round are ignored
+  tail_.clear();
+  tail_start_ = 0;
+  return absl::OkStatus();
+}
+
+void FileWriter::TrimTailLocked() {
+  uint64_t everywhere = sent_;
+  for (const auto& r : replicas_) {
+    if (!r.failed) everywhere = std::min(everywhere, r.durable_length);
+  }
+  if (everywhere > tail_start_) {
+    tail_.erase(0, static_cast<size_t>(everywhere - tail_start_));
+    tail_start_ = everywhere;
+  }
+}
+
+void FileWriter::StartRecoveryLocked() {
+  // Recovery also runs while a roll, flush or close waits for acks (they
+  // re-read the open segment afterwards); only a seal already on the wire
+  // handles the failure itself.
+  if (recovering_ || seal_in_flight_ || !error_.ok()) return;
+  recovering_ = true;
+  // Recovery makes blocking calls; it must not run on a network thread.
+  std::thread([self = shared_from_this()] { self->Recover(); }).detach();
+}
+
+void FileWriter::Recover() {
+  std::vector<SyncCallback> ready;
+  absl::Status error;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::Status status = RollAwayFromFailedReplicasLocked();
+    recovering_ = false;
+    if (!status.ok()) SetErrorLocked(status);
+    if (error_.ok()) {
+      ready = TakeReadyWaitersLocked();
+      if (!waiters_.empty() && sync_round_replies_ == 0) StartSyncRoundLocked();
+    } else {
+      error = error_;
+      for (auto& [target, cb] : waiters_) ready.push_back(std::move(cb));
+      waiters_.clear();
+    }
+  }
+  for (auto& cb : ready) cb(error);
+  RunFailedWaiters();
+}
+
+absl::StatusOr<std::vector<size_t>> FileWriter::SealSurvivorsLocked(uint64_t* sealed_length) {
+  const proto::Segment segment = *open_;
+  std::vector<size_t> survivors;
+  std::vector<std::string> addresses;
+  for (size_t r = 0; r < replicas_.size(); ++r) {
+    if (!replicas_[r].failed) {
+      survivors.push_back(r);
+      addresses.push_back(replicas_[r].address);
+    }
+  }
+  proto::SegmentInfoRequest info_request;
+  info_request.set_segment_id(segment.id());
+  mu_.Unlock();
+  auto infos = store::CallEach(*pool_, addresses, store::MessageType::kSegmentInfo,
+                               info_request, options_.replica_timeout);
+  mu_.Lock();
+  // Seal at the longest surviving copy, never below the acked length: a
+  // reader may already have seen any byte that a quorum made durable.
+  uint64_t length = acked_ - segment.file_offset();
+  std::vector<std::pair<size_t, uint64_t>> answered;
+  for (size_t i = 0; i < survivors.size(); ++i) {
+    proto::SegmentInfoResponse info;
+    if (infos[i].status.ok() && info.ParseFromString(infos[i].response.message)) {
+      answered.emplace_back(survivors[i], info.length());
+      length = std::max(length, std::min(info.length(), sent_));
+    } else {
+      replicas_[survivors[i]].failed = true;
+    }
+  }
+  if (answered.empty()) {
+    if (tail_start_ > 0) {
+      return PosixError(EIO, absl::StrCat("no replica of segment ", segment.id(),
+                                          " survived with its durable bytes"));
+    }
+    // Every byte of the segment is still in the tail: seal it empty and
+    // re-send all of it.
+    *sealed_length = 0;
+    return std::vector<size_t>{};
+  }
+  // Bring shorter survivors up to `length` from the tail, then seal all.
+  std::vector<size_t> sealed;
+  for (auto [r, have] : answered) {
+    std::string address = replicas_[r].address;
+    std::string missing;
+    if (have < length) {
+      if (have < tail_start_) continue;  // cannot be completed: drop it
+      missing = tail_.substr(static_cast<size_t>(have - tail_start_),
+                             static_cast<size_t>(length - have));
+    }
+    mu_.Unlock();
+    absl::Status s;
+    if (!missing.empty()) {
+      proto::AppendRequest append;
+      append.set_segment_id(segment.id());
+      append.set_epoch(segment.epoch());
+      append.set_offset(have);
+      append.set_sync(true);
+      append.set_crc32c(util::Crc32c(missing.data(), missing.size()));
+      proto::SegmentInfoResponse ignored;
+      s = pool_->Get(address)->Call(store::MessageType::kAppend, append, &ignored,
+                                    options_.replica_timeout, std::move(missing));
+    }
+    if (s.ok()) {
+      proto::SealRequest seal;
+      seal.set_segment_id(segment.id());
+      seal.set_epoch(segment.epoch());
+      seal.set_length(length);
+      proto::SegmentInfoResponse ignored;
+      s = pool_->Get(address)->Call(store::MessageType::kSeal, seal, &ignored,
+                                    options_.replica_timeout);
+    }
+    mu_.Lock();
+    if (s.ok()) {
+      sealed.push_back(r);
+    } else {
+      LOG(WARNING) << "could not seal segment " << segment.id() << " on " << address << ": "
+                   << s;
+    }
+  }
+  if (sealed.empty()) {
+    if (tail_start_ > 0) {
+      // Bytes below the tail live only on replicas that are gone.
+      return PosixError(EIO, absl::StrCat("could not seal segment ", segment.id(),
+                                          " on any replica"));
+    }
+    length = 0;
+  }
+  *sealed_length = length;
+  return sealed;
+}
+
+absl::Status FileWriter::RollAwayFromFailedReplicasLocked() {
+  if (!open_.has_value()) return absl::OkStatus();
+  const uint64_t segment_id = open_->id();
+  uint64_t length = 0;
+  ASSIGN_OR_RETURN(std::vector<size_t> sealed, SealSurvivorsLocked(&length));
+  std::vector<uint64_t> failed_servers;
+  for (size_t r = 0; r < replicas_.size(); ++r) {
+    if (std::find(sealed.begin(), sealed.end(), r) == sealed.end()) {
+      failed_servers.push_back(replicas_[r].server_id);
+    }
+  }
+  // Everything past the sealed length goes to the next segment, in order.
+  std::string resend = tail_.substr(static_cast<size_t>(length - tail_start_));
+  std::string unsent = std::move(buffer_);
+  buffer_.clear();
+  LOG(WARNING) << "sealed segment " << segment_id << " at " << length << " on "
+               << sealed.size() << " replicas; re-sending " << resend.size() << " bytes";
+  RETURN_IF_ERROR(OpenNextSegmentLocked(segment_id, length, failed_servers));
+  buffer_ = std::move(resend);
+  buffer_ += unsent;
+  SendBufferLocked();
+  return absl::OkStatus();
+}
+
 absl::Status FileWriter::Close() {
+  absl::Status status = CloseInternal();
+  RunFailedWaiters();
+  return status;
+}
+
+absl::Status FileWriter::CloseInternal() {
   absl::MutexLock lock(&mu_);
-  auto not_rolling = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !rolling_ && !sealing_;
-  };
+  auto not_rolling = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return IdleLocked(); };
   mu_.Await(absl::Condition(&not_rolling));
   if (closed_) return absl::OkStatus();
   closed_ = true;
@@ -384,7 +580,7 @@ absl::Status FileWriter::Close() {
   }
   int64_t mtime_ns = mtime_ns_;
   mu_.Unlock();
-  auto inode = MetaSeal(segment_id, length, /*close=*/true, mtime_ns);
+  auto inode = MetaSeal(segment_id, length, /*close=*/true, mtime_ns, {});
   mu_.Lock();
   if (open_.has_value()) {
     proto::Segment done = *open_;
@@ -404,7 +600,7 @@ namespace logfs::wal {
 void FileWriter::SealAsync(SyncCallback done) {
   {
     absl::MutexLock lock(&mu_);
-    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !rolling_ && !sealing_; };
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return IdleLocked(); };
     mu_.Await(absl::Condition(&idle));
     if (error_.ok() && open_.has_value() && !closed_) {
       sealing_ = true;
@@ -443,6 +639,7 @@ void FileWriter::SealReplicasAsync(SyncCallback done) {
       if (!r.failed) live.push_back(r.address);
     }
     quorum = ack_quorum_;
+    seal_in_flight_ = true;  // cleared in FinishSealAsync
   }
   struct Round {
     absl::Mutex mu;
@@ -492,8 +689,10 @@ void FileWriter::FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Sta
       absl::MutexLock lock(&mu_);
       SetErrorLocked(status);
       sealing_ = false;
+      seal_in_flight_ = false;
     }
     done(status);
+    RunFailedWaiters();
     return;
   }
   proto::SealSegmentRequest request;
@@ -516,13 +715,18 @@ void FileWriter::FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Sta
             self->open_.reset();
             self->replicas_.clear();
             self->sent_ = 0;
+            self->sync_round_replies_ = 0;
+            self->tail_.clear();
+            self->tail_start_ = 0;
           } else {
             s = PosixError(EIO, absl::StrCat("meta did not record the seal: ", s.message()));
             self->SetErrorLocked(s);
           }
           self->sealing_ = false;
+          self->seal_in_flight_ = false;
         }
         done(s);
+        self->RunFailedWaiters();
       });
 }
 

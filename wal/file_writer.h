@@ -95,6 +95,7 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
 
  private:
   struct ReplicaState {
+    uint64_t server_id = 0;
     std::string address;
     uint64_t durable_length = 0;  // segment-relative
     bool failed = false;
@@ -104,17 +105,37 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
              std::shared_ptr<store::RpcClient> meta, store::ClientPool* pool);
 
   bool CanAcceptLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteInternal(std::optional<uint64_t> offset, absl::string_view data)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status CloseInternal() ABSL_LOCKS_EXCLUDED(mu_);
   void SendBufferLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartSyncRoundLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnReplicaResponse(uint64_t segment_id, size_t replica, absl::Status status,
                          const std::string& message, bool sync_round) ABSL_LOCKS_EXCLUDED(mu_);
+  // Latches the first error and moves every sync waiter to failed_waiters_;
+  // callers run RunFailedWaiters() once they have dropped mu_.
   void SetErrorLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RunFailedWaiters() ABSL_LOCKS_EXCLUDED(mu_);
+  void StartRecoveryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Recover() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status RollAwayFromFailedReplicasLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<size_t>> SealSurvivorsLocked(uint64_t* sealed_length)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status OpenNextSegmentLocked(uint64_t sealed_id, uint64_t sealed_length,
+                                     const std::vector<uint64_t>& failed_servers)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TrimTailLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool IdleLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !rolling_ && !sealing_ && !recovering_;
+  }
   std::vector<SyncCallback> TakeReadyWaitersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WaitAckedLocked(uint64_t target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status RollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SealOpenSegmentLocked(uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<proto::Inode> MetaSeal(uint64_t segment_id, uint64_t length, bool close,
-                                        int64_t mtime_ns) ABSL_LOCKS_EXCLUDED(mu_);
+                                        int64_t mtime_ns,
+                                        const std::vector<uint64_t>& failed_servers)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CreateReplicas(const proto::Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
   void SealReplicasAsync(SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
   void FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Status status,
@@ -137,9 +158,18 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   uint64_t acked_ ABSL_GUARDED_BY(mu_) = 0;      // file bytes durable on the quorum
   std::string buffer_ ABSL_GUARDED_BY(mu_);      // accepted, not yet sent
   std::multimap<uint64_t, SyncCallback> waiters_ ABSL_GUARDED_BY(mu_);
+  std::vector<SyncCallback> failed_waiters_ ABSL_GUARDED_BY(mu_);
   int sync_round_replies_ ABSL_GUARDED_BY(mu_) = 0;  // replies a round still awaits
   bool rolling_ ABSL_GUARDED_BY(mu_) = false;   // Write/Close wait while set
   bool sealing_ ABSL_GUARDED_BY(mu_) = false;   // SealAsync in progress
+  bool recovering_ ABSL_GUARDED_BY(mu_) = false;  // rolling away from a failed replica
+  // Seal RPCs for open_ are in flight: a replica failure seen now is the
+  // seal's to handle (it needs its quorum), not recovery's.
+  bool seal_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  // Bytes of open_ from tail_start_ to sent_ that not every live replica
+  // has made durable: what a roll re-sends to the next segment.
+  std::string tail_ ABSL_GUARDED_BY(mu_);
+  uint64_t tail_start_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t mtime_ns_ ABSL_GUARDED_BY(mu_) = 0;    // of the last write
   absl::Status error_ ABSL_GUARDED_BY(mu_);

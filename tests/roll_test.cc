@@ -1,0 +1,122 @@
+// Roll, not repair (DESIGN §4): when a replica of the open segment dies or
+// stops answering, the writer seals the segment on the survivors, opens a
+// new one on other servers, re-sends the un-acked tail, and the
+// application sees no error. Real processes, killed and stopped by PID.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "tests/mounted_cluster.h"
+
+namespace logfs::testing {
+namespace {
+
+MountedClusterOptions FourServers() {
+  MountedClusterOptions options;
+  options.segment_servers = 4;
+  options.mount_flags = {"--replica_timeout_ms=1000", "--wal_segment_bytes=1048576"};
+  return options;
+}
+
+std::string Record(int i) { return absl::StrCat("record-", i, "-", std::string(100, 'x'), "\n"); }
+
+std::string Xattr(const std::string& path, const char* name) {
+  char buf[16384];
+  ssize_t n = getxattr(path.c_str(), name, buf, sizeof(buf));
+  return n < 0 ? "" : std::string(buf, n);
+}
+
+// Appends records 0..n-1 with an fdatasync after each; calls `fault` once
+// after record `fault_at`. Returns the file's expected content.
+std::string AppendSynced(int fd, int n, int fault_at, const std::function<void()>& fault) {
+  std::string expected;
+  for (int i = 0; i < n; ++i) {
+    std::string r = Record(i);
+    EXPECT_EQ(static_cast<ssize_t>(r.size()), write(fd, r.data(), r.size())) << strerror(errno);
+    EXPECT_EQ(0, fdatasync(fd)) << "record " << i << ": " << strerror(errno);
+    expected += r;
+    if (i == fault_at) fault();
+  }
+  return expected;
+}
+
+TEST(RollTest, KilledReplicaRollsWalWithoutError) {
+  auto mc = MountedCluster::Start(FourServers());
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
+  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
+  int fd = open(c.Path("wal/log").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  // The first segment is on 3 of the 4 servers; kill one of those.
+  std::string first = Xattr(c.Path("wal/log"), "user.logfs.segments");
+  std::string victim;
+  int victim_index = -1;
+  std::string expected = AppendSynced(fd, 200, 49, [&] {
+    first = Xattr(c.Path("wal/log"), "user.logfs.segments");
+    for (int i = 0; i < 4 && victim_index < 0; ++i) {
+      if (first.find(c.cluster().segd_address(i)) != std::string::npos) victim_index = i;
+    }
+    ASSERT_GE(victim_index, 0) << first;
+    victim = c.cluster().segd_address(victim_index);
+    c.cluster().KillSegd(victim_index, SIGKILL);
+  });
+  ASSERT_EQ(0, close(fd));
+  EXPECT_EQ(expected, *ReadFile(c.Path("wal/log")));
+  std::string segments = Xattr(c.Path("wal/log"), "user.logfs.segments");
+  // The dead server holds no replica of the sealed or new segments.
+  EXPECT_EQ(std::string::npos, segments.find(victim)) << segments;
+  EXPECT_GE(std::count(segments.begin(), segments.end(), '\n'), 2) << segments;
+  // And the data is still there after a remount (no page cache).
+  ASSERT_TRUE(c.Remount().ok());
+  EXPECT_EQ(expected, *ReadFile(c.Path("wal/log")));
+}
+
+TEST(RollTest, StoppedReplicaTimesOutAndRolls) {
+  // Goal: a replica that stops answering (SIGSTOP) is treated as failed
+  // after --replica_timeout_ms; the block file (ack quorum 3) still closes
+  // with every byte.
+  auto mc = MountedCluster::Start(FourServers());
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  int fd = open(c.Path("blockfile").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  std::string expected;
+  pid_t stopped = -1;
+  for (int i = 0; i < 64; ++i) {
+    std::string chunk(64 * 1024, static_cast<char>('a' + i % 26));
+    ASSERT_EQ(static_cast<ssize_t>(chunk.size()), write(fd, chunk.data(), chunk.size()));
+    expected += chunk;
+    if (i == 20) {
+      ASSERT_EQ(0, fsync(fd));
+      std::string seg = Xattr(c.Path("blockfile"), "user.logfs.segments");
+      for (int s = 0; s < 4 && stopped < 0; ++s) {
+        if (seg.find(c.cluster().segd_address(s)) != std::string::npos) {
+          stopped = c.cluster().segd_pid(s);
+        }
+      }
+      ASSERT_GT(stopped, 0);
+      ASSERT_EQ(0, kill(stopped, SIGSTOP));
+    }
+  }
+  int rc = close(fd);
+  int err = errno;
+  kill(stopped, SIGCONT);
+  ASSERT_EQ(0, rc) << strerror(err);
+  ASSERT_TRUE(c.Remount().ok());
+  auto back = ReadFile(c.Path("blockfile"));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(expected == *back) << "content differs; sizes " << expected.size() << " vs "
+                                 << back->size();
+}
+
+}  // namespace
+}  // namespace logfs::testing
