@@ -242,8 +242,15 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
     // With no live lease (meta restarted, or the lease lapsed) a writer may
     // take it back while its segment is still the open last one: nobody has
     // recovered the file meanwhile.
-    bool readopt = holder == 0 && request.segment_id() != 0 && open != nullptr &&
-                   open->id() == request.segment_id();
+    uint64_t sealed_length = 0;
+    for (const auto& segment : inode->segments()) {
+      if (segment.sealed()) sealed_length += segment.length();
+    }
+    bool same_open = request.segment_id() != 0 && open != nullptr &&
+                     open->id() == request.segment_id();
+    bool nothing_open = request.segment_id() == 0 && open == nullptr;
+    bool readopt = holder == 0 && (same_open || nothing_open) &&
+                   sealed_length == request.sealed_file_length();
     if (!readopt) {
       return PosixError(EBUSY, absl::StrCat("mount ", mount_id, " holds no lease on ", ino));
     }

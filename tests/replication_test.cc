@@ -234,3 +234,29 @@ TEST(ReplicationTest, NamespaceSurvivesMetaRestartUnderAMount) {
 
 }  // namespace
 }  // namespace logfs::testing
+
+namespace logfs::testing {
+namespace {
+
+TEST(ReplicationTest, OpenWriterKeepsWritingAcrossMetaRestart) {
+  // Goal: leases live in meta's memory; after a meta restart the writer
+  // whose view of the file still matches takes its lease back, and its
+  // later writes, fsyncs and close succeed.
+  auto mc = MountedCluster::Start(SmallSegments());
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MakeWalDir(**mc, "wal");
+  int fd = open((*mc)->Path("wal/live").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  std::string expected = Pattern(100000, 9);  // crosses a 64 KiB roll
+  ASSERT_EQ(50000, write(fd, expected.data(), 50000));
+  ASSERT_EQ(0, fdatasync(fd));
+  (*mc)->cluster().KillMeta(SIGKILL);
+  ASSERT_TRUE((*mc)->cluster().RestartMeta().ok());
+  ASSERT_EQ(50000, write(fd, expected.data() + 50000, 50000)) << strerror(errno);
+  EXPECT_EQ(0, fdatasync(fd)) << strerror(errno);
+  EXPECT_EQ(0, close(fd)) << strerror(errno);
+  EXPECT_EQ(expected, *ReadFile((*mc)->Path("wal/live")));
+}
+
+}  // namespace
+}  // namespace logfs::testing

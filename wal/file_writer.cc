@@ -319,25 +319,34 @@ absl::StatusOr<proto::Inode> FileWriter::MetaSeal(uint64_t segment_id, uint64_t 
   request.set_close(close);
   request.set_mtime_ns(mtime_ns);
   for (uint64_t id : failed_servers) request.add_failed_servers(id);
+  {
+    absl::MutexLock lock(&mu_);
+    uint64_t sealed_length = 0;
+    for (const auto& segment : sealed_) sealed_length += segment.length();
+    request.set_sealed_file_length(sealed_length);
+  }
   proto::InodeResponse response;
   RETURN_IF_ERROR(meta_->Call(store::MessageType::kSealSegment, request, &response,
                               options_.meta_timeout));
   return std::move(*response.mutable_inode());
 }
 
-absl::Status FileWriter::CreateReplicas(const proto::Segment& segment) {
+std::vector<uint64_t> FileWriter::CreateReplicas(const proto::Segment& segment) {
   proto::CreateSegmentRequest request;
   request.set_segment_id(segment.id());
   request.set_epoch(segment.epoch());
-  for (const auto& r : store::CallEach(*pool_, Addresses(segment),
-                                       store::MessageType::kCreateSegment, request,
-                                       options_.replica_timeout)) {
-    if (!r.status.ok()) {
-      return PosixError(EIO, absl::StrCat("cannot create segment ", segment.id(),
-                                          " replica: ", r.status.message()));
+  auto results = store::CallEach(*pool_, Addresses(segment), store::MessageType::kCreateSegment,
+                                 request, options_.replica_timeout);
+  std::vector<uint64_t> failed;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].status.ok()) {
+      LOG(WARNING) << "cannot create segment " << segment.id() << " on "
+                   << segment.replicas(static_cast<int>(i)).address() << ": "
+                   << results[i].status;
+      failed.push_back(segment.replicas(static_cast<int>(i)).server_id());
     }
   }
-  return absl::OkStatus();
+  return failed;
 }
 
 absl::Status FileWriter::RollLocked() {
@@ -362,26 +371,38 @@ absl::Status FileWriter::RollLocked() {
 
 absl::Status FileWriter::OpenNextSegmentLocked(uint64_t sealed_id, uint64_t sealed_length,
                                                const std::vector<uint64_t>& failed_servers) {
+  // A server that cannot create its replica is dropped like a failed one:
+  // the empty segment is sealed and another placed elsewhere (bounded).
+  constexpr int kPlacementAttempts = 3;
+  std::vector<uint64_t> excluded = failed_servers;
+  uint64_t seal_id = sealed_id;
+  uint64_t seal_length = sealed_length;
+  absl::StatusOr<proto::Inode> inode;
   mu_.Unlock();
-  auto inode = MetaSeal(sealed_id, sealed_length, /*close=*/false, 0, failed_servers);
-  absl::Status created =
-      inode.ok() && inode->segments_size() > 0 ? CreateReplicas(inode->segments().rbegin()[0])
-                                               : absl::OkStatus();
+  for (int attempt = 0; attempt < kPlacementAttempts; ++attempt) {
+    inode = MetaSeal(seal_id, seal_length, /*close=*/false, 0, excluded);
+    if (!inode.ok() || inode->segments_size() == 0 || inode->segments().rbegin()[0].sealed()) {
+      break;
+    }
+    std::vector<uint64_t> failed = CreateReplicas(inode->segments().rbegin()[0]);
+    if (failed.empty()) break;
+    excluded.insert(excluded.end(), failed.begin(), failed.end());
+    seal_id = inode->segments().rbegin()[0].id();
+    seal_length = 0;
+    if (attempt + 1 == kPlacementAttempts) {
+      inode = PosixError(EIO, absl::StrCat("could not create a replica set for inode ", ino_));
+    }
+  }
   mu_.Lock();
   if (!inode.ok()) return PosixError(EIO, inode.status().message());
-  RETURN_IF_ERROR(created);
   if (inode->segments_size() == 0 || inode->segments().rbegin()[0].sealed()) {
     return absl::InternalError("meta returned no open segment");
   }
+  // Meta's list is the truth for every sealed segment (failed replicas
+  // dropped, empty segments of failed placements included).
+  sealed_.assign(inode->segments().begin(), inode->segments().end() - 1);
   uint64_t file_offset = 0;
-  if (open_.has_value()) {
-    // The sealed copy as meta recorded it (failed replicas dropped).
-    proto::Segment done = inode->segments().rbegin()[1];
-    file_offset = open_->file_offset() + sealed_length;
-    sealed_.push_back(std::move(done));
-  } else {
-    file_offset = length_ - buffer_.size();
-  }
+  for (const auto& segment : sealed_) file_offset += segment.length();
   open_ = inode->segments().rbegin()[0];
   open_->set_file_offset(file_offset);
   replicas_.clear();
@@ -701,6 +722,12 @@ void FileWriter::FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Sta
   request.set_segment_id(segment_id);
   request.set_sealed_length(length);
   request.set_keep_lease(true);
+  {
+    absl::MutexLock lock(&mu_);
+    uint64_t sealed_file_length = 0;
+    for (const auto& segment : sealed_) sealed_file_length += segment.length();
+    request.set_sealed_file_length(sealed_file_length);
+  }
   auto self = shared_from_this();
   meta_->AsyncCall(
       store::MessageType::kSealSegment, request, {}, options_.meta_timeout,

@@ -136,7 +136,8 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
                                         int64_t mtime_ns,
                                         const std::vector<uint64_t>& failed_servers)
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status CreateReplicas(const proto::Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
+  // Creates the segment's replicas; returns the servers that failed.
+  std::vector<uint64_t> CreateReplicas(const proto::Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
   void SealReplicasAsync(SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
   void FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Status status,
                        SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
