@@ -122,7 +122,8 @@ absl::StatusOr<proto::Attr> Mount::GetAttr(uint64_t ino) {
   RETURN_IF_ERROR(MetaCall(store::MessageType::kGetAttr, request, &response));
   proto::Attr attr = response.attr();
   if (auto writer = FindWriter(ino)) {
-    attr.set_size(writer->length());
+    // Readers, and stat, see what the ack quorum holds (DESIGN §2).
+    attr.set_size(writer->acked_length());
     attr.set_open_for_write(true);
   } else if (attr.open_for_write() && S_ISREG(attr.mode())) {
     ASSIGN_OR_RETURN(proto::Inode inode, GetInode(ino));

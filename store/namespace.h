@@ -195,6 +195,7 @@ class Namespace {
   std::map<MetaCounter, uint64_t> next_ids_ ABSL_GUARDED_BY(mu_);
   uint64_t inode_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, ServerState> servers_ ABSL_GUARDED_BY(mu_);  // by server id
+  mutable uint64_t placements_ ABSL_GUARDED_BY(mu_) = 0;  // rotates placement ties
   std::map<uint64_t, int64_t> mount_seen_ns_ ABSL_GUARDED_BY(mu_);  // mount -> last heard
   std::map<uint64_t, uint64_t> leases_ ABSL_GUARDED_BY(mu_);        // ino -> mount
   // ino -> mount -> number of Open/OpenWrite without Release.

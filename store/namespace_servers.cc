@@ -162,9 +162,17 @@ absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(
                                                " live segment servers for a new segment, ",
                                                live.size(), " live"));
   }
-  std::sort(live.begin(), live.end(), [](const ServerState* a, const ServerState* b) {
-    if (a->free_bytes != b->free_bytes) return a->free_bytes > b->free_bytes;
-    return a->record.server_id() < b->record.server_id();
+  // Most free space first, compared in GiB so that servers sharing a disk
+  // (or nearly equal) count as ties; ties rotate with every placement so
+  // that new segments spread over all servers.
+  constexpr uint64_t kFreeSpaceGranuleBytes = 1ull << 30;
+  const uint64_t rotation = placements_++;
+  const uint64_t n = live.size();
+  std::sort(live.begin(), live.end(), [&](const ServerState* a, const ServerState* b) {
+    uint64_t fa = a->free_bytes / kFreeSpaceGranuleBytes;
+    uint64_t fb = b->free_bytes / kFreeSpaceGranuleBytes;
+    if (fa != fb) return fa > fb;
+    return (a->record.server_id() + rotation) % n < (b->record.server_id() + rotation) % n;
   });
   std::vector<uint64_t> ids;
   for (uint32_t i = 0; i < replication; ++i) ids.push_back(live[i]->record.server_id());

@@ -89,6 +89,11 @@ absl::Status Namespace::SetXattr(const proto::SetXattrRequest& request) {
       }
     } else if (name == kReplicationName) {
       ASSIGN_OR_RETURN(uint32_t replication, ParseCount(name, value, kReplicationMax));
+      if (replication > servers_.size()) {
+        return PosixError(EINVAL, absl::StrCat("replication ", replication, " needs that many ",
+                                               "segment servers; ", servers_.size(),
+                                               " are registered"));
+      }
       if (inode->ack_quorum() > replication) {
         return PosixError(EINVAL, absl::StrCat("replication ", replication, " is below ack_quorum ",
                                                inode->ack_quorum()));

@@ -256,13 +256,14 @@ void RpcServer::Stop() {
   }
   // The acceptor is closed on its own executor so it never races the accept
   // handler; if the io threads are already gone, close it here.
-  absl::Notification closed;
-  asio::post(io_, [this, &closed] {
+  // Shared, not on this stack: if the wait times out the post may run later.
+  auto closed = std::make_shared<absl::Notification>();
+  asio::post(io_, [this, closed] {
     asio::error_code ec;
     acceptor_.close(ec);
-    closed.Notify();
+    closed->Notify();
   });
-  if (!closed.WaitForNotificationWithTimeout(absl::Seconds(2))) {
+  if (!closed->WaitForNotificationWithTimeout(absl::Seconds(2))) {
     asio::error_code ec;
     acceptor_.close(ec);
   }

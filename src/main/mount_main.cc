@@ -14,6 +14,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -132,14 +133,44 @@ absl::StatusOr<int> LockDataDir(const std::string& dir) {
   return fd;
 }
 
-int RunMount(const std::string& mountpoint) {
+// `path` made absolute against the current directory (the daemon runs in /).
+std::string Absolute(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  char cwd[4096];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr) return path;
+  return absl::StrCat(cwd, "/", path);
+}
+
+// True if `path` (absolute, resolved) is a mount point in /proc/mounts.
+bool IsMounted(const std::string& path) {
+  FILE* f = std::fopen("/proc/self/mounts", "r");
+  if (f == nullptr) return false;
+  char device[4096], dir[4096];
+  bool found = false;
+  while (std::fscanf(f, "%4095s %4095s %*[^\n]", device, dir) == 2) {
+    if (path == dir) found = true;
+  }
+  std::fclose(f);
+  return found;
+}
+
+int RunMount(const std::string& mountpoint_arg) {
+  char resolved[PATH_MAX];
   struct stat st;
-  if (stat(mountpoint.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    std::fprintf(stderr, "logfs mount: mount point %s is not a directory\n", mountpoint.c_str());
+  if (realpath(mountpoint_arg.c_str(), resolved) == nullptr ||
+      stat(resolved, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    std::fprintf(stderr, "logfs mount: mount point %s is not a directory\n",
+                 mountpoint_arg.c_str());
+    return 1;
+  }
+  const std::string mountpoint = resolved;
+  if (IsMounted(mountpoint)) {
+    std::fprintf(stderr, "logfs mount: %s is already a mount point\n", mountpoint.c_str());
     return 1;
   }
   ReadyPipe ready;
-  std::string data_dir = FLAGS_data_dir.empty() ? DefaultDataDir() : FLAGS_data_dir;
+  std::string data_dir = Absolute(FLAGS_data_dir.empty() ? DefaultDataDir() : FLAGS_data_dir);
+  FLAGS_log_file = Absolute(FLAGS_log_file);
   if (!FLAGS_f) {
     Daemonize(&ready);
     // Keep the daemon's log next to its state (embedded) or in /tmp.
@@ -212,6 +243,12 @@ int UmountMain(int argc, char** argv) {
     return 1;
   }
   std::string mountpoint = argv[1];
+  char resolved[PATH_MAX];
+  if (realpath(mountpoint.c_str(), resolved) == nullptr || !IsMounted(resolved)) {
+    std::fprintf(stderr, "logfs umount: %s is not mounted\n", mountpoint.c_str());
+    return 1;
+  }
+  mountpoint = resolved;
   char pid_buf[32] = {0};
   ssize_t n = getxattr(mountpoint.c_str(), "user.logfs.mount_pid", pid_buf, sizeof(pid_buf) - 1);
   pid_t daemon = n > 0 ? static_cast<pid_t>(std::atoi(pid_buf)) : -1;

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -139,6 +140,14 @@ int SegdMain(int argc, char** argv) {
 
 void InitProcess(int* argc, char*** argv, const char* usage) {
   gflags::SetUsageMessage(usage);
+  // --help lists only logfs's own flags, not those of linked libraries
+  // (RocksDB's tools define hundreds).
+  static char kHelpMatch[] = "--helpmatch=src/main/";
+  for (int i = 1; i < *argc; ++i) {
+    if (std::strcmp((*argv)[i], "--help") == 0 || std::strcmp((*argv)[i], "-h") == 0) {
+      (*argv)[i] = kHelpMatch;
+    }
+  }
   gflags::ParseCommandLineFlags(argc, argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging((*argv)[0]);
