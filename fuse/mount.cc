@@ -144,9 +144,10 @@ absl::StatusOr<proto::Attr> Mount::SetAttr(const proto::SetAttrRequest& in) {
   if ((request.to_set() & kSetSize) != 0) {
     if (writer != nullptr) {
       // The local writer knows the true length; meta only what is sealed.
-      if (request.size() != writer->length()) {
-        return PosixError(request.size() == 0 ? EBUSY : EPERM,
-                          "cannot change the size of a file open for write");
+      if (request.size() == 0 && writer->kind() == proto::KIND_WAL) {
+        RETURN_IF_ERROR(writer->TruncateToZero());  // copy-truncate rotation
+      } else if (request.size() != writer->length()) {
+        return PosixError(EPERM, "logfs files only grow, or a WAL file empties");
       }
       request.set_to_set(request.to_set() & ~kSetSize);
     }
@@ -304,7 +305,10 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t i
   auto it = writers_.find(ino);
   if (it != writers_.end()) {
     if (truncate && it->second.writer->length() > 0) {
-      return PosixError(EBUSY, "cannot truncate a file this mount is writing");
+      if (it->second.writer->kind() != proto::KIND_WAL) {
+        return PosixError(EPERM, "block files cannot be truncated");
+      }
+      RETURN_IF_ERROR(it->second.writer->TruncateToZero());
     }
     ++it->second.handles;
     return it->second.writer;

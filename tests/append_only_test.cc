@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <string>
 
 #include "tests/mounted_cluster.h"
@@ -109,6 +110,30 @@ TEST_F(AppendOnlyTest, WalReopensForAppendAndTruncatesToZero) {
   EXPECT_EQ("three", *ReadFile(P("wal/r1")));
   ASSERT_TRUE(WriteFile(P("wal/r1"), "four", O_TRUNC).ok());
   EXPECT_EQ("four", *ReadFile(P("wal/r1")));
+}
+
+TEST_F(AppendOnlyTest, CopyTruncateEmptiesAWalFileWhileItsWriterAppends) {
+  // Goal: log rotation by copy-truncate (DESIGN §2): while a logger keeps
+  // its O_APPEND descriptor, truncate(0) and O_TRUNC empty the file and
+  // its next writes land at offset 0.
+  int fd = open(P("wal/rotated").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(4, write(fd, "old\n", 4));
+  ASSERT_EQ(0, fdatasync(fd));
+  EXPECT_EQ("old\n", *ReadFile(P("wal/rotated")));
+  ASSERT_EQ(0, truncate(P("wal/rotated").c_str(), 0));
+  struct stat st;
+  ASSERT_EQ(0, stat(P("wal/rotated").c_str(), &st));
+  EXPECT_EQ(0, st.st_size);
+  ASSERT_EQ(4, write(fd, "new\n", 4));
+  ASSERT_EQ(0, fdatasync(fd));
+  EXPECT_EQ("new\n", *ReadFile(P("wal/rotated")));
+  int trunc_fd = open(P("wal/rotated").c_str(), O_WRONLY | O_TRUNC);
+  ASSERT_GE(trunc_fd, 0) << strerror(errno);
+  ASSERT_EQ(0, close(trunc_fd));
+  ASSERT_EQ(5, write(fd, "last\n", 5));
+  ASSERT_EQ(0, close(fd));
+  EXPECT_EQ("last\n", *ReadFile(P("wal/rotated")));
 }
 
 TEST_F(AppendOnlyTest, SecondMountGetsEbusyWhileFileIsOpenForWrite) {

@@ -758,3 +758,51 @@ void FileWriter::FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Sta
 }
 
 }  // namespace logfs::wal
+
+namespace logfs::wal {
+
+absl::Status FileWriter::TruncateToZero() {
+  std::vector<SyncCallback> discarded;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return IdleLocked(); };
+    mu_.Await(absl::Condition(&idle));
+    if (!error_.ok()) return error_;
+    if (closed_) return absl::FailedPreconditionError("writer is closed");
+    rolling_ = true;  // writes wait until the file is empty
+    // Replies for the dropped segment are ignored from here on.
+    open_.reset();
+    replicas_.clear();
+    sealed_.clear();
+    buffer_.clear();
+    tail_.clear();
+    tail_start_ = 0;
+    sent_ = 0;
+    sync_round_replies_ = 0;
+    length_ = 0;
+    acked_ = 0;
+    for (auto& [target, cb] : waiters_) discarded.push_back(std::move(cb));
+    waiters_.clear();
+    mu_.Unlock();
+    proto::SetAttrRequest request;
+    request.set_ino(ino_);
+    request.set_mount_id(options_.mount_id);
+    request.set_to_set(1 << 3);  // FUSE_SET_ATTR_SIZE
+    request.set_size(0);
+    proto::AttrResponse response;
+    status = meta_->Call(store::MessageType::kSetAttr, request, &response,
+                         options_.meta_timeout);
+    mu_.Lock();
+    rolling_ = false;
+    if (!status.ok()) {
+      status = PosixError(EIO, absl::StrCat("meta did not truncate: ", status.message()));
+      SetErrorLocked(status);
+    }
+  }
+  for (auto& cb : discarded) cb(absl::OkStatus());
+  RunFailedWaiters();
+  return status;
+}
+
+}  // namespace logfs::wal

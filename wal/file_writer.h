@@ -81,6 +81,12 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   // close returns only when the length is final (DESIGN §3).
   void SealAsync(SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Empties a WAL file that this writer holds (truncate(0), O_TRUNC: log
+  // rotation by copy-truncate). Drops every segment in meta; later
+  // appends start a new segment at offset 0. Syncs waiting for the
+  // discarded bytes complete. Blocks. EIO after an earlier failure.
+  absl::Status TruncateToZero() ABSL_LOCKS_EXCLUDED(mu_);
+
   // An explicit mtime (utimens) that Close must keep, in ns since the epoch.
   void SetMtime(int64_t mtime_ns) ABSL_LOCKS_EXCLUDED(mu_);
 
