@@ -22,6 +22,9 @@ class ClientPool {
   // The client for "host:port", created on first use. Never null.
   std::shared_ptr<RpcClient> Get(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The io_context the clients run on (for timers of their users).
+  asio::io_context& io() { return io_; }
+
   // Shuts every client down (pending calls fail with kUnavailable).
   void ShutdownAll() ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -120,3 +120,43 @@ TEST(RollTest, StoppedReplicaTimesOutAndRolls) {
 
 }  // namespace
 }  // namespace logfs::testing
+
+namespace logfs::testing {
+namespace {
+
+TEST(RollTest, FsyncWithoutAQuorumFailsWithEioAndPoisonsTheDescriptor) {
+  // Goal: with two of three servers frozen no quorum can be formed, even by
+  // rolling; fdatasync returns EIO (never 0 on hope) within its timeout,
+  // and the descriptor stays failed.
+  MountedClusterOptions options;
+  options.mount_flags = {"--replica_timeout_ms=500", "--fsync_timeout_ms=3000"};
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
+  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
+  int fd = open(c.Path("wal/doomed").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(3, write(fd, "ok\n", 3));
+  ASSERT_EQ(0, fdatasync(fd));
+  ASSERT_EQ(0, kill(c.cluster().segd_pid(0), SIGSTOP));
+  ASSERT_EQ(0, kill(c.cluster().segd_pid(1), SIGSTOP));
+  ASSERT_EQ(4, write(fd, "lost", 4));
+  int rc = fdatasync(fd);
+  int err = errno;
+  EXPECT_EQ(-1, rc);
+  EXPECT_EQ(EIO, err);
+  EXPECT_EQ(-1, write(fd, "more", 4));
+  EXPECT_EQ(EIO, errno);
+  EXPECT_EQ(-1, fdatasync(fd));
+  kill(c.cluster().segd_pid(0), SIGCONT);
+  kill(c.cluster().segd_pid(1), SIGCONT);
+  close(fd);
+  // What fdatasync acknowledged is still there.
+  auto back = ReadFile(c.Path("wal/doomed"));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ("ok\n", back->substr(0, 3));
+}
+
+}  // namespace
+}  // namespace logfs::testing

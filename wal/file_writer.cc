@@ -155,7 +155,9 @@ void FileWriter::Sync(SyncCallback done) {
       if (acked_ >= target) {
         ready.push_back(std::move(done));
       } else {
+        if (waiters_.empty()) oldest_waiter_since_ = absl::Now();
         waiters_.emplace(target, std::move(done));
+        ArmFsyncDeadlineLocked();
         if (sync_round_replies_ == 0) StartSyncRoundLocked();
       }
     }
@@ -239,6 +241,9 @@ std::vector<FileWriter::SyncCallback> FileWriter::TakeReadyWaitersLocked() {
   auto end = waiters_.upper_bound(acked_);
   for (auto it = waiters_.begin(); it != end; ++it) ready.push_back(std::move(it->second));
   waiters_.erase(waiters_.begin(), end);
+  // Waiters are served in target order, so the remaining ones are younger
+  // than the oldest just served; restart the clock from now for them.
+  if (!ready.empty()) oldest_waiter_since_ = waiters_.empty() ? absl::InfiniteFuture() : absl::Now();
   return ready;
 }
 
@@ -803,6 +808,42 @@ absl::Status FileWriter::TruncateToZero() {
   for (auto& cb : discarded) cb(absl::OkStatus());
   RunFailedWaiters();
   return status;
+}
+
+}  // namespace logfs::wal
+
+namespace logfs::wal {
+
+void FileWriter::ArmFsyncDeadlineLocked() {
+  if (fsync_timer_armed_) return;
+  if (fsync_timer_ == nullptr) fsync_timer_ = std::make_unique<asio::steady_timer>(pool_->io());
+  fsync_timer_armed_ = true;
+  // Checked at a tenth of the timeout: a sync fails at most 10% late.
+  auto period = std::chrono::milliseconds(
+      std::max<int64_t>(10, absl::ToInt64Milliseconds(options_.fsync_timeout) / 10));
+  fsync_timer_->expires_after(period);
+  fsync_timer_->async_wait([self = shared_from_this()](asio::error_code) {
+    self->OnFsyncDeadline();
+  });
+}
+
+void FileWriter::OnFsyncDeadline() {
+  {
+    absl::MutexLock lock(&mu_);
+    fsync_timer_armed_ = false;
+    if (waiters_.empty()) {
+      oldest_waiter_since_ = absl::InfiniteFuture();
+      return;
+    }
+    if (absl::Now() - oldest_waiter_since_ > options_.fsync_timeout) {
+      // Never return 0 on hope (DESIGN §4): the descriptor is poisoned.
+      SetErrorLocked(PosixError(EIO, absl::StrCat("no ack quorum for inode ", ino_, " within ",
+                                                  absl::FormatDuration(options_.fsync_timeout))));
+    } else {
+      ArmFsyncDeadlineLocked();
+    }
+  }
+  RunFailedWaiters();
 }
 
 }  // namespace logfs::wal

@@ -30,6 +30,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include <asio.hpp>
 #include "store/client_pool.h"
 #include "store/logfs.pb.h"
 
@@ -122,6 +123,9 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   // callers run RunFailedWaiters() once they have dropped mu_.
   void SetErrorLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunFailedWaiters() ABSL_LOCKS_EXCLUDED(mu_);
+  // Fails the writer (EIO, sticky) if a sync waits past fsync_timeout.
+  void ArmFsyncDeadlineLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnFsyncDeadline() ABSL_LOCKS_EXCLUDED(mu_);
   void StartRecoveryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Recover() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status RollAwayFromFailedReplicasLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -166,6 +170,10 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   std::string buffer_ ABSL_GUARDED_BY(mu_);      // accepted, not yet sent
   std::multimap<uint64_t, SyncCallback> waiters_ ABSL_GUARDED_BY(mu_);
   std::vector<SyncCallback> failed_waiters_ ABSL_GUARDED_BY(mu_);
+  // When the oldest waiting sync began (deadline = it + fsync_timeout).
+  absl::Time oldest_waiter_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  std::unique_ptr<asio::steady_timer> fsync_timer_ ABSL_GUARDED_BY(mu_);
+  bool fsync_timer_armed_ ABSL_GUARDED_BY(mu_) = false;
   int sync_round_replies_ ABSL_GUARDED_BY(mu_) = 0;  // replies a round still awaits
   bool rolling_ ABSL_GUARDED_BY(mu_) = false;   // Write/Close wait while set
   bool sealing_ ABSL_GUARDED_BY(mu_) = false;   // SealAsync in progress
