@@ -383,7 +383,8 @@ absl::StatusOr<std::string> Mount::Read(OpenFile& file, uint64_t offset, uint64_
     }
     segments.assign(file.inode.segments().begin(), file.inode.segments().end());
   }
-  return store::ReadFileRange(pool_, segments, length, offset, size, options_.rpc_timeout);
+  return store::ReadFileRange(pool_, segments, length, offset, size, options_.rpc_timeout,
+                              {meta_, file.ino, options_.rpc_timeout});
 }
 
 absl::Status Mount::Write(OpenFile& file, uint64_t offset, const char* data, size_t size) {

@@ -31,7 +31,8 @@ enum class MessageType : uint16_t {
   kNewMount = 20,
   kMountHeartbeat = 21,
   kGetInode = 22,
-  kMetaTypeEnd = 23,
+  kReportBadReplica = 23,
+  kMetaTypeEnd = 24,
   // segment server
   kCreateSegment = 100,
   kAppend = 101,

@@ -234,6 +234,9 @@ class MetaServerImpl : public MetaServer {
       case MessageType::kSealSegment:
         return Serve<proto::SealSegmentRequest>(
             frame, r, [&](const auto& q) { return InodeReply(ns.SealSegment(q)); });
+      case MessageType::kReportBadReplica:
+        return Serve<proto::ReportBadReplicaRequest>(
+            frame, r, [&](const auto& q) { return ToEmpty(ns.ReportBadReplica(q)); });
       default:
         r.ReplyError(absl::InvalidArgumentError(
             absl::StrCat("meta does not serve message type ", static_cast<int>(frame.type))));

@@ -103,6 +103,18 @@ class Namespace {
   absl::StatusOr<proto::Inode> SealSegment(const proto::SealSegmentRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // ---- bad replicas (namespace_replicas.cc)
+  // A reader saw the replica of `segment_id` on `server_id` fail its
+  // checksum. Meta asks that server (without the mutex) and, if it confirms
+  // (the replica is corrupt, failed or gone), drops the replica from the
+  // sealed segment and queues its deletion, keeping the last replica. OK
+  // without change if the replica is no longer listed. Errors: ENOENT (no
+  // such file or segment), kFailedPrecondition (segment still open: its
+  // writer rolls; the server says the replica is healthy; last replica),
+  // kUnavailable (the server cannot be asked).
+  absl::Status ReportBadReplica(const proto::ReportBadReplicaRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   class Txn;  // namespace_txn.h
   struct ServerState {
@@ -184,6 +196,15 @@ class Namespace {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   uint64_t AllocateId(Txn& txn, MetaCounter counter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // ReportBadReplica pieces (namespace_replicas.cc). The reported replica's
+  // segment in `txn`, checked to be sealed; nullptr when the replica is no
+  // longer listed.
+  absl::StatusOr<proto::Segment*> FindReportedSegment(
+      Txn& txn, const proto::ReportBadReplicaRequest& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the replica once its server confirmed the report.
+  absl::Status DropBadReplica(const proto::ReportBadReplicaRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Immutable after construction.
   MetadataDb* const db_;

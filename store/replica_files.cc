@@ -107,6 +107,32 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t bytes_
   return out;
 }
 
+absl::Status PwriteAll(int fd, absl::string_view data, uint64_t offset) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done,
+                         static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return SyscallError(errno, "pwrite");
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> PreadUpTo(int fd, uint64_t offset, size_t n) {
+  std::string out(n, '\0');
+  size_t done = 0;
+  while (done < n) {
+    ssize_t got = ::pread(fd, out.data() + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return SyscallError(errno, "pread");
+    if (got == 0) break;
+    done += static_cast<size_t>(got);
+  }
+  out.resize(done);
+  return out;
+}
+
 absl::Status SyncDir(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return SyscallError(errno, absl::StrCat("open dir ", dir));

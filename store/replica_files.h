@@ -4,6 +4,7 @@
 //   <data_dir>/server_id          decimal id from meta, "\n"-terminated
 //   <data_dir>/segments/<id>.seg  replica bytes, exactly `length` long
 //   <data_dir>/segments/<id>.state  "epoch=E\nsealed=0|1\nsealed_length=L\n"
+//   <data_dir>/segments/<id>.crc  CRC32C per kCrcChunkBytes chunk (store/chunk_crc.h)
 //
 // Small files are replaced atomically: temp file, fsync, rename, fsync of
 // the directory. Every function here is thread-safe (no shared state) and
@@ -23,6 +24,7 @@ inline constexpr char kSegmentsDirName[] = "segments";
 inline constexpr char kServerIdFileName[] = "server_id";
 inline constexpr char kSegmentFileSuffix[] = ".seg";
 inline constexpr char kStateFileSuffix[] = ".state";
+inline constexpr char kCrcFileSuffix[] = ".crc";
 inline constexpr size_t kStateFileBytesMax = 4096;
 
 // Persisted per-replica state. `length` is not stored: it is the .seg size.
@@ -47,6 +49,12 @@ absl::Status WriteFileAtomically(const std::string& dir, const std::string& name
 // Reads a whole small file (at most `bytes_max`; kDataLoss if larger).
 // kNotFound if it does not exist.
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t bytes_max);
+
+// pwrite of all of `data` at `offset` (retrying short writes and EINTR).
+absl::Status PwriteAll(int fd, absl::string_view data, uint64_t offset);
+
+// Reads up to `n` bytes at `offset`; fewer only at end of file.
+absl::StatusOr<std::string> PreadUpTo(int fd, uint64_t offset, size_t n);
 
 // fsyncs a directory so that creates, renames and unlinks in it are durable.
 absl::Status SyncDir(const std::string& dir);

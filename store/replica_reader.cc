@@ -13,11 +13,31 @@
 namespace logfs::store {
 namespace {
 
+// Tells meta (asynchronously) that `replica` of `segment` failed its
+// checksum.
+void ReportBadReplica(const BadReplicaReporter& reporter, const proto::Segment& segment,
+                      const proto::Replica& replica, const absl::Status& status) {
+  if (reporter.meta == nullptr) return;
+  proto::ReportBadReplicaRequest request;
+  request.set_segment_id(segment.id());
+  request.set_server_id(replica.server_id());
+  request.set_reason(std::string(status.message()));
+  request.set_ino(reporter.ino);
+  reporter.meta->AsyncCall(
+      MessageType::kReportBadReplica, request, {}, reporter.timeout,
+      [segment_id = segment.id(), address = replica.address()](absl::Status s, Frame) {
+        if (s.ok()) return;
+        LOG(WARNING) << "reporting bad replica of segment " << segment_id << " on " << address
+                     << " to meta: " << s;
+      });
+}
+
 // Reads [offset, offset+size) of one segment from the first replica that
 // has all of it.
 absl::StatusOr<std::string> ReadSegmentRange(ClientPool& pool, const proto::Segment& segment,
                                              uint64_t offset, uint64_t size,
-                                             absl::Duration timeout) {
+                                             absl::Duration timeout,
+                                             const BadReplicaReporter& reporter) {
   proto::ReadRequest request;
   request.set_segment_id(segment.id());
   request.set_offset(offset);
@@ -28,6 +48,9 @@ absl::StatusOr<std::string> ReadSegmentRange(ClientPool& pool, const proto::Segm
     std::string data;
     absl::Status s = pool.Get(replica.address())
                          ->Call(MessageType::kRead, request, &response, timeout, {}, &data);
+    // The server's own kDataLoss: its copy failed its chunk CRCs (a bad
+    // response checksum below is the wire's fault, not the replica's).
+    if (absl::IsDataLoss(s)) ReportBadReplica(reporter, segment, replica, s);
     if (s.ok() && util::Crc32c(data.data(), data.size()) != response.crc32c()) {
       s = absl::DataLossError("read checksum mismatch");
     }
@@ -48,7 +71,8 @@ absl::StatusOr<std::string> ReadSegmentRange(ClientPool& pool, const proto::Segm
 absl::StatusOr<std::string> ReadFileRange(ClientPool& pool,
                                           const std::vector<proto::Segment>& segments,
                                           uint64_t file_length, uint64_t offset, uint64_t size,
-                                          absl::Duration timeout) {
+                                          absl::Duration timeout,
+                                          const BadReplicaReporter& reporter) {
   std::string out;
   if (offset >= file_length) return out;
   uint64_t end = std::min(file_length, offset + size);
@@ -58,7 +82,8 @@ absl::StatusOr<std::string> ReadFileRange(ClientPool& pool,
     uint64_t from = std::max(offset, segment_start);
     uint64_t to = std::min(end, segment_end);
     if (from < to) {
-      auto piece = ReadSegmentRange(pool, segment, from - segment_start, to - from, timeout);
+      auto piece = ReadSegmentRange(pool, segment, from - segment_start, to - from, timeout,
+                                    reporter);
       if (!piece.ok()) return piece.status();
       out += *piece;
     }

@@ -1,6 +1,7 @@
 // Reads file bytes from segment replicas over TCP, moving to the next
 // replica when one is down, short, or returns bytes that fail their
-// checksum. Thread-safe (stateless); blocks the caller.
+// checksum. A replica whose server answers kDataLoss (its chunk CRCs
+// failed) is reported to meta. Thread-safe (stateless); blocks the caller.
 #pragma once
 
 #include <cstdint>
@@ -11,17 +12,28 @@
 #include "absl/time/time.h"
 #include "store/client_pool.h"
 #include "store/logfs.pb.h"
+#include "store/rpc_client.h"
 
 namespace logfs::store {
+
+// Where ReadFileRange reports bad replicas: meta's ReportBadReplica for the
+// file `ino`. Best effort: sent without waiting, errors only logged. A null
+// `meta` reports nothing.
+struct BadReplicaReporter {
+  std::shared_ptr<RpcClient> meta;
+  uint64_t ino = 0;
+  absl::Duration timeout = absl::Seconds(10);
+};
 
 // Bytes [offset, offset + size) of a file made of `segments` (in file
 // order, each with its readable `length`), cut at `file_length`. Returns
 // fewer bytes at end of file. kUnavailable (EIO) when no replica of a
-// needed segment can serve it.
+// needed segment can serve it. Does not keep `reporter`.
 absl::StatusOr<std::string> ReadFileRange(ClientPool& pool,
                                           const std::vector<proto::Segment>& segments,
                                           uint64_t file_length, uint64_t offset, uint64_t size,
-                                          absl::Duration timeout);
+                                          absl::Duration timeout,
+                                          const BadReplicaReporter& reporter);
 
 // The acked length of an open segment: the ack-quorum-th largest durable
 // length among its replicas (DESIGN §4). Unreachable replicas count as 0.

@@ -11,71 +11,24 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
 #include "src/util/crc32c.h"
+#include "store/chunk_crc.h"
 #include "store/replica_files.h"
+#include "store/replica_internal.h"
 
 namespace logfs::store {
 
-struct ReplicaStore::Replica {
-  Replica(uint64_t id, int file_fd) : segment_id(id), fd(file_fd) {}
-  ~Replica() { ::close(fd); }
-
-  ReplicaInfo Snapshot() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    return ReplicaInfo{segment_id, epoch, length, durable_length, sealed};
-  }
-  // kNotFound once deleted; the sticky failure once failed.
-  absl::Status Usable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    if (deleted) return absl::NotFoundError(absl::StrCat("segment ", segment_id, " not found"));
-    return failure;
-  }
-
-  // Immutable after construction. The fd stays open as long as anyone holds
-  // the Replica, so a sync in flight never touches a reused descriptor.
-  const uint64_t segment_id;
-  const int fd;
-
-  mutable absl::Mutex mu;
-  uint64_t epoch ABSL_GUARDED_BY(mu) = 0;
-  uint64_t length ABSL_GUARDED_BY(mu) = 0;
-  uint64_t durable_length ABSL_GUARDED_BY(mu) = 0;
-  bool sealed ABSL_GUARDED_BY(mu) = false;
-  bool deleted ABSL_GUARDED_BY(mu) = false;
-  absl::Status failure ABSL_GUARDED_BY(mu);  // sticky, set by a failed fdatasync
-};
+// A maximal read starting on a chunk boundary ends on one: it verifies no
+// chunk it does not return.
+static_assert(kReadBytesMax % kCrcChunkBytes == 0, "reads end on chunk boundaries");
 
 namespace {
-
-absl::Status PwriteAll(int fd, absl::string_view data, uint64_t offset) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done,
-                         static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return SyscallError(errno, "pwrite");
-    done += static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
-}
-
-// Reads up to `n` bytes at `offset`; fewer only at end of file.
-absl::StatusOr<std::string> PreadUpTo(int fd, uint64_t offset, size_t n) {
-  std::string out(n, '\0');
-  size_t done = 0;
-  while (done < n) {
-    ssize_t got = ::pread(fd, out.data() + done, n - done, static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return SyscallError(errno, "pread");
-    if (got == 0) break;
-    done += static_cast<size_t>(got);
-  }
-  out.resize(done);
-  return out;
-}
 
 bool ParseSegmentFileName(absl::string_view name, absl::string_view suffix, uint64_t* id) {
   if (!absl::EndsWith(name, suffix)) return false;
@@ -132,7 +85,7 @@ absl::Status ReplicaStore::LoadAll() {
 
   DIR* dir = ::opendir(segments_dir_.c_str());
   if (dir == nullptr) return SyscallError(errno, absl::StrCat("opendir ", segments_dir_));
-  absl::flat_hash_set<uint64_t> data_ids, state_ids;
+  absl::flat_hash_set<uint64_t> data_ids, state_ids, crc_ids;
   std::vector<std::string> stale;
   while (struct dirent* entry = ::readdir(dir)) {
     absl::string_view name = entry->d_name;
@@ -141,6 +94,8 @@ absl::Status ReplicaStore::LoadAll() {
       data_ids.insert(id);
     } else if (ParseSegmentFileName(name, kStateFileSuffix, &id)) {
       state_ids.insert(id);
+    } else if (ParseSegmentFileName(name, kCrcFileSuffix, &id)) {
+      crc_ids.insert(id);
     } else if (absl::EndsWith(name, ".tmp")) {
       stale.emplace_back(name);
     }
@@ -154,6 +109,11 @@ absl::Status ReplicaStore::LoadAll() {
   for (uint64_t id : state_ids) {
     if (!data_ids.contains(id)) stale.push_back(absl::StrCat(id, kStateFileSuffix));
   }
+  for (uint64_t id : crc_ids) {
+    if (!data_ids.contains(id) || !state_ids.contains(id)) {
+      stale.push_back(absl::StrCat(id, kCrcFileSuffix));
+    }
+  }
   for (const std::string& name : stale) {
     LOG(WARNING) << "removing stale " << segments_dir_ << "/" << name;
     ::unlink((segments_dir_ + "/" + name).c_str());
@@ -162,6 +122,10 @@ absl::Status ReplicaStore::LoadAll() {
   for (uint64_t id : data_ids) {
     if (state_ids.contains(id)) RETURN_IF_ERROR(LoadOne(id));
   }
+  // LoadOne creates the .crc files of replicas written before checksums.
+  bool created = false;
+  for (uint64_t id : data_ids) created |= state_ids.contains(id) && !crc_ids.contains(id);
+  if (created) RETURN_IF_ERROR(SyncDir(segments_dir_));
   return absl::OkStatus();
 }
 
@@ -173,7 +137,18 @@ absl::Status ReplicaStore::LoadOne(uint64_t segment_id) {
   const std::string path = SegmentPath(segment_id, kSegmentFileSuffix);
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) return SyscallError(errno, absl::StrCat("open ", path));
-  auto replica = std::make_shared<Replica>(segment_id, fd);
+  const std::string crc_path = SegmentPath(segment_id, kCrcFileSuffix);
+  int crc_fd = ::open(crc_path.c_str(), O_RDWR | O_CLOEXEC);
+  const bool crc_file_existed = crc_fd >= 0;
+  if (!crc_file_existed && errno == ENOENT) {
+    crc_fd = ::open(crc_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  }
+  if (crc_fd < 0) {
+    absl::Status error = SyscallError(errno, absl::StrCat("open ", crc_path));
+    ::close(fd);
+    return error;
+  }
+  auto replica = std::make_shared<Replica>(segment_id, fd, crc_fd);
   struct stat st;
   if (::fstat(fd, &st) != 0) return SyscallError(errno, absl::StrCat("fstat ", path));
   uint64_t size = static_cast<uint64_t>(st.st_size);
@@ -185,14 +160,29 @@ absl::Status ReplicaStore::LoadOne(uint64_t segment_id) {
                                                state->sealed_length, " but has ", size, " bytes"));
     LOG(ERROR) << failure;
   }
+  uint32_t tail_crc = 0;
+  absl::Status corruption;
+  if (failure.ok()) {
+    auto loaded = LoadChunkCrcs(segment_id, fd, crc_fd, size, state->sealed, crc_file_existed);
+    if (loaded.ok()) {
+      tail_crc = *loaded;
+    } else if (absl::IsDataLoss(loaded.status())) {
+      corruption = absl::DataLossError(absl::StrCat("replica ", server_id(), " of segment ",
+                                                    segment_id, ": ", loaded.status().message()));
+      LOG(ERROR) << corruption;
+    } else {
+      failure = loaded.status();
+      LOG(ERROR) << "segment " << segment_id << ": " << failure;
+    }
+  }
   // Bytes written before the restart may not have been synced; sync once so
   // that durable_length = length is true.
-  if (failure.ok() && ::fdatasync(fd) != 0) {
+  if (int error = failure.ok() ? replica->SyncFiles() : 0; error != 0) {
     failure = absl::DataLossError(
-        absl::StrCat("fdatasync of segment ", segment_id, " failed: ", std::strerror(errno)));
+        absl::StrCat("fdatasync of segment ", segment_id, " failed: ", std::strerror(error)));
     LOG(ERROR) << failure;
   }
-  fdatasync_count_.fetch_add(1);
+  fdatasync_count_.fetch_add(2);
   {
     absl::MutexLock lock(&replica->mu);
     replica->epoch = state->epoch;
@@ -200,10 +190,41 @@ absl::Status ReplicaStore::LoadOne(uint64_t segment_id) {
     replica->length = size;
     replica->durable_length = size;
     replica->failure = failure;
+    replica->tail_crc = tail_crc;
+    replica->corrupt = !corruption.ok();
+    replica->corruption = corruption;
   }
   absl::MutexLock lock(&mu_);
   replicas_[segment_id] = std::move(replica);
   return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> ReplicaStore::LoadChunkCrcs(uint64_t segment_id, int data_fd,
+                                                     int crc_fd, uint64_t length, bool sealed,
+                                                     bool crc_file_existed) {
+  if (sealed && crc_file_existed) {
+    // Seal synced both files before it persisted sealed=1: they must agree.
+    struct stat st;
+    if (::fstat(crc_fd, &st) != 0) return SyscallError(errno, "fstat crc file");
+    if (static_cast<uint64_t>(st.st_size) != CrcFileBytes(length)) {
+      return absl::DataLossError(absl::StrCat("crc file has ", st.st_size, " bytes for ", length,
+                                              " bytes of data"));
+    }
+    if (length % kCrcChunkBytes == 0) return 0u;
+    ASSIGN_OR_RETURN(std::vector<uint32_t> tail, ReadChunkCrcs(crc_fd, length / kCrcChunkBytes, 1));
+    return tail[0];
+  }
+  // An open replica's bytes past its last sync may have reached the disk
+  // without their CRCs or the reverse (the two files are written back
+  // independently), so its CRCs are rebuilt from the data. Its final
+  // content is decided by the writer's seal or meta's recovery. A replica
+  // from before checksums (no .crc file) is adopted the same way.
+  ASSIGN_OR_RETURN(RebuildResult rebuilt, RebuildChunkCrcs(data_fd, crc_fd, length));
+  if (rebuilt.chunks_changed > 0) {
+    LOG(WARNING) << "segment " << segment_id << ": rebuilt " << rebuilt.chunks_changed
+                 << " chunk CRCs of " << (crc_file_existed ? "an open replica" : "a replica without a .crc file");
+  }
+  return rebuilt.tail_crc;
 }
 
 std::string ReplicaStore::SegmentPath(uint64_t segment_id, const char* suffix) const {
@@ -248,14 +269,23 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Create(uint64_t segment_id, uint64_t e
   const std::string path = SegmentPath(segment_id, kSegmentFileSuffix);
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return SyscallError(errno, absl::StrCat("create ", path));
-  auto replica = std::make_shared<Replica>(segment_id, fd);
+  const std::string crc_path = SegmentPath(segment_id, kCrcFileSuffix);
+  int crc_fd = ::open(crc_path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (crc_fd < 0) {
+    absl::Status error = SyscallError(errno, absl::StrCat("create ", crc_path));
+    ::close(fd);
+    ::unlink(path.c_str());
+    return error;
+  }
+  auto replica = std::make_shared<Replica>(segment_id, fd, crc_fd);
   // The state file is written last; its directory fsync also makes the data
-  // file's entry durable. Until then a crash leaves an orphan data file.
+  // and .crc files' entries durable. Until then a crash leaves orphans.
   absl::Status status = WriteFileAtomically(segments_dir_,
                                             absl::StrCat(segment_id, kStateFileSuffix),
                                             EncodeReplicaState(ReplicaState{epoch, false, 0}));
   if (!status.ok()) {
     ::unlink(path.c_str());
+    ::unlink(crc_path.c_str());
     return status;
   }
   ReplicaInfo info;
@@ -284,7 +314,7 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Append(uint64_t segment_id, uint64_t e
   ReplicaInfo info;
   {
     absl::MutexLock lock(&r->mu);
-    RETURN_IF_ERROR(r->Usable());
+    RETURN_IF_ERROR(r->Servable());
     if (r->sealed) {
       return absl::FailedPreconditionError(
           absl::StrCat("segment ", segment_id, " is sealed at ", r->length));
@@ -303,17 +333,7 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Append(uint64_t segment_id, uint64_t e
                                                 " but its length is ", r->length));
     }
     if (data.empty()) return r->Snapshot();
-    absl::Status status = PwriteAll(r->fd, data, offset);
-    if (!status.ok()) {
-      // Cut off whatever part of the write landed, so a retry starts clean.
-      if (::ftruncate(r->fd, static_cast<off_t>(r->length)) != 0) {
-        r->failure = absl::DataLossError(absl::StrCat(
-            "segment ", segment_id, ": cannot roll back a failed write: ", std::strerror(errno)));
-        LOG(ERROR) << r->failure;
-      }
-      return status;
-    }
-    r->length = end;
+    RETURN_IF_ERROR(r->WriteAtEnd(data));
     info = r->Snapshot();
   }
   MarkDirty(segment_id);
@@ -323,23 +343,63 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Append(uint64_t segment_id, uint64_t e
 absl::StatusOr<ReplicaRead> ReplicaStore::Read(uint64_t segment_id, uint64_t offset,
                                                uint64_t max_bytes) {
   ASSIGN_OR_RETURN(std::shared_ptr<Replica> r, Find(segment_id));
-  ReplicaRead result;
+  ReadSnapshot snapshot;
   {
     absl::MutexLock lock(&r->mu);
-    RETURN_IF_ERROR(r->Usable());
-    result.length = r->length;
-    result.sealed = r->sealed;
+    RETURN_IF_ERROR(r->Servable());
+    snapshot = ReadSnapshot{r->length, r->sealed, r->tail_crc, r->cuts};
   }
-  if (offset > result.length) {
+  if (offset > snapshot.length) {
     return absl::OutOfRangeError(absl::StrCat("read of segment ", segment_id, " at ", offset,
-                                              " past its length ", result.length));
+                                              " past its length ", snapshot.length));
   }
-  // Bytes below a length already seen never change (appends only extend, a
-  // seal only cuts), so the pread needs no lock; a concurrent seal can only
-  // make it shorter.
-  uint64_t n = std::min({max_bytes, kReadBytesMax, result.length - offset});
-  ASSIGN_OR_RETURN(result.data, PreadUpTo(r->fd, offset, static_cast<size_t>(n)));
+  ReplicaRead result;
+  result.length = snapshot.length;
+  result.sealed = snapshot.sealed;
+  uint64_t n = std::min({max_bytes, kReadBytesMax, snapshot.length - offset});
+  if (n == 0) return result;
+  ASSIGN_OR_RETURN(std::string chunks, ReadVerifiedChunks(*r, snapshot, offset, offset + n));
+  result.data = chunks.substr(static_cast<size_t>(offset % kCrcChunkBytes), static_cast<size_t>(n));
   return result;
+}
+
+absl::StatusOr<std::string> ReplicaStore::ReadVerifiedChunks(Replica& r,
+                                                             const ReadSnapshot& snapshot,
+                                                             uint64_t begin, uint64_t end) {
+  // Bytes and full-chunk CRCs below a length already seen never change
+  // (appends only extend, a seal only cuts), so the preads need no lock; a
+  // concurrent seal is told apart from damage by `cuts`. The last partial
+  // chunk's CRC is the one taken with the snapshot: the file's may already
+  // cover later appends.
+  const uint64_t first_chunk = begin / kCrcChunkBytes;
+  const uint64_t chunk_count = ChunkCount(end) - first_chunk;
+  const uint64_t from = ChunkStart(first_chunk);
+  const uint64_t to = std::min(snapshot.length, ChunkStart(first_chunk + chunk_count));
+  const bool ends_in_tail = to == snapshot.length && to % kCrcChunkBytes != 0;
+  ASSIGN_OR_RETURN(std::string data, PreadUpTo(r.fd, from, static_cast<size_t>(to - from)));
+  auto crcs = ReadChunkCrcs(r.crc_fd, first_chunk, chunk_count - (ends_in_tail ? 1 : 0));
+  if (!crcs.ok() && !absl::IsDataLoss(crcs.status())) return crcs.status();
+  if (crcs.ok() && ends_in_tail) crcs->push_back(snapshot.tail_crc);
+  std::optional<uint64_t> bad_chunk;
+  if (!crcs.ok()) {
+    bad_chunk = first_chunk;  // the .crc file was cut short
+  } else if (data.size() != to - from) {
+    bad_chunk = first_chunk + data.size() / kCrcChunkBytes;  // data file cut short
+  } else if (auto bad = FirstBadChunk(data, *crcs); bad.has_value()) {
+    bad_chunk = first_chunk + *bad;
+  }
+  if (bad_chunk.has_value()) return MarkCorrupt(r, snapshot.cuts, *bad_chunk);
+  return data;
+}
+
+absl::Status ReplicaStore::MarkCorrupt(Replica& r, uint64_t cuts_seen, uint64_t chunk) {
+  const uint64_t server = server_id();
+  absl::MutexLock lock(&r.mu);
+  if (r.cuts != cuts_seen) {
+    return absl::UnavailableError(absl::StrCat("segment ", r.segment_id,
+                                               " was cut by a seal during the read; retry"));
+  }
+  return r.SetCorrupt(server, chunk);
 }
 
 absl::StatusOr<ReplicaInfo> ReplicaStore::Info(uint64_t segment_id) {
@@ -352,8 +412,9 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Info(uint64_t segment_id) {
 absl::StatusOr<ReplicaInfo> ReplicaStore::Seal(uint64_t segment_id, uint64_t epoch,
                                                uint64_t length) {
   ASSIGN_OR_RETURN(std::shared_ptr<Replica> r, Find(segment_id));
+  const uint64_t server = server_id();
   absl::MutexLock lock(&r->mu);
-  RETURN_IF_ERROR(r->Usable());
+  RETURN_IF_ERROR(r->Servable());
   if (epoch < r->epoch) {
     return absl::FailedPreconditionError(absl::StrCat(
         "segment ", segment_id, " is fenced: epoch ", epoch, " < ", r->epoch));
@@ -367,17 +428,11 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Seal(uint64_t segment_id, uint64_t epo
     return absl::OutOfRangeError(absl::StrCat("seal of segment ", segment_id, " at ", length,
                                               " past its length ", r->length));
   }
-  if (length < r->length) {
-    if (::ftruncate(r->fd, static_cast<off_t>(length)) != 0) {
-      return SyscallError(errno, absl::StrCat("ftruncate segment ", segment_id));
-    }
-    r->length = length;
-    r->durable_length = std::min(r->durable_length, length);
-  }
-  fdatasync_count_.fetch_add(1);
-  if (::fdatasync(r->fd) != 0) {
+  if (length < r->length) RETURN_IF_ERROR(r->CutTo(length, server));
+  fdatasync_count_.fetch_add(2);
+  if (int error = r->SyncFiles(); error != 0) {
     r->failure = absl::DataLossError(
-        absl::StrCat("fdatasync of segment ", segment_id, " failed: ", std::strerror(errno)));
+        absl::StrCat("fdatasync of segment ", segment_id, " failed: ", std::strerror(error)));
     LOG(ERROR) << r->failure;
     return r->failure;
   }
@@ -404,9 +459,9 @@ absl::Status ReplicaStore::Delete(uint64_t segment_id) {
     absl::MutexLock lock(&r->mu);
     r->deleted = true;
   }
-  // State first: a crash in between leaves an orphan data file, which the
-  // next Open removes.
-  for (const char* suffix : {kStateFileSuffix, kSegmentFileSuffix}) {
+  // State first: a crash in between leaves orphan data and .crc files,
+  // which the next Open removes.
+  for (const char* suffix : {kStateFileSuffix, kSegmentFileSuffix, kCrcFileSuffix}) {
     std::string path = SegmentPath(segment_id, suffix);
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
       return SyscallError(errno, absl::StrCat("unlink ", path));
@@ -439,11 +494,10 @@ bool ReplicaStore::SyncOne(Replica& r) {
     target = r.length;
     if (target <= r.durable_length) return false;
   }
-  int rc = ::fdatasync(r.fd);
-  int error = errno;
-  fdatasync_count_.fetch_add(1);
+  int error = r.SyncFiles();
+  fdatasync_count_.fetch_add(2);
   absl::MutexLock lock(&r.mu);
-  if (rc != 0) {
+  if (error != 0) {
     // Never retried: after a failed fdatasync the kernel may have dropped
     // the dirty pages, and a later success would prove nothing.
     r.failure = absl::DataLossError(

@@ -1,5 +1,6 @@
-// The segment server's local replicas: one data file and one state file
-// per segment under <data_dir>/segments (store/replica_files.h). No
+// The segment server's local replicas: a data file, a state file and a
+// chunk-CRC file per segment under <data_dir>/segments (store/replica_files.h,
+// store/chunk_crc.h). No
 // networking; the RPC layer (store/segment_service.h) maps requests onto
 // these calls and docs/rpc.md ("Segment server") gives their semantics.
 //
@@ -9,6 +10,12 @@
 // replica is marked failed and every later Append / Sync / Info / Read of it
 // returns kDataLoss, because the kernel may have dropped the dirty pages
 // (fsyncgate); it is never retried.
+//
+// Checksums: every kCrcChunkBytes chunk of a replica has a CRC32C in its
+// .crc file, written with the data and made durable by the same sync. A
+// Read verifies every chunk it touches; a mismatch marks the replica
+// corrupt for the life of the process: Read, Append and Seal return
+// kDataLoss, Info reports `corrupt`.
 //
 // Thread-safety: every method may be called from any thread. Calls on one
 // replica are serialized by that replica's mutex; pwrite/ftruncate run
@@ -46,6 +53,7 @@ struct ReplicaInfo {
   uint64_t length = 0;          // bytes written
   uint64_t durable_length = 0;  // bytes fdatasynced
   bool sealed = false;
+  bool corrupt = false;  // a chunk failed its CRC; never served again
 };
 
 struct ReplicaRead {
@@ -78,7 +86,7 @@ class ReplicaStore {
   // the replica after the write (the caller waits for durable_length >=
   // offset + data.size()). An exact resend of bytes already written succeeds
   // without writing. Errors: kNotFound, kDataLoss (crc mismatch, or replica
-  // failed), kFailedPrecondition (sealed, or epoch < replica epoch),
+  // failed or corrupt), kFailedPrecondition (sealed, or epoch < replica epoch),
   // kOutOfRange (offset != length and not an exact resend),
   // kResourceExhausted (ENOSPC; the file is truncated back so nothing
   // half-written stays), other syscall errors likewise rolled back.
@@ -86,18 +94,23 @@ class ReplicaStore {
                                      absl::string_view data, uint32_t crc32c);
 
   // Reads up to min(max_bytes, kReadBytesMax) bytes at `offset` (fewer at
-  // the end; none at offset == length). kOutOfRange if offset > length,
-  // kNotFound, kDataLoss if the replica failed.
+  // the end; none at offset == length), after checking the CRC of every
+  // chunk they touch. kOutOfRange if offset > length, kNotFound, kDataLoss
+  // if the replica failed or is corrupt ("replica N of segment S is corrupt
+  // at chunk C": N is this server's id; the replica is marked corrupt),
+  // kUnavailable if a seal cut the replica during the read (retry).
   absl::StatusOr<ReplicaRead> Read(uint64_t segment_id, uint64_t offset, uint64_t max_bytes);
 
-  // kNotFound, or kDataLoss if the replica failed.
+  // kNotFound, or kDataLoss if the replica failed. A corrupt replica is
+  // reported (ReplicaInfo::corrupt), not an error.
   absl::StatusOr<ReplicaInfo> Info(uint64_t segment_id);
 
   // Seals the replica at `length`: truncates it if longer, fdatasyncs,
   // persists the sealed state, and raises its epoch to `epoch`. Errors:
   // kNotFound, kFailedPrecondition (epoch < replica epoch, or already sealed
   // at another length), kOutOfRange (length > replica length), kDataLoss
-  // (replica failed, or this fdatasync failed), syscall errors. Sealing again
+  // (replica failed or corrupt, including a bad CRC in the chunk a cut
+  // lands in, or this fdatasync failed), syscall errors. Sealing again
   // at the same length is OK. Runs its I/O under the replica's lock: seals
   // are rare and must be atomic with respect to appends.
   absl::StatusOr<ReplicaInfo> Seal(uint64_t segment_id, uint64_t epoch, uint64_t length);
@@ -105,10 +118,10 @@ class ReplicaStore {
   // Removes the replica's files. OK if absent.
   absl::Status Delete(uint64_t segment_id);
 
-  // One sync round: fdatasyncs (once each) every replica written since the
-  // previous round and raises its durable_length to the length it had when
-  // the round reached it. A failure marks that replica failed (sticky).
-  // Returns the number of fdatasync calls made. Call from one thread at a
+  // One sync round: fdatasyncs (once each: its data and .crc files) every
+  // replica written since the previous round and raises its durable_length
+  // to the length it had when the round reached it. A failure marks that
+  // replica failed (sticky). Returns the number of replicas synced. Call from one thread at a
   // time (the sync thread); other calls may run concurrently.
   int SyncDirty();
 
@@ -126,6 +139,7 @@ class ReplicaStore {
 
  private:
   struct Replica;
+  struct ReadSnapshot;
 
   explicit ReplicaStore(std::string data_dir);
   absl::Status LoadAll();
@@ -136,6 +150,20 @@ class ReplicaStore {
   // fdatasyncs one replica if it has un-synced bytes; true if it called
   // fdatasync.
   bool SyncOne(Replica& replica);
+  // The last partial chunk's CRC of a replica being loaded, from its .crc
+  // file (sealed) or rebuilt from the data (open, or no .crc file yet).
+  // kDataLoss if a sealed replica's .crc file is damaged.
+  absl::StatusOr<uint32_t> LoadChunkCrcs(uint64_t segment_id, int data_fd, int crc_fd,
+                                         uint64_t length, bool sealed, bool crc_file_existed);
+  // Reads the whole chunks covering [begin, end) of `replica` as of
+  // `snapshot`, verifies their CRCs and returns them (from the chunk
+  // boundary at or below `begin`). Errors as Read.
+  absl::StatusOr<std::string> ReadVerifiedChunks(Replica& replica, const ReadSnapshot& snapshot,
+                                                 uint64_t begin, uint64_t end);
+  // Marks `replica` corrupt at `chunk` and returns its kDataLoss, unless a
+  // seal cut it since the caller's snapshot (`cuts_seen`): kUnavailable.
+  absl::Status MarkCorrupt(Replica& replica, uint64_t cuts_seen, uint64_t chunk)
+      ABSL_LOCKS_EXCLUDED(mu_);
   std::string SegmentPath(uint64_t segment_id, const char* suffix) const;
 
   // Immutable after construction.

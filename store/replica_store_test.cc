@@ -2,13 +2,16 @@
 // docs/rpc.md ("Segment server") without networking, plus reopen.
 #include "store/replica_store.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
 
 #include "src/util/crc32c.h"
+#include "store/chunk_crc.h"
 
 namespace logfs::store {
 namespace {
@@ -198,6 +201,132 @@ TEST_F(ReplicaStoreTest, DataDirThatIsAFileIsFailedPrecondition) {
   std::filesystem::copy_file(dir_ + "/data/server_id", file);
   auto store = ReplicaStore::Open(ReplicaStoreOptions{file});
   EXPECT_EQ(absl::StatusCode::kFailedPrecondition, store.status().code());
+}
+
+// ---------------------------------------------------------------- checksums
+
+// `n` bytes of a pattern that differs in every chunk.
+std::string Pattern(size_t n) {
+  std::string out(n, '\0');
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<char>('a' + (i * 7 + i / 1000) % 26);
+  return out;
+}
+
+// Flips one byte of a file on disk, as a bad sector or a stray write would.
+void FlipByte(const std::string& path, uint64_t offset) {
+  int fd = ::open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0) << path;
+  char byte = 0;
+  ASSERT_EQ(1, ::pread(fd, &byte, 1, static_cast<off_t>(offset)));
+  byte = static_cast<char>(byte ^ 0x20);
+  ASSERT_EQ(1, ::pwrite(fd, &byte, 1, static_cast<off_t>(offset)));
+  ::close(fd);
+}
+
+TEST_F(ReplicaStoreTest, FlippedByteInSealedReplicaIsDataLossAndMarksItCorrupt) {
+  // Goal: a byte changed on disk under a sealed replica is caught by the
+  // chunk CRCs, and the replica is never served again. (a) seal 3.5
+  // chunks; (b) flip a byte in chunk 2; (c) a read of chunk 0 alone still
+  // works; (d) a read touching chunk 2 is kDataLoss naming the chunk;
+  // (e) from then on every read is kDataLoss and Info says corrupt.
+  ASSERT_TRUE(store_->SetServerId(5).ok());
+  const std::string data = Pattern(3 * kCrcChunkBytes + kCrcChunkBytes / 2);
+  ASSERT_TRUE(store_->Create(1, 1).ok());
+  ASSERT_TRUE(Append(1, 0, data).ok());
+  ASSERT_TRUE(store_->Seal(1, 1, data.size()).ok());
+  FlipByte(dir_ + "/data/segments/1.seg", 2 * kCrcChunkBytes + 123);
+  auto first = store_->Read(1, 10, 100);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(data.substr(10, 100), first->data);
+  auto bad = store_->Read(1, 2 * kCrcChunkBytes - 10, 20);  // chunks 1 and 2
+  EXPECT_EQ(absl::StatusCode::kDataLoss, bad.status().code());
+  EXPECT_EQ("replica 5 of segment 1 is corrupt at chunk 2", bad.status().message());
+  EXPECT_EQ(absl::StatusCode::kDataLoss, store_->Read(1, 10, 100).status().code());
+  auto info = store_->Info(1);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_TRUE(info->corrupt);
+  EXPECT_EQ(absl::StatusCode::kDataLoss, store_->Seal(1, 1, data.size()).status().code());
+}
+
+TEST_F(ReplicaStoreTest, FullReadOfSealedReplicaVerifiesEveryChunk) {
+  // A flip in the last, partial chunk is caught by a read of the whole
+  // replica, and by one after a restart (the CRCs are on disk).
+  const std::string data = Pattern(2 * kCrcChunkBytes + 100);
+  ASSERT_TRUE(store_->Create(1, 1).ok());
+  ASSERT_TRUE(Append(1, 0, data).ok());
+  ASSERT_TRUE(store_->Seal(1, 1, data.size()).ok());
+  FlipByte(dir_ + "/data/segments/1.seg", data.size() - 1);
+  Reopen();
+  EXPECT_FALSE(store_->Info(1)->corrupt);  // not read yet
+  EXPECT_EQ(absl::StatusCode::kDataLoss, store_->Read(1, 0, kReadBytesMax).status().code());
+  EXPECT_TRUE(store_->Info(1)->corrupt);
+}
+
+TEST_F(ReplicaStoreTest, FlippedByteInOpenReplicaIsDataLossAndRefusesAppends) {
+  const std::string data = Pattern(kCrcChunkBytes + 10);
+  ASSERT_TRUE(store_->Create(1, 1).ok());
+  ASSERT_TRUE(Append(1, 0, data).ok());
+  FlipByte(dir_ + "/data/segments/1.seg", 5);
+  EXPECT_EQ(absl::StatusCode::kDataLoss, store_->Read(1, 0, 10).status().code());
+  EXPECT_EQ(absl::StatusCode::kDataLoss, Append(1, data.size(), "more").status().code());
+  EXPECT_TRUE(store_->Info(1)->corrupt);
+}
+
+TEST_F(ReplicaStoreTest, ChunkCrcsSurviveRestartAndKeepGrowing) {
+  // Goal: CRCs written by many small appends (the last chunk's CRC updated
+  // as it grows), by a seal that cuts inside a chunk, and after a restart
+  // all agree with the data. (a) an open replica grown by uneven appends
+  // across chunk boundaries; (b) a sealed one cut mid-chunk; (c) reopen;
+  // (d) both read back whole; (e) the open one keeps growing and reads.
+  const std::string open_data = Pattern(2 * kCrcChunkBytes + 777);
+  ASSERT_TRUE(store_->Create(1, 1).ok());
+  for (size_t at = 0; at < open_data.size(); at += 10000) {
+    ASSERT_TRUE(Append(1, at, open_data.substr(at, 10000)).ok());
+  }
+  const std::string sealed_data = Pattern(3 * kCrcChunkBytes);
+  const uint64_t sealed_length = kCrcChunkBytes + 4321;
+  ASSERT_TRUE(store_->Create(2, 1).ok());
+  ASSERT_TRUE(Append(2, 0, sealed_data).ok());
+  ASSERT_TRUE(store_->Seal(2, 1, sealed_length).ok());
+  EXPECT_EQ(sealed_data.substr(0, sealed_length), ReadAll(2));
+  EXPECT_EQ(store_->SyncDirty(), 1);
+  Reopen();
+  EXPECT_EQ(open_data, ReadAll(1));
+  EXPECT_EQ(sealed_data.substr(0, sealed_length), ReadAll(2));
+  EXPECT_EQ(CrcFileBytes(sealed_length),
+            std::filesystem::file_size(dir_ + "/data/segments/2.crc"));
+  const std::string more = Pattern(kCrcChunkBytes);
+  ASSERT_TRUE(Append(1, open_data.size(), more).ok());
+  EXPECT_EQ(open_data + more, ReadAll(1));
+  auto tail = store_->Read(1, open_data.size() + 5, 10);
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  EXPECT_EQ(more.substr(5, 10), tail->data);
+  EXPECT_FALSE(store_->Info(1)->corrupt);
+  EXPECT_FALSE(store_->Info(2)->corrupt);
+}
+
+TEST_F(ReplicaStoreTest, ReplicaWithoutCrcFileGetsOneOnOpen) {
+  // Replicas written before checksums have no .crc file: Open builds it.
+  const std::string data = Pattern(kCrcChunkBytes + 1);
+  ASSERT_TRUE(store_->Create(1, 1).ok());
+  ASSERT_TRUE(Append(1, 0, data).ok());
+  ASSERT_TRUE(store_->Seal(1, 1, data.size()).ok());
+  store_.reset();
+  std::filesystem::remove(dir_ + "/data/segments/1.crc");
+  Reopen();
+  EXPECT_EQ(data, ReadAll(1));
+  EXPECT_EQ(CrcFileBytes(data.size()), std::filesystem::file_size(dir_ + "/data/segments/1.crc"));
+}
+
+TEST_F(ReplicaStoreTest, DeleteRemovesCrcFileAndOrphanCrcFileIsRemovedOnOpen) {
+  ASSERT_TRUE(store_->Create(1, 1).ok());
+  ASSERT_TRUE(store_->Create(2, 1).ok());
+  ASSERT_TRUE(store_->Delete(1).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/data/segments/1.crc"));
+  store_.reset();
+  std::filesystem::remove(dir_ + "/data/segments/2.state");
+  Reopen();
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/data/segments/2.crc"));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ proto::SegmentInfoResponse ToProto(const ReplicaInfo& info) {
   response.set_length(info.length);
   response.set_durable_length(info.durable_length);
   response.set_sealed(info.sealed);
+  response.set_corrupt(info.corrupt);
   return response;
 }
 
