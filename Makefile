@@ -36,7 +36,7 @@ LIB_OBJS := $(PROTO_OBJ) $(LIB_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 MAIN_OBJS := $(MAIN_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 TEST_OBJS := $(TEST_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 
-.PHONY: all deps build test unit clean help install tsa
+.PHONY: all deps build test faults clean help install
 
 all: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) build
@@ -49,6 +49,11 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) build
 	LOGFS_BIN=$(abspath $(BUILDDIR)/logfs) $(BUILDDIR)/logfs_test $(TEST_ARGS)
+
+# The fault-injection suite, many trials each: make faults FAULT_ARGS="--trials=20"
+faults: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) build
+	tests/faults.sh $(FAULT_ARGS)
 
 $(PROTO_CC) $(PROTO_H): $(PROTO)
 	@mkdir -p $(BUILDDIR)/gen
@@ -79,7 +84,7 @@ clean:
 	rm -rf $(BUILDDIR)
 
 help:
-	@echo "targets: all (default) test install clean"
+	@echo "targets: all (default) test faults install clean"
 	@echo "  make test TEST_ARGS=--gtest_filter=Foo*   run a subset"
 
 -include $(shell find $(BUILDDIR)/obj -name '*.d' 2>/dev/null)

@@ -174,3 +174,16 @@ pid_t MountedCluster::MountPid(int i) const {
 }
 
 }  // namespace logfs::testing
+
+namespace logfs::testing {
+
+void MountedCluster::KillMount(int i) {
+  pid_t pid = MountPid(i);
+  if (pid > 0) kill(pid, SIGKILL);
+  // The daemon is not our child (it daemonized): poll until it is gone.
+  for (int n = 0; n < 1000 && pid > 0 && kill(pid, 0) == 0; ++n) usleep(5000);
+  RunCommand("fusermount3 -uz " + mountpoints_[i]);
+  mounted_[i] = false;
+}
+
+}  // namespace logfs::testing

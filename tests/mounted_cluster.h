@@ -45,6 +45,10 @@ class MountedCluster {
   // PID of the daemon serving mount `i`.
   pid_t MountPid(int i = 0) const;
 
+  // kill -9 the daemon of mount `i` and detach its (now dead) mount; a
+  // later MountAll() mounts it again.
+  void KillMount(int i = 0);
+
  private:
   MountedCluster() = default;
   absl::Status MountOne(int i);

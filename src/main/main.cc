@@ -20,6 +20,7 @@ constexpr Subcommand kSubcommands[] = {
     {"mount", logfs::main::MountMain, "mount logfs at a directory (embedded cluster without --meta)"},
     {"umount", logfs::main::UmountMain, "unmount a logfs mount and wait for its daemon to exit"},
     {"bench", logfs::main::BenchMain, "benchmarks: 'bench wal --dir=PATH'"},
+    {"checker", logfs::main::CheckerMain, "durability checker: 'checker write|verify --dir --ack_dir'"},
 };
 
 void Usage(FILE* out) {

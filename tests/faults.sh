@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every fault of the fault-injection suite (tests/fault_test.cc) N
+# times against a real cluster and prints a markdown table:
+# fault | trials | acked bytes lost | longest fsync stall | failed trials.
+#
+#   tests/faults.sh [--trials=N] [--seconds=S]     (defaults: 20 trials, 3 s each)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+trials=20
+seconds=3
+for arg in "$@"; do
+  case "$arg" in
+    --trials=*) trials="${arg#*=}" ;;
+    --seconds=*) seconds="${arg#*=}" ;;
+    *) echo "faults.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+make --no-print-directory build >/dev/null
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+LOGFS_BIN="$PWD/build/logfs" LOGFS_FAULT_SECONDS="$seconds" \
+  build/logfs_test --gtest_filter='FaultTest.*' --gtest_repeat="$trials" >"$out" 2>&1 || true
+echo "| fault | trials | acked bytes | acked bytes lost | longest fsync stall (ms) | failed trials |"
+echo "|---|---|---|---|---|---|"
+awk '
+  /^fault=/ {
+    split($0, kv, " ");
+    for (i in kv) { split(kv[i], p, "="); v[p[1]] = p[2] }
+    f = v["fault"]; n[f]++; acked[f] += v["acked_bytes"]; lost[f] += v["acked_bytes_lost"];
+    if (v["longest_fsync_ms"] + 0 > stall[f]) stall[f] = v["longest_fsync_ms"] + 0;
+    last = f
+  }
+  /^\[  FAILED  \] FaultTest\./ && !/listed below/ { failed[last]++ }
+  END {
+    for (f in n) printf "| %s | %d | %d | %d | %d | %d |\n", f, n[f], acked[f], lost[f], stall[f], failed[f] + 0
+  }' "$out" | sort
+grep -q "^\[  FAILED  \]" "$out" && { echo; echo "some trials failed; log: kept in $out.log"; cp "$out" "$out.log"; exit 1; }
+exit 0
