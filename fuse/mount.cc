@@ -292,33 +292,49 @@ void Mount::WaitUntilNotClosing(uint64_t ino) {
 
 absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t ino,
                                                                       bool truncate) {
-  // Held across the OpenWrite call so two opens in this mount cannot both
-  // take the lease; opens for write are rare next to writes.
-  absl::MutexLock lock(&mu_);
-  // A writer being closed must finish (seal, lease release) before the
-  // file can be opened for write again.
-  auto not_closing = [this, ino]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  std::shared_ptr<wal::FileWriter> existing;
+  {
+    absl::MutexLock lock(&mu_);
+    // Wait while another open of this file takes the lease, or a writer of
+    // it is being closed (sealed, lease released); other files go on.
+    auto settled = [this, ino]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      auto it = writers_.find(ino);
+      return it == writers_.end() || (!it->second.closing && !it->second.opening);
+    };
+    mu_.Await(absl::Condition(&settled));
     auto it = writers_.find(ino);
-    return it == writers_.end() || !it->second.closing;
-  };
-  mu_.Await(absl::Condition(&not_closing));
-  auto it = writers_.find(ino);
-  if (it != writers_.end()) {
-    if (truncate && it->second.writer->length() > 0) {
-      if (it->second.writer->kind() != proto::KIND_WAL) {
-        return PosixError(EPERM, "block files cannot be truncated");
-      }
-      RETURN_IF_ERROR(it->second.writer->TruncateToZero());
+    if (it != writers_.end()) {
+      ++it->second.handles;
+      existing = it->second.writer;
+    } else {
+      writers_[ino].opening = true;  // a placeholder: FindWriter sees no writer
     }
-    ++it->second.handles;
-    return it->second.writer;
+  }
+  if (existing != nullptr) {
+    absl::Status status;
+    if (truncate && existing->length() > 0) {
+      status = existing->kind() != proto::KIND_WAL
+                   ? PosixError(EPERM, "block files cannot be truncated")
+                   : existing->TruncateToZero();
+    }
+    if (!status.ok()) {
+      absl::MutexLock lock(&mu_);
+      --writers_[ino].handles;  // others still hold it: it was >= 1 before
+      return status;
+    }
+    return existing;
   }
   proto::OpenWriteRequest request;
   request.set_ino(ino);
   request.set_mount_id(mount_id_);
   request.set_truncate(truncate);
   proto::InodeResponse response;
-  RETURN_IF_ERROR(MetaCall(store::MessageType::kOpenWrite, request, &response));
+  absl::Status opened = MetaCall(store::MessageType::kOpenWrite, request, &response);
+  absl::MutexLock lock(&mu_);
+  if (!opened.ok()) {
+    writers_.erase(ino);
+    return opened;
+  }
   wal::FileWriterOptions options;
   options.mount_id = mount_id_;
   bool wal = response.inode().attr().kind() == proto::KIND_WAL;
@@ -329,7 +345,7 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t i
   options.meta_timeout = options_.rpc_timeout;
   auto writer = wal::FileWriter::Create(options, std::move(*response.mutable_inode()), meta_,
                                         &pool_);
-  writers_[ino] = WriterRef{writer, 1};
+  writers_[ino] = WriterRef{writer, 1, false, false};
   return writer;
 }
 

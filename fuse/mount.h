@@ -106,6 +106,7 @@ class Mount {
     std::shared_ptr<wal::FileWriter> writer;
     int handles = 0;
     bool closing = false;  // last handle released, Close in progress
+    bool opening = false;  // OpenWrite in flight; `writer` is still null
   };
 
   absl::StatusOr<proto::Inode> GetInode(uint64_t ino);
