@@ -32,7 +32,9 @@ enum class MessageType : uint16_t {
   kMountHeartbeat = 21,
   kGetInode = 22,
   kReportBadReplica = 23,
-  kMetaTypeEnd = 24,
+  kListServers = 24,
+  kListSegments = 25,
+  kMetaTypeEnd = 26,
   // segment server
   kCreateSegment = 100,
   kAppend = 101,
@@ -41,7 +43,8 @@ enum class MessageType : uint16_t {
   kSegmentInfo = 104,
   kSeal = 105,
   kDeleteSegment = 106,
-  kSegdTypeEnd = 107,
+  kCopySegment = 107,
+  kSegdTypeEnd = 108,
 };
 
 inline bool IsMetaType(uint16_t t) {

@@ -15,6 +15,8 @@
 #include "store/message_type.h"
 #include "store/metadata_db.h"
 #include "store/namespace.h"
+#include "store/replica_store.h"  // kReadBytesMax: the copy chunk
+#include "store/rereplicator.h"
 #include "store/rpc_server.h"
 #include "store/segment_server_api.h"
 
@@ -26,6 +28,10 @@ constexpr char kMetadataDbDir[] = "metadb";
 
 // How often leases and pins of silent mounts are checked, at most.
 constexpr int kExpireIntervalMsMax = 1000;
+
+// Re-replication passes run every --dead_server_ms / 4, at most this far
+// apart.
+constexpr int kRereplicationIntervalMsMax = 10000;
 
 // Parses the request of `frame` as Request, runs fn(request) -> StatusOr<
 // Response> and replies. An unparseable request is answered with
@@ -89,6 +95,7 @@ class MetaServerImpl : public MetaServer {
         io_, [this](Frame frame, Responder responder) { Handle(frame, responder); }, IsMetaType);
     RETURN_IF_ERROR(server_->Listen(options_.listen_address));
     ScheduleExpiry();
+    StartRereplication();
     LOG(INFO) << "meta serving " << server_->bound_address() << " from " << options_.data_dir;
     return absl::OkStatus();
   }
@@ -103,6 +110,8 @@ class MetaServerImpl : public MetaServer {
     asio::post(client_io_, [this] { expire_timer_.cancel(); });
     // Fails calls in flight, so no handler stays blocked on client_io_.
     if (segment_servers_ != nullptr) segment_servers_->Shutdown();
+    // Its pass in flight ends quickly now that its copies failed.
+    if (rereplicator_ != nullptr) rereplicator_->Stop();
     client_work_.reset();
     client_io_.stop();
     if (client_thread_.joinable()) client_thread_.join();
@@ -118,6 +127,22 @@ class MetaServerImpl : public MetaServer {
       if (!s.ok()) LOG(WARNING) << "expiring mounts: " << s;
       ScheduleExpiry();
     });
+  }
+
+  // Copies of a pass run at once; each call may wait for the copies queued
+  // before it on its target, so it gets a chunk's deadline for every chunk
+  // of the pass.
+  void StartRereplication() {
+    RereplicatorOptions options;
+    options.interval_ms = std::clamp(options_.dead_server_ms / 4, 10, kRereplicationIntervalMsMax);
+    const int64_t chunk_ms = options_.rpc_timeout_ms;
+    auto copy = [this, chunk_ms](const std::vector<RereplicationTask>& tasks) {
+      int64_t chunks = 2;
+      for (const auto& task : tasks) chunks += 1 + task.length / kReadBytesMax;
+      return segment_servers_->CopySegments(tasks, absl::Milliseconds(chunk_ms * chunks));
+    };
+    rereplicator_ = std::make_unique<Rereplicator>(ns_.get(), copy, options);
+    rereplicator_->Start();
   }
 
   void Handle(const Frame& frame, const Responder& r) {
@@ -231,6 +256,12 @@ class MetaServerImpl : public MetaServer {
       case MessageType::kOpenWrite:
         return Serve<proto::OpenWriteRequest>(
             frame, r, [&](const auto& q) { return InodeReply(ns.OpenWrite(q)); });
+      case MessageType::kListServers:
+        return Serve<proto::Empty>(frame, r, [&](const auto&) { return ns.ListServers(); });
+      case MessageType::kListSegments:
+        return Serve<proto::ListSegmentsRequest>(frame, r, [&](const auto& q) {
+          return ns.ListSegments(q.start_ino(), q.max_inodes());
+        });
       case MessageType::kSealSegment:
         return Serve<proto::SealSegmentRequest>(
             frame, r, [&](const auto& q) { return InodeReply(ns.SealSegment(q)); });
@@ -272,6 +303,7 @@ class MetaServerImpl : public MetaServer {
   std::unique_ptr<MetadataDb> db_;
   std::unique_ptr<RpcSegmentServerApi> segment_servers_;
   std::unique_ptr<Namespace> ns_;
+  std::unique_ptr<Rereplicator> rereplicator_;
   std::unique_ptr<RpcServer> server_;
 
   std::atomic<bool> stopped_{false};

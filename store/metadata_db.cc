@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "src/status/macros.h"
 #include "src/util/coding.h"
 
 namespace logfs::store {
@@ -271,6 +272,24 @@ absl::StatusOr<uint64_t> MetadataDb::CountInodes() {
                               });
   if (!s.ok()) return s;
   return count;
+}
+
+}  // namespace logfs::store
+
+namespace logfs::store {
+
+absl::StatusOr<std::vector<proto::Inode>> MetadataDb::ListInodes(uint64_t start_ino,
+                                                                 size_t max_count) {
+  std::vector<proto::Inode> inodes;
+  const std::string prefix(1, kInodePrefix);
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(InodeKey(start_ino));
+       inodes.size() < max_count && it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    ASSIGN_OR_RETURN(proto::Inode inode, Parse<proto::Inode>(it->value().ToString(), "inode"));
+    inodes.push_back(std::move(inode));
+  }
+  RETURN_IF_ERROR(FromRocks(it->status(), "scan of inodes"));
+  return inodes;
 }
 
 }  // namespace logfs::store

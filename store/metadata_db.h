@@ -96,6 +96,11 @@ class MetadataDb {
 
   absl::StatusOr<std::vector<uint64_t>> ListOrphans();
 
+  // Up to `max_count` inodes with ino >= start_ino, ascending (a bounded
+  // scan for re-replication and inspection; consistent per inode only).
+  // kDataLoss on an unparseable inode.
+  absl::StatusOr<std::vector<proto::Inode>> ListInodes(uint64_t start_ino, size_t max_count);
+
   // Number of inodes (a full scan of the inode keys; call at start only).
   absl::StatusOr<uint64_t> CountInodes();
 

@@ -28,6 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "store/logfs.pb.h"
 #include "store/metadata_db.h"
+#include "store/rereplication_task.h"
 #include "store/segment_server_api.h"
 
 namespace logfs::store {
@@ -114,6 +115,30 @@ class Namespace {
   // kUnavailable (the server cannot be asked).
   absl::Status ReportBadReplica(const proto::ReportBadReplicaRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- inspection and re-replication (namespace_rereplication.cc)
+  // Every registered server, by id, with liveness and reported space.
+  absl::StatusOr<proto::ListServersResponse> ListServers() ABSL_LOCKS_EXCLUDED(mu_);
+  // The regular files among the next min(max_inodes, kListInodesMax)
+  // inodes from `start_ino` (docs/rpc.md "ListSegments").
+  absl::StatusOr<proto::ListSegmentsResponse> ListSegments(uint64_t start_ino,
+                                                           uint32_t max_inodes)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Looks at the next `max_inodes` inodes from `start_ino` and plans up to
+  // `max_tasks` copies: one per missing replica of each sealed segment with
+  // fewer live replicas than its file's replication (and at least one), to
+  // distinct live servers not holding it. Changes nothing.
+  absl::StatusOr<RereplicationPlan> PlanRereplication(uint64_t start_ino, size_t max_inodes,
+                                                      size_t max_tasks)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Records the copy `task` made: re-reads the inode and, if the segment is
+  // still there, sealed at task.length, adds the target replica; once the
+  // segment has its file's replication in live replicas, replicas on dead
+  // servers leave the list and are queued for deletion. If the segment
+  // changed (file deleted, truncated), queues the target's copy for
+  // deletion and returns kAborted. OK without change if the target is
+  // already listed.
+  absl::Status CommitReplica(const RereplicationTask& task) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   class Txn;  // namespace_txn.h
@@ -204,6 +229,15 @@ class Namespace {
       Txn& txn, const proto::ReportBadReplicaRequest& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the replica once its server confirmed the report.
   absl::Status DropBadReplica(const proto::ReportBadReplicaRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Re-replication pieces (namespace_rereplication.cc).
+  bool ServerIdLive(uint64_t server_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends to `tasks` up to `room` copies restoring `segment` of `inode`.
+  void PlanSegment(const proto::Inode& inode, const proto::Segment& segment, size_t room,
+                   std::vector<RereplicationTask>* tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops replicas on dead servers once `wanted` live ones are listed.
+  void DropDeadReplicas(Txn& txn, proto::Segment* segment, uint32_t wanted)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Immutable after construction.

@@ -11,6 +11,7 @@
 #include "store/meta_heartbeat.h"
 #include "store/replica_store.h"
 #include "store/rpc_server.h"
+#include "store/segment_copier.h"
 #include "store/segment_service.h"
 #include "store/sync_thread.h"
 
@@ -24,7 +25,8 @@ class SegmentServerImpl : public SegmentServer {
       : store_(std::move(store)),
         sync_thread_(store_.get(), SyncThreadOptions{options.sync_interval_ms,
                                                      options.sync_waiters_max}),
-        service_(store_.get(), &sync_thread_),
+        copier_(store_.get(), SegmentCopierOptions{options.rpc_timeout_ms}),
+        service_(store_.get(), &sync_thread_, &copier_),
         rpc_server_(
             io, [this](Frame request, Responder responder) {
               service_.Handle(std::move(request), std::move(responder));
@@ -70,6 +72,7 @@ class SegmentServerImpl : public SegmentServer {
     service_.Stop();
     rpc_server_.Stop();
     if (heartbeat_ != nullptr) heartbeat_->Stop();
+    copier_.Stop();
     sync_thread_.Stop();
   }
 
@@ -84,6 +87,7 @@ class SegmentServerImpl : public SegmentServer {
   // Declared in dependency order: each is destroyed before what it uses.
   std::unique_ptr<ReplicaStore> store_;
   SyncThread sync_thread_;
+  SegmentCopier copier_;
   SegmentService service_;
   RpcServer rpc_server_;
   std::unique_ptr<MetaHeartbeat> heartbeat_;

@@ -1,6 +1,7 @@
 // The segment server (`logfs segd`): stores segment replicas as local files
 // under its data dir and serves CreateSegment / Append / Sync / Read /
-// SegmentInfo / Seal / DeleteSegment over TCP (docs/wire_format.md). It
+// SegmentInfo / Seal / DeleteSegment / CopySegment over TCP
+// (docs/wire_format.md; CopySegment runs on a copier thread). It
 // registers with meta at start and heartbeats to it; the heartbeat reply
 // names replicas to delete.
 //

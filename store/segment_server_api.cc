@@ -1,5 +1,6 @@
 #include "store/segment_server_api.h"
 
+#include "absl/synchronization/blocking_counter.h"
 #include "store/message_type.h"
 
 namespace logfs::store {
@@ -53,6 +54,33 @@ absl::StatusOr<proto::SegmentInfoResponse> RpcSegmentServerApi::Seal(const std::
   absl::Status s = client->Call(MessageType::kSeal, request, &response, timeout_);
   if (!s.ok()) return s;
   return response;
+}
+
+std::vector<absl::Status> RpcSegmentServerApi::CopySegments(
+    const std::vector<RereplicationTask>& tasks, absl::Duration timeout) {
+  std::vector<absl::Status> results(tasks.size());
+  absl::BlockingCounter pending(static_cast<int>(tasks.size()));
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const RereplicationTask& task = tasks[i];
+    auto client = ClientFor(task.target_address);
+    if (client == nullptr) {
+      results[i] = absl::UnavailableError("meta is stopping");
+      pending.DecrementCount();
+      continue;
+    }
+    proto::CopySegmentRequest request;
+    request.set_segment_id(task.segment_id);
+    request.set_epoch(task.epoch);
+    request.set_length(task.length);
+    for (const auto& source : task.source_addresses) request.add_source_addresses(source);
+    client->AsyncCall(MessageType::kCopySegment, request, {}, timeout,
+                      [&results, &pending, i](absl::Status status, Frame) {
+                        results[i] = std::move(status);
+                        pending.DecrementCount();
+                      });
+  }
+  pending.Wait();
+  return results;
 }
 
 }  // namespace logfs::store

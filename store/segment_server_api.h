@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <asio.hpp>
 
@@ -14,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "store/logfs.pb.h"
+#include "store/rereplication_task.h"
 #include "store/rpc_client.h"
 
 namespace logfs::store {
@@ -53,6 +55,12 @@ class RpcSegmentServerApi : public SegmentServerApi {
   absl::StatusOr<proto::SegmentInfoResponse> Seal(const std::string& address,
                                                   uint64_t segment_id, uint64_t epoch,
                                                   uint64_t length) override;
+
+  // Asks every task's target server to copy its segment (CopySegment), all
+  // at once, each call with `timeout`; blocks until every one answered.
+  // One status per task, in order; kUnavailable after Shutdown().
+  std::vector<absl::Status> CopySegments(const std::vector<RereplicationTask>& tasks,
+                                         absl::Duration timeout);
 
  private:
   // nullptr after Shutdown().

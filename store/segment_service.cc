@@ -38,8 +38,9 @@ bool Parse(const Frame& request, const Responder& responder, Message* message) {
 
 }  // namespace
 
-SegmentService::SegmentService(ReplicaStore* store, SyncThread* sync_thread)
-    : store_(store), sync_thread_(sync_thread) {}
+SegmentService::SegmentService(ReplicaStore* store, SyncThread* sync_thread,
+                               SegmentCopier* copier)
+    : store_(store), sync_thread_(sync_thread), copier_(copier) {}
 
 void SegmentService::Handle(Frame request, Responder responder) {
   if (stopped_.load()) {
@@ -53,6 +54,7 @@ void SegmentService::Handle(Frame request, Responder responder) {
     case MessageType::kSegmentInfo: return SegmentInfo(request, responder);
     case MessageType::kSeal: return Seal(request, responder);
     case MessageType::kDeleteSegment: return DeleteSegment(request, responder);
+    case MessageType::kCopySegment: return CopySegment(request, responder);
     default:
       return responder.ReplyError(absl::UnimplementedError(
           absl::StrCat("segment server does not serve type ", static_cast<int>(request.type))));
@@ -123,6 +125,16 @@ void SegmentService::DeleteSegment(const Frame& request, const Responder& respon
   sync_thread_->Recheck(req.segment_id());
   if (!status.ok()) return responder.ReplyError(status);
   responder.Reply(proto::Empty());
+}
+
+// The copy runs on the copier's thread, never on this io thread.
+void SegmentService::CopySegment(const Frame& request, const Responder& responder) {
+  proto::CopySegmentRequest req;
+  if (!Parse(request, responder, &req)) return;
+  if (copier_ == nullptr) return responder.ReplyError(absl::UnimplementedError("no copier"));
+  copier_->Enqueue(std::move(req), [responder](absl::StatusOr<ReplicaInfo> info) {
+    ReplyInfo(responder, info);
+  });
 }
 
 }  // namespace logfs::store

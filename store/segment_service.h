@@ -14,14 +14,17 @@
 #include "store/frame.h"
 #include "store/replica_store.h"
 #include "store/rpc_server.h"
+#include "store/segment_copier.h"
 #include "store/sync_thread.h"
 
 namespace logfs::store {
 
 class SegmentService {
  public:
-  // Keeps both pointers; both must outlive every Handle call.
-  SegmentService(ReplicaStore* store, SyncThread* sync_thread);
+  // Keeps the pointers; they must outlive every Handle call. Without a
+  // `copier`, CopySegment is kUnimplemented.
+  SegmentService(ReplicaStore* store, SyncThread* sync_thread,
+                 SegmentCopier* copier = nullptr);
 
   // Serves one request. Bad messages get kInvalidArgument; after Stop every
   // request gets kUnavailable.
@@ -41,10 +44,12 @@ class SegmentService {
   void SegmentInfo(const Frame& request, const Responder& responder);
   void Seal(const Frame& request, const Responder& responder);
   void DeleteSegment(const Frame& request, const Responder& responder);
+  void CopySegment(const Frame& request, const Responder& responder);
 
   // Immutable after construction.
   ReplicaStore* const store_;
   SyncThread* const sync_thread_;
+  SegmentCopier* const copier_;
 
   // Internally synchronized.
   std::atomic<bool> stopped_{false};

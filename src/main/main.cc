@@ -20,6 +20,8 @@ constexpr Subcommand kSubcommands[] = {
     {"mount", logfs::main::MountMain, "mount logfs at a directory (embedded cluster without --meta)"},
     {"umount", logfs::main::UmountMain, "unmount a logfs mount and wait for its daemon to exit"},
     {"bench", logfs::main::BenchMain, "benchmarks: 'bench wal --dir=PATH'"},
+    {"status", logfs::main::StatusMain, "servers, space, open and under-replicated segments"},
+    {"fsck", logfs::main::FsckMain, "check every sealed segment's replicas; exit 1 if any lacks"},
     {"checker", logfs::main::CheckerMain, "durability checker: 'checker write|verify --dir --ack_dir'"},
 };
 

@@ -9,6 +9,8 @@ int SegdMain(int argc, char** argv);
 int MountMain(int argc, char** argv);
 int UmountMain(int argc, char** argv);
 int BenchMain(int argc, char** argv);
+int StatusMain(int argc, char** argv);
+int FsckMain(int argc, char** argv);
 int CheckerMain(int argc, char** argv);
 
 // Shared by the subcommands: parses flags (exits with a one-line error on
