@@ -18,6 +18,8 @@ namespace {
 constexpr char kSegmentsXattr[] = "user.logfs.segments";
 constexpr char kDurableLengthXattr[] = "user.logfs.durable_length";
 constexpr char kMountPidXattr[] = "user.logfs.mount_pid";
+// Lets tools given only a path (logfs recover PATH) find the mount's meta.
+constexpr char kMetaAddressXattr[] = "user.logfs.meta_address";
 
 bool HasOpenSegment(const proto::Inode& inode) {
   return inode.segments_size() > 0 && !inode.segments().rbegin()[0].sealed();
@@ -231,6 +233,7 @@ std::string Mount::FormatSegments(const proto::Inode& inode) {
 
 absl::StatusOr<std::string> Mount::GetXattr(uint64_t ino, const std::string& name) {
   if (name == kMountPidXattr && ino == 1) return std::to_string(getpid());
+  if (name == kMetaAddressXattr) return options_.meta_address;
   if (name == kSegmentsXattr || name == kDurableLengthXattr) {
     ASSIGN_OR_RETURN(proto::Inode inode, GetInode(ino));
     if (!S_ISREG(inode.attr().mode())) return PosixError(ENODATA, "not a regular file");

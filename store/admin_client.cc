@@ -34,6 +34,15 @@ absl::StatusOr<proto::StatFsResponse> AdminClient::StatFs() {
   return response;
 }
 
+absl::StatusOr<proto::Inode> AdminClient::RecoverLease(uint64_t ino) {
+  proto::RecoverLeaseRequest request;
+  request.set_ino(ino);
+  proto::InodeResponse response;
+  RETURN_IF_ERROR(
+      clients_.Get(meta_address_)->Call(MessageType::kRecoverLease, request, &response, timeout_));
+  return std::move(*response.mutable_inode());
+}
+
 absl::Status AdminClient::ForEachFile(const std::function<void(const proto::Inode&)>& fn) {
   uint64_t start_ino = 0;
   for (size_t page = 0; page < kAdminPagesMax; ++page) {

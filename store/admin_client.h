@@ -35,6 +35,10 @@ class AdminClient {
   // Calls fn(file) for every regular file meta lists (ListSegments pages
   // in inode order). Errors as ListServers.
   absl::Status ForEachFile(const std::function<void(const proto::Inode&)>& fn);
+  // Revokes the writer lease of `ino` and recovers its open segment
+  // (meta's RecoverLease). Errors: as ListServers, ENOENT, kUnavailable
+  // when too few replicas answer.
+  absl::StatusOr<proto::Inode> RecoverLease(uint64_t ino);
   // One replica's state on the segment server at `address`.
   absl::StatusOr<proto::SegmentInfoResponse> SegmentInfo(const std::string& address,
                                                          uint64_t segment_id);

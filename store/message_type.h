@@ -34,7 +34,8 @@ enum class MessageType : uint16_t {
   kReportBadReplica = 23,
   kListServers = 24,
   kListSegments = 25,
-  kMetaTypeEnd = 26,
+  kRecoverLease = 26,
+  kMetaTypeEnd = 27,
   // segment server
   kCreateSegment = 100,
   kAppend = 101,

@@ -256,6 +256,9 @@ class MetaServerImpl : public MetaServer {
       case MessageType::kOpenWrite:
         return Serve<proto::OpenWriteRequest>(
             frame, r, [&](const auto& q) { return InodeReply(ns.OpenWrite(q)); });
+      case MessageType::kRecoverLease:
+        return Serve<proto::RecoverLeaseRequest>(
+            frame, r, [&](const auto& q) { return InodeReply(ns.RecoverLease(q.ino())); });
       case MessageType::kListServers:
         return Serve<proto::Empty>(frame, r, [&](const auto&) { return ns.ListServers(); });
       case MessageType::kListSegments:

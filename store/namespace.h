@@ -99,6 +99,12 @@ class Namespace {
   absl::StatusOr<proto::Inode> Open(uint64_t ino, uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Release(uint64_t ino, uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
   // May block on segment servers (recovery); the mutex is not held then.
+  // `logfs recover`: revokes the writer lease of `ino` even if its holder
+  // looks alive (as `hdfs debug recoverLease`), then recovers and seals the
+  // open segment; the old holder's later writes and syncs fail. Returns the
+  // inode. kUnavailable when too few replicas answer (nothing changes but
+  // the revoked lease). May block on segment servers without the mutex.
+  absl::StatusOr<proto::Inode> RecoverLease(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<proto::Inode> OpenWrite(const proto::OpenWriteRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<proto::Inode> SealSegment(const proto::SealSegmentRequest& request)
@@ -215,6 +221,8 @@ class Namespace {
                                                bool* needs_recovery, RecoveryPlan* plan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<RecoveryResult> RecoverReplicas(const RecoveryPlan& plan) ABSL_LOCKS_EXCLUDED(mu_);
+  // What recovering the open segment `open` needs (addresses filled in).
+  RecoveryPlan PlanRecovery(const proto::Segment& open) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<proto::Inode> FinishRecovery(const proto::OpenWriteRequest& request,
                                               const RecoveryPlan& plan,
                                               const absl::StatusOr<RecoveryResult>& result)

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
@@ -129,12 +130,7 @@ absl::StatusOr<proto::Inode> Namespace::OpenWriteLocked(const proto::OpenWriteRe
   const proto::Segment* open = OpenLastSegment(*inode);
   if (holder != mount_id && open != nullptr) {
     *needs_recovery = true;
-    plan->segment_id = open->id();
-    plan->epoch = open->epoch();
-    plan->ack_quorum = open->ack_quorum();
-    proto::Segment with_addresses = *open;
-    FillAddresses(&with_addresses);
-    plan->replicas.assign(with_addresses.replicas().begin(), with_addresses.replicas().end());
+    *plan = PlanRecovery(*open);
     leases_[ino] = mount_id;
     return proto::Inode();
   }
@@ -305,6 +301,61 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
   proto::Inode reply = ReplyInode(*inode);
   RETURN_IF_ERROR(MaybeDeleteOrphan(ino));
   return reply;
+}
+
+}  // namespace logfs::store
+
+// Forced lease recovery (`logfs recover PATH`).
+namespace logfs::store {
+namespace {
+// Holds the lease while meta itself recovers a file; never a real mount id
+// (those count up from 1).
+constexpr uint64_t kRecoveryMountId = std::numeric_limits<uint64_t>::max();
+}  // namespace
+
+Namespace::RecoveryPlan Namespace::PlanRecovery(const proto::Segment& open) const {
+  RecoveryPlan plan;
+  plan.segment_id = open.id();
+  plan.epoch = open.epoch();
+  plan.ack_quorum = open.ack_quorum();
+  proto::Segment with_addresses = open;
+  FillAddresses(&with_addresses);
+  plan.replicas.assign(with_addresses.replicas().begin(), with_addresses.replicas().end());
+  return plan;
+}
+
+absl::StatusOr<proto::Inode> Namespace::RecoverLease(uint64_t ino) {
+  RecoveryPlan plan;
+  {
+    absl::MutexLock lock(&mu_);
+    Txn txn(db_);
+    ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+    RETURN_IF_ERROR(CheckRegular(*inode));
+    leases_.erase(ino);  // revoked: the holder's next SealSegment gets EBUSY
+    const proto::Segment* open = OpenLastSegment(*inode);
+    if (open == nullptr) return ReplyInode(*inode);
+    plan = PlanRecovery(*open);
+    // Keep other mounts out while the replicas are sealed.
+    TouchMount(kRecoveryMountId);
+    leases_[ino] = kRecoveryMountId;
+  }
+  absl::StatusOr<RecoveryResult> result = RecoverReplicas(plan);
+  absl::MutexLock lock(&mu_);
+  proto::OpenWriteRequest as_recovery;
+  as_recovery.set_ino(ino);
+  as_recovery.set_mount_id(kRecoveryMountId);
+  auto inode = FinishRecovery(as_recovery, plan, result);
+  if (!inode.ok() && ErrnoFromStatus(inode.status()) == EPERM) {
+    // A sealed block file: recovered all the same (OpenWrite's EPERM).
+    Txn txn(db_);
+    ASSIGN_OR_RETURN(proto::Inode * sealed, txn.Get(ino));
+    inode = ReplyInode(*sealed);
+  }
+  // Recovery keeps neither the lease nor the pin FinishRecovery took.
+  auto lease = leases_.find(ino);
+  if (lease != leases_.end() && lease->second == kRecoveryMountId) leases_.erase(lease);
+  if (inode.ok()) Unpin(ino, kRecoveryMountId);
+  return inode;
 }
 
 }  // namespace logfs::store

@@ -22,6 +22,7 @@ constexpr Subcommand kSubcommands[] = {
     {"bench", logfs::main::BenchMain, "benchmarks: 'bench wal --dir=PATH'"},
     {"status", logfs::main::StatusMain, "servers, space, open and under-replicated segments"},
     {"fsck", logfs::main::FsckMain, "check every sealed segment's replicas; exit 1 if any lacks"},
+    {"recover", logfs::main::RecoverMain, "revoke a file's writer lease and recover it now"},
     {"checker", logfs::main::CheckerMain, "durability checker: 'checker write|verify --dir --ack_dir'"},
 };
 

@@ -12,6 +12,7 @@ int BenchMain(int argc, char** argv);
 int StatusMain(int argc, char** argv);
 int FsckMain(int argc, char** argv);
 int CheckerMain(int argc, char** argv);
+int RecoverMain(int argc, char** argv);
 
 // Shared by the subcommands: parses flags (exits with a one-line error on
 // an unknown or bad flag) and sets up glog to stderr.
