@@ -81,10 +81,11 @@ void SegmentCopier::Run() {
 absl::StatusOr<ReplicaInfo> SegmentCopier::Copy(const proto::CopySegmentRequest& request) {
   const uint64_t segment_id = request.segment_id();
   auto existing = store_->Info(segment_id);
-  if (existing.ok() && existing->sealed && existing->length == request.length()) return existing;
   if (existing.ok() || !absl::IsNotFound(existing.status())) {
     // Not listed by meta here (it copies only to servers that do not hold
-    // the segment): a leftover of an earlier copy or roll. Start over.
+    // the segment): a leftover of an earlier copy or roll, or a replica meta
+    // dropped as corrupt (whose flag a restart forgets). Never trust it:
+    // start over from a good source.
     RETURN_IF_ERROR(store_->Delete(segment_id));
   }
   absl::Status last = absl::InvalidArgumentError("no source address");

@@ -111,6 +111,24 @@ TEST(ChecksumTest, CorruptReplicaIsSkippedAndDroppedFromMeta) {
   read = ReadFile(path);
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_TRUE(*read == data);
+  // (f) re-replication restores three good replicas: fsck goes back to 0.
+  const std::string fsck =
+      absl::StrCat(LogfsBinary(), " fsck --meta=", (*mc)->cluster().meta_address());
+  CommandResult last;
+  const absl::Time fsck_deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < fsck_deadline) {
+    last = RunCommand(fsck);
+    if (last.exit_code == 0) break;
+    absl::SleepFor(absl::Milliseconds(100));  // poll: re-replication runs in passes
+  }
+  EXPECT_EQ(0, last.exit_code) << last.output;
+  segments = Segments(path);
+  ASSERT_EQ(1u, segments.size());
+  EXPECT_EQ(3u, segments[0].replicas.size());
+  ASSERT_TRUE((*mc)->Remount().ok());
+  read = ReadFile(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_TRUE(*read == data);
 }
 
 }  // namespace
