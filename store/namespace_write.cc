@@ -266,6 +266,14 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
       segment->set_length(request.sealed_length());
       segment->set_sealed(true);
       DropReplicas(segment, request.failed_servers());
+      if (request.sealed_length() == 0) {
+        // An empty sealed segment holds nothing: forget it (its replicas may
+        // never have been sealed on their servers) and delete its replicas.
+        for (const auto& replica : segment->replicas()) {
+          txn.batch().AddPendingDeletion(replica.server_id(), segment->id());
+        }
+        inode->mutable_segments()->RemoveLast();
+      }
       UpdateOffsets(inode);
       txn.Put(inode);
     }

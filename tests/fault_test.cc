@@ -63,25 +63,46 @@ class FaultTest : public ::testing::Test {
 
   // Runs the writers, calls `fault` a third of the way in, then (after
   // `after`, e.g. a remount) verifies. Prints one table row.
+  // Seconds until `logfs fsck` reports every sealed segment fully
+  // replicated again (polled; -1 if not within 60 s).
+  double SecondsToFullReplication(absl::Time since) {
+    CommandResult last;
+    const std::string fsck =
+        absl::StrCat(LogfsBinary(), " fsck --meta=", cluster_->cluster().meta_address());
+    const absl::Time deadline = absl::Now() + absl::Seconds(60);
+    while (absl::Now() < deadline) {
+      last = RunCommand(fsck);
+      if (last.exit_code == 0) return absl::ToDoubleSeconds(absl::Now() - since);
+      absl::SleepFor(absl::Milliseconds(100));  // poll: re-replication runs in passes
+    }
+    ADD_FAILURE() << "last fsck:\n" << last.output.substr(0, 3000);
+    return -1;
+  }
+
   void RunTrial(const std::string& name, const std::function<void()>& fault,
-                const std::function<void()>& after = [] {}) {
+                const std::function<void()>& after = [] {}, bool wait_replication = false) {
     bench::CheckerOptions o = Options();
     absl::StatusOr<bench::WriteReport> written;
     std::thread writers([&] { written = bench::RunCheckerWriters(o); });
     absl::SleepFor(o.duration / 3);  // the fault's moment in the trial, not a wait
+    absl::Time fault_time = absl::Now();
     fault();
     writers.join();
     after();
+    double replicated_s = wait_replication ? SecondsToFullReplication(fault_time) : 0;
     ASSERT_TRUE(written.ok()) << written.status();
     auto verified = bench::VerifyCheckerFiles(o);
     ASSERT_TRUE(verified.ok()) << verified.status();
     std::printf("fault=%s acked_bytes=%lu acked_bytes_lost=%lu longest_fsync_ms=%.0f "
-                "write_errors=%lu shrinks=%lu\n",
+                "write_errors=%lu shrinks=%lu seconds_to_full_replication=%.1f\n",
                 name.c_str(), static_cast<unsigned long>(verified->acked_bytes),
                 static_cast<unsigned long>(verified->acked_bytes_lost),
                 absl::ToDoubleMilliseconds(written->longest_fsync),
                 static_cast<unsigned long>(written->write_errors),
-                static_cast<unsigned long>(written->shrinks_seen));
+                static_cast<unsigned long>(written->shrinks_seen), replicated_s);
+    if (wait_replication) {
+      EXPECT_GE(replicated_s, 0) << "fsck never reported full replication";
+    }
     for (const auto& p : verified->problems) ADD_FAILURE() << p;
     EXPECT_GT(verified->acked_bytes, 0u);
     EXPECT_EQ(0u, verified->acked_bytes_lost);
@@ -95,11 +116,14 @@ class FaultTest : public ::testing::Test {
 };
 
 TEST_F(FaultTest, KillTwoSegmentServers50MsApart) {
-  RunTrial("kill-2-segd", [&] {
-    cluster_->cluster().KillSegd(0, SIGKILL);
-    absl::SleepFor(absl::Milliseconds(50));  // the fault's shape: 50 ms apart
-    cluster_->cluster().KillSegd(1, SIGKILL);
-  });
+  RunTrial(
+      "kill-2-segd",
+      [&] {
+        cluster_->cluster().KillSegd(0, SIGKILL);
+        absl::SleepFor(absl::Milliseconds(50));  // the fault's shape: 50 ms apart
+        cluster_->cluster().KillSegd(1, SIGKILL);
+      },
+      [] {}, /*wait_replication=*/true);
 }
 
 TEST_F(FaultTest, StopASegmentServerPastTheReplicaTimeout) {

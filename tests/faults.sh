@@ -20,19 +20,20 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 LOGFS_BIN="$PWD/build/logfs" LOGFS_FAULT_SECONDS="$seconds" \
   build/logfs_test --gtest_filter='FaultTest.*' --gtest_repeat="$trials" >"$out" 2>&1 || true
-echo "| fault | trials | acked bytes | acked bytes lost | longest fsync stall (ms) | failed trials |"
-echo "|---|---|---|---|---|---|"
+echo "| fault | trials | acked bytes | acked bytes lost | longest fsync stall (ms) | max seconds to full replication | failed trials |"
+echo "|---|---|---|---|---|---|---|"
 awk '
   /^fault=/ {
     split($0, kv, " ");
     for (i in kv) { split(kv[i], p, "="); v[p[1]] = p[2] }
     f = v["fault"]; n[f]++; acked[f] += v["acked_bytes"]; lost[f] += v["acked_bytes_lost"];
     if (v["longest_fsync_ms"] + 0 > stall[f]) stall[f] = v["longest_fsync_ms"] + 0;
+    if (v["seconds_to_full_replication"] + 0 > repl[f]) repl[f] = v["seconds_to_full_replication"] + 0;
     last = f
   }
   /^\[  FAILED  \] FaultTest\./ && !/listed below/ { failed[last]++ }
   END {
-    for (f in n) printf "| %s | %d | %d | %d | %d | %d |\n", f, n[f], acked[f], lost[f], stall[f], failed[f] + 0
+    for (f in n) printf "| %s | %d | %d | %d | %d | %s | %d |\n", f, n[f], acked[f], lost[f], stall[f], (repl[f] > 0 ? sprintf("%.1f", repl[f]) : "-"), failed[f] + 0
   }' "$out" | sort
 grep -q "^\[  FAILED  \]" "$out" && { echo; echo "some trials failed; log: kept in $out.log"; cp "$out" "$out.log"; exit 1; }
 exit 0
