@@ -37,8 +37,11 @@ int TrialSeconds() {
 
 class FaultTest : public ::testing::Test {
  protected:
+  virtual int TmpfsSegd() { return -1; }
+
   void SetUp() override {
     MountedClusterOptions options;
+    options.tmpfs_segd = TmpfsSegd();
     options.segment_servers = 5;
     options.meta_flags = {"--dead_server_ms=2000", "--lease_timeout_ms=3000"};
     options.mount_flags = {"--wal_segment_bytes=262144", "--replica_timeout_ms=1000",
@@ -181,6 +184,21 @@ TEST_F(FaultTest, GarbageTruncatedAndOversizedFramesToEveryServer) {
   // Every server is still up.
   EXPECT_TRUE(cluster::ChildRunning(cluster_->cluster().meta_pid()));
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(cluster::ChildRunning(cluster_->cluster().segd_pid(i)));
+}
+
+class DiskFullFaultTest : public FaultTest {
+ protected:
+  int TmpfsSegd() override { return 4; }
+};
+
+TEST_F(DiskFullFaultTest, ASegmentServersDiskFillsUp) {
+  // Segment server 4's data disk (a tmpfs sized like the others' free
+  // space, so it gets segments) is shrunk to full mid-run: its appends
+  // fail with ENOSPC and writers roll away from it.
+  RunTrial("disk-full", [&] {
+    absl::Status filled = cluster_->FillDisk(4096);
+    ASSERT_TRUE(filled.ok()) << filled;
+  });
 }
 
 }  // namespace

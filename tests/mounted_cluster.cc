@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -88,6 +89,16 @@ absl::StatusOr<std::unique_ptr<MountedCluster>> MountedCluster::Start(
   copts.segment_servers = mc->options_.segment_servers;
   copts.meta_flags = mc->options_.meta_flags;
   copts.segd_flags = mc->options_.segd_flags;
+  if (mc->options_.tmpfs_segd >= 0) {
+    std::string dir = absl::StrCat(copts.data_dir, "/segd", mc->options_.tmpfs_segd);
+    RETURN_IF_ERROR(cluster::MakeDirs(dir));
+    struct statvfs st;
+    if (statvfs("/tmp", &st) != 0) return absl::ErrnoToStatus(errno, "statvfs /tmp");
+    uint64_t free_bytes = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+    auto r = RunCommand(absl::StrCat("mount -t tmpfs -o size=", free_bytes, " logfs-test ", dir));
+    if (r.exit_code != 0) return absl::FailedPreconditionError("mount tmpfs: " + r.output);
+    mc->tmpfs_dir_ = dir;
+  }
   ASSIGN_OR_RETURN(mc->cluster_, cluster::LocalCluster::Start(copts));
   for (int i = 0; i < mc->options_.mounts; ++i) {
     std::string mnt = absl::StrCat(mc->root_, "/mnt", i);
@@ -102,6 +113,7 @@ absl::StatusOr<std::unique_ptr<MountedCluster>> MountedCluster::Start(
 MountedCluster::~MountedCluster() {
   UnmountAll().IgnoreError();  // falls back to lazy unmounts itself
   cluster_.reset();
+  if (!tmpfs_dir_.empty()) RunCommand("umount -l " + tmpfs_dir_);
   if (!root_.empty()) RunCommand("rm -rf " + root_);
 }
 
@@ -184,6 +196,20 @@ void MountedCluster::KillMount(int i) {
   for (int n = 0; n < 1000 && pid > 0 && kill(pid, 0) == 0; ++n) usleep(5000);
   RunCommand("fusermount3 -uz " + mountpoints_[i]);
   mounted_[i] = false;
+}
+
+}  // namespace logfs::testing
+
+namespace logfs::testing {
+
+absl::Status MountedCluster::FillDisk(uint64_t spare_bytes) {
+  if (tmpfs_dir_.empty()) return absl::FailedPreconditionError("no tmpfs segment server");
+  struct statvfs st;
+  if (statvfs(tmpfs_dir_.c_str(), &st) != 0) return absl::ErrnoToStatus(errno, "statvfs");
+  uint64_t used = static_cast<uint64_t>(st.f_blocks - st.f_bfree) * st.f_frsize;
+  auto r = RunCommand(absl::StrCat("mount -o remount,size=", used + spare_bytes, " ", tmpfs_dir_));
+  if (r.exit_code != 0) return absl::FailedPreconditionError("remount tmpfs: " + r.output);
+  return absl::OkStatus();
 }
 
 }  // namespace logfs::testing

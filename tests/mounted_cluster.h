@@ -22,6 +22,10 @@ struct MountedClusterOptions {
   std::vector<std::string> segd_flags;
   std::vector<std::string> mount_flags;  // e.g. "--wal_segment_bytes=65536"
   int mounts = 1;
+  // If >= 0, segment server i keeps its data on a tmpfs of its own (as big
+  // as the free space under /tmp, so placement treats it like the others),
+  // which FillDisk() can make full. Unmounted by the destructor.
+  int tmpfs_segd = -1;
 };
 
 class MountedCluster {
@@ -45,6 +49,10 @@ class MountedCluster {
   // PID of the daemon serving mount `i`.
   pid_t MountPid(int i = 0) const;
 
+  // Shrinks the tmpfs of options.tmpfs_segd to what it holds now plus
+  // `spare_bytes`: the segment server's disk is full from then on.
+  absl::Status FillDisk(uint64_t spare_bytes);
+
   // kill -9 the daemon of mount `i` and detach its (now dead) mount; a
   // later MountAll() mounts it again.
   void KillMount(int i = 0);
@@ -58,6 +66,7 @@ class MountedCluster {
   std::unique_ptr<cluster::LocalCluster> cluster_;
   std::vector<std::string> mountpoints_;
   std::vector<bool> mounted_;
+  std::string tmpfs_dir_;  // set when options_.tmpfs_segd >= 0
 };
 
 // The logfs binary under test ($LOGFS_BIN, else build/logfs).
