@@ -46,6 +46,7 @@ struct Frame {
   uint64_t request_id = 0;
   std::string message;
   std::string data;
+  uint64_t connection_id = 0;  // servers: which accepted connection sent it
 };
 
 // Writes the 28-byte header for a frame with these fields and body into

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -93,6 +94,18 @@ class MetaServerImpl : public MetaServer {
     ASSIGN_OR_RETURN(ns_, Namespace::Open(db_.get(), segment_servers_.get(), ns_options));
     server_ = std::make_unique<RpcServer>(
         io_, [this](Frame frame, Responder responder) { Handle(frame, responder); }, IsMetaType);
+    server_->SetConnectionClosedHandler([this](uint64_t connection) {
+      uint64_t mount_id = 0;
+      {
+        absl::MutexLock lock(&sessions_mu_);
+        auto it = mount_sessions_.find(connection);
+        if (it == mount_sessions_.end()) return;
+        mount_id = it->second;
+        mount_sessions_.erase(it);
+      }
+      LOG(INFO) << "mount " << mount_id << " disconnected: its leases lapse";
+      ns_->MountDisconnected(mount_id);
+    });
     RETURN_IF_ERROR(server_->Listen(options_.listen_address));
     ScheduleExpiry();
     StartRereplication();
@@ -167,13 +180,16 @@ class MetaServerImpl : public MetaServer {
         return Serve<proto::NewMountRequest>(frame, r, [&](const auto&)
             -> absl::StatusOr<proto::NewMountResponse> {
           ASSIGN_OR_RETURN(uint64_t id, ns.NewMount());
+          RememberSession(frame.connection_id, id);
           proto::NewMountResponse response;
           response.set_mount_id(id);
           return response;
         });
       case MessageType::kMountHeartbeat:
-        return Serve<proto::MountHeartbeatRequest>(
-            frame, r, [&](const auto& q) { return ToEmpty(ns.MountHeartbeat(q.mount_id())); });
+        return Serve<proto::MountHeartbeatRequest>(frame, r, [&](const auto& q) {
+          RememberSession(frame.connection_id, q.mount_id());
+          return ToEmpty(ns.MountHeartbeat(q.mount_id()));
+        });
       case MessageType::kLookup:
         return Serve<proto::LookupRequest>(frame, r, [&](const auto& q) {
           return AttrReply(ns.Lookup(q.parent(), q.name()));
@@ -310,6 +326,15 @@ class MetaServerImpl : public MetaServer {
   std::unique_ptr<RpcServer> server_;
 
   std::atomic<bool> stopped_{false};
+
+  // Which mount talks over which connection: a closed connection ends that
+  // mount's session (its leases lapse).
+  void RememberSession(uint64_t connection, uint64_t mount_id) {
+    absl::MutexLock lock(&sessions_mu_);
+    mount_sessions_[connection] = mount_id;
+  }
+  absl::Mutex sessions_mu_;
+  std::map<uint64_t, uint64_t> mount_sessions_ ABSL_GUARDED_BY(sessions_mu_);
 };
 
 }  // namespace

@@ -67,6 +67,11 @@ class Namespace {
   absl::StatusOr<proto::HeartbeatResponse> Heartbeat(const proto::HeartbeatRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<uint64_t> NewMount() ABSL_LOCKS_EXCLUDED(mu_);
+  // The mount's session with meta broke (its connection closed, as when
+  // the mount is killed): its leases lapse now, not after lease_timeout_ms,
+  // so another mount's OpenWrite recovers its files at once. A live mount
+  // that reconnects takes its leases back on its next SealSegment (CAS).
+  void MountDisconnected(uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status MountHeartbeat(uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<proto::StatFsResponse> StatFs() ABSL_LOCKS_EXCLUDED(mu_);
   // Drops the pins and leases of mounts silent for lease_timeout_ms and

@@ -98,6 +98,11 @@ absl::StatusOr<uint64_t> Namespace::NewMount() {
   return mount_id;
 }
 
+void Namespace::MountDisconnected(uint64_t mount_id) {
+  absl::MutexLock lock(&mu_);
+  mount_seen_ns_.erase(mount_id);  // MountLive() is false from now on
+}
+
 absl::Status Namespace::MountHeartbeat(uint64_t mount_id) {
   absl::MutexLock lock(&mu_);
   TouchMount(mount_id);

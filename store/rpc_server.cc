@@ -41,7 +41,7 @@ absl::StatusOr<asio::ip::tcp::endpoint> ParseEndpoint(const std::string& address
 class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
  public:
   ServerConnection(RpcServer* server, asio::ip::tcp::socket socket)
-      : server_(server), socket_(std::move(socket)) {
+      : server_(server), id_(server->next_connection_id_.fetch_add(1)), socket_(std::move(socket)) {
     asio::error_code ec;
     auto remote = socket_.remote_endpoint(ec);
     peer_ = ec ? "?" : absl::StrCat(remote.address().to_string(), ":", remote.port());
@@ -77,6 +77,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
       queue_.clear();
     }
     if (!reason.empty()) LOG(WARNING) << "closing connection from " << peer_ << ": " << reason;
+    if (server_->connection_closed_) server_->connection_closed_(id_);
     asio::post(socket_.get_executor(), [self = shared_from_this()] {
       asio::error_code ec;
       self->socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
@@ -129,6 +130,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     frame.flags = decoded_.flags;
     frame.type = static_cast<MessageType>(decoded_.type);
     frame.request_id = decoded_.request_id;
+    frame.connection_id = id_;
     frame.message = std::move(message_);
     frame.data = std::move(data_);
     message_.clear();
@@ -171,6 +173,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   }
 
   RpcServer* server_;
+  const uint64_t id_;
   asio::ip::tcp::socket socket_;
   std::string peer_;
   // Owned by the read loop (one read at a time).
@@ -268,7 +271,7 @@ void RpcServer::Stop() {
     acceptor_.close(ec);
   }
   for (auto& weak : connections) {
-    if (auto conn = weak.lock()) conn->Close("server stopping");
+    if (auto conn = weak.lock()) conn->Close("");  // a normal shutdown: nothing to log
   }
 }
 
@@ -292,7 +295,7 @@ void RpcServer::Accept() {
                                         [](const auto& w) { return w.expired(); }),
                          connections_.end());
       if (stopped_) {
-        conn->Close("server stopping");
+        conn->Close("");
         return;
       }
       connections_.push_back(conn);

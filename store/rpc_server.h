@@ -74,6 +74,12 @@ class RpcServer {
   // Stops accepting and closes every connection.
   void Stop();
 
+  // Called once, on an io thread, when an accepted connection closes, with
+  // the id its requests carried in Frame::connection_id. Set before Listen.
+  void SetConnectionClosedHandler(std::function<void(uint64_t connection_id)> handler) {
+    connection_closed_ = std::move(handler);
+  }
+
   // Counters for tests and metrics.
   uint64_t bad_frames() const { return bad_frames_.load(); }
 
@@ -85,6 +91,8 @@ class RpcServer {
   TypeFilter filter_;
   asio::ip::tcp::acceptor acceptor_;
   std::atomic<uint64_t> bad_frames_{0};
+  std::atomic<uint64_t> next_connection_id_{1};
+  std::function<void(uint64_t)> connection_closed_;
   absl::Mutex connections_mu_;
   std::vector<std::weak_ptr<ServerConnection>> connections_ ABSL_GUARDED_BY(connections_mu_);
   bool stopped_ ABSL_GUARDED_BY(connections_mu_) = false;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "absl/time/clock.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {
@@ -48,6 +49,44 @@ TEST(RecoverTest, RecoverRevokesALiveWritersLeaseAndFencesIt) {
   EXPECT_EQ(EIO, errno);
   close(old_fd);
   EXPECT_EQ("acked\nnew\n", *ReadFile(c.Path("wal/held", 1)));
+}
+
+}  // namespace
+}  // namespace logfs::testing
+
+namespace logfs::testing {
+namespace {
+
+TEST(RecoverTest, KilledWritingMountsFilesAreRecoveredWithoutWaitingForTheLease) {
+  // Goal: kill -9 of the writing mount closes its connection to meta, so
+  // its leases lapse at once (not after --lease_timeout_ms, 60 s here):
+  // another mount opens the file for write, recovering every synced byte.
+  MountedClusterOptions options;
+  options.mounts = 2;
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
+  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
+  int fd = open(c.Path("wal/orphaned").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(7, write(fd, "synced\n", 7));
+  ASSERT_EQ(0, fdatasync(fd));
+  c.KillMount(0);
+  close(fd);  // ENOTCONN: the mount is gone
+  int fd2 = -1;
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (fd2 < 0 && absl::Now() < deadline) {
+    fd2 = open(c.Path("wal/orphaned", 1).c_str(), O_WRONLY | O_APPEND);
+    if (fd2 < 0) {
+      ASSERT_EQ(EBUSY, errno) << strerror(errno);
+      usleep(20000);  // poll: meta notices the closed connection
+    }
+  }
+  ASSERT_GE(fd2, 0) << "still EBUSY after 10 s";
+  ASSERT_EQ(6, write(fd2, "after\n", 6));
+  ASSERT_EQ(0, close(fd2));
+  EXPECT_EQ("synced\nafter\n", *ReadFile(c.Path("wal/orphaned", 1)));
 }
 
 }  // namespace
