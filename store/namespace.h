@@ -169,6 +169,7 @@ class Namespace {
   struct RecoveryResult {
     uint64_t length = 0;
     std::vector<uint64_t> kept_server_ids;
+    uint64_t epoch = 0;  // the fence epoch the replicas were sealed at
   };
 
   Namespace(MetadataDb* db, SegmentServerApi* segment_servers, NamespaceOptions options);

@@ -149,10 +149,14 @@ absl::StatusOr<Namespace::RecoveryResult> Namespace::RecoverReplicas(const Recov
     proto::SegmentInfoResponse info;
   };
   std::vector<Answer> answers;
+  // Fence first (a higher epoch), then read lengths: a writer that is
+  // still alive can no longer add bytes behind the lengths we read.
+  const uint64_t fence_epoch = plan.epoch + 1;
   for (const auto& replica : plan.replicas) {
-    auto info = segment_servers_->SegmentInfo(replica.address(), plan.segment_id);
+    auto info = segment_servers_->Fence(replica.address(), plan.segment_id, fence_epoch);
     if (info.ok()) answers.push_back({replica.server_id(), replica.address(), *info});
   }
+  result.epoch = fence_epoch;
   // Every acked byte is on ack_quorum replicas, so any R - AQ + 1 of them
   // include one that has it.
   size_t replicas = plan.replicas.size();
@@ -176,7 +180,7 @@ absl::StatusOr<Namespace::RecoveryResult> Namespace::RecoverReplicas(const Recov
     }
   }
   for (const auto& answer : answers) {
-    uint64_t epoch = std::max(plan.epoch, answer.info.epoch());
+    uint64_t epoch = std::max(fence_epoch, answer.info.epoch());
     auto sealed = segment_servers_->Seal(answer.address, plan.segment_id, epoch, length);
     if (sealed.ok()) result.kept_server_ids.push_back(answer.server_id);
   }
@@ -211,6 +215,7 @@ absl::StatusOr<proto::Inode> Namespace::FinishRecovery(
   proto::Segment* segment = inode->mutable_segments(inode->segments_size() - 1);
   segment->set_length(result->length);
   segment->set_sealed(true);
+  if (result->epoch != 0) segment->set_epoch(result->epoch);
   segment->clear_replicas();
   for (uint64_t server_id : result->kept_server_ids) segment->add_replicas()->set_server_id(server_id);
   UpdateOffsets(inode);

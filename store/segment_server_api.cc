@@ -56,6 +56,21 @@ absl::StatusOr<proto::SegmentInfoResponse> RpcSegmentServerApi::Seal(const std::
   return response;
 }
 
+absl::StatusOr<proto::SegmentInfoResponse> RpcSegmentServerApi::Fence(const std::string& address,
+                                                                      uint64_t segment_id,
+                                                                      uint64_t epoch) {
+  proto::CreateSegmentRequest request;
+  request.set_segment_id(segment_id);
+  request.set_epoch(epoch);
+  auto client = ClientFor(address);
+  if (client == nullptr) return absl::UnavailableError("meta is stopping");
+  proto::SegmentInfoResponse response;
+  absl::Status s = client->Call(MessageType::kCreateSegment, request, &response, timeout_);
+  if (absl::IsFailedPrecondition(s)) return SegmentInfo(address, segment_id);  // sealed
+  if (!s.ok()) return s;
+  return response;
+}
+
 std::vector<absl::Status> RpcSegmentServerApi::CopySegments(
     const std::vector<RereplicationTask>& tasks, absl::Duration timeout) {
   std::vector<absl::Status> results(tasks.size());

@@ -36,6 +36,17 @@ class SegmentServerApi {
   virtual absl::StatusOr<proto::SegmentInfoResponse> Seal(const std::string& address,
                                                           uint64_t segment_id, uint64_t epoch,
                                                           uint64_t length) = 0;
+
+  // Fences the replica at `epoch` (CreateSegment with a higher epoch: the
+  // server persists it and rejects appends of older epochs from then on)
+  // and returns its state after the fence. A sealed replica is not fenced;
+  // its state is returned. Errors as SegmentInfo. The default (for fakes)
+  // only reads the state.
+  virtual absl::StatusOr<proto::SegmentInfoResponse> Fence(const std::string& address,
+                                                           uint64_t segment_id,
+                                                           uint64_t epoch) {
+    return SegmentInfo(address, segment_id);
+  }
 };
 
 // Calls segment servers with RpcClient, one cached client per address.
@@ -55,6 +66,8 @@ class RpcSegmentServerApi : public SegmentServerApi {
   absl::StatusOr<proto::SegmentInfoResponse> Seal(const std::string& address,
                                                   uint64_t segment_id, uint64_t epoch,
                                                   uint64_t length) override;
+  absl::StatusOr<proto::SegmentInfoResponse> Fence(const std::string& address,
+                                                   uint64_t segment_id, uint64_t epoch) override;
 
   // Asks every task's target server to copy its segment (CopySegment), all
   // at once, each call with `timeout`; blocks until every one answered.

@@ -19,7 +19,7 @@ make --no-print-directory build >/dev/null
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 LOGFS_BIN="$PWD/build/logfs" LOGFS_FAULT_SECONDS="$seconds" \
-  build/logfs_test --gtest_filter='FaultTest.*' --gtest_repeat="$trials" >"$out" 2>&1 || true
+  build/logfs_test --gtest_filter='*FaultTest.*' --gtest_repeat="$trials" >"$out" 2>&1 || true
 echo "| fault | trials | acked bytes | acked bytes lost | longest fsync stall (ms) | max seconds to full replication | failed trials |"
 echo "|---|---|---|---|---|---|---|"
 awk '

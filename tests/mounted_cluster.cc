@@ -204,12 +204,18 @@ namespace logfs::testing {
 
 absl::Status MountedCluster::FillDisk(uint64_t spare_bytes) {
   if (tmpfs_dir_.empty()) return absl::FailedPreconditionError("no tmpfs segment server");
-  struct statvfs st;
-  if (statvfs(tmpfs_dir_.c_str(), &st) != 0) return absl::ErrnoToStatus(errno, "statvfs");
-  uint64_t used = static_cast<uint64_t>(st.f_blocks - st.f_bfree) * st.f_frsize;
-  auto r = RunCommand(absl::StrCat("mount -o remount,size=", used + spare_bytes, " ", tmpfs_dir_));
-  if (r.exit_code != 0) return absl::FailedPreconditionError("remount tmpfs: " + r.output);
-  return absl::OkStatus();
+  // The server keeps writing meanwhile: a size below its usage by then is
+  // refused, so measure again and retry with more room (bounded).
+  CommandResult r;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    struct statvfs st;
+    if (statvfs(tmpfs_dir_.c_str(), &st) != 0) return absl::ErrnoToStatus(errno, "statvfs");
+    uint64_t used = static_cast<uint64_t>(st.f_blocks - st.f_bfree) * st.f_frsize;
+    uint64_t size = used + spare_bytes + attempt * (256u << 10);
+    r = RunCommand(absl::StrCat("mount -o remount,size=", size, " ", tmpfs_dir_));
+    if (r.exit_code == 0) return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError("remount tmpfs: " + r.output);
 }
 
 }  // namespace logfs::testing

@@ -65,7 +65,8 @@ std::vector<proto::Segment> FileWriter::ReadableSegments() const {
   std::vector<proto::Segment> out = sealed_;
   if (open_.has_value()) {
     proto::Segment s = *open_;
-    s.set_length(acked_ - s.file_offset());
+    // Right after a roll the new segment may have nothing acked yet.
+    s.set_length(acked_ > s.file_offset() ? acked_ - s.file_offset() : 0);
     out.push_back(std::move(s));
   }
   return out;
@@ -113,7 +114,9 @@ absl::Status FileWriter::WriteInternal(std::optional<uint64_t> offset, absl::str
 }
 
 void FileWriter::SendBufferLocked() {
-  if (buffer_.empty() || !open_.has_value()) return;
+  // While a recovery rolls away from open_, new bytes wait in buffer_ and
+  // go to the next segment with the re-sent tail.
+  if (buffer_.empty() || !open_.has_value() || recovering_) return;
   // Bound one append to what a frame can carry.
   constexpr size_t kMaxAppendBytes = 8u << 20;
   absl::string_view rest = buffer_;
@@ -170,7 +173,7 @@ void FileWriter::Sync(SyncCallback done) {
 }
 
 void FileWriter::StartSyncRoundLocked() {
-  if (!open_.has_value()) return;
+  if (!open_.has_value() || recovering_) return;  // Recover() starts one after
   proto::SyncRequest request;
   request.set_segment_id(open_->id());
   request.set_epoch(open_->epoch());
@@ -268,11 +271,19 @@ void FileWriter::RunFailedWaiters() {
 }
 
 absl::Status FileWriter::WaitAckedLocked(uint64_t target) {
+  // Also waits out a recovery, so that the caller's next step (sealing
+  // open_) sees the segment that holds the bytes, not one being replaced.
   auto done = [this, target]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return acked_ >= target || !error_.ok();
+    return (acked_ >= target && !recovering_) || !error_.ok();
   };
   SendBufferLocked();
-  if (acked_ < target && sync_round_replies_ == 0) StartSyncRoundLocked();
+  if (acked_ < target) {
+    // A waiter of its own keeps sync rounds coming until `target` is acked.
+    if (waiters_.empty()) oldest_waiter_since_ = absl::Now();
+    waiters_.emplace(target, [](absl::Status) {});
+    ArmFsyncDeadlineLocked();
+    if (sync_round_replies_ == 0) StartSyncRoundLocked();
+  }
   if (!mu_.AwaitWithTimeout(absl::Condition(&done), options_.fsync_timeout)) {
     SetErrorLocked(PosixError(EIO, absl::StrCat("no ack quorum for inode ", ino_, " within ",
                                                 absl::FormatDuration(options_.fsync_timeout))));
@@ -286,8 +297,12 @@ absl::Status FileWriter::SealOpenSegmentLocked(uint64_t length) {
   request.set_epoch(open_->epoch());
   request.set_length(length);
   std::vector<std::string> live;
-  for (const auto& r : replicas_) {
-    if (!r.failed) live.push_back(r.address);
+  std::vector<size_t> index;
+  for (size_t r = 0; r < replicas_.size(); ++r) {
+    if (!replicas_[r].failed) {
+      live.push_back(replicas_[r].address);
+      index.push_back(r);
+    }
   }
   uint32_t quorum = ack_quorum_;
   uint64_t segment_id = open_->id();
@@ -299,11 +314,12 @@ absl::Status FileWriter::SealOpenSegmentLocked(uint64_t length) {
   seal_in_flight_ = false;
   uint32_t sealed = 0;
   absl::Status last;
-  for (const auto& r : results) {
-    if (r.status.ok()) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].status.ok()) {
       ++sealed;
     } else {
-      last = r.status;
+      last = results[i].status;
+      replicas_[index[i]].failed = true;  // meta drops it from the sealed segment
     }
   }
   if (sealed < quorum) {
@@ -311,6 +327,14 @@ absl::Status FileWriter::SealOpenSegmentLocked(uint64_t length) {
                                         " replicas: ", last.message()));
   }
   return absl::OkStatus();
+}
+
+std::vector<uint64_t> FileWriter::FailedServerIdsLocked() const {
+  std::vector<uint64_t> failed;
+  for (const auto& r : replicas_) {
+    if (r.failed) failed.push_back(r.server_id);
+  }
+  return failed;
 }
 
 absl::StatusOr<proto::Inode> FileWriter::MetaSeal(uint64_t segment_id, uint64_t length,
@@ -367,7 +391,7 @@ absl::Status FileWriter::RollLocked() {
       sealed_id = open_->id();
       sealed_length = sent_;
     }
-    return OpenNextSegmentLocked(sealed_id, sealed_length, {});
+    return OpenNextSegmentLocked(sealed_id, sealed_length, FailedServerIdsLocked());
   }();
   rolling_ = false;
   if (!status.ok()) SetErrorLocked(status);
@@ -424,7 +448,10 @@ absl::Status FileWriter::OpenNextSegmentLocked(uint64_t sealed_id, uint64_t seal
 }
 
 void FileWriter::TrimTailLocked() {
-  uint64_t everywhere = sent_;
+  // Keep every byte that is not yet both acked and durable on every live
+  // replica: a roll may seal at the acked length and re-send the rest.
+  uint64_t acked_in_segment = acked_ > open_->file_offset() ? acked_ - open_->file_offset() : 0;
+  uint64_t everywhere = std::min(sent_, acked_in_segment);
   for (const auto& r : replicas_) {
     if (!r.failed) everywhere = std::min(everywhere, r.durable_length);
   }
@@ -452,6 +479,7 @@ void FileWriter::Recover() {
     absl::Status status = RollAwayFromFailedReplicasLocked();
     recovering_ = false;
     if (!status.ok()) SetErrorLocked(status);
+    if (error_.ok()) SendBufferLocked();  // the re-sent tail, now to the new segment
     if (error_.ok()) {
       ready = TakeReadyWaitersLocked();
       if (!waiters_.empty() && sync_round_replies_ == 0) StartSyncRoundLocked();
@@ -481,26 +509,30 @@ absl::StatusOr<std::vector<size_t>> FileWriter::SealSurvivorsLocked(uint64_t* se
   auto infos = store::CallEach(*pool_, addresses, store::MessageType::kSegmentInfo,
                                info_request, options_.replica_timeout);
   mu_.Lock();
-  // Seal at the longest surviving copy, never below the acked length: a
-  // reader may already have seen any byte that a quorum made durable.
-  uint64_t length = acked_ - segment.file_offset();
+  const uint64_t acked_in_segment =
+      acked_ > segment.file_offset() ? acked_ - segment.file_offset() : 0;
+  uint64_t longest = acked_in_segment;
   std::vector<std::pair<size_t, uint64_t>> answered;
   for (size_t i = 0; i < survivors.size(); ++i) {
     proto::SegmentInfoResponse info;
     if (infos[i].status.ok() && info.ParseFromString(infos[i].response.message)) {
       answered.emplace_back(survivors[i], info.length());
-      length = std::max(length, std::min(info.length(), sent_));
+      longest = std::max(longest, std::min(info.length(), sent_));
     } else {
       replicas_[survivors[i]].failed = true;
     }
   }
+  // Never below the acked length (a reader may have seen those bytes).
+  // Past it only when a quorum of survivors will hold the longer copy:
+  // otherwise those bytes go to the next segment, whose acks would else
+  // count them durable while one replica has them.
+  uint64_t length = answered.size() >= ack_quorum_ ? longest : acked_in_segment;
   if (answered.empty()) {
-    if (tail_start_ > 0) {
+    if (acked_in_segment > 0) {
       return PosixError(EIO, absl::StrCat("no replica of segment ", segment.id(),
-                                          " survived with its durable bytes"));
+                                          " survived with its acked bytes"));
     }
-    // Every byte of the segment is still in the tail: seal it empty and
-    // re-send all of it.
+    // Nothing of the segment is acked: seal it empty, re-send the tail.
     *sealed_length = 0;
     return std::vector<size_t>{};
   }
@@ -545,12 +577,14 @@ absl::StatusOr<std::vector<size_t>> FileWriter::SealSurvivorsLocked(uint64_t* se
     }
   }
   if (sealed.empty()) {
-    if (tail_start_ > 0) {
-      // Bytes below the tail live only on replicas that are gone.
+    if (acked_in_segment > 0) {
       return PosixError(EIO, absl::StrCat("could not seal segment ", segment.id(),
                                           " on any replica"));
     }
     length = 0;
+  } else if (sealed.size() < ack_quorum_ && length > acked_in_segment) {
+    return PosixError(EIO, absl::StrCat("segment ", segment.id(), " sealed on ", sealed.size(),
+                                        " replicas, fewer than its ack quorum"));
   }
   *sealed_length = length;
   return sealed;
@@ -568,15 +602,16 @@ absl::Status FileWriter::RollAwayFromFailedReplicasLocked() {
     }
   }
   // Everything past the sealed length goes to the next segment, in order.
+  CHECK_GE(length, tail_start_) << "the tail lost bytes the roll must re-send";
   std::string resend = tail_.substr(static_cast<size_t>(length - tail_start_));
   std::string unsent = std::move(buffer_);
   buffer_.clear();
   LOG(WARNING) << "sealed segment " << segment_id << " at " << length << " on "
                << sealed.size() << " replicas; re-sending " << resend.size() << " bytes";
   RETURN_IF_ERROR(OpenNextSegmentLocked(segment_id, length, failed_servers));
+  // Sent by Recover() once recovering_ is clear.
   buffer_ = std::move(resend);
   buffer_ += unsent;
-  SendBufferLocked();
   return absl::OkStatus();
 }
 
@@ -599,14 +634,15 @@ absl::Status FileWriter::CloseInternal() {
     if (status.ok()) status = WaitAckedLocked(length_);
     // After a failure the file ends at its acked length: never more than
     // what a quorum holds.
-    length = std::min(sent_, acked_ - open_->file_offset());
+    length = std::min(sent_, acked_ > open_->file_offset() ? acked_ - open_->file_offset() : 0);
     absl::Status sealed = SealOpenSegmentLocked(length);
     if (status.ok()) status = sealed;
     segment_id = open_->id();
   }
   int64_t mtime_ns = mtime_ns_;
+  std::vector<uint64_t> failed = FailedServerIdsLocked();
   mu_.Unlock();
-  auto inode = MetaSeal(segment_id, length, /*close=*/true, mtime_ns, {});
+  auto inode = MetaSeal(segment_id, length, /*close=*/true, mtime_ns, failed);
   mu_.Lock();
   if (open_.has_value()) {
     proto::Segment done = *open_;
@@ -645,7 +681,7 @@ void FileWriter::SealAsync(SyncCallback done) {
       return;
     }
     if (!s.ok()) {
-      self->FinishSealAsync(0, 0, s, std::move(done));
+      self->FinishSealAsync(0, 0, s, {}, std::move(done));
       return;
     }
     self->SealReplicasAsync(std::move(done));
@@ -654,37 +690,70 @@ void FileWriter::SealAsync(SyncCallback done) {
 
 void FileWriter::SealReplicasAsync(SyncCallback done) {
   proto::SealRequest request;
-  std::vector<std::string> live;
-  uint32_t quorum;
+  std::vector<std::pair<std::string, uint64_t>> live;  // address, server id
+  std::vector<uint64_t> failed;
+  uint32_t quorum = 0;
+  enum class Next { kSeal, kWaitForRoll, kNothingOpen } next = Next::kSeal;
   {
     absl::MutexLock lock(&mu_);
-    request.set_segment_id(open_->id());
-    request.set_epoch(open_->epoch());
-    request.set_length(sent_);
-    for (const auto& r : replicas_) {
-      if (!r.failed) live.push_back(r.address);
+    if (recovering_) {
+      next = Next::kWaitForRoll;
+    } else if (!open_.has_value()) {
+      next = Next::kNothingOpen;
+      sealing_ = false;
+    } else {
+      request.set_segment_id(open_->id());
+      request.set_epoch(open_->epoch());
+      request.set_length(sent_);
+      for (const auto& r : replicas_) {
+        if (r.failed) {
+          failed.push_back(r.server_id);
+        } else {
+          live.emplace_back(r.address, r.server_id);
+        }
+      }
+      quorum = ack_quorum_;
+      seal_in_flight_ = true;  // cleared in FinishSealAsync
     }
-    quorum = ack_quorum_;
-    seal_in_flight_ = true;  // cleared in FinishSealAsync
+  }
+  if (next == Next::kNothingOpen) {
+    done(absl::OkStatus());
+    return;
+  }
+  if (next == Next::kWaitForRoll) {
+    // A replica failed after the sync: once the roll is done the bytes are
+    // durable on the next segment; seal that one.
+    Sync([self = shared_from_this(), done = std::move(done)](absl::Status s) mutable {
+      if (!s.ok()) {
+        self->FinishSealAsync(0, 0, s, {}, std::move(done));
+        return;
+      }
+      self->SealReplicasAsync(std::move(done));
+    });
+    return;
+  }
+  if (live.size() < quorum) {
+    FinishSealAsync(0, 0, PosixError(EIO, "too few live replicas to seal"), {},
+                    std::move(done));
+    return;
   }
   struct Round {
     absl::Mutex mu;
-    size_t pending;
+    size_t pending = 0;
     uint32_t sealed = 0;
     absl::Status last;
+    std::vector<uint64_t> failed;  // replicas meta must drop
   };
-  if (live.size() < quorum) {
-    FinishSealAsync(0, 0, PosixError(EIO, "too few live replicas to seal"), std::move(done));
-    return;
-  }
   auto round = std::make_shared<Round>();
   round->pending = live.size();
+  round->failed = std::move(failed);
   auto self = shared_from_this();
   auto shared_done = std::make_shared<SyncCallback>(std::move(done));
-  for (const auto& address : live) {
+  for (const auto& [address, server_id] : live) {
     pool_->Get(address)->AsyncCall(
         store::MessageType::kSeal, request, {}, options_.replica_timeout,
-        [self, round, request, quorum, shared_done](absl::Status s, store::Frame) {
+        [self, round, request, quorum, shared_done, server_id = server_id](absl::Status s,
+                                                                           store::Frame) {
           bool last;
           {
             absl::MutexLock lock(&round->mu);
@@ -692,6 +761,7 @@ void FileWriter::SealReplicasAsync(SyncCallback done) {
               ++round->sealed;
             } else {
               round->last = s;
+              round->failed.push_back(server_id);
             }
             last = --round->pending == 0;
           }
@@ -702,14 +772,14 @@ void FileWriter::SealReplicasAsync(SyncCallback done) {
                                                   " on only ", round->sealed,
                                                   " replicas: ", round->last.message()));
           }
-          self->FinishSealAsync(request.segment_id(), request.length(), status,
+          self->FinishSealAsync(request.segment_id(), request.length(), status, round->failed,
                                 std::move(*shared_done));
         });
   }
 }
 
 void FileWriter::FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Status status,
-                                 SyncCallback done) {
+                                 std::vector<uint64_t> failed_servers, SyncCallback done) {
   if (!status.ok()) {
     {
       absl::MutexLock lock(&mu_);
@@ -727,6 +797,7 @@ void FileWriter::FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Sta
   request.set_segment_id(segment_id);
   request.set_sealed_length(length);
   request.set_keep_lease(true);
+  for (uint64_t id : failed_servers) request.add_failed_servers(id);
   {
     absl::MutexLock lock(&mu_);
     uint64_t sealed_file_length = 0;
@@ -736,10 +807,10 @@ void FileWriter::FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Sta
   auto self = shared_from_this();
   meta_->AsyncCall(
       store::MessageType::kSealSegment, request, {}, options_.meta_timeout,
-      [self, length, done = std::move(done)](absl::Status s, store::Frame) {
+      [self, segment_id, length, done = std::move(done)](absl::Status s, store::Frame) {
         {
           absl::MutexLock lock(&self->mu_);
-          if (s.ok()) {
+          if (s.ok() && self->open_.has_value() && self->open_->id() == segment_id) {
             proto::Segment sealed = *self->open_;
             sealed.set_length(length);
             sealed.set_sealed(true);
@@ -750,7 +821,7 @@ void FileWriter::FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Sta
             self->sync_round_replies_ = 0;
             self->tail_.clear();
             self->tail_start_ = 0;
-          } else {
+          } else if (!s.ok()) {
             s = PosixError(EIO, absl::StrCat("meta did not record the seal: ", s.message()));
             self->SetErrorLocked(s);
           }

@@ -149,7 +149,9 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   // Creates the segment's replicas; returns the servers that failed.
   std::vector<uint64_t> CreateReplicas(const proto::Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
   void SealReplicasAsync(SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<uint64_t> FailedServerIdsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Status status,
+                       std::vector<uint64_t> failed_servers,
                        SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Immutable after construction.
