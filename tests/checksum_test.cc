@@ -18,17 +18,7 @@
 namespace logfs::testing {
 namespace {
 
-std::string Pattern(size_t n) {
-  std::string s(n, '\0');
-  uint32_t x = 88172645u;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    s[i] = static_cast<char>(x);
-  }
-  return s;
-}
+std::string Pattern(size_t n) { return testing::Pattern(n, 1); }
 
 struct SegmentLine {
   std::string id;

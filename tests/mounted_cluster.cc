@@ -40,6 +40,18 @@ CommandResult RunCommand(const std::string& command) {
   return result;
 }
 
+std::string Pattern(size_t n, int seed) {
+  std::string s(n, '\0');
+  uint32_t x = 2463534242u + static_cast<uint32_t>(seed);
+  for (size_t i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    s[i] = static_cast<char>(x);
+  }
+  return s;
+}
+
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY);
   if (fd < 0) return absl::ErrnoToStatus(errno, path);

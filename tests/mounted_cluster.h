@@ -79,6 +79,9 @@ struct CommandResult {
 };
 CommandResult RunCommand(const std::string& command);
 
+// `n` pseudo-random bytes (xorshift32), the same for the same `seed`.
+std::string Pattern(size_t n, int seed);
+
 // Whole-file helpers that report errno.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 absl::Status WriteFile(const std::string& path, const std::string& data, int flags = 0);

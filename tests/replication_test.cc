@@ -21,17 +21,6 @@
 namespace logfs::testing {
 namespace {
 
-std::string Pattern(size_t n, int seed) {
-  std::string s(n, '\0');
-  uint32_t x = 2463534242u + seed;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    s[i] = static_cast<char>(x);
-  }
-  return s;
-}
 
 std::string Xattr(const std::string& path, const char* name) {
   char buf[16384];

@@ -19,17 +19,6 @@ namespace {
 constexpr absl::Duration kRepairDeadline = absl::Seconds(30);
 constexpr absl::Duration kPollInterval = absl::Milliseconds(100);
 
-std::string Pattern(size_t n, int seed) {
-  std::string s(n, '\0');
-  uint32_t x = 2463534242u + seed;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    s[i] = static_cast<char>(x);
-  }
-  return s;
-}
 
 MountedClusterOptions FourServers() {
   MountedClusterOptions options;

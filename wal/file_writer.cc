@@ -337,6 +337,16 @@ std::vector<uint64_t> FileWriter::FailedServerIdsLocked() const {
   return failed;
 }
 
+void FileWriter::FillSealRequest(const std::vector<uint64_t>& failed_servers,
+                                 proto::SealSegmentRequest* request) {
+  for (uint64_t id : failed_servers) request->add_failed_servers(id);
+  // Our view of the file, for meta's compare-and-swap after a restart.
+  absl::MutexLock lock(&mu_);
+  uint64_t sealed_file_length = 0;
+  for (const auto& segment : sealed_) sealed_file_length += segment.length();
+  request->set_sealed_file_length(sealed_file_length);
+}
+
 absl::StatusOr<proto::Inode> FileWriter::MetaSeal(uint64_t segment_id, uint64_t length,
                                                   bool close, int64_t mtime_ns,
                                                   const std::vector<uint64_t>& failed_servers) {
@@ -347,13 +357,7 @@ absl::StatusOr<proto::Inode> FileWriter::MetaSeal(uint64_t segment_id, uint64_t 
   request.set_sealed_length(length);
   request.set_close(close);
   request.set_mtime_ns(mtime_ns);
-  for (uint64_t id : failed_servers) request.add_failed_servers(id);
-  {
-    absl::MutexLock lock(&mu_);
-    uint64_t sealed_length = 0;
-    for (const auto& segment : sealed_) sealed_length += segment.length();
-    request.set_sealed_file_length(sealed_length);
-  }
+  FillSealRequest(failed_servers, &request);
   proto::InodeResponse response;
   RETURN_IF_ERROR(meta_->Call(store::MessageType::kSealSegment, request, &response,
                               options_.meta_timeout));
@@ -797,13 +801,7 @@ void FileWriter::FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Sta
   request.set_segment_id(segment_id);
   request.set_sealed_length(length);
   request.set_keep_lease(true);
-  for (uint64_t id : failed_servers) request.add_failed_servers(id);
-  {
-    absl::MutexLock lock(&mu_);
-    uint64_t sealed_file_length = 0;
-    for (const auto& segment : sealed_) sealed_file_length += segment.length();
-    request.set_sealed_file_length(sealed_file_length);
-  }
+  FillSealRequest(failed_servers, &request);
   auto self = shared_from_this();
   meta_->AsyncCall(
       store::MessageType::kSealSegment, request, {}, options_.meta_timeout,

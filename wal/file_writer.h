@@ -150,6 +150,9 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   std::vector<uint64_t> CreateReplicas(const proto::Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
   void SealReplicasAsync(SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<uint64_t> FailedServerIdsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds the failed servers and the writer's sealed file length to a seal.
+  void FillSealRequest(const std::vector<uint64_t>& failed_servers,
+                       proto::SealSegmentRequest* request) ABSL_LOCKS_EXCLUDED(mu_);
   void FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Status status,
                        std::vector<uint64_t> failed_servers,
                        SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
