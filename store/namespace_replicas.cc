@@ -89,7 +89,11 @@ absl::Status Namespace::DropBadReplica(const proto::ReportBadReplicaRequest& req
                                    return r.server_id() == request.server_id();
                                  }),
                   replicas->end());
-  txn.batch().AddPendingDeletion(request.server_id(), request.segment_id());
+  // No deletion is queued: re-replication may copy the segment back to
+  // this very server (in a small cluster it is the only choice), and a
+  // deletion delivered after that copy would remove the good new replica.
+  // The copy replaces the corrupt file (CopySegment starts over); if
+  // another server is chosen, the corrupt file stays as a stray.
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
   txn.Put(inode);
   RETURN_IF_ERROR(txn.Commit());

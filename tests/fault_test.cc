@@ -44,6 +44,7 @@ class FaultTest : public ::testing::Test {
     options.tmpfs_segd = TmpfsSegd();
     options.segment_servers = 5;
     options.meta_flags = {"--dead_server_ms=2000", "--lease_timeout_ms=3000"};
+    options.segd_flags = {"--heartbeat_interval_ms=250"};
     options.mount_flags = {"--wal_segment_bytes=262144", "--replica_timeout_ms=1000",
                            "--fsync_timeout_ms=10000", "--rpc_timeout_ms=3000"};
     auto mc = MountedCluster::Start(options);

@@ -24,6 +24,9 @@ MountedClusterOptions FourServers() {
   MountedClusterOptions options;
   options.segment_servers = 4;
   options.meta_flags = {"--dead_server_ms=1000"};
+  // Five heartbeats per dead_server_ms, so a live server on a busy machine
+  // is never taken for dead.
+  options.segd_flags = {"--heartbeat_interval_ms=200"};
   options.mount_flags = {"--block_segment_bytes=262144", "--replica_timeout_ms=3000"};
   return options;
 }
