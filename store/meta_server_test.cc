@@ -118,7 +118,7 @@ class MetaServerTest : public testing::Test {
   uint64_t RegisterServer(const std::string& address, uint64_t free_bytes) {
     proto::RegisterServerRequest request;
     request.set_address(address);
-    request.set_capacity_bytes(1 << 30);
+    request.set_capacity_bytes(100ull << 30);
     request.set_free_bytes(free_bytes);
     auto response = Call<proto::RegisterServerResponse>(MessageType::kRegisterServer, request);
     EXPECT_TRUE(response.ok()) << response.status();
@@ -160,7 +160,7 @@ TEST_F(MetaServerTest, OpenWriteAndSealPlaceSegmentOnThreeServers) {
   // (a) three segment servers and a mount announce themselves.
   std::set<uint64_t> ids;
   for (int i = 1; i <= 3; ++i) {
-    ids.insert(RegisterServer("127.0.0.1:" + std::to_string(9000 + i), 1000 * i));
+    ids.insert(RegisterServer("127.0.0.1:" + std::to_string(9000 + i), (1ull << 30) * i));
   }
   EXPECT_EQ(3u, ids.size());
   auto mount = Call<proto::NewMountResponse>(MessageType::kNewMount, proto::NewMountRequest());
@@ -256,7 +256,7 @@ TEST_F(MetaServerTest, GarbageFrameClosesOnlyThatConnection) {
 }
 
 TEST_F(MetaServerTest, RestartOnSameDirKeepsNamespaceAndServers) {
-  uint64_t server_id = RegisterServer("127.0.0.1:9100", 5000);
+  uint64_t server_id = RegisterServer("127.0.0.1:9100", 5ull << 30);
   auto dir = Create(1, "dir", S_IFDIR | 0755);
   ASSERT_TRUE(dir.ok());
   auto file = Create(dir->ino(), "file", S_IFREG | 0600);

@@ -157,15 +157,29 @@ absl::Status Namespace::ExpireMounts() {
 
 absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(
     uint32_t replication, const std::vector<uint64_t>& excluded) const {
+  // A server whose last heartbeat reported less free space than this gets
+  // no new segments: its appends would fail with ENOSPC at once.
+  constexpr uint64_t kMinFreeBytes = 4u << 20;
   std::vector<const ServerState*> live;
+  size_t full = 0;
   for (const auto& [id, server] : servers_) {
     bool skip = std::find(excluded.begin(), excluded.end(), id) != excluded.end();
-    if (!skip && ServerLive(server)) live.push_back(&server);
+    if (skip || !ServerLive(server)) continue;
+    // free_bytes is 0 until a server's first heartbeat: not "full" then.
+    if (server.free_bytes < kMinFreeBytes && server.capacity_bytes > 0) {
+      ++full;
+      continue;
+    }
+    live.push_back(&server);
   }
   if (live.size() < replication) {
+    if (live.size() + full >= replication) {
+      return PosixError(ENOSPC, absl::StrCat("no space: ", full, " of the ", live.size() + full,
+                                             " live segment servers are full"));
+    }
     return absl::UnavailableError(absl::StrCat("need ", replication,
                                                " live segment servers for a new segment, ",
-                                               live.size(), " live"));
+                                               live.size() + full, " live"));
   }
   // Most free space first, compared in GiB so that servers sharing a disk
   // (or nearly equal) count as ties; ties rotate with every placement so

@@ -152,14 +152,14 @@ class NamespaceTest : public testing::Test {
     auto attr = ns_->Lookup(parent, name);
     return attr.ok() ? attr->ino() : 0;
   }
-  // Registers servers "s1".."sN" with free space 1000 * i.
+  // Registers servers "s1".."sN" with free space i GiB.
   std::vector<uint64_t> RegisterServers(int count) {
     std::vector<uint64_t> ids;
     for (int i = 1; i <= count; ++i) {
       proto::RegisterServerRequest request;
       request.set_address("10.0.0." + std::to_string(i) + ":7000");
-      request.set_capacity_bytes(100000);
-      request.set_free_bytes(1000 * i);
+      request.set_capacity_bytes(100ull << 30);
+      request.set_free_bytes((1ull << 30) * i);  // GiB apart: not tied
       auto id = ns_->RegisterServer(request);
       EXPECT_TRUE(id.ok()) << id.status();
       ids.push_back(id.ok() ? *id : 0);

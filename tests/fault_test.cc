@@ -41,7 +41,7 @@ class FaultTest : public ::testing::Test {
 
   void SetUp() override {
     MountedClusterOptions options;
-    options.tmpfs_segd = TmpfsSegd();
+    if (TmpfsSegd() >= 0) options.tmpfs_segds = {TmpfsSegd()};
     options.segment_servers = 5;
     options.meta_flags = {"--dead_server_ms=2000", "--lease_timeout_ms=3000"};
     options.segd_flags = {"--heartbeat_interval_ms=250"};
@@ -197,7 +197,7 @@ TEST_F(DiskFullFaultTest, ASegmentServersDiskFillsUp) {
   // space, so it gets segments) is shrunk to full mid-run: its appends
   // fail with ENOSPC and writers roll away from it.
   RunTrial("disk-full", [&] {
-    absl::Status filled = cluster_->FillDisk(4096);
+    absl::Status filled = cluster_->FillDisk(4, 4096);
     ASSERT_TRUE(filled.ok()) << filled;
   });
 }

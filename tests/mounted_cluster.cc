@@ -8,6 +8,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
@@ -101,15 +102,15 @@ absl::StatusOr<std::unique_ptr<MountedCluster>> MountedCluster::Start(
   copts.segment_servers = mc->options_.segment_servers;
   copts.meta_flags = mc->options_.meta_flags;
   copts.segd_flags = mc->options_.segd_flags;
-  if (mc->options_.tmpfs_segd >= 0) {
-    std::string dir = absl::StrCat(copts.data_dir, "/segd", mc->options_.tmpfs_segd);
+  for (int segd : mc->options_.tmpfs_segds) {
+    std::string dir = mc->TmpfsDir(segd);
     RETURN_IF_ERROR(cluster::MakeDirs(dir));
     struct statvfs st;
     if (statvfs("/tmp", &st) != 0) return absl::ErrnoToStatus(errno, "statvfs /tmp");
     uint64_t free_bytes = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
     auto r = RunCommand(absl::StrCat("mount -t tmpfs -o size=", free_bytes, " logfs-test ", dir));
     if (r.exit_code != 0) return absl::FailedPreconditionError("mount tmpfs: " + r.output);
-    mc->tmpfs_dir_ = dir;
+    mc->tmpfs_dirs_.push_back(dir);
   }
   ASSIGN_OR_RETURN(mc->cluster_, cluster::LocalCluster::Start(copts));
   for (int i = 0; i < mc->options_.mounts; ++i) {
@@ -125,7 +126,7 @@ absl::StatusOr<std::unique_ptr<MountedCluster>> MountedCluster::Start(
 MountedCluster::~MountedCluster() {
   UnmountAll().IgnoreError();  // falls back to lazy unmounts itself
   cluster_.reset();
-  if (!tmpfs_dir_.empty()) RunCommand("umount -l " + tmpfs_dir_);
+  for (const auto& dir : tmpfs_dirs_) RunCommand("umount -l " + dir);
   if (!root_.empty()) RunCommand("rm -rf " + root_);
 }
 
@@ -214,17 +215,24 @@ void MountedCluster::KillMount(int i) {
 
 namespace logfs::testing {
 
-absl::Status MountedCluster::FillDisk(uint64_t spare_bytes) {
-  if (tmpfs_dir_.empty()) return absl::FailedPreconditionError("no tmpfs segment server");
+std::string MountedCluster::TmpfsDir(int segd) const {
+  return absl::StrCat(root_, "/data/segd", segd);
+}
+
+absl::Status MountedCluster::FillDisk(int segd, uint64_t spare_bytes) {
+  const std::string dir = TmpfsDir(segd);
+  if (std::find(tmpfs_dirs_.begin(), tmpfs_dirs_.end(), dir) == tmpfs_dirs_.end()) {
+    return absl::FailedPreconditionError("segment server has no tmpfs");
+  }
   // The server keeps writing meanwhile: a size below its usage by then is
   // refused, so measure again and retry with more room (bounded).
   CommandResult r;
   for (int attempt = 0; attempt < 20; ++attempt) {
     struct statvfs st;
-    if (statvfs(tmpfs_dir_.c_str(), &st) != 0) return absl::ErrnoToStatus(errno, "statvfs");
+    if (statvfs(dir.c_str(), &st) != 0) return absl::ErrnoToStatus(errno, "statvfs");
     uint64_t used = static_cast<uint64_t>(st.f_blocks - st.f_bfree) * st.f_frsize;
     uint64_t size = used + spare_bytes + attempt * (256u << 10);
-    r = RunCommand(absl::StrCat("mount -o remount,size=", size, " ", tmpfs_dir_));
+    r = RunCommand(absl::StrCat("mount -o remount,size=", size, " ", dir));
     if (r.exit_code == 0) return absl::OkStatus();
   }
   return absl::FailedPreconditionError("remount tmpfs: " + r.output);

@@ -22,10 +22,10 @@ struct MountedClusterOptions {
   std::vector<std::string> segd_flags;
   std::vector<std::string> mount_flags;  // e.g. "--wal_segment_bytes=65536"
   int mounts = 1;
-  // If >= 0, segment server i keeps its data on a tmpfs of its own (as big
-  // as the free space under /tmp, so placement treats it like the others),
-  // which FillDisk() can make full. Unmounted by the destructor.
-  int tmpfs_segd = -1;
+  // These segment servers keep their data on tmpfs mounts of their own (as
+  // big as the free space under /tmp, so placement treats them like the
+  // others), which FillDisk() can make full. Unmounted by the destructor.
+  std::vector<int> tmpfs_segds;
 };
 
 class MountedCluster {
@@ -49,9 +49,9 @@ class MountedCluster {
   // PID of the daemon serving mount `i`.
   pid_t MountPid(int i = 0) const;
 
-  // Shrinks the tmpfs of options.tmpfs_segd to what it holds now plus
-  // `spare_bytes`: the segment server's disk is full from then on.
-  absl::Status FillDisk(uint64_t spare_bytes);
+  // Shrinks the tmpfs of segment server `segd` (one of tmpfs_segds) to
+  // what it holds now plus `spare_bytes`: its disk is full from then on.
+  absl::Status FillDisk(int segd, uint64_t spare_bytes);
 
   // kill -9 the daemon of mount `i` and detach its (now dead) mount; a
   // later MountAll() mounts it again.
@@ -66,7 +66,8 @@ class MountedCluster {
   std::unique_ptr<cluster::LocalCluster> cluster_;
   std::vector<std::string> mountpoints_;
   std::vector<bool> mounted_;
-  std::string tmpfs_dir_;  // set when options_.tmpfs_segd >= 0
+  std::string TmpfsDir(int segd) const;
+  std::vector<std::string> tmpfs_dirs_;  // mounted, unmounted by the destructor
 };
 
 // The logfs binary under test ($LOGFS_BIN, else build/logfs).

@@ -207,6 +207,7 @@ void FileWriter::OnReplicaResponse(uint64_t segment_id, size_t replica, absl::St
     if (!status.ok()) {
       if (!rs.failed) {
         rs.failed = true;
+        last_replica_error_ = status;
         LOG(WARNING) << "replica " << rs.address << " of segment " << segment_id
                      << " failed, rolling to a new segment: " << status;
         StartRecoveryLocked();
@@ -427,7 +428,13 @@ absl::Status FileWriter::OpenNextSegmentLocked(uint64_t sealed_id, uint64_t seal
     }
   }
   mu_.Lock();
-  if (!inode.ok()) return PosixError(EIO, inode.status().message());
+  if (!inode.ok()) {
+    // Out of space (meta has no server with room, or the replicas we roll
+    // away from were full) is ENOSPC, as on a local disk; the rest is EIO.
+    bool no_space = ErrnoFromStatus(inode.status()) == ENOSPC ||
+                    absl::IsResourceExhausted(last_replica_error_);
+    return PosixError(no_space ? ENOSPC : EIO, inode.status().message());
+  }
   if (inode->segments_size() == 0 || inode->segments().rbegin()[0].sealed()) {
     return absl::InternalError("meta returned no open segment");
   }

@@ -193,6 +193,7 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t mtime_ns_ ABSL_GUARDED_BY(mu_) = 0;    // of the last write
   absl::Status error_ ABSL_GUARDED_BY(mu_);
+  absl::Status last_replica_error_ ABSL_GUARDED_BY(mu_);  // why a replica last failed
 };
 
 }  // namespace logfs::wal

@@ -1,0 +1,64 @@
+// A cluster with no space anywhere: new writes fail with ENOSPC (as on a
+// full local disk), not EIO, and namespace changes such as deletes still
+// work (they live in meta, and free space once the servers delete).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/mounted_cluster.h"
+
+namespace logfs::testing {
+namespace {
+
+// Creates `path`, appends `data` and fdatasyncs; returns 0 or the errno.
+int AppendAndSync(const std::string& path, const std::string& data) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT, 0644);
+  if (fd < 0) return errno;
+  int err = 0;
+  if (write(fd, data.data(), data.size()) != static_cast<ssize_t>(data.size()) ||
+      fdatasync(fd) != 0) {
+    err = errno;
+  }
+  if (close(fd) != 0 && err == 0) err = errno;
+  return err;
+}
+
+TEST(EnospcTest, FullClusterGivesEnospcAndDeletesStillWork) {
+  MountedClusterOptions options;
+  options.tmpfs_segds = {0, 1, 2};
+  options.segd_flags = {"--heartbeat_interval_ms=200"};
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
+  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
+  ASSERT_EQ(0, AppendAndSync(c.Path("wal/before"), Pattern(100000, 1)));
+  // (a) every server's disk is full.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(c.FillDisk(i, 0).ok());
+  // (b) once meta's heartbeats say so, a new file's first write is ENOSPC.
+  int err = 0;
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  for (int n = 0; absl::Now() < deadline; ++n) {
+    err = AppendAndSync(c.Path(absl::StrCat("wal/after", n)), "x");
+    if (err == ENOSPC) break;
+    usleep(100000);  // poll: servers report their space every 200 ms
+  }
+  EXPECT_EQ(ENOSPC, err) << strerror(err);
+  // (c) deletes and other namespace changes still work, and what was
+  // written before is intact.
+  EXPECT_EQ(Pattern(100000, 1), *ReadFile(c.Path("wal/before")));
+  EXPECT_EQ(0, rename(c.Path("wal/before").c_str(), c.Path("wal/renamed").c_str()));
+  EXPECT_EQ(0, unlink(c.Path("wal/renamed").c_str())) << strerror(errno);
+  EXPECT_EQ(0, mkdir(c.Path("still-works").c_str(), 0755));
+}
+
+}  // namespace
+}  // namespace logfs::testing
