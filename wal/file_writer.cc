@@ -158,8 +158,7 @@ void FileWriter::Sync(SyncCallback done) {
       if (acked_ >= target) {
         ready.push_back(std::move(done));
       } else {
-        if (waiters_.empty()) oldest_waiter_since_ = absl::Now();
-        waiters_.emplace(target, std::move(done));
+        waiters_.emplace(target, SyncWaiter{std::move(done), absl::Now()});
         ArmFsyncDeadlineLocked();
         if (sync_round_replies_ == 0) StartSyncRoundLocked();
       }
@@ -232,7 +231,7 @@ void FileWriter::OnReplicaResponse(uint64_t segment_id, size_t replica, absl::St
     }
     if (!error_.ok()) {
       error = error_;
-      for (auto& [target, cb] : waiters_) ready.push_back(std::move(cb));
+      for (auto& [target, waiter] : waiters_) ready.push_back(std::move(waiter.done));
       waiters_.clear();
     }
   }
@@ -243,11 +242,8 @@ void FileWriter::OnReplicaResponse(uint64_t segment_id, size_t replica, absl::St
 std::vector<FileWriter::SyncCallback> FileWriter::TakeReadyWaitersLocked() {
   std::vector<SyncCallback> ready;
   auto end = waiters_.upper_bound(acked_);
-  for (auto it = waiters_.begin(); it != end; ++it) ready.push_back(std::move(it->second));
+  for (auto it = waiters_.begin(); it != end; ++it) ready.push_back(std::move(it->second.done));
   waiters_.erase(waiters_.begin(), end);
-  // Waiters are served in target order, so the remaining ones are younger
-  // than the oldest just served; restart the clock from now for them.
-  if (!ready.empty()) oldest_waiter_since_ = waiters_.empty() ? absl::InfiniteFuture() : absl::Now();
   return ready;
 }
 
@@ -256,7 +252,7 @@ void FileWriter::SetErrorLocked(absl::Status status) {
     LOG(ERROR) << "writer of inode " << ino_ << " failed: " << status;
     error_ = std::move(status);
   }
-  for (auto& [target, cb] : waiters_) failed_waiters_.push_back(std::move(cb));
+  for (auto& [target, waiter] : waiters_) failed_waiters_.push_back(std::move(waiter.done));
   waiters_.clear();
 }
 
@@ -280,8 +276,7 @@ absl::Status FileWriter::WaitAckedLocked(uint64_t target) {
   SendBufferLocked();
   if (acked_ < target) {
     // A waiter of its own keeps sync rounds coming until `target` is acked.
-    if (waiters_.empty()) oldest_waiter_since_ = absl::Now();
-    waiters_.emplace(target, [](absl::Status) {});
+    waiters_.emplace(target, SyncWaiter{[](absl::Status) {}, absl::Now()});
     ArmFsyncDeadlineLocked();
     if (sync_round_replies_ == 0) StartSyncRoundLocked();
   }
@@ -496,7 +491,7 @@ void FileWriter::Recover() {
       if (!waiters_.empty() && sync_round_replies_ == 0) StartSyncRoundLocked();
     } else {
       error = error_;
-      for (auto& [target, cb] : waiters_) ready.push_back(std::move(cb));
+      for (auto& [target, waiter] : waiters_) ready.push_back(std::move(waiter.done));
       waiters_.clear();
     }
   }
@@ -863,7 +858,7 @@ absl::Status FileWriter::TruncateToZero() {
     sync_round_replies_ = 0;
     length_ = 0;
     acked_ = 0;
-    for (auto& [target, cb] : waiters_) discarded.push_back(std::move(cb));
+    for (auto& [target, waiter] : waiters_) discarded.push_back(std::move(waiter.done));
     waiters_.clear();
     mu_.Unlock();
     proto::SetAttrRequest request;
@@ -907,11 +902,10 @@ void FileWriter::OnFsyncDeadline() {
   {
     absl::MutexLock lock(&mu_);
     fsync_timer_armed_ = false;
-    if (waiters_.empty()) {
-      oldest_waiter_since_ = absl::InfiniteFuture();
-      return;
-    }
-    if (absl::Now() - oldest_waiter_since_ > options_.fsync_timeout) {
+    if (waiters_.empty()) return;
+    absl::Time oldest = absl::InfiniteFuture();
+    for (const auto& [target, waiter] : waiters_) oldest = std::min(oldest, waiter.since);
+    if (absl::Now() - oldest > options_.fsync_timeout) {
       // Never return 0 on hope (DESIGN §4): the descriptor is poisoned.
       SetErrorLocked(PosixError(EIO, absl::StrCat("no ack quorum for inode ", ino_, " within ",
                                                   absl::FormatDuration(options_.fsync_timeout))));

@@ -173,10 +173,12 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;       // bytes of open_ sent to replicas
   uint64_t acked_ ABSL_GUARDED_BY(mu_) = 0;      // file bytes durable on the quorum
   std::string buffer_ ABSL_GUARDED_BY(mu_);      // accepted, not yet sent
-  std::multimap<uint64_t, SyncCallback> waiters_ ABSL_GUARDED_BY(mu_);
+  struct SyncWaiter {
+    SyncCallback done;
+    absl::Time since;  // for the --fsync_timeout_ms deadline
+  };
+  std::multimap<uint64_t, SyncWaiter> waiters_ ABSL_GUARDED_BY(mu_);  // by target
   std::vector<SyncCallback> failed_waiters_ ABSL_GUARDED_BY(mu_);
-  // When the oldest waiting sync began (deadline = it + fsync_timeout).
-  absl::Time oldest_waiter_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   std::unique_ptr<asio::steady_timer> fsync_timer_ ABSL_GUARDED_BY(mu_);
   bool fsync_timer_armed_ ABSL_GUARDED_BY(mu_) = false;
   int sync_round_replies_ ABSL_GUARDED_BY(mu_) = 0;  // replies a round still awaits
