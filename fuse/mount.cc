@@ -11,15 +11,15 @@
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
 #include "store/replica_reader.h"
+#include "store/xattr_names.h"
 
 namespace logfs::fuse {
 namespace {
 
-constexpr char kSegmentsXattr[] = "user.logfs.segments";
-constexpr char kDurableLengthXattr[] = "user.logfs.durable_length";
-constexpr char kMountPidXattr[] = "user.logfs.mount_pid";
-// Lets tools given only a path (logfs recover PATH) find the mount's meta.
-constexpr char kMetaAddressXattr[] = "user.logfs.meta_address";
+using store::kDurableLengthXattr;
+using store::kMetaAddressXattr;
+using store::kMountPidXattr;
+using store::kSegmentsXattr;
 
 bool HasOpenSegment(const proto::Inode& inode) {
   return inode.segments_size() > 0 && !inode.segments().rbegin()[0].sealed();

@@ -13,16 +13,11 @@
 #include "src/status/posix_error.h"
 #include "store/namespace.h"
 #include "store/namespace_txn.h"
+#include "store/xattr_names.h"
 
 namespace logfs::store {
 namespace {
 
-constexpr char kLogfsPrefix[] = "user.logfs.";
-constexpr char kKindName[] = "user.logfs.kind";
-constexpr char kReplicationName[] = "user.logfs.replication";
-constexpr char kAckQuorumName[] = "user.logfs.ack_quorum";
-constexpr char kSegmentsName[] = "user.logfs.segments";
-constexpr char kDurableLengthName[] = "user.logfs.durable_length";
 
 // setxattr flags (sys/xattr.h).
 constexpr uint32_t kXattrCreate = 1;
@@ -70,15 +65,15 @@ absl::Status Namespace::SetXattr(const proto::SetXattrRequest& request) {
   absl::MutexLock lock(&mu_);
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
-  if (absl::StartsWith(name, kLogfsPrefix)) {
-    if (name == kSegmentsName || name == kDurableLengthName) {
+  if (absl::StartsWith(name, kLogfsXattrPrefix)) {
+    if (name == kSegmentsXattr || name == kDurableLengthXattr) {
       return PosixError(EPERM, absl::StrCat(name, " is read-only"));
     }
-    if (name != kKindName && name != kReplicationName && name != kAckQuorumName) {
+    if (name != kKindXattr && name != kReplicationXattr && name != kAckQuorumXattr) {
       return PosixError(EPERM, absl::StrCat(name, ": user.logfs.* is reserved"));
     }
     RETURN_IF_ERROR(CheckSettingsChangeable(*inode));
-    if (name == kKindName) {
+    if (name == kKindXattr) {
       absl::string_view kind = absl::StripAsciiWhitespace(absl::StripSuffix(value, std::string(1, '\0')));
       if (kind == "wal") {
         inode->mutable_attr()->set_kind(proto::KIND_WAL);
@@ -87,7 +82,7 @@ absl::Status Namespace::SetXattr(const proto::SetXattrRequest& request) {
       } else {
         return PosixError(EINVAL, absl::StrCat("kind must be wal or block, not '", value, "'"));
       }
-    } else if (name == kReplicationName) {
+    } else if (name == kReplicationXattr) {
       ASSIGN_OR_RETURN(uint32_t replication, ParseCount(name, value, kReplicationMax));
       if (replication > servers_.size()) {
         return PosixError(EINVAL, absl::StrCat("replication ", replication, " needs that many ",
@@ -126,9 +121,9 @@ absl::StatusOr<std::string> Namespace::GetXattr(uint64_t ino, const std::string&
   absl::MutexLock lock(&mu_);
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
-  if (name == kKindName) return inode->attr().kind() == proto::KIND_WAL ? "wal" : "block";
-  if (name == kReplicationName) return absl::StrCat(Replication(*inode));
-  if (name == kAckQuorumName) return absl::StrCat(AckQuorum(*inode));
+  if (name == kKindXattr) return inode->attr().kind() == proto::KIND_WAL ? "wal" : "block";
+  if (name == kReplicationXattr) return absl::StrCat(Replication(*inode));
+  if (name == kAckQuorumXattr) return absl::StrCat(AckQuorum(*inode));
   auto it = inode->xattrs().find(name);
   if (it == inode->xattrs().end()) return PosixError(ENODATA, absl::StrCat("no xattr ", name));
   return it->second;
@@ -138,10 +133,10 @@ absl::StatusOr<std::vector<std::string>> Namespace::ListXattr(uint64_t ino) {
   absl::MutexLock lock(&mu_);
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
-  std::vector<std::string> names = {kKindName, kReplicationName, kAckQuorumName};
+  std::vector<std::string> names = {kKindXattr, kReplicationXattr, kAckQuorumXattr};
   if (S_ISREG(inode->attr().mode())) {
-    names.push_back(kSegmentsName);
-    names.push_back(kDurableLengthName);
+    names.push_back(kSegmentsXattr);
+    names.push_back(kDurableLengthXattr);
   }
   std::vector<std::string> stored;
   for (const auto& [name, value] : inode->xattrs()) stored.push_back(name);
@@ -152,7 +147,7 @@ absl::StatusOr<std::vector<std::string>> Namespace::ListXattr(uint64_t ino) {
 
 absl::Status Namespace::RemoveXattr(uint64_t ino, const std::string& name) {
   RETURN_IF_ERROR(CheckXattrName(name));
-  if (absl::StartsWith(name, kLogfsPrefix)) {
+  if (absl::StartsWith(name, kLogfsXattrPrefix)) {
     return PosixError(EPERM, absl::StrCat(name, " cannot be removed"));
   }
   absl::MutexLock lock(&mu_);

@@ -27,6 +27,7 @@
 #include "src/cluster/local_cluster.h"
 #include "src/cluster/process.h"
 #include "src/main/subcommands.h"
+#include "store/xattr_names.h"
 
 DECLARE_string(meta);
 DECLARE_string(data_dir);
@@ -250,7 +251,7 @@ int UmountMain(int argc, char** argv) {
   }
   mountpoint = resolved;
   char pid_buf[32] = {0};
-  ssize_t n = getxattr(mountpoint.c_str(), "user.logfs.mount_pid", pid_buf, sizeof(pid_buf) - 1);
+  ssize_t n = getxattr(mountpoint.c_str(), store::kMountPidXattr, pid_buf, sizeof(pid_buf) - 1);
   pid_t daemon = n > 0 ? static_cast<pid_t>(std::atoi(pid_buf)) : -1;
   auto pid = cluster::Spawn({"/bin/fusermount3", "-u", mountpoint}, "");
   int status = 1;

@@ -10,6 +10,7 @@
 
 #include "src/main/subcommands.h"
 #include "store/admin_client.h"
+#include "store/xattr_names.h"
 
 DECLARE_string(meta);           // src/main/server_main.cc
 DECLARE_int32(rpc_timeout_ms);  // src/main/server_main.cc
@@ -31,7 +32,7 @@ int RecoverMain(int argc, char** argv) {
   std::string meta = FLAGS_meta;
   if (meta.empty()) {
     char buf[256] = {0};
-    ssize_t n = getxattr(path, "user.logfs.meta_address", buf, sizeof(buf) - 1);
+    ssize_t n = getxattr(path, store::kMetaAddressXattr, buf, sizeof(buf) - 1);
     if (n <= 0) {
       std::fprintf(stderr, "logfs recover: %s is not on a logfs mount (give --meta)\n", path);
       return 1;

@@ -1,0 +1,20 @@
+// The user.logfs.* extended attributes: one list shared by meta (which
+// stores and validates the settable ones), the mount (which answers the
+// computed ones) and the tools (which read them). See docs/rpc.md.
+#pragma once
+
+namespace logfs::store {
+
+inline constexpr char kLogfsXattrPrefix[] = "user.logfs.";
+// Settable on directories (inherited) and on files without data.
+inline constexpr char kKindXattr[] = "user.logfs.kind";  // "wal" | "block"
+inline constexpr char kReplicationXattr[] = "user.logfs.replication";
+inline constexpr char kAckQuorumXattr[] = "user.logfs.ack_quorum";
+// Read-only, computed by the mount.
+inline constexpr char kSegmentsXattr[] = "user.logfs.segments";
+inline constexpr char kDurableLengthXattr[] = "user.logfs.durable_length";
+// Read-only, on a mount's root or any path: for `logfs umount` / `recover`.
+inline constexpr char kMountPidXattr[] = "user.logfs.mount_pid";
+inline constexpr char kMetaAddressXattr[] = "user.logfs.meta_address";
+
+}  // namespace logfs::store
