@@ -37,22 +37,28 @@ absl::Status ReplicaStore::Replica::WriteAtEnd(absl::string_view data) {
   if (status.ok()) status = WriteChunkCrcs(crc_fd, update.first_chunk, update.crcs);
   if (!status.ok()) {
     // Cut off whatever part of the write landed, so a retry starts clean.
-    bool rolled_back = ::ftruncate(fd, static_cast<off_t>(length)) == 0 &&
-                       ::ftruncate(crc_fd, static_cast<off_t>(CrcFileBytes(length))) == 0;
-    // The write may have replaced the CRC of the partial chunk it extended.
-    if (rolled_back && length % kCrcChunkBytes != 0) {
-      rolled_back = WriteChunkCrcs(crc_fd, length / kCrcChunkBytes, {tail_crc}).ok();
-    }
-    if (!rolled_back) {
-      failure = absl::DataLossError(absl::StrCat("segment ", segment_id,
-                                                 ": cannot roll back a failed write"));
-      LOG(ERROR) << failure;
-    }
+    RollBackTo(length, tail_crc);
     return status;
   }
   length += data.size();
   tail_crc = update.tail_crc;
   return absl::OkStatus();
+}
+
+void ReplicaStore::Replica::RollBackTo(uint64_t old_length, uint32_t old_tail_crc) {
+  bool rolled_back = ::ftruncate(fd, static_cast<off_t>(old_length)) == 0 &&
+                     ::ftruncate(crc_fd, static_cast<off_t>(CrcFileBytes(old_length))) == 0;
+  // The write may have replaced the CRC of the partial chunk it extended.
+  if (rolled_back && old_length % kCrcChunkBytes != 0) {
+    rolled_back = WriteChunkCrcs(crc_fd, old_length / kCrcChunkBytes, {old_tail_crc}).ok();
+  }
+  if (!rolled_back) {
+    failure = absl::DataLossError(absl::StrCat("segment ", segment_id,
+                                               ": cannot roll back a failed write"));
+    LOG(ERROR) << failure;
+  }
+  length = std::min(length, old_length);
+  tail_crc = old_tail_crc;
 }
 
 absl::Status ReplicaStore::Replica::CutTo(uint64_t new_length, uint64_t server_id) {

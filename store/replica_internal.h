@@ -35,6 +35,11 @@ struct ReplicaStore::Replica {
   // fails, the replica is marked failed) and the error is returned.
   absl::Status WriteAtEnd(absl::string_view data) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
+  // Undoes writes past `old_length` (whose last partial chunk had
+  // `old_tail_crc`): cuts both files back, or marks the replica failed if
+  // that fails. No CRC check: the bytes cut were never acknowledged.
+  void RollBackTo(uint64_t old_length, uint32_t old_tail_crc) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
   // Cuts the replica to `new_length` < length, data and CRCs. The chunk the
   // cut lands in is verified first (a CRC is never recomputed over damaged
   // bytes): if it is bad the replica is marked corrupt and kDataLoss

@@ -43,14 +43,16 @@ absl::Status Unusable(const absl::Status& status) {
 
 }  // namespace
 
-ReplicaStore::ReplicaStore(std::string data_dir)
-    : data_dir_(std::move(data_dir)), segments_dir_(data_dir_ + "/" + kSegmentsDirName) {}
+ReplicaStore::ReplicaStore(const ReplicaStoreOptions& options)
+    : options_(options),
+      data_dir_(options.data_dir),
+      segments_dir_(data_dir_ + "/" + kSegmentsDirName) {}
 
 ReplicaStore::~ReplicaStore() = default;
 
 absl::StatusOr<std::unique_ptr<ReplicaStore>> ReplicaStore::Open(
     const ReplicaStoreOptions& options) {
-  std::unique_ptr<ReplicaStore> store(new ReplicaStore(options.data_dir));
+  std::unique_ptr<ReplicaStore> store(new ReplicaStore(options));
   absl::Status status = MakeDirs(store->data_dir_);
   if (status.ok()) status = MakeDirs(store->segments_dir_);
   if (status.ok()) {
@@ -119,15 +121,82 @@ absl::Status ReplicaStore::LoadAll() {
     ::unlink((segments_dir_ + "/" + name).c_str());
   }
   if (!stale.empty()) RETURN_IF_ERROR(SyncDir(segments_dir_));
+  // Appends acknowledged from the journal alone go back into their
+  // replicas before those are loaded (and fdatasynced) below.
+  absl::flat_hash_map<uint64_t, int> replay_fds;
+  auto journal = Journal::Open(
+      JournalOptions{data_dir_, options_.journal_bytes, options_.journal_preallocate},
+      [&](const JournalRecord& record) { return ReplayRecord(record, &replay_fds); });
+  for (const auto& [id, fd] : replay_fds) {
+    if (fd >= 0) ::close(fd);
+  }
+  if (!journal.ok()) return journal.status();
+  journal_ = std::move(*journal);
+  journal_->SetCheckpoint([this] { return Checkpoint(); });
   for (uint64_t id : data_ids) {
     if (state_ids.contains(id)) RETURN_IF_ERROR(LoadOne(id));
   }
+  RETURN_IF_ERROR(journal_->Restart());
   // LoadOne creates the .crc files of replicas written before checksums.
   bool created = false;
   for (uint64_t id : data_ids) created |= state_ids.contains(id) && !crc_ids.contains(id);
   if (created) RETURN_IF_ERROR(SyncDir(segments_dir_));
   return absl::OkStatus();
 }
+
+absl::Status ReplicaStore::ReplayRecord(const JournalRecord& record,
+                                        absl::flat_hash_map<uint64_t, int>* fds) const {
+  auto it = fds->find(record.segment_id);
+  if (it == fds->end()) {
+    int fd = -1;
+    // Deleted segments have no state file; sealed ones were fdatasynced at
+    // their final length by the seal, and must not grow back.
+    auto text = ReadSmallFile(SegmentPath(record.segment_id, kStateFileSuffix), kStateFileBytesMax);
+    if (text.ok()) {
+      auto state = DecodeReplicaState(*text);
+      if (state.ok() && !state->sealed) {
+        const std::string path = SegmentPath(record.segment_id, kSegmentFileSuffix);
+        fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+        if (fd < 0 && errno != ENOENT) return SyscallError(errno, absl::StrCat("open ", path));
+      }
+    } else if (!absl::IsNotFound(text.status())) {
+      return text.status();
+    }
+    it = fds->emplace(record.segment_id, fd).first;
+  }
+  if (it->second < 0) return absl::OkStatus();
+  struct stat st;
+  if (::fstat(it->second, &st) != 0) return SyscallError(errno, "fstat replica");
+  if (record.offset > static_cast<uint64_t>(st.st_size)) {
+    // Records of one replica are journaled in order, so this cannot happen
+    // unless the file was cut from outside; never leave a hole.
+    LOG(ERROR) << "journal: segment " << record.segment_id << " has " << st.st_size
+               << " bytes, record at " << record.offset << " skipped";
+    return absl::OkStatus();
+  }
+  return PwriteAll(it->second, record.data, record.offset);
+}
+
+absl::Status ReplicaStore::Checkpoint() {
+  absl::flat_hash_map<uint64_t, std::shared_ptr<Replica>> batch;
+  {
+    absl::MutexLock lock(&checkpoint_mu_);
+    batch.swap(unsynced_);
+  }
+  for (const auto& [id, r] : batch) {
+    fdatasync_count_.fetch_add(2);
+    if (int error = r->SyncFiles(); error != 0) {
+      return SyscallError(error, absl::StrCat("fdatasync of segment ", id, " at checkpoint"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+uint64_t ReplicaStore::fdatasync_count() const {
+  return fdatasync_count_.load() + (journal_ ? journal_->fdatasyncs() : 0);
+}
+
+uint64_t ReplicaStore::journal_wraps() const { return journal_ ? journal_->wraps() : 0; }
 
 absl::Status ReplicaStore::LoadOne(uint64_t segment_id) {
   const std::string state_path = SegmentPath(segment_id, kStateFileSuffix);
@@ -241,9 +310,10 @@ absl::StatusOr<std::shared_ptr<ReplicaStore::Replica>> ReplicaStore::Find(
   return it->second;
 }
 
-void ReplicaStore::MarkDirty(uint64_t segment_id) {
+void ReplicaStore::MarkDirty(uint64_t segment_id, uint64_t end) {
   absl::MutexLock lock(&mu_);
-  dirty_.insert(segment_id);
+  uint64_t& dirty_end = dirty_[segment_id];
+  dirty_end = std::max(dirty_end, end);
 }
 
 absl::StatusOr<ReplicaInfo> ReplicaStore::Create(uint64_t segment_id, uint64_t epoch) {
@@ -333,10 +403,23 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Append(uint64_t segment_id, uint64_t e
                                                 " but its length is ", r->length));
     }
     if (data.empty()) return r->Snapshot();
+    const uint64_t old_length = r->length;
+    const uint32_t old_tail_crc = r->tail_crc;
     RETURN_IF_ERROR(r->WriteAtEnd(data));
+    // Written to the replica before it is journaled and noted for the next
+    // checkpoint before that: a checkpoint (at a wrap) that overwrites this
+    // record has synced these bytes in the replica.
+    {
+      absl::MutexLock lock(&checkpoint_mu_);
+      unsynced_.emplace(segment_id, r);
+    }
+    if (absl::Status journaled = journal_->Add(segment_id, offset, data); !journaled.ok()) {
+      r->RollBackTo(old_length, old_tail_crc);
+      return journaled;
+    }
     info = r->Snapshot();
   }
-  MarkDirty(segment_id);
+  MarkDirty(segment_id, end);
   return info;
 }
 
@@ -456,6 +539,10 @@ absl::Status ReplicaStore::Delete(uint64_t segment_id) {
     dirty_.erase(segment_id);
   }
   {
+    absl::MutexLock lock(&checkpoint_mu_);
+    unsynced_.erase(segment_id);  // its descriptors close with the last holder
+  }
+  {
     absl::MutexLock lock(&r->mu);
     r->deleted = true;
   }
@@ -471,43 +558,28 @@ absl::Status ReplicaStore::Delete(uint64_t segment_id) {
 }
 
 int ReplicaStore::SyncDirty() {
-  std::vector<std::shared_ptr<Replica>> batch;
+  absl::flat_hash_map<uint64_t, uint64_t> batch;
   {
     absl::MutexLock lock(&mu_);
-    batch.reserve(dirty_.size());
-    for (uint64_t id : dirty_) {
-      auto it = replicas_.find(id);
-      if (it != replicas_.end()) batch.push_back(it->second);
+    batch.swap(dirty_);
+  }
+  if (batch.empty()) return 0;
+  // Every append in the batch was journaled before it was noted in dirty_.
+  absl::Status synced = journal_->Sync();
+  for (const auto& [id, end] : batch) {
+    auto r = Find(id);
+    if (!r.ok()) continue;  // deleted meanwhile
+    absl::MutexLock lock(&(*r)->mu);
+    if (!synced.ok()) {
+      // Never retried: after a failed fdatasync the kernel may have dropped
+      // the dirty pages, and a later success would prove nothing.
+      if ((*r)->failure.ok()) (*r)->failure = synced;
+      continue;
     }
-    dirty_.clear();
+    // A seal may have cut the file meanwhile; durable never exceeds length.
+    (*r)->durable_length = std::max((*r)->durable_length, std::min(end, (*r)->length));
   }
-  int syncs = 0;
-  for (const auto& r : batch) syncs += SyncOne(*r) ? 1 : 0;
-  return syncs;
-}
-
-bool ReplicaStore::SyncOne(Replica& r) {
-  uint64_t target;
-  {
-    absl::MutexLock lock(&r.mu);
-    if (!r.Usable().ok() || r.sealed) return false;
-    target = r.length;
-    if (target <= r.durable_length) return false;
-  }
-  int error = r.SyncFiles();
-  fdatasync_count_.fetch_add(2);
-  absl::MutexLock lock(&r.mu);
-  if (error != 0) {
-    // Never retried: after a failed fdatasync the kernel may have dropped
-    // the dirty pages, and a later success would prove nothing.
-    r.failure = absl::DataLossError(
-        absl::StrCat("fdatasync of segment ", r.segment_id, " failed: ", std::strerror(error)));
-    LOG(ERROR) << r.failure;
-    return true;
-  }
-  // A seal may have cut the file meanwhile; durable never exceeds length.
-  r.durable_length = std::max(r.durable_length, std::min(target, r.length));
-  return true;
+  return 1;
 }
 
 std::vector<uint64_t> ReplicaStore::SegmentIds() const {

@@ -11,6 +11,12 @@
 // returns kDataLoss, because the kernel may have dropped the dirty pages
 // (fsyncgate); it is never retried.
 //
+// Journal (store/journal.h): every append is written to its replica files
+// and then to the data dir's one journal. A sync round fdatasyncs only the
+// journal, however many replicas it covers (BookKeeper's journal); replica
+// files are fdatasynced when the journal wraps (checkpoint), at seal and at
+// open. Open replays the journal into the replicas of unsealed segments.
+//
 // Checksums: every kCrcChunkBytes chunk of a replica has a CRC32C in its
 // .crc file, written with the data and made durable by the same sync. A
 // Read verifies every chunk it touches; a mismatch marks the replica
@@ -36,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "store/journal.h"
 
 namespace logfs::store {
 
@@ -44,6 +51,8 @@ inline constexpr uint64_t kReadBytesMax = 8u << 20;
 
 struct ReplicaStoreOptions {
   std::string data_dir;  // created if missing
+  uint64_t journal_bytes = 64u << 20;  // size of <data_dir>/journal
+  bool journal_preallocate = true;     // zero-fill it when created
 };
 
 // A snapshot of one replica's state.
@@ -118,11 +127,13 @@ class ReplicaStore {
   // Removes the replica's files. OK if absent.
   absl::Status Delete(uint64_t segment_id);
 
-  // One sync round: fdatasyncs (once each: its data and .crc files) every
-  // replica written since the previous round and raises its durable_length
-  // to the length it had when the round reached it. A failure marks that
-  // replica failed (sticky). Returns the number of replicas synced. Call from one thread at a
-  // time (the sync thread); other calls may run concurrently.
+  // One sync round: one fdatasync of the journal, then every replica
+  // appended to before the round started gets durable_length = the end of
+  // its last journaled append (or its length, if a seal cut it since). A
+  // failure marks those replicas failed (sticky) and fails the journal.
+  // Returns the number of fdatasyncs (0 when nothing was appended). Call
+  // from one thread at a time (the sync thread); other calls may run
+  // concurrently.
   int SyncDirty();
 
   // Ids of every replica, in no particular order.
@@ -132,8 +143,11 @@ class ReplicaStore {
   uint64_t server_id() const;
   absl::Status SetServerId(uint64_t server_id);
 
-  // fdatasync calls on replica files so far (sync rounds, seals, open).
-  uint64_t fdatasync_count() const { return fdatasync_count_.load(); }
+  // fdatasync calls so far: on the journal (sync rounds) and on replica
+  // files (checkpoints, seals, open).
+  uint64_t fdatasync_count() const;
+  // Times the journal wrapped (each one a checkpoint).
+  uint64_t journal_wraps() const;
 
   const std::string& data_dir() const { return data_dir_; }
 
@@ -141,15 +155,21 @@ class ReplicaStore {
   struct Replica;
   struct ReadSnapshot;
 
-  explicit ReplicaStore(std::string data_dir);
+  explicit ReplicaStore(const ReplicaStoreOptions& options);
   absl::Status LoadAll();
+  // Writes one replayed journal record into its replica's data file, if the
+  // replica exists and is not sealed. `fds` caches open data files (-1:
+  // skip that segment); the caller closes them.
+  absl::Status ReplayRecord(const JournalRecord& record,
+                            absl::flat_hash_map<uint64_t, int>* fds) const;
+  // The journal's checkpoint: fdatasyncs every replica journaled since the
+  // last one.
+  absl::Status Checkpoint() ABSL_LOCKS_EXCLUDED(checkpoint_mu_);
   absl::Status LoadOne(uint64_t segment_id);
   absl::StatusOr<std::shared_ptr<Replica>> Find(uint64_t segment_id) const
       ABSL_LOCKS_EXCLUDED(mu_);
-  void MarkDirty(uint64_t segment_id) ABSL_LOCKS_EXCLUDED(mu_);
-  // fdatasyncs one replica if it has un-synced bytes; true if it called
-  // fdatasync.
-  bool SyncOne(Replica& replica);
+  // Records that `segment_id` has journaled bytes up to `end`.
+  void MarkDirty(uint64_t segment_id, uint64_t end) ABSL_LOCKS_EXCLUDED(mu_);
   // The last partial chunk's CRC of a replica being loaded, from its .crc
   // file (sealed) or rebuilt from the data (open, or no .crc file yet).
   // kDataLoss if a sealed replica's .crc file is damaged.
@@ -167,8 +187,10 @@ class ReplicaStore {
   std::string SegmentPath(uint64_t segment_id, const char* suffix) const;
 
   // Immutable after construction.
+  const ReplicaStoreOptions options_;
   const std::string data_dir_;
   const std::string segments_dir_;
+  std::unique_ptr<Journal> journal_;  // set by LoadAll
 
   // Internally synchronized.
   std::atomic<uint64_t> fdatasync_count_{0};
@@ -179,8 +201,15 @@ class ReplicaStore {
   absl::Mutex files_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<Replica>> replicas_ ABSL_GUARDED_BY(mu_);
-  // Replicas with bytes written since the last round took them.
-  absl::flat_hash_set<uint64_t> dirty_ ABSL_GUARDED_BY(mu_);
+  // Replicas with bytes journaled since the last round took them, with the
+  // end of their last journaled append.
+  absl::flat_hash_map<uint64_t, uint64_t> dirty_ ABSL_GUARDED_BY(mu_);
+
+  // Replicas written since the journal's last checkpoint. Lock order: a
+  // Replica's mu, then the journal's, then checkpoint_mu_.
+  absl::Mutex checkpoint_mu_;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<Replica>> unsynced_
+      ABSL_GUARDED_BY(checkpoint_mu_);
   uint64_t server_id_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -12,6 +12,7 @@
 
 #include "src/util/crc32c.h"
 #include "store/chunk_crc.h"
+#include "store/journal.h"
 
 namespace logfs::store {
 namespace {
@@ -30,9 +31,9 @@ class ReplicaStoreTest : public testing::Test {
     store_.reset();
     std::filesystem::remove_all(dir_);
   }
-  void Reopen() {
+  void Reopen(uint64_t journal_bytes = 1u << 20) {
     store_.reset();
-    auto store = ReplicaStore::Open(ReplicaStoreOptions{dir_ + "/data"});
+    auto store = ReplicaStore::Open(ReplicaStoreOptions{dir_ + "/data", journal_bytes});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
   }
@@ -70,16 +71,92 @@ TEST_F(ReplicaStoreTest, AppendReadRoundTrip) {
   EXPECT_EQ(absl::StatusCode::kNotFound, Append(8, 0, "x").status().code());
 }
 
-TEST_F(ReplicaStoreTest, SyncDirtyAdvancesDurableLengthOncePerReplica) {
+TEST_F(ReplicaStoreTest, SyncDirtyIsOneJournalFdatasyncForEveryReplica) {
   ASSERT_TRUE(store_->Create(1, 1).ok());
   ASSERT_TRUE(store_->Create(2, 1).ok());
   ASSERT_TRUE(Append(1, 0, "aaa").ok());
   ASSERT_TRUE(Append(1, 3, "bbb").ok());
   ASSERT_TRUE(Append(2, 0, "cc").ok());
-  EXPECT_EQ(2, store_->SyncDirty());
+  uint64_t before = store_->fdatasync_count();
+  EXPECT_EQ(1, store_->SyncDirty());
+  EXPECT_EQ(before + 1, store_->fdatasync_count());
   EXPECT_EQ(6u, store_->Info(1)->durable_length);
   EXPECT_EQ(2u, store_->Info(2)->durable_length);
   EXPECT_EQ(0, store_->SyncDirty());
+}
+
+// What a crash does to replica bytes that only the journal made durable:
+// the page cache never reached the replica file.
+void CutFile(const std::string& path, off_t length) {
+  ASSERT_EQ(0, ::truncate(path.c_str(), length)) << path;
+}
+
+TEST_F(ReplicaStoreTest, ReopenReplaysJournaledAppendsIntoReplicas) {
+  ASSERT_TRUE(store_->Create(1, 1).ok());
+  ASSERT_TRUE(store_->Create(2, 1).ok());
+  ASSERT_TRUE(Append(1, 0, "abc").ok());
+  ASSERT_TRUE(Append(2, 0, "xy").ok());
+  ASSERT_TRUE(Append(1, 3, "def").ok());
+  ASSERT_EQ(1, store_->SyncDirty());
+  store_.reset();
+  CutFile(dir_ + "/data/segments/1.seg", 1);
+  CutFile(dir_ + "/data/segments/2.seg", 0);
+  Reopen();
+  EXPECT_EQ("abcdef", ReadAll(1));
+  EXPECT_EQ("xy", ReadAll(2));
+  EXPECT_EQ(6u, store_->Info(1)->durable_length);
+  // The replay is not repeated: appends continue, a second reopen agrees.
+  ASSERT_TRUE(Append(1, 6, "g").ok());
+  ASSERT_EQ(1, store_->SyncDirty());
+  Reopen();
+  EXPECT_EQ("abcdefg", ReadAll(1));
+}
+
+TEST_F(ReplicaStoreTest, ReplayStopsAtATornRecordAndSkipsSealedAndDeletedReplicas) {
+  ASSERT_TRUE(store_->Create(1, 1).ok());
+  ASSERT_TRUE(store_->Create(2, 1).ok());
+  ASSERT_TRUE(store_->Create(3, 1).ok());
+  ASSERT_TRUE(Append(1, 0, "keep").ok());
+  ASSERT_TRUE(Append(2, 0, "sealed-cut").ok());
+  ASSERT_TRUE(Append(3, 0, "deleted").ok());
+  ASSERT_EQ(1, store_->SyncDirty());
+  ASSERT_TRUE(store_->Seal(2, 2, 6).ok());
+  ASSERT_TRUE(store_->Delete(3).ok());
+  ASSERT_TRUE(Append(1, 4, "torn").ok());  // never synced
+  store_.reset();
+  // Tear the last record: its data no longer matches its CRC.
+  const std::string journal = dir_ + "/data/journal";
+  int fd = ::open(journal.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  const uint64_t last = 3 * kJournalHeaderBytes + 4 + 10 + 7;
+  ASSERT_EQ(1, ::pwrite(fd, "X", 1, last + kJournalHeaderBytes));
+  ::close(fd);
+  CutFile(dir_ + "/data/segments/1.seg", 0);
+  Reopen();
+  EXPECT_EQ("keep", ReadAll(1));
+  EXPECT_EQ("sealed", ReadAll(2));
+  EXPECT_EQ(absl::StatusCode::kNotFound, store_->Info(3).status().code());
+}
+
+TEST_F(ReplicaStoreTest, JournalWrapsAfterACheckpointAndKeepsEveryByte) {
+  Reopen(/*journal_bytes=*/4096);
+  ASSERT_TRUE(store_->Create(1, 1).ok());
+  ASSERT_TRUE(store_->Create(2, 1).ok());
+  std::string expected[3];
+  for (int i = 0; i < 200; ++i) {
+    uint64_t id = 1 + i % 2;
+    std::string record(100, static_cast<char>('a' + i % 26));
+    ASSERT_TRUE(Append(id, expected[id].size(), record).ok()) << i;
+    expected[id] += record;
+    if (i % 7 == 0) {
+      ASSERT_EQ(1, store_->SyncDirty());
+    }
+  }
+  ASSERT_EQ(1, store_->SyncDirty());
+  EXPECT_GE(store_->journal_wraps(), 4u);
+  Reopen(4096);
+  EXPECT_EQ(expected[1], ReadAll(1));
+  EXPECT_EQ(expected[2], ReadAll(2));
 }
 
 TEST_F(ReplicaStoreTest, WrongOffsetIsOutOfRangeAndChangesNothing) {

@@ -8,7 +8,8 @@
 // Durability: an Append is answered once the replica's durable length
 // (bytes fdatasynced) covers it — at once after one shared fdatasync when
 // the request asks for sync, otherwise within `sync_interval_ms`. One sync
-// thread serves every segment, so concurrent syncs share fdatasyncs
+// thread serves every segment and every append also goes to one journal
+// file, so a round costs one fdatasync however many segments it covers
 // (group commit, as BookKeeper's journal).
 #pragma once
 
@@ -27,6 +28,7 @@ struct SegmentServerOptions {
   std::string listen_address;  // "host:port"; port 0 picks one
   std::string meta_address;    // "host:port" of meta
   int sync_interval_ms = 5;    // max time an un-synced append waits
+  uint64_t journal_bytes = 64u << 20;  // <data_dir>/journal (store/journal.h)
   int heartbeat_interval_ms = 1000;
   int rpc_timeout_ms = 5000;   // for calls to meta
   // "host:port" registered with meta, for clients to reach this server.

@@ -1,0 +1,234 @@
+#include "store/journal.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <glog/logging.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "src/util/crc32c.h"
+#include "store/replica_files.h"
+
+namespace logfs::store {
+namespace {
+
+constexpr uint32_t kRecordMagic = 0x314a474c;  // "LGJ1" little-endian
+constexpr size_t kZeroFillBytes = 1u << 20;
+
+// Header fields, little-endian, at these offsets. The header CRC covers
+// bytes 8..40.
+struct Header {
+  uint64_t generation = 0;
+  uint64_t segment_id = 0;
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  uint32_t data_crc = 0;
+};
+
+template <typename T>
+void Put(char* at, T value) {
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "journal is little-endian");
+  std::memcpy(at, &value, sizeof(value));
+}
+
+template <typename T>
+T Get(const char* at) {
+  T value;
+  std::memcpy(&value, at, sizeof(value));
+  return value;
+}
+
+void EncodeHeader(const Header& h, char out[kJournalHeaderBytes]) {
+  Put<uint32_t>(out, kRecordMagic);
+  Put<uint64_t>(out + 8, h.generation);
+  Put<uint64_t>(out + 16, h.segment_id);
+  Put<uint64_t>(out + 24, h.offset);
+  Put<uint32_t>(out + 32, h.length);
+  Put<uint32_t>(out + 36, h.data_crc);
+  Put<uint32_t>(out + 4, util::Crc32c(out + 8, kJournalHeaderBytes - 8));
+}
+
+// False if `in` is not a whole, valid header (zeroes, a torn write, garbage).
+bool DecodeHeader(const char* in, Header* h) {
+  if (Get<uint32_t>(in) != kRecordMagic) return false;
+  if (Get<uint32_t>(in + 4) != util::Crc32c(in + 8, kJournalHeaderBytes - 8)) return false;
+  h->generation = Get<uint64_t>(in + 8);
+  h->segment_id = Get<uint64_t>(in + 16);
+  h->offset = Get<uint64_t>(in + 24);
+  h->length = Get<uint32_t>(in + 32);
+  h->data_crc = Get<uint32_t>(in + 36);
+  return true;
+}
+
+uint64_t NewGeneration() {
+  // Random, not counted: a generation must never repeat one whose stale
+  // records may still sit further into the file, even across restarts.
+  std::random_device device;
+  std::mt19937_64 rng((uint64_t{device()} << 32) ^ device());
+  uint64_t g = 0;
+  while (g == 0) g = rng();
+  return g;
+}
+
+absl::Status ZeroFill(int fd, uint64_t from, uint64_t to) {
+  std::string zeros(kZeroFillBytes, '\0');
+  for (uint64_t at = from; at < to;) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(zeros.size(), to - at));
+    absl::Status s = PwriteAll(fd, absl::string_view(zeros.data(), n), at);
+    if (!s.ok()) return s;
+    at += n;
+  }
+  if (::fdatasync(fd) != 0) return SyscallError(errno, "fdatasync journal");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Journal::Journal(JournalOptions options, int fd)
+    : options_(std::move(options)), path_(options_.dir + "/" + kJournalFileName), fd_(fd) {}
+
+Journal::~Journal() { ::close(fd_); }
+
+absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& options,
+                                                       const ReplayFn& replay) {
+  const std::string path = options.dir + "/" + kJournalFileName;
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return SyscallError(errno, absl::StrCat("open ", path));
+  std::unique_ptr<Journal> journal(new Journal(options, fd));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return SyscallError(errno, absl::StrCat("fstat ", path));
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+
+  // Replay: whole records of the first record's generation, in order.
+  uint64_t at = 0;
+  uint64_t generation = 0;
+  uint64_t replayed = 0;
+  std::string data;
+  for (;;) {
+    char raw[kJournalHeaderBytes];
+    ssize_t n = ::pread(fd, raw, sizeof(raw), static_cast<off_t>(at));
+    if (n < 0) return SyscallError(errno, absl::StrCat("read ", path));
+    Header h;
+    if (static_cast<size_t>(n) < sizeof(raw) || !DecodeHeader(raw, &h)) break;
+    if (generation != 0 && h.generation != generation) break;
+    auto body = PreadUpTo(fd, at + kJournalHeaderBytes, h.length);
+    if (!body.ok()) return body.status();
+    if (body->size() != h.length || util::Crc32c(body->data(), body->size()) != h.data_crc) {
+      break;  // torn: written after the last fdatasync, never acknowledged
+    }
+    generation = h.generation;
+    absl::Status s = replay(JournalRecord{h.segment_id, h.offset, *body});
+    if (!s.ok()) return s;
+    ++replayed;
+    at += kJournalHeaderBytes + h.length;
+  }
+  if (replayed > 0) LOG(INFO) << "journal " << path << ": replayed " << replayed << " records";
+
+  if (options.preallocate && size < options.journal_bytes) {
+    absl::Status s = ZeroFill(fd, size, options.journal_bytes);
+    if (!s.ok()) return s;
+    size = options.journal_bytes;
+  }
+  absl::MutexLock lock(&journal->mu_);
+  journal->file_bytes_ = size;
+  return journal;
+}
+
+absl::Status Journal::Restart() {
+  absl::MutexLock lock(&mu_);
+  if (!failure_.ok()) return failure_;
+  char zeros[kJournalHeaderBytes] = {};
+  absl::Status s = PwriteAll(fd_, absl::string_view(zeros, sizeof(zeros)), 0);
+  if (s.ok() && ::fdatasync(fd_) != 0) s = SyscallError(errno, "fdatasync journal");
+  fdatasyncs_.fetch_add(1);
+  if (!s.ok()) return FailLocked(s);
+  file_bytes_ = std::max<uint64_t>(file_bytes_, sizeof(zeros));
+  generation_ = NewGeneration();
+  position_ = 0;
+  return absl::OkStatus();
+}
+
+absl::Status Journal::FailLocked(absl::Status status) {
+  if (failure_.ok()) {
+    failure_ = absl::DataLossError(absl::StrCat("journal ", path_, " failed: ", status.message()));
+    LOG(ERROR) << failure_;
+  }
+  return failure_;
+}
+
+absl::Status Journal::Add(uint64_t segment_id, uint64_t offset, absl::string_view data) {
+  const uint64_t record_bytes = kJournalHeaderBytes + data.size();
+  absl::MutexLock lock(&mu_);
+  if (!failure_.ok()) return failure_;
+  if (generation_ == 0) return absl::FailedPreconditionError("journal: Add before Restart");
+  if (position_ > 0 && position_ + record_bytes > options_.journal_bytes) {
+    // Wrap: the records about to be overwritten must be in the replicas.
+    if (checkpoint_) {
+      absl::Status s = checkpoint_();
+      if (!s.ok()) return FailLocked(s);
+    }
+    generation_ = NewGeneration();
+    position_ = 0;
+    wraps_.fetch_add(1);
+  }
+  char header[kJournalHeaderBytes];
+  EncodeHeader(Header{generation_, segment_id, offset, static_cast<uint32_t>(data.size()),
+                      util::Crc32c(data.data(), data.size())},
+               header);
+  struct iovec iov[2] = {{header, sizeof(header)},
+                         {const_cast<char*>(data.data()), data.size()}};
+  uint64_t at = position_;
+  size_t done = 0;
+  while (done < record_bytes) {
+    // Skip what is already written (a short write), then write the rest.
+    struct iovec rest[2];
+    int count = 0;
+    size_t skip = done;
+    for (const auto& v : iov) {
+      if (skip >= v.iov_len) {
+        skip -= v.iov_len;
+        continue;
+      }
+      rest[count++] = {static_cast<char*>(v.iov_base) + skip, v.iov_len - skip};
+      skip = 0;
+    }
+    ssize_t n = ::pwritev(fd_, rest, count, static_cast<off_t>(at + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int error = n < 0 ? errno : EIO;
+      // position_ does not move: the next record overwrites whatever part
+      // of this one reached the file, and replay stops at a torn record
+      // only where nothing acknowledged follows it.
+      if (error == ENOSPC) {
+        return absl::ResourceExhaustedError(absl::StrCat("journal ", path_, ": no space left"));
+      }
+      return FailLocked(SyscallError(error, "write journal"));
+    }
+    done += static_cast<size_t>(n);
+  }
+  position_ = at + record_bytes;
+  file_bytes_ = std::max(file_bytes_, position_);
+  return absl::OkStatus();
+}
+
+absl::Status Journal::Sync() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!failure_.ok()) return failure_;
+  }
+  int rc = ::fdatasync(fd_);
+  int error = errno;
+  fdatasyncs_.fetch_add(1);
+  if (rc == 0) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  return FailLocked(SyscallError(error, "fdatasync journal"));
+}
+
+}  // namespace logfs::store

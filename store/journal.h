@@ -1,0 +1,115 @@
+// The segment server's journal: one circular file per data dir that every
+// append to every replica is also written to, so that one fdatasync makes a
+// round of appends to any number of segments durable (BookKeeper's
+// journal; the per-replica files are synced only at checkpoints and
+// seals). Layout: docs/segd_layout.md ("Journal").
+//
+// File: <data_dir>/journal, `journal_bytes` long, zero-filled when created
+// so that later writes overwrite allocated blocks and fdatasync has no
+// metadata to commit. Records are written back to back from offset 0; each
+// is a 40-byte header (magic, header CRC32C, generation, segment id,
+// offset, length, data CRC32C) and the data. A new generation starts at
+// every wrap and every open; replay reads records from offset 0 while they
+// are whole, valid and of the first record's generation, so stale records
+// of an earlier pass are never replayed.
+//
+// Before it wraps, the journal calls its checkpoint function, which must
+// make durable every replica byte journaled so far (the store fdatasyncs
+// the replica files written since the last checkpoint); only then are old
+// records overwritten.
+//
+// Errors are sticky (fsyncgate): after a failed write that cannot be
+// undone, a failed fdatasync or a failed checkpoint, every Add and Sync
+// returns kDataLoss.
+//
+// Thread-safety: Add and Sync may be called from any thread; Sync runs its
+// fdatasync with no lock held, so appends continue during a sync.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+
+namespace logfs::store {
+
+inline constexpr char kJournalFileName[] = "journal";
+inline constexpr size_t kJournalHeaderBytes = 40;
+
+struct JournalOptions {
+  std::string dir;                  // holds the journal file
+  uint64_t journal_bytes = 64u << 20;  // file size; a record larger wraps alone
+  bool preallocate = true;          // zero-fill the file when it is created
+};
+
+// One record found by replay.
+struct JournalRecord {
+  uint64_t segment_id = 0;
+  uint64_t offset = 0;  // in the segment, bytes
+  absl::string_view data;
+};
+
+class Journal {
+ public:
+  using ReplayFn = std::function<absl::Status(const JournalRecord& record)>;
+  using CheckpointFn = std::function<absl::Status()>;
+
+  // Opens (creating and zero-filling if needed) the journal in
+  // `options.dir` and calls `replay` for each record of the last
+  // generation, in the order written. A replay error stops and is
+  // returned. The caller must make the replayed bytes durable and then
+  // call Restart() before the first Add. Syscall errors as kInternal etc.
+  static absl::StatusOr<std::unique_ptr<Journal>> Open(const JournalOptions& options,
+                                                       const ReplayFn& replay);
+  ~Journal();
+
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  // Starts a new generation at offset 0 and durably invalidates the first
+  // record, so the records just replayed are never replayed again.
+  absl::Status Restart() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Called (with the journal's lock held) before a wrap; must not call back
+  // into the journal. Set once, before the first Add.
+  void SetCheckpoint(CheckpointFn checkpoint) { checkpoint_ = std::move(checkpoint); }
+
+  // Writes one record (not durable until a later Sync returns OK).
+  // Errors: kResourceExhausted (ENOSPC while the file still grows; nothing
+  // was written), kDataLoss (the journal failed earlier or now).
+  absl::Status Add(uint64_t segment_id, uint64_t offset, absl::string_view data)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // fdatasync: every record whose Add returned before this call is durable
+  // once it returns OK. kDataLoss on failure (sticky).
+  absl::Status Sync() ABSL_LOCKS_EXCLUDED(mu_);
+
+  uint64_t fdatasyncs() const { return fdatasyncs_.load(); }
+  uint64_t wraps() const { return wraps_.load(); }
+
+ private:
+  Journal(JournalOptions options, int fd);
+  absl::Status FailLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const JournalOptions options_;
+  const std::string path_;
+  const int fd_;
+  CheckpointFn checkpoint_;
+
+  std::atomic<uint64_t> fdatasyncs_{0};
+  std::atomic<uint64_t> wraps_{0};
+
+  absl::Mutex mu_;
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t position_ ABSL_GUARDED_BY(mu_) = 0;  // where the next record goes
+  uint64_t file_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace logfs::store
