@@ -8,6 +8,7 @@
 #include "absl/synchronization/notification.h"
 #include "src/status/posix_error.h"
 #include "store/logfs.pb.h"
+#include "store/outgoing_frame.h"
 #include "store/rpc_server.h"
 
 namespace logfs::store {
@@ -42,7 +43,7 @@ RpcClient::~RpcClient() = default;
 
 void RpcClient::AsyncCall(MessageType type, const google::protobuf::MessageLite& request,
                           std::string data, absl::Duration timeout, Callback done) {
-  auto out = std::make_shared<Outgoing>();
+  auto out = std::make_shared<OutgoingFrame>();
   out->message = request.SerializeAsString();
   out->data = std::move(data);
   {
@@ -51,6 +52,15 @@ void RpcClient::AsyncCall(MessageType type, const google::protobuf::MessageLite&
       uint64_t id = next_id_++;
       EncodeFrameHeader(0, type, id, out->message, out->data, out->header);
       pending_.emplace(id, Pending{std::move(done), absl::Now() + timeout});
+      ArmTimer();
+      if (state_ == State::kConnected && !writing_) {
+        // Idle connection: write inline, no io thread wake-up. mu_ is held
+        // across the non-blocking send; Fail() leaves kConnected under mu_
+        // before it closes the socket, so the fd stays open meanwhile. A
+        // send error is left to the read loop, which sees the broken
+        // connection and fails every pending call.
+        if (out->SendNow(socket_.native_handle()) != 0 || out->sent == out->size()) return;
+      }
       queue_.push_back(std::move(out));
       if (state_ == State::kDisconnected) {
         Connect();
@@ -58,7 +68,6 @@ void RpcClient::AsyncCall(MessageType type, const google::protobuf::MessageLite&
         writing_ = true;
         asio::post(strand_, [self = shared_from_this()] { self->WriteNext(); });
       }
-      ArmTimer();
       return;
     }
   }
@@ -139,7 +148,7 @@ void RpcClient::OnConnected(asio::error_code ec) {
 }
 
 void RpcClient::WriteNext() {
-  std::shared_ptr<Outgoing> out;
+  std::shared_ptr<OutgoingFrame> out;
   uint64_t gen;
   {
     absl::MutexLock lock(&mu_);
@@ -151,9 +160,7 @@ void RpcClient::WriteNext() {
     queue_.pop_front();
     gen = connection_generation_;
   }
-  std::array<asio::const_buffer, 3> bufs = {asio::buffer(out->header, kFrameHeaderBytes),
-                                            asio::buffer(out->message), asio::buffer(out->data)};
-  asio::async_write(socket_, bufs, [self = shared_from_this(), out, gen](asio::error_code ec,
+  asio::async_write(socket_, out->Remaining(), [self = shared_from_this(), out, gen](asio::error_code ec,
                                                                          size_t) {
     {
       absl::MutexLock lock(&self->mu_);

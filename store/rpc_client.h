@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
 #include "store/frame.h"
+#include "store/outgoing_frame.h"
 
 namespace logfs::store {
 
@@ -57,11 +58,6 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
     Callback done;
     absl::Time deadline;
   };
-  struct Outgoing {
-    char header[kFrameHeaderBytes];
-    std::string message;
-    std::string data;
-  };
   enum class State { kDisconnected, kConnecting, kConnected };
 
   RpcClient(asio::io_context& io, std::string address);
@@ -79,7 +75,8 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   const std::string address_;
   asio::strand<asio::io_context::executor_type> strand_;
 
-  // Used only on strand_.
+  // Used only on strand_, except AsyncCall's inline send on the fd while
+  // mu_ holds state_ at kConnected and writing_ false.
   asio::ip::tcp::socket socket_;
   asio::steady_timer timer_;
   char header_[kFrameHeaderBytes];
@@ -92,7 +89,7 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t connection_generation_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::shared_ptr<Outgoing>> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<OutgoingFrame>> queue_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool timer_armed_ ABSL_GUARDED_BY(mu_) = false;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;

@@ -12,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "src/status/posix_error.h"
 #include "store/logfs.pb.h"
+#include "store/outgoing_frame.h"
 
 namespace logfs::store {
 
@@ -52,21 +53,29 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
 
   void Send(uint8_t flags, MessageType type, uint64_t request_id, std::string message,
             std::string data) {
-    auto out = std::make_shared<Outgoing>();
+    auto out = std::make_shared<OutgoingFrame>();
     out->message = std::move(message);
     out->data = std::move(data);
     EncodeFrameHeader(flags, type, request_id, out->message, out->data, out->header);
-    bool start = false;
-    {
-      absl::MutexLock lock(&mu_);
-      if (closed_) return;
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    if (writing_) {
       queue_.push_back(std::move(out));
-      start = !writing_;
-      writing_ = true;
+      return;
     }
-    if (start) {
-      asio::post(socket_.get_executor(), [self = shared_from_this()] { self->WriteNext(); });
+    // Idle socket: write inline from this thread (usually all of it). mu_
+    // is held across the non-blocking send, and Close() sets closed_ under
+    // mu_ before it closes the socket, so the fd stays open meanwhile.
+    if (int error = out->SendNow(socket_.native_handle()); error != 0) {
+      mu_.Unlock();
+      Close("");
+      mu_.Lock();
+      return;
     }
+    if (out->sent == out->size()) return;
+    queue_.push_front(std::move(out));  // the rest when the socket drains
+    writing_ = true;
+    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->WriteNext(); });
   }
 
   void Close(const std::string& reason) {
@@ -86,12 +95,6 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   }
 
  private:
-  struct Outgoing {
-    char header[kFrameHeaderBytes];
-    std::string message;
-    std::string data;
-  };
-
   void ReadHeader() {
     asio::async_read(socket_, asio::buffer(header_, kFrameHeaderBytes),
                      [self = shared_from_this()](asio::error_code ec, size_t) {
@@ -146,7 +149,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   }
 
   void WriteNext() {
-    std::shared_ptr<Outgoing> out;
+    std::shared_ptr<OutgoingFrame> out;
     {
       absl::MutexLock lock(&mu_);
       if (queue_.empty() || closed_) {
@@ -157,10 +160,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
       out = std::move(queue_.front());
       queue_.pop_front();
     }
-    std::array<asio::const_buffer, 3> bufs = {asio::buffer(out->header, kFrameHeaderBytes),
-                                              asio::buffer(out->message),
-                                              asio::buffer(out->data)};
-    asio::async_write(socket_, bufs,
+    asio::async_write(socket_, out->Remaining(),
                       [self = shared_from_this(), out](asio::error_code ec, size_t) {
                         if (ec) {
                           self->Close("");
@@ -183,7 +183,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   std::string data_;
 
   absl::Mutex mu_;
-  std::deque<std::shared_ptr<Outgoing>> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<OutgoingFrame>> queue_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
