@@ -12,6 +12,7 @@
 #include "src/status/posix_error.h"
 #include "store/replica_reader.h"
 #include "store/xattr_names.h"
+#include "wal/writer_counters.h"
 
 namespace logfs::fuse {
 namespace {
@@ -20,6 +21,7 @@ using store::kDurableLengthXattr;
 using store::kMetaAddressXattr;
 using store::kMountPidXattr;
 using store::kSegmentsXattr;
+using store::kStatsXattr;
 
 bool HasOpenSegment(const proto::Inode& inode) {
   return inode.segments_size() > 0 && !inode.segments().rbegin()[0].sealed();
@@ -234,6 +236,7 @@ std::string Mount::FormatSegments(const proto::Inode& inode) {
 absl::StatusOr<std::string> Mount::GetXattr(uint64_t ino, const std::string& name) {
   if (name == kMountPidXattr && ino == 1) return std::to_string(getpid());
   if (name == kMetaAddressXattr) return options_.meta_address;
+  if (name == kStatsXattr) return wal::FormatWriterCounters();
   if (name == kSegmentsXattr || name == kDurableLengthXattr) {
     ASSIGN_OR_RETURN(proto::Inode inode, GetInode(ino));
     if (!S_ISREG(inode.attr().mode())) return PosixError(ENODATA, "not a regular file");

@@ -69,4 +69,11 @@ absl::StatusOr<proto::SegmentInfoResponse> AdminClient::SegmentInfo(const std::s
   return response;
 }
 
+absl::StatusOr<proto::ServerStatsResponse> AdminClient::ServerStats(const std::string& address) {
+  proto::ServerStatsResponse response;
+  RETURN_IF_ERROR(
+      clients_.Get(address)->Call(MessageType::kServerStats, proto::Empty(), &response, timeout_));
+  return response;
+}
+
 }  // namespace logfs::store

@@ -1,5 +1,6 @@
-// Blocking calls for the admin tools (`logfs status`, `logfs fsck`): the
-// meta inspection RPCs and SegmentInfo on segment servers
+// Blocking calls for the admin tools (`logfs status`, `logfs fsck`,
+// `logfs bench`): the meta inspection RPCs, and SegmentInfo and ServerStats
+// on segment servers
 // (docs/rpc.md). Owns a private io_context and thread for its clients.
 //
 // Thread-safety: any thread may call; calls block (at most the timeout
@@ -42,6 +43,8 @@ class AdminClient {
   // One replica's state on the segment server at `address`.
   absl::StatusOr<proto::SegmentInfoResponse> SegmentInfo(const std::string& address,
                                                          uint64_t segment_id);
+  // The counters of the segment server at `address` (segd ServerStats).
+  absl::StatusOr<proto::ServerStatsResponse> ServerStats(const std::string& address);
 
  private:
   const std::string meta_address_;

@@ -45,7 +45,8 @@ enum class MessageType : uint16_t {
   kSeal = 105,
   kDeleteSegment = 106,
   kCopySegment = 107,
-  kSegdTypeEnd = 108,
+  kServerStats = 108,
+  kSegdTypeEnd = 109,
 };
 
 inline bool IsMetaType(uint16_t t) {

@@ -55,6 +55,7 @@ void SegmentService::Handle(Frame request, Responder responder) {
     case MessageType::kSeal: return Seal(request, responder);
     case MessageType::kDeleteSegment: return DeleteSegment(request, responder);
     case MessageType::kCopySegment: return CopySegment(request, responder);
+    case MessageType::kServerStats: return ServerStats(responder);
     default:
       return responder.ReplyError(absl::UnimplementedError(
           absl::StrCat("segment server does not serve type ", static_cast<int>(request.type))));
@@ -125,6 +126,15 @@ void SegmentService::DeleteSegment(const Frame& request, const Responder& respon
   sync_thread_->Recheck(req.segment_id());
   if (!status.ok()) return responder.ReplyError(status);
   responder.Reply(proto::Empty());
+}
+
+void SegmentService::ServerStats(const Responder& responder) {
+  proto::ServerStatsResponse response;
+  response.set_appends(appends_.load());
+  response.set_fdatasyncs(store_->fdatasync_count());
+  response.set_sync_rounds(sync_thread_->sync_rounds());
+  response.set_journal_wraps(store_->journal_wraps());
+  responder.Reply(response);
 }
 
 // The copy runs on the copier's thread, never on this io thread.

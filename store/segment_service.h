@@ -45,6 +45,7 @@ class SegmentService {
   void Seal(const Frame& request, const Responder& responder);
   void DeleteSegment(const Frame& request, const Responder& responder);
   void CopySegment(const Frame& request, const Responder& responder);
+  void ServerStats(const Responder& responder);
 
   // Immutable after construction.
   ReplicaStore* const store_;

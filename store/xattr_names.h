@@ -16,5 +16,7 @@ inline constexpr char kDurableLengthXattr[] = "user.logfs.durable_length";
 // Read-only, on a mount's root or any path: for `logfs umount` / `recover`.
 inline constexpr char kMountPidXattr[] = "user.logfs.mount_pid";
 inline constexpr char kMetaAddressXattr[] = "user.logfs.meta_address";
+// Read-only, any path: the mount's writer counters (wal/writer_counters.h).
+inline constexpr char kStatsXattr[] = "user.logfs.stats";
 
 }  // namespace logfs::store

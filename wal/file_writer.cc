@@ -10,6 +10,7 @@
 #include "src/status/posix_error.h"
 #include "src/util/crc32c.h"
 #include "store/parallel_call.h"
+#include "wal/writer_counters.h"
 
 namespace logfs::wal {
 namespace {
@@ -130,6 +131,11 @@ void FileWriter::SendBufferLocked() {
     request.set_epoch(open_->epoch());
     request.set_offset(sent_);
     request.set_crc32c(util::Crc32c(chunk.data(), chunk.size()));
+    // WAL appends are made durable by the segment servers at once, so
+    // their answers carry the acked length and fsync needs no Sync round.
+    request.set_sync(EagerSync());
+    GlobalWriterCounters().appends.fetch_add(1, std::memory_order_relaxed);
+    GlobalWriterCounters().append_bytes.fetch_add(n, std::memory_order_relaxed);
     sent_ += n;
     tail_ += chunk;
     for (size_t r = 0; r < replicas_.size(); ++r) {
@@ -146,6 +152,7 @@ void FileWriter::SendBufferLocked() {
 }
 
 void FileWriter::Sync(SyncCallback done) {
+  GlobalWriterCounters().syncs.fetch_add(1, std::memory_order_relaxed);
   std::vector<SyncCallback> ready;
   absl::Status error;
   {
@@ -160,7 +167,7 @@ void FileWriter::Sync(SyncCallback done) {
       } else {
         waiters_.emplace(target, SyncWaiter{std::move(done), absl::Now()});
         ArmFsyncDeadlineLocked();
-        if (sync_round_replies_ == 0) StartSyncRoundLocked();
+        RequestSyncRoundLocked();
       }
     }
   }
@@ -171,8 +178,14 @@ void FileWriter::Sync(SyncCallback done) {
   for (auto& cb : ready) cb(absl::OkStatus());
 }
 
+void FileWriter::RequestSyncRoundLocked() {
+  if (EagerSync() || sync_round_replies_ != 0) return;
+  StartSyncRoundLocked();
+}
+
 void FileWriter::StartSyncRoundLocked() {
   if (!open_.has_value() || recovering_) return;  // Recover() starts one after
+  GlobalWriterCounters().sync_rounds.fetch_add(1, std::memory_order_relaxed);
   proto::SyncRequest request;
   request.set_segment_id(open_->id());
   request.set_epoch(open_->epoch());
@@ -227,7 +240,7 @@ void FileWriter::OnReplicaResponse(uint64_t segment_id, size_t replica, absl::St
     if (error_.ok()) {
       ready = TakeReadyWaitersLocked();
       // Waiters that the last round did not cover need another round.
-      if (sync_round_replies_ == 0 && !waiters_.empty()) StartSyncRoundLocked();
+      if (!waiters_.empty()) RequestSyncRoundLocked();
     }
     if (!error_.ok()) {
       error = error_;
@@ -244,6 +257,10 @@ std::vector<FileWriter::SyncCallback> FileWriter::TakeReadyWaitersLocked() {
   auto end = waiters_.upper_bound(acked_);
   for (auto it = waiters_.begin(); it != end; ++it) ready.push_back(std::move(it->second.done));
   waiters_.erase(waiters_.begin(), end);
+  if (!ready.empty()) {
+    GlobalWriterCounters().sync_groups.fetch_add(1, std::memory_order_relaxed);
+    GlobalWriterCounters().synced_waiters.fetch_add(ready.size(), std::memory_order_relaxed);
+  }
   return ready;
 }
 
@@ -278,7 +295,7 @@ absl::Status FileWriter::WaitAckedLocked(uint64_t target) {
     // A waiter of its own keeps sync rounds coming until `target` is acked.
     waiters_.emplace(target, SyncWaiter{[](absl::Status) {}, absl::Now()});
     ArmFsyncDeadlineLocked();
-    if (sync_round_replies_ == 0) StartSyncRoundLocked();
+    RequestSyncRoundLocked();
   }
   if (!mu_.AwaitWithTimeout(absl::Condition(&done), options_.fsync_timeout)) {
     SetErrorLocked(PosixError(EIO, absl::StrCat("no ack quorum for inode ", ino_, " within ",
@@ -488,7 +505,7 @@ void FileWriter::Recover() {
     if (error_.ok()) SendBufferLocked();  // the re-sent tail, now to the new segment
     if (error_.ok()) {
       ready = TakeReadyWaitersLocked();
-      if (!waiters_.empty() && sync_round_replies_ == 0) StartSyncRoundLocked();
+      if (!waiters_.empty()) RequestSyncRoundLocked();
     } else {
       error = error_;
       for (auto& [target, waiter] : waiters_) ready.push_back(std::move(waiter.done));

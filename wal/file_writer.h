@@ -3,11 +3,12 @@
 // durable length, and completes syncs when the ack quorum has the bytes
 // (acked length = the ack-quorum-th largest durable length, DESIGN §4).
 //
-// WAL files send each write at once; block files buffer writes into
-// appends of `append_bytes`. Concurrent Syncs share replica sync rounds
-// (group commit, as LevelDB's DBImpl::Write groups writers): a round covers
-// every byte sent before it, and a sync that arrives during a round waits
-// for the next one. Waiters are callbacks kept in a map ordered by target
+// WAL files send each write at once, asking the replicas to make it durable
+// at once; block files buffer writes into appends of `append_bytes`.
+// Concurrent Syncs share one wait (group commit, as LevelDB's
+// DBImpl::Write groups writers): for WAL files the answers of appends in
+// flight; for block files a replica Sync round, which covers every byte
+// sent before it (a sync that arrives during a round waits for the next). Waiters are callbacks kept in a map ordered by target
 // length and fired, outside the lock, when the acked length passes it.
 //
 // Errors are sticky: once a quorum is lost the writer fails every waiter
@@ -117,6 +118,13 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   absl::Status CloseInternal() ABSL_LOCKS_EXCLUDED(mu_);
   void SendBufferLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartSyncRoundLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts a Sync round for waiting syncs unless one is in flight or the
+  // appends already ask for sync (EagerSync).
+  void RequestSyncRoundLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // WAL files: every append asks the segment servers to fdatasync at once
+  // (their group commit shares the fdatasync), so an fsync waits only for
+  // the appends' answers. Block files leave it to Sync rounds.
+  bool EagerSync() const { return kind_ == proto::KIND_WAL; }
   void OnReplicaResponse(uint64_t segment_id, size_t replica, absl::Status status,
                          const std::string& message, bool sync_round) ABSL_LOCKS_EXCLUDED(mu_);
   // Latches the first error and moves every sync waiter to failed_waiters_;

@@ -1,0 +1,33 @@
+// Process-wide counters of every FileWriter in this process (a mount, or a
+// program using the client library), for `logfs bench wal` and the
+// user.logfs.stats xattr. They show group commit on the client side: how
+// many appends and fsyncs each replica sync round (block files) or each
+// acked-length advance that released fsyncs (WAL files) covered.
+//
+// Thread-safe (relaxed atomics); monotonic from process start.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace logfs::wal {
+
+struct WriterCounters {
+  std::atomic<uint64_t> appends{0};       // Append RPCs fanned out (one per chunk, all replicas)
+  std::atomic<uint64_t> append_bytes{0};  // bytes in them
+  std::atomic<uint64_t> syncs{0};         // Sync calls (fsync, fdatasync, close)
+  std::atomic<uint64_t> sync_rounds{0};   // Sync RPC rounds sent to the replicas
+  // Times the acked length advanced and released waiting syncs at once:
+  // one group commit each.
+  std::atomic<uint64_t> sync_groups{0};
+  std::atomic<uint64_t> synced_waiters{0};  // syncs released by those groups
+};
+
+WriterCounters& GlobalWriterCounters();
+
+// "appends=N append_bytes=N syncs=N sync_rounds=N sync_groups=N
+// synced_waiters=N\n": the value of the user.logfs.stats xattr.
+std::string FormatWriterCounters();
+
+}  // namespace logfs::wal
