@@ -1,5 +1,7 @@
-// `logfs bench wal` runs on a real mount and on a local directory and
-// prints a well-formed report (its speed is measured elsewhere, never here).
+// `logfs bench wal` and `logfs bench read` run on a real mount and on a
+// local directory (bench wal also through the client library, --meta) and
+// print well-formed reports (their speed is measured by bench/compare.sh,
+// never here).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -19,6 +21,37 @@ void ExpectWellFormedReport(const std::string& output) {
                          "p99=[0-9]+ p99.9=[0-9]+ max=[0-9]+")))
       << output;
   EXPECT_TRUE(std::regex_search(output, std::regex("syncs/s=[0-9]+"))) << output;
+  EXPECT_TRUE(std::regex_search(output, std::regex("time between syncs \\(ns\\): count=[0-9]+")))
+      << output;
+  EXPECT_TRUE(std::regex_search(
+      output, std::regex("cpu: logfs processes used [0-9.]+ s; per 1000 synced appends [0-9.]+ s")))
+      << output;
+}
+
+// The counters only a logfs target has: the client's group commit and the
+// segment servers' appends per fdatasync.
+void ExpectLogfsCounters(const std::string& output) {
+  EXPECT_TRUE(std::regex_search(
+      output, std::regex("client: appends=200 fsyncs=200 sync_groups=[1-9][0-9]* sync_rounds=0 "
+                         "appends per sync group=[0-9.]+ fsyncs per sync group=[0-9.]+")))
+      << output;
+  // 3 replicas of every append reach the segment servers.
+  EXPECT_TRUE(std::regex_search(
+      output, std::regex("segd: appends=600 fdatasyncs=[1-9][0-9]* sync_rounds=[0-9]+ "
+                         "journal_wraps=[0-9]+ appends per fdatasync=[0-9.]+")))
+      << output;
+}
+
+void ExpectWellFormedReadReport(const std::string& output, const std::string& phase) {
+  EXPECT_TRUE(std::regex_search(
+      output, std::regex(phase + " read latency \\(ns\\): count=40 min=[0-9]+ mean=[0-9]+ "
+                                 "stddev=[0-9]+ p50=[0-9]+ p75=[0-9]+ p95=[0-9]+ p98=[0-9]+ "
+                                 "p99=[0-9]+ p99.9=[0-9]+ max=[0-9]+")))
+      << output;
+  EXPECT_TRUE(std::regex_search(
+      output, std::regex(phase + ": ops=40 seconds=[0-9.]+ ops/s=[0-9]+ bytes/s=[0-9]+ "
+                                 "block cache hit ratio=(n/a|[0-9.]+)")))
+      << output;
 }
 
 TEST(BenchTest, WalBenchOnMountAndLocalDirectory) {
@@ -30,10 +63,50 @@ TEST(BenchTest, WalBenchOnMountAndLocalDirectory) {
                              (*mc)->Path("wal"));
   ASSERT_EQ(0, on_mount.exit_code) << on_mount.output;
   ExpectWellFormedReport(on_mount.output);
+  ExpectLogfsCounters(on_mount.output);
   auto local = RunCommand(LogfsBinary() + " bench wal --threads=2 --records=100 --dir=" +
                           (*mc)->root());
   ASSERT_EQ(0, local.exit_code) << local.output;
   ExpectWellFormedReport(local.output);
+  EXPECT_NE(std::string::npos, local.output.find("client: n/a")) << local.output;
+  EXPECT_NE(std::string::npos, local.output.find("segd: n/a")) << local.output;
+}
+
+TEST(BenchTest, WalBenchThroughTheClientLibrary) {
+  auto mc = MountedCluster::Start({});
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  char meta[256];
+  ssize_t n = getxattr((*mc)->mountpoint().c_str(), "user.logfs.meta_address", meta, sizeof(meta));
+  ASSERT_GT(n, 0);
+  auto library = RunCommand(LogfsBinary() + " bench wal --threads=2 --files=2 --records=100 "
+                                            "--meta=" + std::string(meta, n));
+  ASSERT_EQ(0, library.exit_code) << library.output;
+  ExpectWellFormedReport(library.output);
+  ExpectLogfsCounters(library.output);
+  // It cleans up after itself: the root holds only what the test made.
+  auto ls = RunCommand("ls -A " + (*mc)->mountpoint());
+  EXPECT_EQ("", ls.output);
+  EXPECT_EQ(1, RunCommand(LogfsBinary() + " bench wal --records=1 --meta=127.0.0.1:1").exit_code);
+}
+
+TEST(BenchTest, ReadBenchOnMountAndLocalDirectoryColdAndWarm) {
+  auto mc = MountedCluster::Start({});
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  for (const std::string& dir : {(*mc)->mountpoint(), (*mc)->root()}) {
+    auto run = RunCommand(LogfsBinary() + " bench read --threads=2 --ops=20 --files=2 "
+                                          "--file_bytes=1048576 --read_bytes=4096 --dir=" + dir);
+    ASSERT_EQ(0, run.exit_code) << dir << ": " << run.output;
+    ExpectWellFormedReadReport(run.output, "cold");
+    ExpectWellFormedReadReport(run.output, "warm");
+    auto scan = RunCommand(LogfsBinary() + " bench read --ops=40 --cache=warm --file_bytes=1048576 "
+                                           "--read_bytes=4096 --scan_bytes=65536 --dir=" + dir);
+    ASSERT_EQ(0, scan.exit_code) << dir << ": " << scan.output;
+    ExpectWellFormedReadReport(scan.output, "warm");
+    EXPECT_EQ(std::string::npos, scan.output.find("cold")) << scan.output;
+  }
+  auto bad = RunCommand(LogfsBinary() + " bench read --read_bytes=5 --dir=/tmp");
+  EXPECT_EQ(1, bad.exit_code);
+  EXPECT_NE(std::string::npos, bad.output.find("multiple of 8")) << bad.output;
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ DEFINE_string(ack_dir, "", "checker: directory (not on logfs) for the acknowledg
 DEFINE_int32(writers, 16, "checker: writer threads, one WAL file each");
 DEFINE_uint32(payload_bytes, 200, "checker: payload bytes per record");
 DEFINE_int32(checker_sync_every, 1, "checker: records per fdatasync");
-DEFINE_double(seconds, 5, "checker write: how long to write");
+DECLARE_double(seconds);  // src/main/bench_main.cc
 
 namespace logfs::main {
 
@@ -32,7 +32,7 @@ int CheckerMain(int argc, char** argv) {
   options.writers = FLAGS_writers;
   options.payload_bytes = FLAGS_payload_bytes;
   options.sync_every = FLAGS_checker_sync_every;
-  options.duration = absl::Seconds(FLAGS_seconds);
+  options.duration = absl::Seconds(FLAGS_seconds > 0 ? FLAGS_seconds : 5);
   if (write) {
     auto report = bench::RunCheckerWriters(options);
     if (!report.ok()) {

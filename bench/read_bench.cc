@@ -1,0 +1,191 @@
+#include "bench/read_bench.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "bench/bench_util.h"
+#include "bench/latency_histogram.h"
+#include "store/xattr_names.h"
+
+namespace logfs::bench {
+namespace {
+
+constexpr size_t kWriteChunk = 1u << 20;
+
+// The word at 8-aligned `offset` of file `file` (splitmix64 of both).
+uint64_t Word(uint64_t file, uint64_t offset) {
+  uint64_t z = (file << 48) ^ offset ^ 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+std::string FilePath(const ReadBenchOptions& o, int i) {
+  return absl::StrCat(o.dir, "/bench-read-", i, ".dat");
+}
+
+absl::Status CreateFile(const std::string& path, uint64_t file, uint64_t bytes) {
+  unlink(path.c_str());  // a short leftover: start again (files are append-only on logfs)
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("create ", path));
+  std::string chunk(kWriteChunk, '\0');
+  absl::Status status;
+  for (uint64_t at = 0; at < bytes && status.ok(); at += chunk.size()) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), bytes - at));
+    for (size_t w = 0; w + 8 <= n; w += 8) {
+      uint64_t word = Word(file, at + w);
+      std::memcpy(&chunk[w], &word, 8);
+    }
+    if (write(fd, chunk.data(), n) != static_cast<ssize_t>(n)) {
+      status = absl::ErrnoToStatus(errno, absl::StrCat("write ", path));
+    }
+  }
+  if (status.ok() && fsync(fd) != 0) status = absl::ErrnoToStatus(errno, "fsync");
+  if (close(fd) != 0 && status.ok()) status = absl::ErrnoToStatus(errno, "close");
+  return status;
+}
+
+absl::Status PrepareFiles(const ReadBenchOptions& o) {
+  for (int i = 0; i < o.files; ++i) {
+    struct stat st;
+    std::string path = FilePath(o, i);
+    if (stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == o.file_bytes) {
+      continue;
+    }
+    absl::Status s = CreateFile(path, i, o.file_bytes);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadWholeFiles(const std::vector<int>& fds, uint64_t bytes) {
+  std::string buf(kWriteChunk, '\0');
+  for (int fd : fds) {
+    for (uint64_t at = 0; at < bytes; at += buf.size()) {
+      if (pread(fd, buf.data(), buf.size(), static_cast<off_t>(at)) < 0) {
+        return absl::ErrnoToStatus(errno, "warm-up read");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string HitRatio(const std::map<std::string, uint64_t>& d) {
+  auto hits = d.find("block_cache_hits"), misses = d.find("block_cache_misses");
+  if (hits == d.end() || misses == d.end()) return "n/a";
+  return absl::StrFormat("%.3f", Ratio(hits->second, hits->second + misses->second));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
+  const uint64_t span = std::max(o.read_bytes, o.scan_bytes);
+  if (o.dir.empty() || o.threads < 1 || o.files < 1 || o.read_bytes == 0 ||
+      o.read_bytes % 8 != 0 || span > o.file_bytes || o.seconds < 0 ||
+      (o.cache != "cold" && o.cache != "warm" && o.cache != "both")) {
+    return absl::InvalidArgumentError(
+        "bench read: need --dir, --read_bytes a multiple of 8, --read_bytes and --scan_bytes "
+        "<= --file_bytes, --cache=cold|warm|both");
+  }
+  absl::Status prepared = PrepareFiles(o);
+  if (!prepared.ok()) return prepared;
+  std::vector<int> fds;
+  auto close_all = [&fds] {
+    for (int fd : fds) close(fd);
+    fds.clear();
+  };
+  std::string report = absl::StrFormat(
+      "bench read: dir=%s files=%d file_bytes=%d read_bytes=%d scan_bytes=%d threads=%d\n", o.dir,
+      o.files, o.file_bytes, o.read_bytes, o.scan_bytes, o.threads);
+  std::vector<std::string> phases;
+  if (o.cache != "warm") phases.push_back("cold");
+  if (o.cache != "cold") phases.push_back("warm");
+  const bool timed = o.seconds > 0;
+  const uint64_t ops = o.ops > 0 ? o.ops : (timed ? 0 : 1000);
+  for (const std::string& phase : phases) {
+    close_all();
+    if (phase == "cold") {
+      absl::Status dropped = DropKernelCaches();
+      if (!dropped.ok()) return dropped;
+    }
+    for (int i = 0; i < o.files; ++i) {
+      int fd = open(FilePath(o, i).c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return absl::ErrnoToStatus(errno, "open " + FilePath(o, i));
+      posix_fadvise(fd, 0, 0, o.scan_bytes > 0 ? POSIX_FADV_SEQUENTIAL : POSIX_FADV_RANDOM);
+      fds.push_back(fd);
+    }
+    if (phase == "warm") {
+      absl::Status warmed = ReadWholeFiles(fds, o.file_bytes);
+      if (!warmed.ok()) return warmed;
+    }
+    auto stats_before = ParseCounters(GetXattr(o.dir, store::kStatsXattr).value_or(""));
+    std::vector<LatencyHistogram> histograms(o.threads);
+    absl::Mutex error_mu;
+    absl::Status error;
+    const absl::Time start = absl::Now();
+    const absl::Time deadline = start + absl::Seconds(o.seconds);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < o.threads; ++t) {
+      threads.emplace_back([&, t] {
+        std::mt19937_64 rng(t * 7919 + 17);
+        const uint64_t positions = (o.file_bytes - span) / o.read_bytes + 1;
+        std::string buf(o.read_bytes, '\0');
+        for (uint64_t i = 0; timed ? absl::Now() < deadline : i < ops; ++i) {
+          uint64_t file = rng() % o.files;
+          uint64_t offset = (rng() % positions) * o.read_bytes;
+          absl::Time begin = absl::Now();
+          for (uint64_t done = 0; done < std::max<uint64_t>(o.scan_bytes, 1); done += o.read_bytes) {
+            uint64_t at = offset + done;
+            ssize_t n = pread(fds[file], buf.data(), buf.size(), static_cast<off_t>(at));
+            uint64_t word = 0;
+            if (n == static_cast<ssize_t>(buf.size())) std::memcpy(&word, buf.data(), 8);
+            if (n != static_cast<ssize_t>(buf.size()) || word != Word(file, at)) {
+              absl::MutexLock lock(&error_mu);
+              if (error.ok()) {
+                error = n < 0 ? absl::ErrnoToStatus(errno, "pread")
+                              : absl::DataLossError(absl::StrCat(
+                                    "wrong bytes at offset ", at, " of ", FilePath(o, file)));
+              }
+              return;
+            }
+          }
+          histograms[t].Add(absl::ToInt64Nanoseconds(absl::Now() - begin));
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    if (!error.ok()) {
+      close_all();
+      return error;
+    }
+    auto stats_after = ParseCounters(GetXattr(o.dir, store::kStatsXattr).value_or(""));
+    LatencyHistogram all;
+    for (auto& h : histograms) all.Merge(h);
+    const uint64_t bytes_per_op = std::max(o.scan_bytes, o.read_bytes);
+    absl::StrAppend(&report, all.Report(phase + " read latency"),
+                    absl::StrFormat("%s: ops=%d seconds=%.3f ops/s=%.0f bytes/s=%.0f "
+                                    "block cache hit ratio=%s\n",
+                                    phase, all.count(), seconds, all.count() / seconds,
+                                    all.count() * bytes_per_op / seconds,
+                                    HitRatio(Delta(stats_before, stats_after))));
+  }
+  close_all();
+  if (!o.keep) {
+    for (int i = 0; i < o.files; ++i) unlink(FilePath(o, i).c_str());
+  }
+  return report;
+}
+
+}  // namespace logfs::bench
