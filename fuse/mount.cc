@@ -62,6 +62,9 @@ absl::Status Mount::Connect() {
 void Mount::Shutdown() {
   if (!stopping_.HasBeenNotified()) stopping_.Notify();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  // Writers' recoveries use the client pool and finish within their
+  // deadlines: wait for them before the pool and the io threads go.
+  recovery_pool_.join();
   pool_.ShutdownAll();
   work_.reset();
   io_.stop();
@@ -349,6 +352,9 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t i
   options.replica_timeout = options_.replica_timeout;
   options.fsync_timeout = options_.fsync_timeout;
   options.meta_timeout = options_.rpc_timeout;
+  options.run_blocking = [this](std::function<void()> job) {
+    asio::post(recovery_pool_, std::move(job));
+  };
   auto writer = wal::FileWriter::Create(options, std::move(*response.mutable_inode()), meta_,
                                         &pool_);
   writers_[ino] = WriterRef{writer, 1, false, false};

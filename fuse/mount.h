@@ -129,6 +129,9 @@ class Mount {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> io_threads_;
   store::ClientPool pool_;
+  // Writers' recoveries (blocking calls, never on io threads); joined by
+  // Shutdown before pool_ shuts down.
+  asio::thread_pool recovery_pool_{2};
   std::shared_ptr<store::RpcClient> meta_;
   uint64_t mount_id_ = 0;
   std::thread heartbeat_thread_;

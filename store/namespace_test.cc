@@ -50,20 +50,46 @@ class FakeSegmentServers : public SegmentServerApi {
     info.set_durable_length(length);
     return info;
   }
+  // CopySegment: the target gets the first source's replica if that one
+  // is sealed at the task's length.
+  std::vector<absl::Status> CopySegments(const std::vector<RereplicationTask>& tasks,
+                                         absl::Duration) override {
+    absl::MutexLock lock(&mu_);
+    std::vector<absl::Status> out;
+    for (const auto& task : tasks) {
+      copies.push_back(task);
+      auto source = task.source_addresses.empty()
+                        ? replicas.end()
+                        : replicas.find({task.source_addresses[0], task.segment_id});
+      if (down.count(task.target_address) || source == replicas.end() ||
+          !source->second.sealed() || source->second.length() != task.length) {
+        out.push_back(absl::UnavailableError("copy failed"));
+        continue;
+      }
+      proto::SegmentInfoResponse copy = source->second;
+      copy.set_epoch(task.epoch);
+      copy.set_corrupt(false);
+      replicas[{task.target_address, task.segment_id}] = copy;
+      out.push_back(absl::OkStatus());
+    }
+    return out;
+  }
   void Put(const std::string& address, uint64_t segment_id, uint64_t length,
-           uint64_t durable_length) {
+           uint64_t durable_length, bool corrupt = false) {
     absl::MutexLock lock(&mu_);
     proto::SegmentInfoResponse& info = replicas[{address, segment_id}];
     info.set_segment_id(segment_id);
     info.set_epoch(1);
     info.set_length(length);
     info.set_durable_length(durable_length);
+    info.set_corrupt(corrupt);
   }
 
   absl::Mutex mu_;
   std::map<std::pair<std::string, uint64_t>, proto::SegmentInfoResponse> replicas;
   std::set<std::string> down;
   int seal_calls = 0;
+  std::vector<RereplicationTask> copies;
 };
 
 class NamespaceTest : public testing::Test {
@@ -584,8 +610,9 @@ TEST_F(NamespaceTest, OpenWriteRecoversDeadWritersSegment) {
   EXPECT_EQ(absl::StatusCode::kUnavailable, refused.status().code()) << refused.status();
   EXPECT_FALSE(ns_->GetInode(f)->segments(0).sealed());
   EXPECT_FALSE(ns_->GetAttr(f)->open_for_write());
-  // (c) two reachable: sealed at the longest durable length, the shorter
-  // and the unreachable replicas dropped.
+  // (c) two reachable: sealed at the longest durable length; the shorter
+  // replica gets the sealed segment copied to it (its missing tail with
+  // the rest); the unreachable one is dropped.
   fake_.down.erase(seg.replicas(1).address());
   auto recovered = OpenWrite(f, 2);
   ASSERT_TRUE(recovered.ok()) << recovered.status();
@@ -593,9 +620,15 @@ TEST_F(NamespaceTest, OpenWriteRecoversDeadWritersSegment) {
   const proto::Segment& sealed = recovered->segments(0);
   EXPECT_TRUE(sealed.sealed());
   EXPECT_EQ(100u, sealed.length());
-  ASSERT_EQ(1, sealed.replicas_size());
+  ASSERT_EQ(2, sealed.replicas_size());
   EXPECT_EQ(seg.replicas(0).server_id(), sealed.replicas(0).server_id());
   EXPECT_EQ(seg.replicas(0).address(), sealed.replicas(0).address());
+  EXPECT_EQ(seg.replicas(1).server_id(), sealed.replicas(1).server_id());
+  ASSERT_EQ(1u, fake_.copies.size());
+  EXPECT_EQ(seg.replicas(1).address(), fake_.copies[0].target_address);
+  EXPECT_EQ(std::vector<std::string>{seg.replicas(0).address()},
+            fake_.copies[0].source_addresses);
+  EXPECT_EQ(100u, (fake_.replicas[{seg.replicas(1).address(), seg.id()}].length()));
   EXPECT_EQ(100u, recovered->attr().size());
   EXPECT_TRUE(recovered->attr().open_for_write());
   EXPECT_TRUE((fake_.replicas[{seg.replicas(0).address(), seg.id()}].sealed()));
@@ -605,6 +638,30 @@ TEST_F(NamespaceTest, OpenWriteRecoversDeadWritersSegment) {
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(100u, next->segments(1).file_offset());
   EXPECT_EQ(EBUSY, ErrnoFromStatus(Seal(f, 1, seg.id(), 120, false).status()));
+}
+
+TEST_F(NamespaceTest, RecoveryNeverTakesItsLengthFromACorruptReplica) {
+  RegisterServers(3);
+  uint64_t f = File(kRootIno, "f");
+  ASSERT_EQ(0, SetXattrErrno(f, "user.logfs.kind", "wal"));
+  ASSERT_TRUE(OpenWrite(f, 1).ok());
+  auto opened = Seal(f, 1, 0, 0, false);
+  ASSERT_TRUE(opened.ok());
+  const proto::Segment seg = opened->segments(0);
+  // Replica 0 claims the most bytes but a chunk of it failed its checksum.
+  fake_.Put(seg.replicas(0).address(), seg.id(), 150, 150, /*corrupt=*/true);
+  fake_.Put(seg.replicas(1).address(), seg.id(), 100, 100);
+  fake_.Put(seg.replicas(2).address(), seg.id(), 100, 90);
+  Advance(60001);
+  auto recovered = OpenWrite(f, 2);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  const proto::Segment& sealed = recovered->segments(0);
+  EXPECT_EQ(100u, sealed.length());
+  // The good replicas are kept; the corrupt one is replaced by a copy.
+  EXPECT_EQ(3, sealed.replicas_size());
+  ASSERT_EQ(1u, fake_.copies.size());
+  EXPECT_EQ(seg.replicas(0).address(), fake_.copies[0].target_address);
+  EXPECT_FALSE((fake_.replicas[{seg.replicas(0).address(), seg.id()}].corrupt()));
 }
 
 }  // namespace

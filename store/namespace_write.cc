@@ -1,6 +1,7 @@
 // Namespace: open pins, writer leases, segment sealing and placement, and
 // recovery of an open segment whose writer died (docs/rpc.md "OpenWrite",
 // "SealSegment").
+#include <glog/logging.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
 #include "store/namespace.h"
@@ -15,6 +17,11 @@
 
 namespace logfs::store {
 namespace {
+
+// Deadline of recovery's copies to replicas that are behind: a base plus
+// one second per this many bytes of the segment.
+constexpr absl::Duration kRecoveryCopyTimeoutBase = absl::Seconds(10);
+constexpr uint64_t kRecoveryCopyBytesPerSecond = 16u << 20;
 
 const proto::Segment* OpenLastSegment(const proto::Inode& inode) {
   if (inode.segments_size() == 0) return nullptr;
@@ -168,10 +175,12 @@ absl::StatusOr<Namespace::RecoveryResult> Namespace::RecoverReplicas(const Recov
                                                " replicas answered, need ", needed));
   }
   // A replica the writer already sealed fixes the length; else the longest
-  // durable prefix wins.
+  // durable prefix wins. A corrupt replica (a chunk failed its checksum)
+  // never decides the length.
   bool any_sealed = false;
   uint64_t length = 0;
   for (const auto& answer : answers) {
+    if (answer.info.corrupt()) continue;
     if (answer.info.sealed()) {
       length = any_sealed ? std::max(length, answer.info.length()) : answer.info.length();
       any_sealed = true;
@@ -179,14 +188,51 @@ absl::StatusOr<Namespace::RecoveryResult> Namespace::RecoverReplicas(const Recov
       length = std::max(length, answer.info.durable_length());
     }
   }
+  std::vector<const Answer*> behind;  // shorter or corrupt: copied below
+  std::vector<std::string> sources;
   for (const auto& answer : answers) {
+    if (answer.info.corrupt() || answer.info.length() < length) {
+      behind.push_back(&answer);
+      continue;
+    }
     uint64_t epoch = std::max(fence_epoch, answer.info.epoch());
     auto sealed = segment_servers_->Seal(answer.address, plan.segment_id, epoch, length);
-    if (sealed.ok()) result.kept_server_ids.push_back(answer.server_id);
+    if (sealed.ok()) {
+      result.kept_server_ids.push_back(answer.server_id);
+      sources.push_back(answer.address);
+    }
   }
   if (result.kept_server_ids.empty()) {
     return absl::UnavailableError(absl::StrCat("recovering segment ", plan.segment_id,
                                                ": no replica could be sealed at ", length));
+  }
+  // Bring the replicas that are behind up to the recovered length by
+  // copying the sealed segment to them (the tail is copied with the rest),
+  // so the file keeps its replication.
+  std::vector<RereplicationTask> copies;
+  for (const Answer* answer : behind) {
+    RereplicationTask task;
+    task.segment_id = plan.segment_id;
+    task.epoch = fence_epoch;
+    task.length = length;
+    task.source_addresses = sources;
+    task.target_server_id = answer->server_id;
+    task.target_address = answer->address;
+    copies.push_back(std::move(task));
+  }
+  if (!copies.empty()) {
+    std::vector<absl::Status> copied = segment_servers_->CopySegments(
+        copies, kRecoveryCopyTimeoutBase +
+                    absl::Seconds(static_cast<int64_t>(length / kRecoveryCopyBytesPerSecond)));
+    for (size_t i = 0; i < copies.size(); ++i) {
+      if (copied[i].ok()) {
+        result.kept_server_ids.push_back(copies[i].target_server_id);
+      } else {
+        LOG(WARNING) << "recovering segment " << plan.segment_id << ": copy to "
+                     << copies[i].target_address << " failed (re-replication will retry): "
+                     << copied[i];
+      }
+    }
   }
   result.length = length;
   return result;

@@ -47,6 +47,16 @@ class SegmentServerApi {
                                                            uint64_t epoch) {
     return SegmentInfo(address, segment_id);
   }
+
+  // Asks every task's target server to copy its segment (CopySegment: the
+  // target drops any local replica and copies the sealed one afresh), all
+  // at once, each call with `timeout`; blocks until every one answered.
+  // One status per task, in order. The default (for fakes) copies nothing:
+  // kUnimplemented.
+  virtual std::vector<absl::Status> CopySegments(const std::vector<RereplicationTask>& tasks,
+                                                 absl::Duration timeout) {
+    return std::vector<absl::Status>(tasks.size(), absl::UnimplementedError("no copies"));
+  }
 };
 
 // Calls segment servers with RpcClient, one cached client per address.
@@ -69,11 +79,9 @@ class RpcSegmentServerApi : public SegmentServerApi {
   absl::StatusOr<proto::SegmentInfoResponse> Fence(const std::string& address,
                                                    uint64_t segment_id, uint64_t epoch) override;
 
-  // Asks every task's target server to copy its segment (CopySegment), all
-  // at once, each call with `timeout`; blocks until every one answered.
-  // One status per task, in order; kUnavailable after Shutdown().
+  // kUnavailable after Shutdown().
   std::vector<absl::Status> CopySegments(const std::vector<RereplicationTask>& tasks,
-                                         absl::Duration timeout);
+                                         absl::Duration timeout) override;
 
  private:
   // nullptr after Shutdown().

@@ -491,7 +491,12 @@ void FileWriter::StartRecoveryLocked() {
   if (recovering_ || seal_in_flight_ || !error_.ok()) return;
   recovering_ = true;
   // Recovery makes blocking calls; it must not run on a network thread.
-  std::thread([self = shared_from_this()] { self->Recover(); }).detach();
+  auto job = [self = shared_from_this()] { self->Recover(); };
+  if (options_.run_blocking) {
+    options_.run_blocking(std::move(job));
+  } else {
+    std::thread(std::move(job)).detach();
+  }
 }
 
 void FileWriter::Recover() {

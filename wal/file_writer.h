@@ -45,6 +45,10 @@ struct FileWriterOptions {
   absl::Duration replica_timeout = absl::Seconds(10);  // one replica call
   absl::Duration fsync_timeout = absl::Seconds(30);    // a blocked Write/Close
   absl::Duration meta_timeout = absl::Seconds(10);
+  // Runs a blocking job (a recovery) off the network threads. The owner
+  // must finish every job before it tears down the client pool (Mount
+  // joins its thread pool first). Unset: a detached thread per job.
+  std::function<void(std::function<void()>)> run_blocking;
 };
 
 class FileWriter : public std::enable_shared_from_this<FileWriter> {
