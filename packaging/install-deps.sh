@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages logfs needs to build, test and run.
 # Does nothing (and needs no network) when they are all present.
+#
+#   packaging/install-deps.sh            build/test/run packages (make uses this)
+#   packaging/install-deps.sh bench      also the tools bench/compare.sh runs
+#   packaging/install-deps.sh gluster    also GlusterFS (bench/compare.sh --with-gluster)
+# Extra groups can be combined: `install-deps.sh bench gluster`.
 set -euo pipefail
 
 PACKAGES=(
@@ -14,6 +19,14 @@ PACKAGES=(
   protobuf-compiler libprotobuf-dev
   attr
 )
+
+for group in "$@"; do
+  case "$group" in
+    bench) PACKAGES+=(fio rocksdb-tools python3) ;;
+    gluster) PACKAGES+=(glusterfs-server glusterfs-client) ;;
+    *) echo "install-deps: unknown group '$group' (known: bench, gluster)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,640 @@
+#!/usr/bin/env bash
+# bench/compare.sh: the same workloads, in one run, on
+#   ext4         a plain directory under the work dir (a local disk file system)
+#   passthrough  libfuse's example passthrough_ll over a directory on the same
+#                disk, compiled at run time from libfuse3-dev's examples
+#   logfs        the embedded 3-replica cluster (`logfs mount --data_dir=...`)
+#   gluster      (--with-gluster) GlusterFS replica 3, three bricks on this host
+# and prints one markdown table: the median figure per target and its ratio
+# to ext4, with the targets from the issue. Workloads:
+#   A  fio sequential append, write + fdatasync per write, new files,
+#      512 B and 4 KiB, 1 and 16 jobs: syncs/s
+#   B  `logfs bench read`: random reads of 4 KiB and 64 KiB, 1 and 10
+#      threads, cold and warm: p50 latency and ops/s
+#   C  RocksDB db_bench (--db and --wal_dir on the target): fillseq --sync=1,
+#      fillrandom, readrandom warm and after dropping the kernel caches: ops/s
+# Needs root (mounts, drop_caches) and /dev/fuse. Installs fio, rocksdb-tools
+# (and glusterfs-server with --with-gluster) via packaging/install-deps.sh.
+# Everything it mounts or starts is unmounted/stopped on exit, also on
+# failure or ctrl-C.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CMDLINE=$0
+for arg in "$@"; do
+  if [[ $arg =~ ^[A-Za-z0-9_./=,:+-]+$ ]]; then CMDLINE+=" $arg"; else CMDLINE+=" $(printf '%q' "$arg")"; fi
+done
+
+usage() {
+  cat <<EOF
+usage: bench/compare.sh [flags]
+  --runs=N         runs of every measurement; the table shows medians (default 3)
+  --seconds=S      seconds per fio run, per bench-read phase and per readrandom
+                   (default 5; fillseq --sync=1 writes 6000*S keys)
+  --db_keys=N      keys fillrandom loads for readrandom (default 400000)
+  --out=FILE       markdown output (default build/compare.md)
+  --only=A,B,C     run a subset of the workloads
+  --with-gluster   also GlusterFS replica 3 on three bricks on this host
+  --work_dir=DIR   where the targets live (default: a new directory on the
+                   repo's disk, /var/tmp or /tmp if not tmpfs, else build/)
+  --keep           keep the work dir (data and logs) afterwards
+  --quick          tiny sizes, 1 run, 1 second: a smoke test
+  -h, --help       this text
+env: LOGFS_BIN (default <repo>/build/logfs; built with make if missing)
+EOF
+}
+
+RUNS='' SECS='' DB_KEYS='' OUT='' ONLY=A,B,C WITH_GLUSTER=0 WORK='' KEEP=0 QUICK=0
+for arg in "$@"; do
+  case "$arg" in
+    --runs=*) RUNS=${arg#*=} ;;
+    --seconds=*) SECS=${arg#*=} ;;
+    --db_keys=*) DB_KEYS=${arg#*=} ;;
+    --out=*) OUT=${arg#*=} ;;
+    --only=*) ONLY=${arg#*=} ;;
+    --with-gluster|--with_gluster) WITH_GLUSTER=1 ;;
+    --work_dir=*|--work-dir=*) WORK=${arg#*=} ;;
+    --keep) KEEP=1 ;;
+    --quick) QUICK=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "compare.sh: unknown argument '$arg'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+if [ "$QUICK" = 1 ]; then
+  : "${RUNS:=1}" "${SECS:=1}" "${DB_KEYS:=20000}"
+  B_FILES=2 B_FILE_BYTES=$((4 << 20)) FILLSEQ_PER_SEC=2000
+else
+  : "${RUNS:=3}" "${SECS:=5}" "${DB_KEYS:=400000}"
+  B_FILES=4 B_FILE_BYTES=$((64 << 20)) FILLSEQ_PER_SEC=6000
+fi
+: "${OUT:=$REPO/build/compare.md}"
+for v in runs:RUNS seconds:SECS db_keys:DB_KEYS; do
+  name=${v#*:}
+  [[ ${!name} =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --${v%%:*} must be a positive integer" >&2; exit 2; }
+done
+DO_A=0 DO_B=0 DO_C=0
+IFS=, read -ra only_list <<<"$ONLY"
+for w in "${only_list[@]}"; do
+  case "${w^^}" in
+    A) DO_A=1 ;; B) DO_B=1 ;; C) DO_C=1 ;;
+    *) echo "compare.sh: --only takes A, B, C (got '$w')" >&2; exit 2 ;;
+  esac
+done
+
+log() { printf '[compare %s] %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "run as root (FUSE mounts, drop_caches, package installs)"
+[ -e /dev/fuse ] || die "/dev/fuse is missing"
+
+# ---------------------------------------------------------------- packages
+groups=(bench)
+[ "$WITH_GLUSTER" = 1 ] && groups+=(gluster)
+"$REPO/packaging/install-deps.sh" "${groups[@]}" || die "packaging/install-deps.sh ${groups[*]} failed"
+for tool in fio db_bench python3 gcc pkg-config fusermount3 setfattr; do
+  command -v "$tool" >/dev/null || die "$tool not found after install-deps"
+done
+
+LOGFS_BIN=${LOGFS_BIN:-$REPO/build/logfs}
+if [ ! -x "$LOGFS_BIN" ]; then
+  [ "$LOGFS_BIN" = "$REPO/build/logfs" ] || die "LOGFS_BIN=$LOGFS_BIN is not executable"
+  log "building $LOGFS_BIN (make -C $REPO)"
+  make -C "$REPO" >&2
+fi
+
+# ---------------------------------------------------------------- work dir
+fs_type() {  # the name findmnt gives (ext4), else the statfs magic name
+  findmnt -no FSTYPE -T "$1" 2>/dev/null | head -1 || true
+}
+pick_work_dir() {
+  local repo_dev cand t
+  repo_dev=$(stat -c %d "$REPO")
+  for cand in /var/tmp "${TMPDIR:-/tmp}" /tmp; do
+    if [ ! -d "$cand" ] || [ ! -w "$cand" ]; then continue; fi
+    t=$(stat -f -c %T "$cand")
+    case "$t" in tmpfs|ramfs) continue ;; esac
+    [ "$(stat -c %d "$cand")" = "$repo_dev" ] || continue
+    mktemp -d "$cand/logfs-compare.XXXXXX"
+    return
+  done
+  mkdir -p "$REPO/build"
+  mktemp -d "$REPO/build/compare-work.XXXXXX"
+}
+OWN_WORK=0
+if [ -z "$WORK" ]; then
+  WORK=$(pick_work_dir)
+  OWN_WORK=1
+else
+  mkdir -p "$WORK"
+  WORK=$(cd "$WORK" && pwd)
+  for d in ext4 pt-back pt-mnt logfs-data logfs-mnt gl-bricks gl-mnt; do
+    [ ! -e "$WORK/$d" ] || die "--work_dir=$WORK already has $d/ (from an earlier run?); use an empty dir"
+  done
+fi
+LOGS=$WORK/logs
+RAW=$WORK/raw.tsv
+mkdir -p "$LOGS"
+: >"$RAW"
+STATFS_TYPE=$(stat -f -c %T "$WORK")
+MNT_TYPE=$(fs_type "$WORK")
+LOCAL_FS=${MNT_TYPE:-$STATFS_TYPE}
+case "$STATFS_TYPE" in tmpfs|ramfs) log "WARNING: work dir $WORK is on $STATFS_TYPE, not a disk" ;; esac
+
+# ---------------------------------------------------------------- cleanup
+PT_PID='' PT_MNT='' LOGFS_MNT='' GL_MNT='' GL_VOL='' GLUSTERD_PID='' FAILED=1 CELLS_FAILED=0
+pids_mentioning() {  # live pids whose command line contains $1 (a path unique to this run)
+  local f pid args
+  for f in /proc/[0-9]*/cmdline; do
+    pid=${f#/proc/}; pid=${pid%/cmdline}
+    if [ "$pid" = $$ ] || [ "$pid" = "$BASHPID" ]; then continue; fi
+    mapfile -d '' args <"$f" 2>/dev/null || continue
+    [[ " ${args[*]} " == *"$1"* ]] && is_alive "$pid" && echo "$pid"
+  done
+  return 0
+}
+is_alive() { [ -e "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
+is_mounted() { grep -qF " $1 " /proc/mounts; }
+unmount_fuse() {
+  local m=$1 _
+  is_mounted "$m" || return 0
+  for _ in 1 2 3 4 5; do
+    fusermount3 -u "$m" 2>/dev/null || umount "$m" 2>/dev/null || true
+    is_mounted "$m" || return 0
+    sleep 1
+  done
+  log "lazy unmount of $m"
+  fusermount3 -uz "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+}
+stop_pids() {  # TERM, wait up to 10 s, KILL
+  local p _ alive
+  [ $# -gt 0 ] || return 0
+  kill "$@" 2>/dev/null || true
+  for _ in $(seq 1 20); do
+    alive=0
+    for p in "$@"; do
+      if is_alive "$p"; then alive=1; fi
+    done
+    [ $alive = 1 ] || return 0
+    sleep 0.5
+  done
+  kill -9 "$@" 2>/dev/null || true
+}
+cleanup() {
+  local rc=$?
+  set +e
+  trap - EXIT INT TERM
+  [ $rc -eq 0 ] || log "exiting with status $rc; cleaning up"
+  if [ -n "$GL_MNT" ]; then unmount_fuse "$GL_MNT"; fi
+  if [ -n "$GL_VOL" ]; then
+    gluster --mode=script volume stop "$GL_VOL" force >>"$LOGS/gluster.log" 2>&1
+    gluster --mode=script volume delete "$GL_VOL" >>"$LOGS/gluster.log" 2>&1
+    rm -rf "/var/run/gluster/vols/$GL_VOL" "/var/run/gluster/shd/$GL_VOL"
+    # bricks and the self-heal daemon of this volume, should any linger
+    # shellcheck disable=SC2046
+    stop_pids $(pids_mentioning "$WORK/gl-bricks/") $(pids_mentioning "shd/$GL_VOL ")
+  fi
+  if [ -n "$GLUSTERD_PID" ]; then stop_pids "$GLUSTERD_PID"; fi
+  if [ -n "$LOGFS_MNT" ] && is_mounted "$LOGFS_MNT"; then
+    timeout 60 "$LOGFS_BIN" umount "$LOGFS_MNT" >>"$LOGS/logfs-umount.log" 2>&1 || unmount_fuse "$LOGFS_MNT"
+  fi
+  if [ -n "$LOGFS_MNT" ]; then
+    # the mount daemon, meta and segds of this run's data dir, if still up
+    # shellcheck disable=SC2046
+    stop_pids $(pids_mentioning "$WORK/logfs-data")
+  fi
+  if [ -d "$WORK/logfs-data" ]; then
+    mkdir -p "$LOGS/logfs"
+    find "$WORK/logfs-data" -maxdepth 2 -name '*.log' -type f -exec cp {} "$LOGS/logfs/" \; 2>/dev/null
+  fi
+  if [ -n "$PT_MNT" ]; then unmount_fuse "$PT_MNT"; fi
+  if [ -n "$PT_PID" ]; then stop_pids "$PT_PID"; fi
+  if [ "$KEEP" = 1 ]; then
+    log "kept the work dir $WORK"
+  elif [ $rc -ne 0 ] || [ "$FAILED" = 1 ] || [ "$CELLS_FAILED" != 0 ]; then
+    # keep the logs for a post-mortem, drop the data
+    rm -rf "$WORK"/{ext4,pt-back,pt-mnt,logfs-data,logfs-mnt,gl-bricks,gl-mnt} 2>/dev/null
+    log "logs kept in $LOGS"
+  elif [ "$OWN_WORK" = 1 ]; then
+    rm -rf "$WORK"
+  else
+    rm -rf "$WORK"/{ext4,pt-back,pt-mnt,logfs-data,logfs-mnt,gl-bricks,gl-mnt,passthrough,logs,raw.tsv}
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+log "work dir $WORK ($LOCAL_FS), logs in $LOGS"
+
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+wait_mounted() {  # $1 mountpoint, $2 pid that must stay alive (optional)
+  local _
+  for _ in $(seq 1 100); do
+    is_mounted "$1" && return 0
+    if [ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null; then return 1; fi
+    sleep 0.1
+  done
+  return 1
+}
+
+# ---------------------------------------------------------------- targets
+TARGETS=(ext4 passthrough logfs)
+declare -A WAL_ROOT BLOCK_ROOT
+
+mkdir -p "$WORK/ext4"
+WAL_ROOT[ext4]=$WORK/ext4
+BLOCK_ROOT[ext4]=$WORK/ext4
+
+# passthrough: libfuse's example, with its defaults (-o cache=auto, which
+# sets entry/attr timeout=1.0 s; no writeback cache; multi-threaded,
+# max_threads=10), compiled from the installed libfuse3-dev and run in the
+# foreground so that its pid is ours to stop.
+setup_passthrough() {
+  local ex=/usr/share/doc/libfuse3-dev/examples f src=$WORK/passthrough
+  mkdir -p "$src" "$WORK/pt-back" "$WORK/pt-mnt"
+  for f in passthrough_ll.c passthrough_helpers.h; do
+    if [ -f "$ex/$f" ]; then cp "$ex/$f" "$src/"
+    elif [ -f "$ex/$f.gz" ]; then zcat "$ex/$f.gz" >"$src/$f"
+    else die "$ex/$f not found (libfuse3-dev)"; fi
+  done
+  # shellcheck disable=SC2046
+  gcc -Wall -O2 -o "$src/passthrough_ll" "$src/passthrough_ll.c" $(pkg-config --cflags --libs fuse3) \
+    >"$LOGS/passthrough-build.log" 2>&1 || die "compiling passthrough_ll failed: $LOGS/passthrough-build.log"
+  "$src/passthrough_ll" -f -o source="$WORK/pt-back" "$WORK/pt-mnt" >"$LOGS/passthrough.log" 2>&1 &
+  PT_PID=$!
+  PT_MNT=$WORK/pt-mnt
+  wait_mounted "$PT_MNT" "$PT_PID" || die "passthrough_ll did not mount: $LOGS/passthrough.log"
+  WAL_ROOT[passthrough]=$PT_MNT
+  BLOCK_ROOT[passthrough]=$PT_MNT
+}
+
+setup_logfs() {
+  mkdir -p "$WORK/logfs-data" "$WORK/logfs-mnt"
+  LOGFS_MNT=$WORK/logfs-mnt
+  "$LOGFS_BIN" mount --data_dir="$WORK/logfs-data" "$LOGFS_MNT" >"$LOGS/logfs-mount.log" 2>&1 ||
+    die "logfs mount failed: $LOGS/logfs-mount.log and $WORK/logfs-data/mount.log"
+  wait_mounted "$LOGFS_MNT" || die "logfs is not mounted at $LOGFS_MNT"
+  mkdir "$LOGFS_MNT/wal" "$LOGFS_MNT/block"
+  setfattr -n user.logfs.kind -v wal "$LOGFS_MNT/wal"
+  setfattr -n user.logfs.kind -v block "$LOGFS_MNT/block"
+  WAL_ROOT[logfs]=$LOGFS_MNT/wal
+  BLOCK_ROOT[logfs]=$LOGFS_MNT/block
+}
+
+setup_gluster() {
+  local host pid
+  host=$(hostname -I 2>/dev/null | awk '{print $1}')
+  [ -n "$host" ] || die "gluster: no non-loopback address for the bricks (hostname -I is empty)"
+  for pid in $(pgrep -x glusterd || true) ''; do is_alive "$pid" && break; done
+  if [ -n "$pid" ]; then
+    log "gluster: using the running glusterd (pid $pid)"
+  else
+    glusterd -p "$WORK/glusterd.pid" -l "$LOGS/glusterd.log" || die "glusterd failed to start: $LOGS/glusterd.log"
+    for _ in $(seq 1 50); do [ -s "$WORK/glusterd.pid" ] && break; sleep 0.1; done
+    GLUSTERD_PID=$(cat "$WORK/glusterd.pid")
+  fi
+  for _ in $(seq 1 50); do gluster --mode=script pool list >/dev/null 2>&1 && break; sleep 0.2; done
+  GL_VOL=logfscmp$$
+  mkdir -p "$WORK/gl-bricks"/{1,2,3} "$WORK/gl-mnt"
+  gluster --mode=script volume create "$GL_VOL" replica 3 \
+    "$host:$WORK/gl-bricks/1" "$host:$WORK/gl-bricks/2" "$host:$WORK/gl-bricks/3" force \
+    >>"$LOGS/gluster.log" 2>&1 || { GL_VOL=; die "gluster volume create failed: $LOGS/gluster.log"; }
+  gluster --mode=script volume start "$GL_VOL" >>"$LOGS/gluster.log" 2>&1 ||
+    die "gluster volume start failed: $LOGS/gluster.log"
+  GL_MNT=$WORK/gl-mnt
+  mount -t glusterfs "localhost:/$GL_VOL" "$GL_MNT" >>"$LOGS/gluster.log" 2>&1 ||
+    die "mount -t glusterfs localhost:/$GL_VOL failed: $LOGS/gluster.log"
+  wait_mounted "$GL_MNT" || die "gluster volume not mounted at $GL_MNT"
+  GL_HOST=$host
+  WAL_ROOT[gluster]=$GL_MNT
+  BLOCK_ROOT[gluster]=$GL_MNT
+}
+
+log "setting up passthrough_ll"
+setup_passthrough
+log "mounting logfs ($LOGFS_BIN)"
+setup_logfs
+GL_HOST=
+if [ "$WITH_GLUSTER" = 1 ]; then
+  log "setting up GlusterFS replica 3"
+  setup_gluster
+  TARGETS+=(gluster)
+fi
+
+cell_failed() {  # message log-file target
+  CELLS_FAILED=$((CELLS_FAILED + 1))
+  log "$1"
+  tail -n 3 "$2" 2>/dev/null | sed 's/^/    | /' >&2 || true
+  if [ "$3" = logfs ] && [ -f "$WORK/logfs-data/mount.log" ]; then
+    grep -E '^[EW]' "$WORK/logfs-data/mount.log" | tail -n 3 | sed 's/^/    | mount.log: /' >&2 || true
+  fi
+}
+record() {  # id target run value
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$RAW"
+}
+TIMEOUT=$((SECS * 40 + 600))
+
+# ---------------------------------------------------------------- A: fio
+# Sequential write to a new file per job, write + fdatasync each block.
+# fio's defaults for a write job (overwrite=0, file_append=0) unlink an old
+# file and create the new one with O_CREAT and no O_TRUNC, and with
+# --fallocate=none it neither preallocates nor truncates nor lays the file
+# out; --size is far more than the run can write, so the offset never wraps
+# and every write lands at the end of the file (logfs WAL files are
+# append-only).
+run_fio() {  # target bs jobs run
+  local t=$1 bs=$2 jobs=$3 run=$4 bytes dir id json iops
+  case "$bs" in 512) bytes=512 ;; 4k) bytes=4096 ;; esac
+  id=A.$bs.$jobs
+  dir=${WAL_ROOT[$t]}/A-$bs-$jobs-r$run
+  json=$LOGS/$id.$t.r$run.json
+  mkdir -p "$dir"
+  if timeout --foreground -k 10 "$TIMEOUT" fio --name=append --directory="$dir" --rw=write --bs="$bs" \
+      --ioengine=sync --fdatasync=1 --fallocate=none --overwrite=0 \
+      --size=$((bytes * 200000 * SECS)) --time_based --runtime="$SECS" \
+      --numjobs="$jobs" --group_reporting --output-format=json --output="$json" \
+      >"$LOGS/$id.$t.r$run.log" 2>&1 &&
+    iops=$(python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))["jobs"][0]
+if j["error"]: sys.exit("fio error %d" % j["error"])
+print("%.1f" % j["write"]["iops"])' "$json" 2>>"$LOGS/$id.$t.r$run.log"); then
+    record "$id" "$t" "$run" "$iops"
+    log "run $run A $bs x$jobs $t: $iops syncs/s"
+  else
+    record "$id" "$t" "$run" nan
+    cell_failed "run $run A $bs x$jobs $t: FAILED (see $LOGS/$id.$t.r$run.log)" "$LOGS/$id.$t.r$run.log" "$t"
+  fi
+  rm -rf "$dir"
+  sync
+}
+
+# ---------------------------------------------------------------- B: bench read
+# `logfs bench read` prints per phase (cold, warm):
+#   <phase> read (ns): count=N min=N mean=N ... p50=N ... max=N
+#   (or "<phase> read latency (ns): ...")
+#   <phase>: ops=N seconds=S ops/s=X bytes/s=Y block cache hit ratio=R
+B_SUPPORTED=0
+probe_bench_read() {
+  local d=$WORK/ext4/B-probe
+  mkdir -p "$d"
+  if timeout --foreground -k 5 60 "$LOGFS_BIN" bench read --dir="$d" --files=1 --file_bytes=65536 --read_bytes=4096 \
+      --threads=1 --seconds=1 --cache=warm >"$LOGS/bench-read-probe.log" 2>&1 &&
+    grep -qE '^warm: ops=' "$LOGS/bench-read-probe.log"; then
+    B_SUPPORTED=1
+  else
+    log "WARNING: '$(basename "$LOGFS_BIN") bench read' is not available or failed; B cells are n/a" \
+      "($(head -c 300 "$LOGS/bench-read-probe.log" | tr '\n' ' '))"
+  fi
+  rm -rf "$d"
+}
+run_bench_read() {  # target read_bytes threads run
+  local t=$1 rb=$2 thr=$3 run=$4 id out phase p50 ops
+  id=B.$rb.$thr
+  out=$LOGS/$id.$t.r$run.log
+  if [ "$B_SUPPORTED" != 1 ]; then
+    return 0
+  fi
+  mkdir -p "${BLOCK_ROOT[$t]}/B-files"
+  if ! timeout --foreground -k 10 "$TIMEOUT" "$LOGFS_BIN" bench read --dir="${BLOCK_ROOT[$t]}/B-files" --files="$B_FILES" \
+      --file_bytes="$B_FILE_BYTES" --read_bytes="$rb" --threads="$thr" --seconds="$SECS" \
+      --cache=both --keep >"$out" 2>&1; then
+    cell_failed "run $run B $rb x$thr $t: FAILED (see $out)" "$out" "$t"
+  fi
+  for phase in cold warm; do
+    p50=$(sed -nE "s/^$phase read( latency)? \\(ns\\):.* p50=([0-9.]+).*/\\2/p" "$out" | tail -1)
+    ops=$(sed -nE "s/^$phase: ops=[0-9]+ .*ops\\/s=([0-9.eE+-]+).*/\\1/p" "$out" | tail -1)
+    record "$id.$phase.p50" "$t" "$run" "$(awk -v v="${p50:-nan}" 'BEGIN{ if (v == "nan") print "nan"; else printf "%.1f", v / 1000 }')"
+    record "$id.$phase.ops" "$t" "$run" "${ops:-nan}"
+    log "run $run B $rb x$thr $phase $t: p50 ${p50:-?} ns, ${ops:-?} ops/s"
+  done
+}
+
+# ---------------------------------------------------------------- C: db_bench
+DB_COMMON=(--compression_type=none --threads=1 --statistics=0)
+declare -A FILL_FAILED
+db_bench_ops() {  # log benchmark-name -> ops/s from "name : X micros/op N ops/sec"
+  sed -nE "s/^$2 +: +[0-9.]+ micros\\/op ([0-9.]+) ops\\/sec.*/\\1/p" "$1" | tail -1
+}
+run_db_step() {  # target run step
+  local t=$1 run=$2 step=$3 db wal out bench ops rc=0
+  db=${BLOCK_ROOT[$t]}/C-r$run-db
+  wal=${WAL_ROOT[$t]}/C-r$run-wal
+  case "$step" in
+    fillseq)
+      db=$db-seq wal=$wal-seq
+      mkdir -p "$db" "$wal"
+      bench=fillseq
+      set -- --benchmarks=fillseq --sync=1 --num=$((FILLSEQ_PER_SEC * SECS)) ;;
+    fillrandom)
+      mkdir -p "$db" "$wal"
+      bench=fillrandom
+      set -- --benchmarks=fillrandom --num="$DB_KEYS" ;;
+    warm)
+      # readseq first pulls the whole DB through the caches
+      bench=readrandom
+      set -- --benchmarks=readseq,readrandom --use_existing_db=1 --num="$DB_KEYS" --duration="$SECS" ;;
+    cold)
+      drop_caches
+      bench=readrandom
+      set -- --benchmarks=readrandom --use_existing_db=1 --num="$DB_KEYS" --duration="$SECS" ;;
+  esac
+  out=$LOGS/C.$step.$t.r$run.log
+  if [ "$step" = warm ] || [ "$step" = cold ]; then
+    if [ "${FILL_FAILED[$t]:-0}" = 1 ]; then
+      # readrandom on what a failed fillrandom left would not compare
+      log "run $run C $step $t: skipped (fillrandom failed in this run)"
+      record "C.$step" "$t" "$run" nan
+      return 0
+    fi
+  fi
+  timeout --foreground -k 10 "$TIMEOUT" db_bench --db="$db" --wal_dir="$wal" "${DB_COMMON[@]}" "$@" >"$out" 2>&1 || rc=$?
+  ops=$(db_bench_ops "$out" "$bench")
+  if [ $rc -ne 0 ] || [ -z "$ops" ]; then
+    cell_failed "run $run C $step $t: FAILED (exit $rc, see $out)" "$out" "$t"
+    ops=nan
+    if [ "$step" = fillrandom ]; then FILL_FAILED[$t]=1; fi
+  else
+    log "run $run C $step $t: $ops ops/s"
+  fi
+  record "C.$step" "$t" "$run" "$ops"
+  if [ "$step" = fillseq ]; then rm -rf "$db" "$wal"; fi
+}
+
+# ---------------------------------------------------------------- runs
+START=$(date +%s)
+[ "$DO_B" = 1 ] && probe_bench_read
+for run in $(seq 1 "$RUNS"); do
+  log "=== run $run of $RUNS (targets: ${TARGETS[*]})"
+  if [ "$DO_A" = 1 ]; then
+    for bs in 512 4k; do
+      for jobs in 1 16; do
+        for t in "${TARGETS[@]}"; do run_fio "$t" "$bs" "$jobs" "$run"; done
+      done
+    done
+  fi
+  if [ "$DO_B" = 1 ] && [ "$B_SUPPORTED" = 1 ]; then
+    for rb in 4096 65536; do
+      for thr in 1 10; do
+        for t in "${TARGETS[@]}"; do run_bench_read "$t" "$rb" "$thr" "$run"; done
+      done
+    done
+  fi
+  if [ "$DO_C" = 1 ]; then
+    FILL_FAILED=()
+    for step in fillseq fillrandom warm cold; do
+      for t in "${TARGETS[@]}"; do run_db_step "$t" "$run" "$step"; done
+    done
+    for t in "${TARGETS[@]}"; do rm -rf "${BLOCK_ROOT[$t]}/C-r$run-db" "${WAL_ROOT[$t]}/C-r$run-wal"; done
+  fi
+done
+ELAPSED=$(($(date +%s) - START))
+
+# ---------------------------------------------------------------- table
+mem_gib=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+git_rev=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')
+git -C "$REPO" diff --quiet HEAD 2>/dev/null || git_rev="$git_rev (+ uncommitted changes)"
+versions="fio $(fio --version 2>/dev/null); db_bench $(db_bench --version 2>/dev/null | awk '{print $3}'); fuse3 $(pkg-config --modversion fuse3)"
+[ "$WITH_GLUSTER" = 1 ] && versions+="; $(gluster --version 2>/dev/null | sed -n 1p || true)"
+export CMP_RAW=$RAW CMP_TARGETS="${TARGETS[*]}" CMP_LOCAL="$LOCAL_FS" CMP_STATFS="$STATFS_TYPE" \
+  CMP_WORK="$WORK" CMP_CMDLINE="$CMDLINE" CMP_RUNS="$RUNS" CMP_SECS="$SECS" CMP_MEM="$mem_gib" \
+  CMP_DO="$DO_A$DO_B$DO_C" CMP_B_SUPPORTED="$B_SUPPORTED" CMP_LOGFS_BIN="$LOGFS_BIN" CMP_GIT="$git_rev" \
+  CMP_ELAPSED="$ELAPSED" CMP_DB_KEYS="$DB_KEYS" CMP_FILLSEQ=$((FILLSEQ_PER_SEC * SECS)) \
+  CMP_B_FILES="$B_FILES" CMP_B_FILE_BYTES="$B_FILE_BYTES" CMP_GL_HOST="$GL_HOST" \
+  CMP_VERSIONS="$versions"
+mkdir -p "$(dirname "$OUT")"
+python3 - >"$OUT.tmp" <<'PY'
+import math, os, statistics, subprocess, time
+from collections import defaultdict
+
+E = os.environ
+targets = E["CMP_TARGETS"].split()
+others = [t for t in targets if t != "ext4"]
+local = E["CMP_LOCAL"]
+label = {t: (local if t == "ext4" else t) for t in targets}
+vals = defaultdict(list)          # (id, target) -> [(run, value)]
+for line in open(E["CMP_RAW"]):
+    i, t, r, v = line.rstrip("\n").split("\t")
+    vals[(i, t)].append((int(r), float(v)))
+runs = int(E["CMP_RUNS"])
+
+def med(i, t):
+    xs = [v for _, v in vals.get((i, t), []) if not math.isnan(v)]
+    return (statistics.median(xs) if xs else None), len(xs), len(vals.get((i, t), []))
+
+def fmt(x, kind):
+    if x is None: return "n/a"
+    if kind == "lat": return "%.2f" % x if x < 10 else "%.1f" % x
+    if kind == "ratio": return "%.2f" % x
+    return "%.0f" % x if x >= 100 else "%.1f" % x
+
+rows = []   # (workload, variant, metric, id, kind, target)
+do_a, do_b, do_c = (c == "1" for c in E["CMP_DO"])
+if do_a:
+    for bs, bsl in (("512", "512 B"), ("4k", "4 KiB")):
+        for j in (1, 16):
+            tgt = (">=", 0.5) if bs == "512" else None
+            rows.append(("A fio append+fdatasync", "%s, %d job%s" % (bsl, j, "s" if j > 1 else ""),
+                         "syncs/s", "A.%s.%d" % (bs, j), "rate", tgt))
+if do_b:
+    for rb, rbl in (("4096", "4 KiB"), ("65536", "64 KiB")):
+        for th in (1, 10):
+            for ph in ("cold", "warm"):
+                v = "%s, %d thr, %s" % (rbl, th, ph)
+                rows.append(("B logfs bench read", v, "p50 us", "B.%s.%d.%s.p50" % (rb, th, ph), "lat", None))
+                rows.append(("B logfs bench read", v, "ops/s", "B.%s.%d.%s.ops" % (rb, th, ph), "rate", None))
+    rows.append(("B logfs bench read", "4 KiB warm, p50 10 thr / 1 thr", "ratio", "B.ratio", "ratio", ("<=", 1.5)))
+if do_c:
+    rows.append(("C db_bench", "fillseq --sync=1 (%s keys)" % E["CMP_FILLSEQ"], "ops/s", "C.fillseq", "rate", (">=", 0.5)))
+    rows.append(("C db_bench", "fillrandom (%s keys)" % E["CMP_DB_KEYS"], "ops/s", "C.fillrandom", "rate", None))
+    rows.append(("C db_bench", "readrandom warm", "ops/s", "C.warm", "rate", (">=", 0.9)))
+    rows.append(("C db_bench", "readrandom after drop_caches", "ops/s", "C.cold", "rate", None))
+
+def cell(i, t):
+    if i == "B.ratio":
+        a, _, _ = med("B.4096.10.warm.p50", t)
+        b, _, _ = med("B.4096.1.warm.p50", t)
+        return (a / b if a is not None and b else None), ""
+    m, ok, n = med(i, t)
+    note = "" if ok == n else " (%d/%d ok)" % (ok, n)
+    return m, note
+
+out = []
+w = out.append
+w("# logfs comparison: %s" % " vs ".join(label[t] for t in targets))
+w("")
+w("- date: %s; kernel %s; %d CPUs; memory %s" % (time.strftime("%Y-%m-%d %H:%M:%S %z"),
+  os.uname().release, os.cpu_count(), E["CMP_MEM"]))
+w("- work dir: `%s` on **%s** (statfs type %s); all targets on that disk" % (E["CMP_WORK"], local, E["CMP_STATFS"]))
+w("- command: `%s`" % E["CMP_CMDLINE"])
+w("- logfs: `%s` at commit %s; embedded cluster, 1 meta + 3 segd on loopback; fio and db_bench --wal_dir in a "
+  "`user.logfs.kind=wal` dir, db_bench --db and bench read in a `block` dir" % (E["CMP_LOGFS_BIN"], E["CMP_GIT"]))
+w("- passthrough: libfuse example passthrough_ll, compiled at run time, its defaults "
+  "(cache=auto: entry/attr timeout 1 s, no writeback cache, max_threads 10), over a dir on the same disk")
+if "gluster" in targets:
+    w("- gluster: replica 3 volume, 3 bricks under the work dir on %s (force), mounted with "
+      "`mount -t glusterfs localhost:/VOL`, default volume options" % E["CMP_GL_HOST"])
+w("- %s; %d run(s) per cell, targets interleaved within each run, medians shown; %s s per fio run, "
+  "bench-read phase and readrandom" % (E["CMP_VERSIONS"], runs, E["CMP_SECS"]))
+if do_a: w("- A: `fio --rw=write --ioengine=sync --fdatasync=1 --fallocate=none --overwrite=0 --time_based`, "
+  "one new file per job; syncs/s = write IOPS (one fdatasync per write)")
+if do_b:
+    if E["CMP_B_SUPPORTED"] == "1":
+        w("- B: `logfs bench read --files=%s --file_bytes=%s --cache=both` (cold drops the kernel caches first)"
+          % (E["CMP_B_FILES"], E["CMP_B_FILE_BYTES"]))
+    else:
+        w("- B: **n/a**: this logfs binary has no working `bench read` subcommand")
+if do_c: w("- C: `db_bench --compression_type=none`; readrandom warm = a new process after readseq over the DB; "
+  "cold = `sync; echo 3 > /proc/sys/vm/drop_caches` first (also empties the page cache under segd and bricks)")
+w("- ratio = target / %s of the same figure: higher is better for syncs/s and ops/s, lower for p50 latency; "
+  "\"met\" checks logfs against the issue's target" % label["ext4"])
+w("- wall time of the measurements: %s s" % E["CMP_ELAPSED"])
+w("")
+hdr = ["workload", "variant", "metric"] + [label[t] for t in targets] + \
+      ["%s/%s" % (t, label["ext4"]) for t in others] + ["target", "logfs met"]
+w("| " + " | ".join(hdr) + " |")
+w("|" + "|".join("---" if k < 3 else "--:" for k in range(len(hdr) - 2)) + "|---|---|")
+for wl, var, metric, i, kind, tgt in rows:
+    cells = {t: cell(i, t) for t in targets}
+    line = [wl, var, metric] + [fmt(cells[t][0], kind) + cells[t][1] for t in targets]
+    base = cells["ext4"][0]
+    for t in others:
+        x = cells[t][0]
+        line.append("-" if i == "B.ratio" else ("%.2fx" % (x / base) if x is not None and base else "n/a"))
+    if tgt:
+        op, th = tgt
+        if i == "B.ratio":
+            tv = cells["logfs"][0]
+            line.append("%s %.1f" % (op, th))
+        else:
+            x = cells["logfs"][0]
+            tv = x / base if x is not None and base else None
+            line.append("logfs/%s %s %.1f" % (label["ext4"], op, th))
+        if tv is None:
+            line.append("n/a")
+        else:
+            ok = tv >= th if op == ">=" else tv <= th
+            line.append(("yes" if ok else "**no**") + " (%.3f)" % tv)
+    else:
+        line += ["", ""]
+    w("| " + " | ".join(line) + " |")
+if runs > 1:
+    w("")
+    w("Per-run values (run 1, 2, ...):")
+    w("")
+    w("| id | " + " | ".join(label[t] for t in targets) + " |")
+    w("|---|" + "---|" * len(targets))
+    ids = []
+    for line in open(E["CMP_RAW"]):
+        i = line.split("\t")[0]
+        if i not in ids: ids.append(i)
+    for i in ids:
+        w("| %s | " % i + " | ".join(", ".join("%g" % v for _, v in sorted(vals.get((i, t), []))) for t in targets) + " |")
+print("\n".join(out))
+PY
+mv "$OUT.tmp" "$OUT"
+cat "$OUT"
+log "table saved to $OUT (measurements took ${ELAPSED}s)"
+[ "$CELLS_FAILED" = 0 ] || log "$CELLS_FAILED measurement(s) failed; logs are kept in $LOGS"
+FAILED=0
