@@ -10,8 +10,7 @@ namespace logfs::store {
 namespace {
 constexpr size_t kChecksummedHeaderBytes = 24;
 
-uint32_t FrameChecksum(const char* header, const std::string& message,
-                       const std::string& data) {
+uint32_t FrameChecksum(const char* header, absl::string_view message, absl::string_view data) {
   uint32_t crc = util::Crc32c(header, kChecksummedHeaderBytes);
   crc = util::Crc32cExtend(crc, message.data(), message.size());
   return util::Crc32cExtend(crc, data.data(), data.size());
@@ -19,7 +18,7 @@ uint32_t FrameChecksum(const char* header, const std::string& message,
 }  // namespace
 
 void EncodeFrameHeader(uint8_t flags, MessageType type, uint64_t request_id,
-                       const std::string& message, const std::string& data,
+                       absl::string_view message, absl::string_view data,
                        char out[kFrameHeaderBytes]) {
   util::EncodeFixed32(out, kFrameMagic);
   out[4] = static_cast<char>(kFrameVersion);

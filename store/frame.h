@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "store/message_type.h"
 
 namespace logfs::store {
@@ -52,7 +53,7 @@ struct Frame {
 // Writes the 28-byte header for a frame with these fields and body into
 // `out`, computing the checksum over header, message and data.
 void EncodeFrameHeader(uint8_t flags, MessageType type, uint64_t request_id,
-                       const std::string& message, const std::string& data,
+                       absl::string_view message, absl::string_view data,
                        char out[kFrameHeaderBytes]);
 
 // Parses and validates a header: magic, version, flags, sizes, and (when

@@ -11,10 +11,12 @@
 
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include <asio.hpp>
 
+#include "absl/strings/string_view.h"
 #include "store/frame.h"
 
 namespace logfs::store {
@@ -22,15 +24,23 @@ namespace logfs::store {
 struct OutgoingFrame {
   char header[kFrameHeaderBytes];
   std::string message;
+  // The data section: `shared_data` if set (one buffer sent to several
+  // servers without a copy each), else `data`.
   std::string data;
+  std::shared_ptr<const std::string> shared_data;
   size_t sent = 0;  // bytes already written (a partial inline send)
 
-  size_t size() const { return kFrameHeaderBytes + message.size() + data.size(); }
+  absl::string_view payload() const {
+    return shared_data != nullptr ? absl::string_view(*shared_data) : absl::string_view(data);
+  }
+  size_t size() const { return kFrameHeaderBytes + message.size() + payload().size(); }
 
   // The bytes not yet sent, as asio buffers.
   std::array<asio::const_buffer, 3> Remaining() const {
+    absl::string_view body = payload();
     std::array<asio::const_buffer, 3> all = {asio::buffer(header, kFrameHeaderBytes),
-                                             asio::buffer(message), asio::buffer(data)};
+                                             asio::buffer(message),
+                                             asio::buffer(body.data(), body.size())};
     size_t skip = sent;
     for (auto& b : all) {
       size_t n = std::min(skip, b.size());

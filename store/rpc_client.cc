@@ -46,11 +46,25 @@ void RpcClient::AsyncCall(MessageType type, const google::protobuf::MessageLite&
   auto out = std::make_shared<OutgoingFrame>();
   out->message = request.SerializeAsString();
   out->data = std::move(data);
+  Send(type, std::move(out), timeout, std::move(done));
+}
+
+void RpcClient::AsyncCallShared(MessageType type, const google::protobuf::MessageLite& request,
+                                std::shared_ptr<const std::string> data, absl::Duration timeout,
+                                Callback done) {
+  auto out = std::make_shared<OutgoingFrame>();
+  out->message = request.SerializeAsString();
+  out->shared_data = std::move(data);
+  Send(type, std::move(out), timeout, std::move(done));
+}
+
+void RpcClient::Send(MessageType type, std::shared_ptr<OutgoingFrame> out, absl::Duration timeout,
+                     Callback done) {
   {
     absl::MutexLock lock(&mu_);
     if (!shutdown_) {
       uint64_t id = next_id_++;
-      EncodeFrameHeader(0, type, id, out->message, out->data, out->header);
+      EncodeFrameHeader(0, type, id, out->message, out->payload(), out->header);
       pending_.emplace(id, Pending{std::move(done), absl::Now() + timeout});
       ArmTimer();
       if (state_ == State::kConnected && !writing_) {

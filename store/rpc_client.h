@@ -40,6 +40,11 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   // Sends one request; `done` runs exactly once.
   void AsyncCall(MessageType type, const google::protobuf::MessageLite& request,
                  std::string data, absl::Duration timeout, Callback done);
+  // The same with a data section shared with other calls (the fan-out of
+  // one append to every replica): kept alive, never copied, until sent.
+  void AsyncCallShared(MessageType type, const google::protobuf::MessageLite& request,
+                       std::shared_ptr<const std::string> data, absl::Duration timeout,
+                       Callback done);
 
   // Blocking call: sends `request` (+`data`) and parses the response into
   // `response`; returns the response frame's data in `*response_data` if
@@ -69,6 +74,8 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   void ArmTimer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnTimer();
   void Complete(uint64_t request_id, absl::Status status, Frame frame);
+  void Send(MessageType type, std::shared_ptr<OutgoingFrame> out, absl::Duration timeout,
+            Callback done);
 
   // Immutable after construction.
   asio::io_context& io_;

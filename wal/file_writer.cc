@@ -120,35 +120,40 @@ void FileWriter::SendBufferLocked() {
   if (buffer_.empty() || !open_.has_value() || recovering_) return;
   // Bound one append to what a frame can carry.
   constexpr size_t kMaxAppendBytes = 8u << 20;
-  absl::string_view rest = buffer_;
+  // One buffer per append, shared by the calls to every replica: the bytes
+  // are copied once more, into the re-send tail, and nowhere else.
+  std::string pending;
+  pending.swap(buffer_);
+  absl::string_view rest = pending;
   auto self = shared_from_this();
   while (!rest.empty()) {
     size_t n = std::min(rest.size(), kMaxAppendBytes);
-    std::string chunk(rest.substr(0, n));
-    rest.remove_prefix(n);
+    auto chunk = n == pending.size() ? std::make_shared<const std::string>(std::move(pending))
+                                     : std::make_shared<const std::string>(rest.substr(0, n));
+    rest = n == rest.size() ? absl::string_view() : rest.substr(n);
     proto::AppendRequest request;
     request.set_segment_id(open_->id());
     request.set_epoch(open_->epoch());
     request.set_offset(sent_);
-    request.set_crc32c(util::Crc32c(chunk.data(), chunk.size()));
+    request.set_crc32c(util::Crc32c(chunk->data(), chunk->size()));
     // WAL appends are made durable by the segment servers at once, so
     // their answers carry the acked length and fsync needs no Sync round.
     request.set_sync(EagerSync());
     GlobalWriterCounters().appends.fetch_add(1, std::memory_order_relaxed);
     GlobalWriterCounters().append_bytes.fetch_add(n, std::memory_order_relaxed);
     sent_ += n;
-    tail_ += chunk;
+    tail_ += *chunk;
     for (size_t r = 0; r < replicas_.size(); ++r) {
       if (replicas_[r].failed) continue;
       uint64_t segment_id = open_->id();
       pool_->Get(replicas_[r].address)
-          ->AsyncCall(store::MessageType::kAppend, request, chunk, options_.replica_timeout,
-                      [self, segment_id, r](absl::Status s, store::Frame f) {
-                        self->OnReplicaResponse(segment_id, r, std::move(s), f.message, false);
-                      });
+          ->AsyncCallShared(store::MessageType::kAppend, request, chunk, options_.replica_timeout,
+                            [self, segment_id, r](absl::Status s, store::Frame f) {
+                              self->OnReplicaResponse(segment_id, r, std::move(s), f.message,
+                                                      false);
+                            });
     }
   }
-  buffer_.clear();
 }
 
 void FileWriter::Sync(SyncCallback done) {
