@@ -41,7 +41,7 @@ Mount::~Mount() { Shutdown(); }
 
 absl::Status Mount::Connect() {
   work_.emplace(asio::make_work_guard(io_));
-  for (int i = 0; i < 2; ++i) io_threads_.emplace_back([this] { io_.run(); });
+  for (int i = 0; i < options_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
   meta_ = pool_.Get(options_.meta_address);
   proto::NewMountRequest request;
   char host[256] = {0};

@@ -40,6 +40,7 @@ struct MountOptions {
   absl::Duration replica_timeout = absl::Seconds(10);  // writer's replica calls
   absl::Duration fsync_timeout = absl::Seconds(30);
   absl::Duration heartbeat_interval = absl::Seconds(1);
+  int io_threads = 2;  // network threads (replies of segment servers and meta)
 };
 
 // One open file description (a FUSE file handle).

@@ -32,6 +32,7 @@
 DECLARE_string(meta);
 DECLARE_string(data_dir);
 DECLARE_int32(rpc_timeout_ms);
+DECLARE_int32(io_threads);
 DEFINE_bool(f, false, "mount: stay in the foreground");
 DEFINE_bool(fuse_debug, false, "mount: print every FUSE request (libfuse -d)");
 DEFINE_int32(fuse_threads, 16, "mount: FUSE worker threads");
@@ -210,6 +211,7 @@ int RunMount(const std::string& mountpoint_arg) {
   options.rpc_timeout = absl::Milliseconds(FLAGS_rpc_timeout_ms);
   options.replica_timeout = absl::Milliseconds(FLAGS_replica_timeout_ms);
   options.fsync_timeout = absl::Milliseconds(FLAGS_fsync_timeout_ms);
+  options.io_threads = FLAGS_io_threads;
   fuse::Mount mount(options);
   absl::Status connected = mount.Connect();
   if (!connected.ok()) return ready.Report(std::string(connected.message())), 1;
