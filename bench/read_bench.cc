@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -130,6 +131,19 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
       if (!warmed.ok()) return warmed;
     }
     auto stats_before = ParseCounters(GetXattr(o.dir, store::kStatsXattr).value_or(""));
+    // Cold reads never touch a span twice: the threads share one shuffled
+    // list of every span-aligned offset, so a read cannot be served by what
+    // an earlier one brought into a cache (the phase ends early if the list
+    // runs out). Warm reads pick offsets at random.
+    const bool cold = phase == "cold";
+    const uint64_t spans_per_file = o.file_bytes / span;
+    std::vector<uint64_t> unread;  // file * spans_per_file + span index
+    std::atomic<size_t> next_unread{0};
+    if (cold) {
+      unread.resize(o.files * spans_per_file);
+      for (size_t i = 0; i < unread.size(); ++i) unread[i] = i;
+      std::shuffle(unread.begin(), unread.end(), std::mt19937_64(42));
+    }
     std::vector<LatencyHistogram> histograms(o.threads);
     absl::Mutex error_mu;
     absl::Status error;
@@ -144,6 +158,12 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
         for (uint64_t i = 0; timed ? absl::Now() < deadline : i < ops; ++i) {
           uint64_t file = rng() % o.files;
           uint64_t offset = (rng() % positions) * o.read_bytes;
+          if (cold) {
+            size_t k = next_unread.fetch_add(1);
+            if (k >= unread.size()) break;
+            file = unread[k] / spans_per_file;
+            offset = unread[k] % spans_per_file * span;
+          }
           absl::Time begin = absl::Now();
           for (uint64_t done = 0; done < std::max<uint64_t>(o.scan_bytes, 1); done += o.read_bytes) {
             uint64_t at = offset + done;

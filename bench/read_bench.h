@@ -1,8 +1,9 @@
 // `logfs bench read`: random reads of `read_bytes` (or range scans: seek to
 // a random offset and read `scan_bytes` sequentially, `read_bytes` at a
 // time) from sealed files by `threads` threads, in a cold phase (kernel
-// caches dropped first, which also empties the mount's page cache) and a
-// warm one (every file read once first). Works on any directory, so one
+// caches dropped first, which also empties the mount's page cache, and no
+// span read twice, so no read is served by an earlier one) and a warm one
+// (every file read once first, then offsets at random). Works on any directory, so one
 // tool measures ext4, a FUSE passthrough and a logfs mount alike.
 //
 // Files: <dir>/bench-read-<i>.dat, `file_bytes` each, reused when they

@@ -1,5 +1,7 @@
 #include "tests/mounted_cluster.h"
 
+#include <gtest/gtest.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -127,6 +129,15 @@ MountedCluster::~MountedCluster() {
   UnmountAll().IgnoreError();  // falls back to lazy unmounts itself
   cluster_.reset();
   for (const auto& dir : tmpfs_dirs_) RunCommand("umount -l " + dir);
+  // A failed test keeps its processes' logs for the post-mortem.
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  if (!root_.empty() && test != nullptr && ::testing::Test::HasFailure()) {
+    std::string keep = absl::StrCat("/tmp/logfs-test-logs/", test->test_suite_name(), ".",
+                                    test->name(), "-", getpid());
+    RunCommand(absl::StrCat("mkdir -p ", keep, " && cd ", root_,
+                            " && find . -name '*.log' -exec cp --parents {} ", keep, " \\;"));
+    std::fprintf(stderr, "logs of the failed test kept in %s\n", keep.c_str());
+  }
   if (!root_.empty()) RunCommand("rm -rf " + root_);
 }
 
