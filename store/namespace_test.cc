@@ -640,6 +640,40 @@ TEST_F(NamespaceTest, OpenWriteRecoversDeadWritersSegment) {
   EXPECT_EQ(EBUSY, ErrnoFromStatus(Seal(f, 1, seg.id(), 120, false).status()));
 }
 
+TEST_F(NamespaceTest, RollOnASmallClusterPlacesTheNextSegmentOnFewerReplicas) {
+  RegisterServers(3);
+  uint64_t f = File(kRootIno, "f");
+  ASSERT_EQ(0, SetXattrErrno(f, "user.logfs.kind", "wal"));
+  ASSERT_TRUE(OpenWrite(f, 1).ok());
+  auto opened = Seal(f, 1, 0, 0, false);
+  ASSERT_TRUE(opened.ok());
+  const proto::Segment seg = opened->segments(0);
+  ASSERT_EQ(3, seg.replicas_size());
+  // The writer rolls away from a failed replica: only 2 servers are left,
+  // which is still the ack quorum of a WAL file.
+  proto::SealSegmentRequest roll;
+  roll.set_ino(f);
+  roll.set_mount_id(1);
+  roll.set_segment_id(seg.id());
+  roll.set_sealed_length(100);
+  roll.add_failed_servers(seg.replicas(2).server_id());
+  auto rolled = ns_->SealSegment(roll);
+  ASSERT_TRUE(rolled.ok()) << rolled.status();
+  ASSERT_EQ(2, rolled->segments_size());
+  const proto::Segment& next = rolled->segments(1);
+  EXPECT_FALSE(next.sealed());
+  EXPECT_EQ(2, next.replicas_size());
+  EXPECT_EQ(2u, next.ack_quorum());
+  for (const auto& r : next.replicas()) EXPECT_NE(seg.replicas(2).server_id(), r.server_id());
+  // Below the ack quorum there is no segment: the writer gets the error.
+  roll.set_segment_id(next.id());
+  roll.set_sealed_length(0);
+  roll.clear_failed_servers();
+  roll.add_failed_servers(seg.replicas(2).server_id());
+  roll.add_failed_servers(next.replicas(0).server_id());
+  EXPECT_EQ(absl::StatusCode::kUnavailable, ns_->SealSegment(roll).status().code());
+}
+
 TEST_F(NamespaceTest, RecoveryNeverTakesItsLengthFromACorruptReplica) {
   RegisterServers(3);
   uint64_t f = File(kRootIno, "f");

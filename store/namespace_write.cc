@@ -63,15 +63,31 @@ static void DropReplicas(proto::Segment* segment,
 
 absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode,
                                      const std::vector<uint64_t>& excluded_servers) {
-  ASSIGN_OR_RETURN(std::vector<uint64_t> server_ids,
-                   PlaceReplicas(Replication(*inode), excluded_servers));
+  const uint32_t replication = Replication(*inode);
+  const uint32_t ack_quorum = AckQuorum(*inode);
+  auto placed = PlaceReplicas(replication, excluded_servers);
+  // Too few live servers for every replica (a roll away from failed ones
+  // on a small cluster): a segment on fewer servers, down to the ack
+  // quorum, keeps the writer going with the same durability (every
+  // replica must ack); re-replication completes it once sealed (HDFS's
+  // replace-datanode-on-failure "best effort").
+  for (uint32_t n = replication - 1; absl::IsUnavailable(placed.status()) && n >= ack_quorum && n > 0;
+       --n) {
+    placed = PlaceReplicas(n, excluded_servers);
+    if (placed.ok()) {
+      LOG(WARNING) << "inode " << inode->attr().ino() << ": new segment on " << n << " of "
+                   << replication << " replicas (too few live servers)";
+    }
+  }
+  if (!placed.ok()) return placed.status();
+  std::vector<uint64_t> server_ids = std::move(*placed);
   UpdateOffsets(inode);
   proto::Segment* segment = inode->add_segments();
   segment->set_id(AllocateId(txn, MetaCounter::kNextSegmentId));
   segment->set_epoch(1);
   for (uint64_t server_id : server_ids) segment->add_replicas()->set_server_id(server_id);
   segment->set_file_offset(inode->attr().size());
-  segment->set_ack_quorum(AckQuorum(*inode));
+  segment->set_ack_quorum(std::min<uint32_t>(ack_quorum, server_ids.size()));
   txn.Put(inode);
   return absl::OkStatus();
 }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {
@@ -76,6 +77,37 @@ TEST(RollTest, KilledReplicaRollsWalWithoutError) {
   EXPECT_EQ(std::string::npos, segments.find(victim)) << segments;
   EXPECT_GE(std::count(segments.begin(), segments.end(), '\n'), 2) << segments;
   // And the data is still there after a remount (no page cache).
+  ASSERT_TRUE(c.Remount().ok());
+  EXPECT_EQ(expected, *ReadFile(c.Path("wal/log")));
+}
+
+TEST(RollTest, KilledReplicaOnAThreeServerClusterRollsToTheTwoLeft) {
+  // Goal: with exactly 3 segment servers (the embedded default) a WAL
+  // writer survives one of them dying: the next segment goes on the 2
+  // left, still the ack quorum, and no fsync fails.
+  MountedClusterOptions options;
+  options.mount_flags = {"--replica_timeout_ms=1000"};
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
+  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
+  int fd = open(c.Path("wal/log").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  std::string expected =
+      AppendSynced(fd, 100, 30, [&] { c.cluster().KillSegd(1, SIGKILL); });
+  ASSERT_EQ(0, close(fd));
+  EXPECT_EQ(expected, *ReadFile(c.Path("wal/log")));
+  std::string segments = Xattr(c.Path("wal/log"), "user.logfs.segments");
+  const std::string dead = c.cluster().segd_address(1);
+  // "<id> <addr>,<addr>[,<addr>] <length> sealed": the last segment, made
+  // after the roll, has two replicas and none on the dead server.
+  std::vector<std::string> lines = absl::StrSplit(segments, '\n', absl::SkipEmpty());
+  ASSERT_GE(lines.size(), 2u) << segments;
+  std::vector<std::string> last = absl::StrSplit(lines.back(), ' ');
+  ASSERT_EQ(4u, last.size()) << segments;
+  EXPECT_EQ(std::string::npos, last[1].find(dead)) << segments;
+  EXPECT_EQ(1, std::count(last[1].begin(), last[1].end(), ',')) << segments;
   ASSERT_TRUE(c.Remount().ok());
   EXPECT_EQ(expected, *ReadFile(c.Path("wal/log")));
 }
