@@ -209,6 +209,16 @@ class NamespaceTest : public testing::Test {
     request.set_close(close);
     return ns_->SealSegment(request);
   }
+  // Creates WAL file "f" in the root, opens it for write as mount 1 and
+  // returns its first (open) segment.
+  proto::Segment OpenWalSegment(uint64_t* ino) {
+    *ino = File(kRootIno, "f");
+    EXPECT_EQ(0, SetXattrErrno(*ino, "user.logfs.kind", "wal"));
+    EXPECT_TRUE(OpenWrite(*ino, 1).ok());
+    auto opened = Seal(*ino, 1, 0, 0, false);
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    return opened.ok() ? opened->segments(0) : proto::Segment();
+  }
   // Writes one segment of `length` bytes to `ino` as `mount` and closes.
   proto::Inode WriteAndClose(uint64_t ino, uint64_t mount, uint64_t length) {
     EXPECT_TRUE(OpenWrite(ino, mount).ok());
@@ -587,12 +597,8 @@ TEST_F(NamespaceTest, StateSurvivesReopen) {
 
 TEST_F(NamespaceTest, OpenWriteRecoversDeadWritersSegment) {
   auto servers = RegisterServers(3);
-  uint64_t f = File(kRootIno, "f");
-  ASSERT_EQ(0, SetXattrErrno(f, "user.logfs.kind", "wal"));
-  ASSERT_TRUE(OpenWrite(f, 1).ok());
-  auto opened = Seal(f, 1, 0, 0, false);
-  ASSERT_TRUE(opened.ok());
-  const proto::Segment seg = opened->segments(0);
+  uint64_t f = 0;
+  const proto::Segment seg = OpenWalSegment(&f);
   ASSERT_EQ(3, seg.replicas_size());
   ASSERT_EQ(2u, seg.ack_quorum());
   // Replica 0 has 100 durable bytes, replica 1 only 80, replica 2 is down.
@@ -642,12 +648,8 @@ TEST_F(NamespaceTest, OpenWriteRecoversDeadWritersSegment) {
 
 TEST_F(NamespaceTest, RollOnASmallClusterPlacesTheNextSegmentOnFewerReplicas) {
   RegisterServers(3);
-  uint64_t f = File(kRootIno, "f");
-  ASSERT_EQ(0, SetXattrErrno(f, "user.logfs.kind", "wal"));
-  ASSERT_TRUE(OpenWrite(f, 1).ok());
-  auto opened = Seal(f, 1, 0, 0, false);
-  ASSERT_TRUE(opened.ok());
-  const proto::Segment seg = opened->segments(0);
+  uint64_t f = 0;
+  const proto::Segment seg = OpenWalSegment(&f);
   ASSERT_EQ(3, seg.replicas_size());
   // The writer rolls away from a failed replica: only 2 servers are left,
   // which is still the ack quorum of a WAL file.
@@ -676,12 +678,8 @@ TEST_F(NamespaceTest, RollOnASmallClusterPlacesTheNextSegmentOnFewerReplicas) {
 
 TEST_F(NamespaceTest, RecoveryNeverTakesItsLengthFromACorruptReplica) {
   RegisterServers(3);
-  uint64_t f = File(kRootIno, "f");
-  ASSERT_EQ(0, SetXattrErrno(f, "user.logfs.kind", "wal"));
-  ASSERT_TRUE(OpenWrite(f, 1).ok());
-  auto opened = Seal(f, 1, 0, 0, false);
-  ASSERT_TRUE(opened.ok());
-  const proto::Segment seg = opened->segments(0);
+  uint64_t f = 0;
+  const proto::Segment seg = OpenWalSegment(&f);
   // Replica 0 claims the most bytes but a chunk of it failed its checksum.
   fake_.Put(seg.replicas(0).address(), seg.id(), 150, 150, /*corrupt=*/true);
   fake_.Put(seg.replicas(1).address(), seg.id(), 100, 100);

@@ -27,6 +27,12 @@ MountedClusterOptions FourServers() {
   return options;
 }
 
+// Makes <mount>/wal a directory of WAL files.
+void MakeWalDir(MountedCluster& c) {
+  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
+  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
+}
+
 std::string Record(int i) { return absl::StrCat("record-", i, "-", std::string(100, 'x'), "\n"); }
 
 std::string Xattr(const std::string& path, const char* name) {
@@ -53,8 +59,7 @@ TEST(RollTest, KilledReplicaRollsWalWithoutError) {
   auto mc = MountedCluster::Start(FourServers());
   ASSERT_TRUE(mc.ok()) << mc.status();
   MountedCluster& c = **mc;
-  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
-  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
+  MakeWalDir(c);
   int fd = open(c.Path("wal/log").c_str(), O_WRONLY | O_CREAT, 0644);
   ASSERT_GE(fd, 0);
   // The first segment is on 3 of the 4 servers; kill one of those.
@@ -90,8 +95,7 @@ TEST(RollTest, KilledReplicaOnAThreeServerClusterRollsToTheTwoLeft) {
   auto mc = MountedCluster::Start(options);
   ASSERT_TRUE(mc.ok()) << mc.status();
   MountedCluster& c = **mc;
-  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
-  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
+  MakeWalDir(c);
   int fd = open(c.Path("wal/log").c_str(), O_WRONLY | O_CREAT, 0644);
   ASSERT_GE(fd, 0);
   std::string expected =
@@ -165,8 +169,7 @@ TEST(RollTest, FsyncWithoutAQuorumFailsWithEioAndPoisonsTheDescriptor) {
   auto mc = MountedCluster::Start(options);
   ASSERT_TRUE(mc.ok()) << mc.status();
   MountedCluster& c = **mc;
-  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
-  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
+  MakeWalDir(c);
   int fd = open(c.Path("wal/doomed").c_str(), O_WRONLY | O_CREAT, 0644);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(3, write(fd, "ok\n", 3));
