@@ -93,11 +93,12 @@ std::string HitRatio(const std::map<std::string, uint64_t>& d) {
 absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
   const uint64_t span = std::max(o.read_bytes, o.scan_bytes);
   if (o.dir.empty() || o.threads < 1 || o.files < 1 || o.read_bytes == 0 ||
-      o.read_bytes % 8 != 0 || span > o.file_bytes || o.seconds < 0 ||
+      o.read_bytes % 8 != 0 || o.scan_bytes % o.read_bytes != 0 || span > o.file_bytes ||
+      o.seconds < 0 ||
       (o.cache != "cold" && o.cache != "warm" && o.cache != "both")) {
     return absl::InvalidArgumentError(
-        "bench read: need --dir, --read_bytes a multiple of 8, --read_bytes and --scan_bytes "
-        "<= --file_bytes, --cache=cold|warm|both");
+        "bench read: need --dir, --read_bytes a multiple of 8, --scan_bytes a multiple of "
+        "--read_bytes, both <= --file_bytes, --cache=cold|warm|both");
   }
   absl::Status prepared = PrepareFiles(o);
   if (!prepared.ok()) return prepared;

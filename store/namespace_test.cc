@@ -696,5 +696,22 @@ TEST_F(NamespaceTest, RecoveryNeverTakesItsLengthFromACorruptReplica) {
   EXPECT_FALSE((fake_.replicas[{seg.replicas(0).address(), seg.id()}].corrupt()));
 }
 
+TEST_F(NamespaceTest, RecoveryNeedsEnoughAnswersThatAreNotCorrupt) {
+  RegisterServers(3);
+  uint64_t f = 0;
+  const proto::Segment seg = OpenWalSegment(&f);
+  // The acked bytes may be only on the corrupt replica and the silent one:
+  // sealing at the third's shorter length would take them back.
+  fake_.Put(seg.replicas(0).address(), seg.id(), 1000, 1000, /*corrupt=*/true);
+  fake_.down.insert(seg.replicas(1).address());
+  fake_.Put(seg.replicas(2).address(), seg.id(), 500, 500);
+  Advance(60001);
+  auto refused = OpenWrite(f, 2);
+  EXPECT_EQ(absl::StatusCode::kUnavailable, refused.status().code()) << refused.status();
+  EXPECT_EQ(0, fake_.seal_calls);
+  EXPECT_TRUE(fake_.copies.empty());
+  EXPECT_FALSE(ns_->GetInode(f)->segments(0).sealed());
+}
+
 }  // namespace
 }  // namespace logfs::store

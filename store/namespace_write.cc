@@ -19,9 +19,11 @@ namespace logfs::store {
 namespace {
 
 // Deadline of recovery's copies to replicas that are behind: a base plus
-// one second per this many bytes of the segment.
-constexpr absl::Duration kRecoveryCopyTimeoutBase = absl::Seconds(10);
-constexpr uint64_t kRecoveryCopyBytesPerSecond = 16u << 20;
+// one second per this many bytes of the segment. Kept well inside a
+// mount's meta call timeout, since OpenWrite waits for them; a copy that
+// misses it drops its replica, and re-replication copies it later.
+constexpr absl::Duration kRecoveryCopyTimeoutBase = absl::Seconds(2);
+constexpr uint64_t kRecoveryCopyBytesPerSecond = 64u << 20;
 
 const proto::Segment* OpenLastSegment(const proto::Inode& inode) {
   if (inode.segments_size() == 0) return nullptr;
@@ -182,13 +184,18 @@ absl::StatusOr<Namespace::RecoveryResult> Namespace::RecoverReplicas(const Recov
   result.epoch = fence_epoch;
   // Every acked byte is on ack_quorum replicas, so any R - AQ + 1 of them
   // include one that has it.
+  // A corrupt replica does not count: the acked bytes it holds may be the
+  // only copy among the answers, and it can neither give nor prove them.
   size_t replicas = plan.replicas.size();
   size_t needed = replicas >= plan.ack_quorum && plan.ack_quorum > 0
                       ? replicas - plan.ack_quorum + 1 : 1;
-  if (answers.size() < needed) {
+  size_t sound = std::count_if(answers.begin(), answers.end(),
+                               [](const Answer& a) { return !a.info.corrupt(); });
+  if (sound < needed) {
     return absl::UnavailableError(absl::StrCat("recovering segment ", plan.segment_id, ": ",
-                                               answers.size(), " of ", replicas,
-                                               " replicas answered, need ", needed));
+                                               sound, " of ", replicas,
+                                               " replicas answered without corruption, need ",
+                                               needed));
   }
   // A replica the writer already sealed fixes the length; else the longest
   // durable prefix wins. A corrupt replica (a chunk failed its checksum)

@@ -310,10 +310,11 @@ absl::StatusOr<std::shared_ptr<ReplicaStore::Replica>> ReplicaStore::Find(
   return it->second;
 }
 
-void ReplicaStore::MarkDirty(uint64_t segment_id, uint64_t end) {
+void ReplicaStore::MarkDirty(const std::shared_ptr<Replica>& replica, uint64_t end) {
   absl::MutexLock lock(&mu_);
-  uint64_t& dirty_end = dirty_[segment_id];
-  dirty_end = std::max(dirty_end, end);
+  Dirty& dirty = dirty_[replica->segment_id];
+  if (dirty.replica != replica) dirty = Dirty{replica, 0};  // a new incarnation of the id
+  dirty.end = std::max(dirty.end, end);
 }
 
 absl::StatusOr<ReplicaInfo> ReplicaStore::Create(uint64_t segment_id, uint64_t epoch) {
@@ -417,9 +418,11 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Append(uint64_t segment_id, uint64_t e
       r->RollBackTo(old_length, old_tail_crc);
       return journaled;
     }
+    // Under the replica's lock, so a Delete (which marks it deleted under
+    // that lock first) never sees it noted again afterwards.
+    MarkDirty(r, end);
     info = r->Snapshot();
   }
-  MarkDirty(segment_id, end);
   return info;
 }
 
@@ -539,12 +542,12 @@ absl::Status ReplicaStore::Delete(uint64_t segment_id) {
     dirty_.erase(segment_id);
   }
   {
-    absl::MutexLock lock(&checkpoint_mu_);
-    unsynced_.erase(segment_id);  // its descriptors close with the last holder
+    absl::MutexLock lock(&r->mu);
+    r->deleted = true;  // first: an append in flight cannot note it again
   }
   {
-    absl::MutexLock lock(&r->mu);
-    r->deleted = true;
+    absl::MutexLock lock(&checkpoint_mu_);
+    unsynced_.erase(segment_id);  // its descriptors close with the last holder
   }
   // State first: a crash in between leaves orphan data and .crc files,
   // which the next Open removes.
@@ -558,7 +561,7 @@ absl::Status ReplicaStore::Delete(uint64_t segment_id) {
 }
 
 int ReplicaStore::SyncDirty() {
-  absl::flat_hash_map<uint64_t, uint64_t> batch;
+  absl::flat_hash_map<uint64_t, Dirty> batch;
   {
     absl::MutexLock lock(&mu_);
     batch.swap(dirty_);
@@ -566,18 +569,18 @@ int ReplicaStore::SyncDirty() {
   if (batch.empty()) return 0;
   // Every append in the batch was journaled before it was noted in dirty_.
   absl::Status synced = journal_->Sync();
-  for (const auto& [id, end] : batch) {
-    auto r = Find(id);
-    if (!r.ok()) continue;  // deleted meanwhile
-    absl::MutexLock lock(&(*r)->mu);
+  for (const auto& [id, dirty] : batch) {
+    Replica& r = *dirty.replica;
+    absl::MutexLock lock(&r.mu);
+    if (r.deleted) continue;
     if (!synced.ok()) {
       // Never retried: after a failed fdatasync the kernel may have dropped
       // the dirty pages, and a later success would prove nothing.
-      if ((*r)->failure.ok()) (*r)->failure = synced;
+      if (r.failure.ok()) r.failure = synced;
       continue;
     }
     // A seal may have cut the file meanwhile; durable never exceeds length.
-    (*r)->durable_length = std::max((*r)->durable_length, std::min(end, (*r)->length));
+    r.durable_length = std::max(r.durable_length, std::min(dirty.end, r.length));
   }
   return 1;
 }

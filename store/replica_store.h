@@ -168,8 +168,8 @@ class ReplicaStore {
   absl::Status LoadOne(uint64_t segment_id);
   absl::StatusOr<std::shared_ptr<Replica>> Find(uint64_t segment_id) const
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Records that `segment_id` has journaled bytes up to `end`.
-  void MarkDirty(uint64_t segment_id, uint64_t end) ABSL_LOCKS_EXCLUDED(mu_);
+  // Records that `replica` has journaled bytes up to `end`.
+  void MarkDirty(const std::shared_ptr<Replica>& replica, uint64_t end) ABSL_LOCKS_EXCLUDED(mu_);
   // The last partial chunk's CRC of a replica being loaded, from its .crc
   // file (sealed) or rebuilt from the data (open, or no .crc file yet).
   // kDataLoss if a sealed replica's .crc file is damaged.
@@ -202,8 +202,13 @@ class ReplicaStore {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<Replica>> replicas_ ABSL_GUARDED_BY(mu_);
   // Replicas with bytes journaled since the last round took them, with the
-  // end of their last journaled append.
-  absl::flat_hash_map<uint64_t, uint64_t> dirty_ ABSL_GUARDED_BY(mu_);
+  // end of their last journaled append (by segment id; the pointer tells
+  // incarnations of a re-created id apart).
+  struct Dirty {
+    std::shared_ptr<Replica> replica;
+    uint64_t end = 0;
+  };
+  absl::flat_hash_map<uint64_t, Dirty> dirty_ ABSL_GUARDED_BY(mu_);
 
   // Replicas written since the journal's last checkpoint. Lock order: a
   // Replica's mu, then the journal's, then checkpoint_mu_.

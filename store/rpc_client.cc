@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -70,10 +71,21 @@ void RpcClient::Send(MessageType type, std::shared_ptr<OutgoingFrame> out, absl:
       if (state_ == State::kConnected && !writing_) {
         // Idle connection: write inline, no io thread wake-up. mu_ is held
         // across the non-blocking send; Fail() leaves kConnected under mu_
-        // before it closes the socket, so the fd stays open meanwhile. A
-        // send error is left to the read loop, which sees the broken
-        // connection and fails every pending call.
-        if (out->SendNow(socket_.native_handle()) != 0 || out->sent == out->size()) return;
+        // before it closes the socket, so the fd stays open meanwhile.
+        if (int error = out->SendNow(socket_.native_handle()); error != 0) {
+          // The stream may hold part of the frame: the connection is done
+          // for, and Fail() answers every pending call.
+          asio::post(strand_, [self = shared_from_this(), gen = connection_generation_, error] {
+            {
+              absl::MutexLock lock(&self->mu_);
+              if (gen != self->connection_generation_) return;
+            }
+            self->Fail(absl::UnavailableError(absl::StrCat(
+                "send to ", self->address_, " failed: ", std::strerror(error))));
+          });
+          return;
+        }
+        if (out->sent == out->size()) return;
       }
       queue_.push_back(std::move(out));
       if (state_ == State::kDisconnected) {

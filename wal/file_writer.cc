@@ -512,6 +512,10 @@ void FileWriter::Recover() {
     absl::Status status = RollAwayFromFailedReplicasLocked();
     recovering_ = false;
     if (!status.ok()) SetErrorLocked(status);
+    // Everything before the new segment is in sealed segments, and a seal
+    // past the acked length needed the ack quorum (it fdatasyncs): acked.
+    // WAL appends carry no Sync round that would tell us so otherwise.
+    if (status.ok() && open_.has_value()) acked_ = std::max(acked_, open_->file_offset());
     if (error_.ok()) SendBufferLocked();  // the re-sent tail, now to the new segment
     if (error_.ok()) {
       ready = TakeReadyWaitersLocked();
