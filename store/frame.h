@@ -48,6 +48,9 @@ struct Frame {
   std::string message;
   std::string data;
   uint64_t connection_id = 0;  // servers: which accepted connection sent it
+  // Servers: more bytes from the same connection were already waiting when
+  // this frame was handed over (a handler should not block its strand).
+  bool more_buffered = false;
 };
 
 // Writes the 28-byte header for a frame with these fields and body into

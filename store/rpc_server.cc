@@ -134,6 +134,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     frame.type = static_cast<MessageType>(decoded_.type);
     frame.request_id = decoded_.request_id;
     frame.connection_id = id_;
+    asio::error_code ec;
+    frame.more_buffered = socket_.available(ec) > 0 && !ec;
     frame.message = std::move(message_);
     frame.data = std::move(data_);
     message_.clear();

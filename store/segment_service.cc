@@ -75,8 +75,10 @@ void SegmentService::Append(const Frame& request, const Responder& responder) {
                              req.crc32c());
   if (!info.ok()) return responder.ReplyError(info.status());
   appends_.fetch_add(1);
+  // Lead the sync round on this thread only when no later request of this
+  // connection is already waiting to be read: those join the next group.
   sync_thread_->WaitDurable(req.segment_id(), req.offset() + request.data.size(), req.sync(),
-                            ReplyWhenDurable(responder));
+                            ReplyWhenDurable(responder), /*may_lead=*/!request.more_buffered);
 }
 
 void SegmentService::Sync(const Frame& request, const Responder& responder) {

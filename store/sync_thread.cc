@@ -14,8 +14,10 @@ SyncThread::SyncThread(ReplicaStore* store, const SyncThreadOptions& options)
 
 SyncThread::~SyncThread() { Stop(); }
 
-void SyncThread::WaitDurable(uint64_t segment_id, uint64_t target, bool sync, Callback done) {
+void SyncThread::WaitDurable(uint64_t segment_id, uint64_t target, bool sync, Callback done,
+                             bool may_lead) {
   std::vector<Ready> ready;
+  bool lead = false;
   {
     absl::MutexLock lock(&mu_);
     if (stop_) {
@@ -31,10 +33,29 @@ void SyncThread::WaitDurable(uint64_t segment_id, uint64_t target, bool sync, Ca
       waiters_[segment_id].emplace(target, std::move(done));
       ++waiter_count_;
       Collect(segment_id, &ready);
-      if (sync && ready.empty()) sync_requested_ = true;
+      if (sync && ready.empty()) {
+        if (options_.inline_rounds && may_lead && !round_running_ && !sync_requested_ &&
+            waiter_count_ == 1) {
+          // No round in flight: this thread leads one itself instead of
+          // waking the sync thread (LevelDB's DBImpl::Write leader).
+          round_running_ = true;
+          lead = true;
+        } else {
+          sync_requested_ = true;
+        }
+      }
     }
   }
   Answer(&ready);
+  if (lead) LeadRound();
+}
+
+void SyncThread::LeadRound() {
+  RunRound();
+  absl::MutexLock lock(&mu_);
+  round_running_ = false;
+  // Syncs asked for during our round are the sync thread's: this thread
+  // serves a connection and must not stay here under load.
 }
 
 void SyncThread::Recheck(uint64_t segment_id) {
@@ -56,6 +77,9 @@ void SyncThread::Stop() {
   std::vector<Ready> ready;
   {
     absl::MutexLock lock(&mu_);
+    // A caller may be leading a round; it must not outlive the store.
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !round_running_; };
+    mu_.Await(absl::Condition(&idle));
     for (auto& [id, waiters] : waiters_) {
       for (auto& [target, done] : waiters) {
         ready.push_back({std::move(done), absl::UnavailableError("segment server is stopping")});
@@ -72,23 +96,33 @@ void SyncThread::Run() {
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
-      auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || sync_requested_; };
+      auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stop_ || (sync_requested_ && !round_running_);
+      };
       mu_.AwaitWithTimeout(absl::Condition(&wake), interval);
       if (stop_) return;
+      if (round_running_) continue;  // a leader's round; it covers the tick too
       sync_requested_ = false;
+      round_running_ = true;
     }
-    // Without mu_: appends and new waiters keep coming while we fdatasync.
-    if (store_->SyncDirty() > 0) sync_rounds_.fetch_add(1);
-    std::vector<Ready> ready;
-    {
-      absl::MutexLock lock(&mu_);
-      std::vector<uint64_t> ids;
-      ids.reserve(waiters_.size());
-      for (const auto& [id, waiters] : waiters_) ids.push_back(id);
-      for (uint64_t id : ids) Collect(id, &ready);
-    }
-    Answer(&ready);
+    RunRound();
+    absl::MutexLock lock(&mu_);
+    round_running_ = false;
   }
+}
+
+void SyncThread::RunRound() {
+  // Without mu_: appends and new waiters keep coming while we fdatasync.
+  if (store_->SyncDirty() > 0) sync_rounds_.fetch_add(1);
+  std::vector<Ready> ready;
+  {
+    absl::MutexLock lock(&mu_);
+    std::vector<uint64_t> ids;
+    ids.reserve(waiters_.size());
+    for (const auto& [id, waiters] : waiters_) ids.push_back(id);
+    for (uint64_t id : ids) Collect(id, &ready);
+  }
+  Answer(&ready);
 }
 
 void SyncThread::Collect(uint64_t segment_id, std::vector<Ready>* ready) {

@@ -35,6 +35,11 @@ namespace logfs::store {
 struct SyncThreadOptions {
   int sync_interval_ms = 5;    // longest a covered waiter waits for a round
   size_t waiters_max = 1 << 16;  // more concurrent waiters: kResourceExhausted
+  // A sync request that may lead (WaitDurable), finding no round in
+  // flight and no other waiter, runs the round on the caller's thread:
+  // on an idle server that saves waking the sync thread, a context switch
+  // per sync. Under load the sync thread batches as before.
+  bool inline_rounds = true;
 };
 
 class SyncThread {
@@ -53,8 +58,10 @@ class SyncThread {
   // kNotFound (deleted), kFailedPrecondition (sealed below target),
   // kResourceExhausted (too many waiters), kUnavailable (stopped). With
   // `sync`, a round starts now instead of at the next tick.
-  void WaitDurable(uint64_t segment_id, uint64_t target, bool sync, Callback done)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // With `may_lead` (and options.inline_rounds), a sync that finds no
+  // round in flight and no other waiter runs the round on this thread.
+  void WaitDurable(uint64_t segment_id, uint64_t target, bool sync, Callback done,
+                   bool may_lead = false) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Re-examines the waiters of one replica after a seal or delete changed it
   // outside a round, answering those that can be answered now.
@@ -75,6 +82,11 @@ class SyncThread {
   };
 
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
+  // One round: SyncDirty, then answer every covered waiter. Only the
+  // thread that set round_running_ calls it.
+  void RunRound() ABSL_LOCKS_EXCLUDED(mu_);
+  // A caller's inline round (WaitDurable), then hands back to the thread.
+  void LeadRound() ABSL_LOCKS_EXCLUDED(mu_);
   // Moves the answerable waiters of `segment_id` to `ready`.
   void Collect(uint64_t segment_id, std::vector<Ready>* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Answer(std::vector<Ready>* ready);
@@ -90,6 +102,7 @@ class SyncThread {
   absl::flat_hash_map<uint64_t, Waiters> waiters_ ABSL_GUARDED_BY(mu_);
   size_t waiter_count_ ABSL_GUARDED_BY(mu_) = 0;
   bool sync_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool round_running_ ABSL_GUARDED_BY(mu_) = false;  // SyncDirty is single-threaded
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread thread_;  // joined by the first Stop()
