@@ -60,5 +60,39 @@ TEST(EnospcTest, FullClusterGivesEnospcAndDeletesStillWork) {
   EXPECT_EQ(0, mkdir(c.Path("still-works").c_str(), 0755));
 }
 
+TEST(EnospcTest, AWriterWhoseEveryReplicaFillsGetsEnospcAndKeepsWhatWasSynced) {
+  // Goal: the disks of all three replicas of an open WAL segment fill up
+  // together; the writer's next write or fdatasync fails with ENOSPC (not
+  // EIO), and every byte synced before is still there.
+  MountedClusterOptions options;
+  options.tmpfs_segds = {0, 1, 2};
+  options.segd_flags = {"--heartbeat_interval_ms=200"};
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
+  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
+  int fd = open(c.Path("wal/log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  ASSERT_GE(fd, 0);
+  const std::string synced = Pattern(50000, 2);
+  ASSERT_EQ(static_cast<ssize_t>(synced.size()), write(fd, synced.data(), synced.size()));
+  ASSERT_EQ(0, fdatasync(fd));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(c.FillDisk(i, 0).ok());
+  int err = 0;
+  const std::string chunk(64 << 10, 'y');
+  for (int i = 0; i < 1000 && err == 0; ++i) {
+    if (write(fd, chunk.data(), chunk.size()) != static_cast<ssize_t>(chunk.size()) ||
+        fdatasync(fd) != 0) {
+      err = errno;
+    }
+  }
+  EXPECT_EQ(ENOSPC, err) << strerror(err);
+  close(fd);
+  auto back = ReadFile(c.Path("wal/log"));
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_GE(back->size(), synced.size());
+  EXPECT_TRUE(back->compare(0, synced.size(), synced) == 0);
+}
+
 }  // namespace
 }  // namespace logfs::testing

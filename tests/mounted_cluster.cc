@@ -128,7 +128,6 @@ absl::StatusOr<std::unique_ptr<MountedCluster>> MountedCluster::Start(
 MountedCluster::~MountedCluster() {
   UnmountAll().IgnoreError();  // falls back to lazy unmounts itself
   cluster_.reset();
-  for (const auto& dir : tmpfs_dirs_) RunCommand("umount -l " + dir);
   // A failed test keeps its processes' logs for the post-mortem.
   const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
   if (!root_.empty() && test != nullptr && ::testing::Test::HasFailure()) {
@@ -138,6 +137,7 @@ MountedCluster::~MountedCluster() {
                             " && find . -name '*.log' -exec cp --parents {} ", keep, " \\;"));
     std::fprintf(stderr, "logs of the failed test kept in %s\n", keep.c_str());
   }
+  for (const auto& dir : tmpfs_dirs_) RunCommand("umount -l " + dir);
   if (!root_.empty()) RunCommand("rm -rf " + root_);
 }
 

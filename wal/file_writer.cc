@@ -395,6 +395,8 @@ std::vector<uint64_t> FileWriter::CreateReplicas(const proto::Segment& segment) 
                    << segment.replicas(static_cast<int>(i)).address() << ": "
                    << results[i].status;
       failed.push_back(segment.replicas(static_cast<int>(i)).server_id());
+      absl::MutexLock lock(&mu_);
+      last_replica_error_ = results[i].status;  // ENOSPC here is the writer's ENOSPC
     }
   }
   return failed;
@@ -575,6 +577,7 @@ absl::StatusOr<std::vector<size_t>> FileWriter::SealSurvivorsLocked(uint64_t* se
   }
   // Bring shorter survivors up to `length` from the tail, then seal all.
   std::vector<size_t> sealed;
+  bool seal_no_space = false;
   for (auto [r, have] : answered) {
     std::string address = replicas_[r].address;
     std::string missing;
@@ -611,12 +614,16 @@ absl::StatusOr<std::vector<size_t>> FileWriter::SealSurvivorsLocked(uint64_t* se
     } else {
       LOG(WARNING) << "could not seal segment " << segment.id() << " on " << address << ": "
                    << s;
+      if (absl::IsResourceExhausted(s) || ErrnoFromStatus(s) == ENOSPC) seal_no_space = true;
     }
   }
   if (sealed.empty()) {
     if (acked_in_segment > 0) {
-      return PosixError(EIO, absl::StrCat("could not seal segment ", segment.id(),
-                                          " on any replica"));
+      // Every replica full at once (a seal persists a little state): the
+      // acked bytes are durable, but the file cannot go on; as on a local
+      // disk, that is ENOSPC.
+      return PosixError(seal_no_space ? ENOSPC : EIO,
+                        absl::StrCat("could not seal segment ", segment.id(), " on any replica"));
     }
     length = 0;
   } else if (sealed.size() < ack_quorum_ && length > acked_in_segment) {
