@@ -137,7 +137,7 @@ TEST_F(FaultTest, KillTwoSegmentServers50MsApart) {
 TEST_F(FaultTest, StopASegmentServerPastTheReplicaTimeout) {
   RunTrial("sigstop-segd", [&] {
     pid_t pid = cluster_->cluster().segd_pid(2);
-    kill(pid, SIGSTOP);
+    StopProcess(pid);
     absl::SleepFor(absl::Milliseconds(1500));  // longer than --replica_timeout_ms
     kill(pid, SIGCONT);
   });

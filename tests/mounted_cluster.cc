@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -22,6 +24,31 @@
 #include "src/status/macros.h"
 
 namespace logfs::testing {
+
+bool StopProcess(pid_t pid) {
+  if (kill(pid, SIGSTOP) != 0) return false;
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (absl::Now() < deadline) {
+    bool all_stopped = true;
+    DIR* tasks = opendir(absl::StrCat("/proc/", pid, "/task").c_str());
+    if (tasks == nullptr) return false;
+    while (struct dirent* e = readdir(tasks)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream in(absl::StrCat("/proc/", pid, "/task/", e->d_name, "/stat"));
+      std::string line;
+      std::getline(in, line);
+      // "tid (comm) S ...": the state follows the last ')'.
+      size_t close = line.rfind(')');
+      if (close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'T') {
+        all_stopped = false;
+      }
+    }
+    closedir(tasks);
+    if (all_stopped) return true;
+    absl::SleepFor(absl::Milliseconds(1));  // poll: the stop is asynchronous
+  }
+  return false;
+}
 
 std::string LogfsBinary() {
   const char* env = std::getenv("LOGFS_BIN");

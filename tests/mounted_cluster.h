@@ -70,6 +70,11 @@ class MountedCluster {
   std::vector<std::string> tmpfs_dirs_;  // mounted, unmounted by the destructor
 };
 
+// Sends SIGSTOP to `pid` and polls until every thread of it is stopped
+// (kill returns before threads running elsewhere have stopped, and such a
+// thread may still answer a request). False if not within 5 s.
+bool StopProcess(pid_t pid);
+
 // The logfs binary under test ($LOGFS_BIN, else build/logfs).
 std::string LogfsBinary();
 

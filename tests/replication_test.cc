@@ -114,7 +114,7 @@ TEST(ReplicationTest, WalFsyncNeedsOnlyTheAckQuorum) {
   ASSERT_EQ(4, write(fd, "abcd", 4));
   ASSERT_EQ(0, fdatasync(fd));
   pid_t frozen = (*mc)->cluster().segd_pid(0);
-  ASSERT_EQ(0, kill(frozen, SIGSTOP));
+  ASSERT_TRUE(StopProcess(frozen));
   ASSERT_EQ(4, write(fd, "efgh", 4));
   int rc = fdatasync(fd);
   int err = errno;

@@ -140,7 +140,7 @@ TEST(RollTest, StoppedReplicaTimesOutAndRolls) {
         }
       }
       ASSERT_GT(stopped, 0);
-      ASSERT_EQ(0, kill(stopped, SIGSTOP));
+      ASSERT_TRUE(StopProcess(stopped));
     }
   }
   int rc = close(fd);
@@ -174,8 +174,8 @@ TEST(RollTest, FsyncWithoutAQuorumFailsWithEioAndPoisonsTheDescriptor) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(3, write(fd, "ok\n", 3));
   ASSERT_EQ(0, fdatasync(fd));
-  ASSERT_EQ(0, kill(c.cluster().segd_pid(0), SIGSTOP));
-  ASSERT_EQ(0, kill(c.cluster().segd_pid(1), SIGSTOP));
+  ASSERT_TRUE(StopProcess(c.cluster().segd_pid(0)));
+  ASSERT_TRUE(StopProcess(c.cluster().segd_pid(1)));
   ASSERT_EQ(4, write(fd, "lost", 4));
   int rc = fdatasync(fd);
   int err = errno;
