@@ -92,13 +92,18 @@ std::string HitRatio(const std::map<std::string, uint64_t>& d) {
 
 absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
   const uint64_t span = std::max(o.read_bytes, o.scan_bytes);
-  if (o.dir.empty() || o.threads < 1 || o.files < 1 || o.read_bytes == 0 ||
-      o.read_bytes % 8 != 0 || o.scan_bytes % o.read_bytes != 0 || span > o.file_bytes ||
-      o.seconds < 0 ||
-      (o.cache != "cold" && o.cache != "warm" && o.cache != "both")) {
-    return absl::InvalidArgumentError(
-        "bench read: need --dir, --read_bytes a multiple of 8, --scan_bytes a multiple of "
-        "--read_bytes, both <= --file_bytes, --cache=cold|warm|both");
+  auto bad = [](const char* what) { return absl::InvalidArgumentError(what); };
+  if (o.dir.empty()) return bad("--dir is required");
+  if (o.threads < 1) return bad("--threads must be at least 1");
+  if (o.files < 1) return bad("--files must be at least 1");
+  if (o.read_bytes == 0 || o.read_bytes % 8 != 0) {
+    return bad("--read_bytes must be a positive multiple of 8");
+  }
+  if (o.scan_bytes % o.read_bytes != 0) return bad("--scan_bytes must be a multiple of --read_bytes");
+  if (span > o.file_bytes) return bad("--read_bytes and --scan_bytes must be <= --file_bytes");
+  if (o.seconds < 0) return bad("--seconds must not be negative");
+  if (o.cache != "cold" && o.cache != "warm" && o.cache != "both") {
+    return bad("--cache must be cold, warm or both");
   }
   absl::Status prepared = PrepareFiles(o);
   if (!prepared.ok()) return prepared;

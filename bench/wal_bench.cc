@@ -184,12 +184,14 @@ Snapshot Take(WalTarget& target, const std::string& meta) {
 
 absl::StatusOr<WalBenchResult> RunWalBench(const WalBenchOptions& options) {
   if (options.dir.empty() == options.meta.empty()) {
-    return absl::InvalidArgumentError("bench wal: give exactly one of --dir and --meta");
+    return absl::InvalidArgumentError(
+        "give exactly one of --dir (a directory) and --meta (the client library)");
   }
-  if (options.threads < 1 || options.files < 1 || options.record_bytes == 0 ||
-      options.sync_every < 1 || options.seconds < 0) {
-    return absl::InvalidArgumentError("bench wal: need positive sizes and counts");
-  }
+  if (options.threads < 1) return absl::InvalidArgumentError("--threads must be at least 1");
+  if (options.files < 1) return absl::InvalidArgumentError("--files must be at least 1");
+  if (options.record_bytes == 0) return absl::InvalidArgumentError("--record_bytes must be > 0");
+  if (options.sync_every < 1) return absl::InvalidArgumentError("--sync_every must be at least 1");
+  if (options.seconds < 0) return absl::InvalidArgumentError("--seconds must not be negative");
   const bool timed = options.seconds > 0;
   const uint64_t records = options.records > 0 ? options.records : (timed ? 0 : 1000);
 

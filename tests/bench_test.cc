@@ -106,7 +106,8 @@ TEST(BenchTest, ReadBenchOnMountAndLocalDirectoryColdAndWarm) {
   }
   auto bad = RunCommand(LogfsBinary() + " bench read --read_bytes=5 --dir=/tmp");
   EXPECT_EQ(1, bad.exit_code);
-  EXPECT_NE(std::string::npos, bad.output.find("multiple of 8")) << bad.output;
+  EXPECT_NE(std::string::npos, bad.output.find("--read_bytes must be a positive multiple of 8"))
+      << bad.output;
 }
 
 }  // namespace

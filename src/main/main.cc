@@ -19,7 +19,7 @@ constexpr Subcommand kSubcommands[] = {
     {"segd", logfs::main::SegdMain, "run a segment server"},
     {"mount", logfs::main::MountMain, "mount logfs at a directory (embedded cluster without --meta)"},
     {"umount", logfs::main::UmountMain, "unmount a logfs mount and wait for its daemon to exit"},
-    {"bench", logfs::main::BenchMain, "benchmarks: 'bench wal --dir=PATH'"},
+    {"bench", logfs::main::BenchMain, "benchmarks: 'bench wal --dir=PATH|--meta=HOST:PORT', 'bench read --dir=PATH'"},
     {"status", logfs::main::StatusMain, "servers, space, open and under-replicated segments"},
     {"fsck", logfs::main::FsckMain, "check every sealed segment's replicas; exit 1 if any lacks"},
     {"recover", logfs::main::RecoverMain, "revoke a file's writer lease and recover it now"},
