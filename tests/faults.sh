@@ -31,7 +31,7 @@ awk '
     if (v["seconds_to_full_replication"] + 0 > repl[f]) repl[f] = v["seconds_to_full_replication"] + 0;
     last = f
   }
-  /^\[  FAILED  \] FaultTest\./ && !/listed below/ { failed[last]++ }
+  /^\[  FAILED  \] [A-Za-z]*FaultTest\./ && !/listed below/ { failed[last]++ }
   END {
     for (f in n) printf "| %s | %d | %d | %d | %d | %s | %d |\n", f, n[f], acked[f], lost[f], stall[f], (repl[f] > 0 ? sprintf("%.1f", repl[f]) : "-"), failed[f] + 0
   }' "$out" | sort

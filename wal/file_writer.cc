@@ -508,6 +508,7 @@ void FileWriter::StartRecoveryLocked() {
 
 void FileWriter::Recover() {
   std::vector<SyncCallback> ready;
+  std::vector<std::function<void()>> continuations;
   absl::Status error;
   {
     absl::MutexLock lock(&mu_);
@@ -527,9 +528,11 @@ void FileWriter::Recover() {
       for (auto& [target, waiter] : waiters_) ready.push_back(std::move(waiter.done));
       waiters_.clear();
     }
+    continuations.swap(after_recovery_);
   }
   for (auto& cb : ready) cb(error);
   RunFailedWaiters();
+  for (auto& next : continuations) next();
 }
 
 absl::StatusOr<std::vector<size_t>> FileWriter::SealSurvivorsLocked(uint64_t* sealed_length) {
@@ -737,11 +740,21 @@ void FileWriter::SealReplicasAsync(SyncCallback done) {
   std::vector<std::pair<std::string, uint64_t>> live;  // address, server id
   std::vector<uint64_t> failed;
   uint32_t quorum = 0;
-  enum class Next { kSeal, kWaitForRoll, kNothingOpen } next = Next::kSeal;
+  enum class Next { kSeal, kFailed, kNothingOpen } next = Next::kSeal;
   {
     absl::MutexLock lock(&mu_);
     if (recovering_) {
-      next = Next::kWaitForRoll;
+      // A replica failed after the sync: once the roll is done the bytes
+      // are durable on the next segment; seal that one. (Waiting with a
+      // Sync would not do: the bytes may be acked already, and the sync
+      // would call back at once, again and again.)
+      after_recovery_.push_back([self = shared_from_this(), done = std::move(done)]() mutable {
+        self->SealReplicasAsync(std::move(done));
+      });
+      return;
+    }
+    if (!error_.ok()) {
+      next = Next::kFailed;
     } else if (!open_.has_value()) {
       next = Next::kNothingOpen;
       sealing_ = false;
@@ -764,16 +777,13 @@ void FileWriter::SealReplicasAsync(SyncCallback done) {
     done(absl::OkStatus());
     return;
   }
-  if (next == Next::kWaitForRoll) {
-    // A replica failed after the sync: once the roll is done the bytes are
-    // durable on the next segment; seal that one.
-    Sync([self = shared_from_this(), done = std::move(done)](absl::Status s) mutable {
-      if (!s.ok()) {
-        self->FinishSealAsync(0, 0, s, {}, std::move(done));
-        return;
-      }
-      self->SealReplicasAsync(std::move(done));
-    });
+  if (next == Next::kFailed) {
+    absl::Status error;
+    {
+      absl::MutexLock lock(&mu_);
+      error = error_;
+    }
+    FinishSealAsync(0, 0, error, {}, std::move(done));
     return;
   }
   if (live.size() < quorum) {

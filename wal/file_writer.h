@@ -191,6 +191,9 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   };
   std::multimap<uint64_t, SyncWaiter> waiters_ ABSL_GUARDED_BY(mu_);  // by target
   std::vector<SyncCallback> failed_waiters_ ABSL_GUARDED_BY(mu_);
+  // Steps to resume once the recovery in progress has finished (a seal
+  // that found a replica failed); run by Recover() without mu_.
+  std::vector<std::function<void()>> after_recovery_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<asio::steady_timer> fsync_timer_ ABSL_GUARDED_BY(mu_);
   bool fsync_timer_armed_ ABSL_GUARDED_BY(mu_) = false;
   int sync_round_replies_ ABSL_GUARDED_BY(mu_) = 0;  // replies a round still awaits
