@@ -31,15 +31,20 @@ int AppendAndSync(const std::string& path, const std::string& data) {
   return err;
 }
 
-TEST(EnospcTest, FullClusterGivesEnospcAndDeletesStillWork) {
+// Three segment servers on tmpfs disks that FillDisk can make full, whose
+// free space meta learns every 200 ms.
+MountedClusterOptions FullableDisks() {
   MountedClusterOptions options;
   options.tmpfs_segds = {0, 1, 2};
   options.segd_flags = {"--heartbeat_interval_ms=200"};
-  auto mc = MountedCluster::Start(options);
+  return options;
+}
+
+TEST(EnospcTest, FullClusterGivesEnospcAndDeletesStillWork) {
+  auto mc = MountedCluster::Start(FullableDisks());
   ASSERT_TRUE(mc.ok()) << mc.status();
   MountedCluster& c = **mc;
-  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
-  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
+  MakeWalDir(c);
   ASSERT_EQ(0, AppendAndSync(c.Path("wal/before"), Pattern(100000, 1)));
   // (a) every server's disk is full.
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(c.FillDisk(i, 0).ok());
@@ -64,14 +69,10 @@ TEST(EnospcTest, AWriterWhoseEveryReplicaFillsGetsEnospcAndKeepsWhatWasSynced) {
   // Goal: the disks of all three replicas of an open WAL segment fill up
   // together; the writer's next write or fdatasync fails with ENOSPC (not
   // EIO), and every byte synced before is still there.
-  MountedClusterOptions options;
-  options.tmpfs_segds = {0, 1, 2};
-  options.segd_flags = {"--heartbeat_interval_ms=200"};
-  auto mc = MountedCluster::Start(options);
+  auto mc = MountedCluster::Start(FullableDisks());
   ASSERT_TRUE(mc.ok()) << mc.status();
   MountedCluster& c = **mc;
-  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
-  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
+  MakeWalDir(c);
   int fd = open(c.Path("wal/log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   ASSERT_GE(fd, 0);
   const std::string synced = Pattern(50000, 2);

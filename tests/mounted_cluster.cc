@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -24,6 +25,11 @@
 #include "src/status/macros.h"
 
 namespace logfs::testing {
+
+void MakeWalDir(MountedCluster& c) {
+  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
+  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
+}
 
 bool StopProcess(pid_t pid) {
   if (kill(pid, SIGSTOP) != 0) return false;

@@ -70,6 +70,9 @@ class MountedCluster {
   std::vector<std::string> tmpfs_dirs_;  // mounted, unmounted by the destructor
 };
 
+// Makes <mount 0>/wal a directory of WAL files (user.logfs.kind=wal).
+void MakeWalDir(MountedCluster& c);
+
 // Sends SIGSTOP to `pid` and polls until every thread of it is stopped
 // (kill returns before threads running elsewhere have stopped, and such a
 // thread may still answer a request). False if not within 5 s.

@@ -24,8 +24,7 @@ TEST(RecoverTest, RecoverRevokesALiveWritersLeaseAndFencesIt) {
   auto mc = MountedCluster::Start(options);
   ASSERT_TRUE(mc.ok()) << mc.status();
   MountedCluster& c = **mc;
-  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
-  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
+  MakeWalDir(c);
   // (a) mount 0 writes and syncs; mount 1 cannot open for write.
   int old_fd = open(c.Path("wal/held").c_str(), O_WRONLY | O_CREAT, 0644);
   ASSERT_GE(old_fd, 0);
@@ -66,8 +65,7 @@ TEST(RecoverTest, KilledWritingMountsFilesAreRecoveredWithoutWaitingForTheLease)
   auto mc = MountedCluster::Start(options);
   ASSERT_TRUE(mc.ok()) << mc.status();
   MountedCluster& c = **mc;
-  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
-  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
+  MakeWalDir(c);
   int fd = open(c.Path("wal/orphaned").c_str(), O_WRONLY | O_CREAT, 0644);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(7, write(fd, "synced\n", 7));

@@ -27,12 +27,6 @@ MountedClusterOptions FourServers() {
   return options;
 }
 
-// Makes <mount>/wal a directory of WAL files.
-void MakeWalDir(MountedCluster& c) {
-  ASSERT_EQ(0, mkdir(c.Path("wal").c_str(), 0755));
-  ASSERT_EQ(0, setxattr(c.Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
-}
-
 std::string Record(int i) { return absl::StrCat("record-", i, "-", std::string(100, 'x'), "\n"); }
 
 std::string Xattr(const std::string& path, const char* name) {
