@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,6 +86,7 @@ absl::Status ReadWholeFiles(const std::vector<int>& fds, uint64_t bytes) {
 std::string HitRatio(const std::map<std::string, uint64_t>& d) {
   auto hits = d.find("block_cache_hits"), misses = d.find("block_cache_misses");
   if (hits == d.end() || misses == d.end()) return "n/a";
+  if (hits->second + misses->second == 0) return "n/a";  // the page cache served every read
   return absl::StrFormat("%.3f", Ratio(hits->second, hits->second + misses->second));
 }
 
@@ -102,8 +104,9 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
   if (o.scan_bytes % o.read_bytes != 0) return bad("--scan_bytes must be a multiple of --read_bytes");
   if (span > o.file_bytes) return bad("--read_bytes and --scan_bytes must be <= --file_bytes");
   if (o.seconds < 0) return bad("--seconds must not be negative");
-  if (o.cache != "cold" && o.cache != "warm" && o.cache != "both") {
-    return bad("--cache must be cold, warm or both");
+  if (o.cache != "cold" && o.cache != "warm" && o.cache != "block" && o.cache != "both" &&
+      o.cache != "all") {
+    return bad("--cache must be cold, warm, block, both or all");
   }
   absl::Status prepared = PrepareFiles(o);
   if (!prepared.ok()) return prepared;
@@ -116,8 +119,12 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
       "bench read: dir=%s files=%d file_bytes=%d read_bytes=%d scan_bytes=%d threads=%d\n", o.dir,
       o.files, o.file_bytes, o.read_bytes, o.scan_bytes, o.threads);
   std::vector<std::string> phases;
-  if (o.cache != "warm") phases.push_back("cold");
-  if (o.cache != "cold") phases.push_back("warm");
+  if (o.cache == "cold" || o.cache == "both" || o.cache == "all") phases.push_back("cold");
+  if (o.cache == "warm" || o.cache == "both" || o.cache == "all") phases.push_back("warm");
+  if (o.cache == "block" || o.cache == "all") phases.push_back("block");
+  // A logfs mount answers the stats xattr; only then is there a block cache
+  // to empty (setting the xattr elsewhere would store it).
+  const bool on_logfs = GetXattr(o.dir, store::kStatsXattr).has_value();
   const bool timed = o.seconds > 0;
   const uint64_t ops = o.ops > 0 ? o.ops : (timed ? 0 : 1000);
   for (const std::string& phase : phases) {
@@ -125,6 +132,9 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
     if (phase == "cold") {
       absl::Status dropped = DropKernelCaches();
       if (!dropped.ok()) return dropped;
+      if (on_logfs && setxattr(o.dir.c_str(), store::kDropBlockCacheXattr, "1", 1, 0) != 0) {
+        return absl::ErrnoToStatus(errno, "setxattr " + std::string(store::kDropBlockCacheXattr));
+      }
     }
     for (int i = 0; i < o.files; ++i) {
       int fd = open(FilePath(o, i).c_str(), O_RDONLY | O_CLOEXEC);
@@ -132,9 +142,14 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
       posix_fadvise(fd, 0, 0, o.scan_bytes > 0 ? POSIX_FADV_SEQUENTIAL : POSIX_FADV_RANDOM);
       fds.push_back(fd);
     }
-    if (phase == "warm") {
+    if (phase != "cold") {
       absl::Status warmed = ReadWholeFiles(fds, o.file_bytes);
       if (!warmed.ok()) return warmed;
+    }
+    if (phase == "block") {
+      // Only the mount's own cache still holds the files.
+      absl::Status dropped = DropKernelCaches();
+      if (!dropped.ok()) return dropped;
     }
     auto stats_before = ParseCounters(GetXattr(o.dir, store::kStatsXattr).value_or(""));
     // Cold reads never touch a span twice: the threads share one shuffled

@@ -1,10 +1,14 @@
 // `logfs bench read`: random reads of `read_bytes` (or range scans: seek to
 // a random offset and read `scan_bytes` sequentially, `read_bytes` at a
-// time) from sealed files by `threads` threads, in a cold phase (kernel
-// caches dropped first, which also empties the mount's page cache, and no
-// span read twice, so no read is served by an earlier one) and a warm one
-// (every file read once first, then offsets at random). Works on any directory, so one
-// tool measures ext4, a FUSE passthrough and a logfs mount alike.
+// time) from sealed files by `threads` threads, in up to three phases:
+// - cold: kernel caches dropped (which also empties the mount's page
+//   cache), the mount's block cache emptied (user.logfs.drop_block_cache),
+//   and no span read twice, so no read is served by an earlier one;
+// - warm: every file read once first, then offsets at random;
+// - block: as warm, but the kernel caches are dropped after the files are
+//   read, so on logfs the reads reach the mount and its block cache.
+// Works on any directory, so one tool measures ext4, a FUSE passthrough and
+// a logfs mount alike.
 //
 // Files: <dir>/bench-read-<i>.dat, `file_bytes` each, reused when they
 // exist with that size (created, fsynced and closed otherwise, which seals
@@ -14,7 +18,8 @@
 // Per phase it prints the latency histogram of one read (or scan) in ns,
 // ops/s, bytes/s and the mount's block-cache hit ratio when the mount
 // reports one (user.logfs.stats: block_cache_hits, block_cache_misses),
-// else "n/a".
+// else "n/a" (also when no read reached the mount: the page cache served
+// them all).
 #pragma once
 
 #include <cstdint>
@@ -33,7 +38,7 @@ struct ReadBenchOptions {
   uint64_t scan_bytes = 0;   // 0: single random reads
   uint64_t ops = 0;          // per thread per phase; 0 with seconds == 0: 1000
   double seconds = 0;        // per phase, instead of ops
-  std::string cache = "both";  // "cold", "warm" or "both"
+  std::string cache = "both";  // "cold", "warm", "block", "both" (cold, warm) or "all"
   bool keep = false;         // leave the files for the next run
 };
 

@@ -22,6 +22,7 @@ using store::kMetaAddressXattr;
 using store::kMountPidXattr;
 using store::kSegmentsXattr;
 using store::kStatsXattr;
+using store::kDropBlockCacheXattr;
 
 bool HasOpenSegment(const proto::Inode& inode) {
   return inode.segments_size() > 0 && !inode.segments().rbegin()[0].sealed();
@@ -35,7 +36,14 @@ uint64_t SealedLength(const proto::Inode& inode) {
 
 }  // namespace
 
-Mount::Mount(MountOptions options) : options_(std::move(options)), pool_(io_) {}
+Mount::Mount(MountOptions options) : options_(std::move(options)), pool_(io_) {
+  if (options_.block_cache_bytes > 0) {
+    cache::BlockCacheOptions cache_options;
+    cache_options.capacity_bytes = options_.block_cache_bytes;
+    cache_options.block_bytes = options_.block_cache_block_bytes;
+    block_cache_ = std::make_unique<cache::BlockCache>(cache_options);
+  }
+}
 
 Mount::~Mount() { Shutdown(); }
 
@@ -236,10 +244,22 @@ std::string Mount::FormatSegments(const proto::Inode& inode) {
   return out;
 }
 
+std::string Mount::FormatStats() {
+  std::string out = wal::FormatWriterCounters();
+  if (block_cache_ == nullptr) return out;
+  const cache::BlockCacheStats c = block_cache_->stats();
+  out.pop_back();  // the newline
+  absl::StrAppend(&out, " block_cache_hits=", c.hits, " block_cache_misses=", c.misses,
+                  " block_cache_inserts=", c.inserts, " block_cache_evictions=", c.evictions,
+                  " block_cache_blocks=", c.blocks, " block_cache_bytes=", c.bytes,
+                  " block_cache_reserved_bytes=", c.reserved_bytes, "\n");
+  return out;
+}
+
 absl::StatusOr<std::string> Mount::GetXattr(uint64_t ino, const std::string& name) {
   if (name == kMountPidXattr && ino == 1) return std::to_string(getpid());
   if (name == kMetaAddressXattr) return options_.meta_address;
-  if (name == kStatsXattr) return wal::FormatWriterCounters();
+  if (name == kStatsXattr) return FormatStats();
   if (name == kSegmentsXattr || name == kDurableLengthXattr) {
     ASSIGN_OR_RETURN(proto::Inode inode, GetInode(ino));
     if (!S_ISREG(inode.attr().mode())) return PosixError(ENODATA, "not a regular file");
@@ -271,6 +291,10 @@ absl::StatusOr<std::vector<std::string>> Mount::ListXattr(uint64_t ino) {
 
 absl::Status Mount::SetXattr(uint64_t ino, const std::string& name, const std::string& value,
                              int flags) {
+  if (name == kDropBlockCacheXattr) {
+    if (block_cache_ != nullptr) block_cache_->Clear();
+    return absl::OkStatus();
+  }
   proto::SetXattrRequest request;
   request.set_ino(ino);
   request.set_name(name);
@@ -395,7 +419,8 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Mount::Open(uint64_t ino, int flags) {
   return file;
 }
 
-absl::StatusOr<std::string> Mount::Read(OpenFile& file, uint64_t offset, uint64_t size) {
+absl::StatusOr<cache::ReadBuffer> Mount::Read(OpenFile& file, uint64_t offset,
+                                               uint64_t size) {
   std::vector<proto::Segment> segments;
   uint64_t length;
   auto writer = file.writer != nullptr ? file.writer : FindWriter(file.ino);
@@ -411,8 +436,13 @@ absl::StatusOr<std::string> Mount::Read(OpenFile& file, uint64_t offset, uint64_
     }
     segments.assign(file.inode.segments().begin(), file.inode.segments().end());
   }
-  return store::ReadFileRange(pool_, segments, length, offset, size, options_.rpc_timeout,
-                              {meta_, file.ino, options_.rpc_timeout});
+  cache::FileReadOptions read_options;
+  read_options.timeout = options_.rpc_timeout;
+  read_options.reporter = {meta_, file.ino, options_.rpc_timeout};
+  cache::ReadBuffer out;
+  RETURN_IF_ERROR(cache::ReadFile(block_cache_.get(), pool_, segments, length, offset, size,
+                                  read_options, &out));
+  return out;
 }
 
 absl::Status Mount::Write(OpenFile& file, uint64_t offset, const char* data, size_t size) {

@@ -25,6 +25,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "cache/block_cache.h"
+#include "cache/file_read.h"
 #include "store/client_pool.h"
 #include "store/logfs.pb.h"
 #include "wal/file_writer.h"
@@ -41,6 +43,9 @@ struct MountOptions {
   absl::Duration fsync_timeout = absl::Seconds(30);
   absl::Duration heartbeat_interval = absl::Seconds(1);
   int io_threads = 2;  // network threads (replies of segment servers and meta)
+  // Block cache of sealed data (cache/block_cache.h); 0 bytes disables it.
+  uint64_t block_cache_bytes = 256ull << 20;
+  uint32_t block_cache_block_bytes = 64u << 10;  // a multiple of 16 KiB
 };
 
 // One open file description (a FUSE file handle).
@@ -80,7 +85,9 @@ class Mount {
   absl::StatusOr<std::vector<proto::DirEntry>> Readdir(uint64_t ino);
   absl::StatusOr<proto::StatFsResponse> StatFs();
 
-  // Xattrs; user.logfs.segments / durable_length / mount_pid are answered here.
+  // Xattrs; user.logfs.segments / durable_length / mount_pid / stats are
+  // answered here; setting user.logfs.drop_block_cache empties the block
+  // cache (the caller checks that it is root).
   absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name);
   absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino);
   absl::Status SetXattr(uint64_t ino, const std::string& name, const std::string& value,
@@ -90,7 +97,9 @@ class Mount {
   // Files. Open takes the writer lease for writable handles (EBUSY if
   // another mount writes the file); O_TRUNC of a sealed block file: EPERM.
   absl::StatusOr<std::unique_ptr<OpenFile>> Open(uint64_t ino, int flags);
-  absl::StatusOr<std::string> Read(OpenFile& file, uint64_t offset, uint64_t size);
+  // Bytes [offset, offset + size) (fewer at end of file), sealed segments
+  // through the block cache. EIO when no replica can serve a segment.
+  absl::StatusOr<cache::ReadBuffer> Read(OpenFile& file, uint64_t offset, uint64_t size);
   absl::Status Write(OpenFile& file, uint64_t offset, const char* data, size_t size);
   void Sync(OpenFile& file, std::function<void(absl::Status)> done);
   // close(2) of a descriptor: sync and seal, so the length is final when
@@ -118,6 +127,8 @@ class Mount {
   // Length and readable segments of a file another mount may be writing.
   uint64_t LiveLength(proto::Inode& inode);
   std::string FormatSegments(const proto::Inode& inode);
+  // user.logfs.stats: writer counters, then block cache counters.
+  std::string FormatStats();
   void HeartbeatLoop();
 
   template <typename Response>
@@ -133,6 +144,7 @@ class Mount {
   // Writers' recoveries (blocking calls, never on io threads); joined by
   // Shutdown before pool_ shuts down.
   asio::thread_pool recovery_pool_{2};
+  std::unique_ptr<cache::BlockCache> block_cache_;  // null when disabled
   std::shared_ptr<store::RpcClient> meta_;
   uint64_t mount_id_ = 0;
   std::thread heartbeat_thread_;

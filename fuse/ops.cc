@@ -10,12 +10,14 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "fuse/errno_map.h"
 #include "fuse/mount.h"
 #include "fuse/session.h"
+#include "store/xattr_names.h"
 
 namespace logfs::fuse {
 namespace {
@@ -216,7 +218,9 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
   auto data = M(req).Read(*Handle(fi), static_cast<uint64_t>(off), size);
   if (!data.ok()) return ReplyStatus(req, data.status());
-  fuse_reply_buf(req, data->data(), data->size());
+  // Scatter-gather straight from the cached blocks; the pins drop after
+  // the kernel has copied them.
+  fuse_reply_iov(req, data->iov().data(), static_cast<int>(data->iov().size()));
 }
 
 void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
@@ -320,6 +324,10 @@ void ReplyXattrValue(fuse_req_t req, const std::string& value, size_t size) {
 
 void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
                 size_t size, int flags) noexcept {
+  if (name == std::string_view(store::kDropBlockCacheXattr) && fuse_req_ctx(req)->uid != 0) {
+    fuse_reply_err(req, EPERM);
+    return;
+  }
   ReplyStatus(req, M(req).SetXattr(ino, name, std::string(value, size), flags));
 }
 

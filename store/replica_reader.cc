@@ -32,8 +32,8 @@ void ReportBadReplica(const BadReplicaReporter& reporter, const proto::Segment& 
       });
 }
 
-// Reads [offset, offset+size) of one segment from the first replica that
-// has all of it.
+}  // namespace
+
 absl::StatusOr<std::string> ReadSegmentRange(ClientPool& pool, const proto::Segment& segment,
                                              uint64_t offset, uint64_t size,
                                              absl::Duration timeout,
@@ -64,33 +64,6 @@ absl::StatusOr<std::string> ReadSegmentRange(ClientPool& pool, const proto::Segm
   }
   return PosixError(EIO, absl::StrCat("no replica of segment ", segment.id(),
                                       " can serve the read: ", last.message()));
-}
-
-}  // namespace
-
-absl::StatusOr<std::string> ReadFileRange(ClientPool& pool,
-                                          const std::vector<proto::Segment>& segments,
-                                          uint64_t file_length, uint64_t offset, uint64_t size,
-                                          absl::Duration timeout,
-                                          const BadReplicaReporter& reporter) {
-  std::string out;
-  if (offset >= file_length) return out;
-  uint64_t end = std::min(file_length, offset + size);
-  uint64_t segment_start = 0;
-  for (const auto& segment : segments) {
-    uint64_t segment_end = segment_start + segment.length();
-    uint64_t from = std::max(offset, segment_start);
-    uint64_t to = std::min(end, segment_end);
-    if (from < to) {
-      auto piece = ReadSegmentRange(pool, segment, from - segment_start, to - from, timeout,
-                                    reporter);
-      if (!piece.ok()) return piece.status();
-      out += *piece;
-    }
-    segment_start = segment_end;
-    if (segment_start >= end) break;
-  }
-  return out;
 }
 
 uint64_t AckedLengthOfOpenSegment(ClientPool& pool, const proto::Segment& segment,

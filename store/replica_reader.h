@@ -16,7 +16,7 @@
 
 namespace logfs::store {
 
-// Where ReadFileRange reports bad replicas: meta's ReportBadReplica for the
+// Where ReadSegmentRange reports bad replicas: meta's ReportBadReplica for the
 // file `ino`. Best effort: sent without waiting, errors only logged. A null
 // `meta` reports nothing.
 struct BadReplicaReporter {
@@ -25,15 +25,14 @@ struct BadReplicaReporter {
   absl::Duration timeout = absl::Seconds(10);
 };
 
-// Bytes [offset, offset + size) of a file made of `segments` (in file
-// order, each with its readable `length`), cut at `file_length`. Returns
-// fewer bytes at end of file. kUnavailable (EIO) when no replica of a
-// needed segment can serve it. Does not keep `reporter`.
-absl::StatusOr<std::string> ReadFileRange(ClientPool& pool,
-                                          const std::vector<proto::Segment>& segments,
-                                          uint64_t file_length, uint64_t offset, uint64_t size,
-                                          absl::Duration timeout,
-                                          const BadReplicaReporter& reporter);
+// Bytes [offset, offset + size) of one segment from the first of its
+// replicas that has all of them with a good checksum. kUnavailable (EIO)
+// when none can serve them; a replica whose server reports kDataLoss is
+// reported to meta through `reporter`, which is not kept.
+absl::StatusOr<std::string> ReadSegmentRange(ClientPool& pool, const proto::Segment& segment,
+                                             uint64_t offset, uint64_t size,
+                                             absl::Duration timeout,
+                                             const BadReplicaReporter& reporter);
 
 // The acked length of an open segment: the ack-quorum-th largest durable
 // length among its replicas (DESIGN §4). Unreachable replicas count as 0.

@@ -18,5 +18,8 @@ inline constexpr char kMountPidXattr[] = "user.logfs.mount_pid";
 inline constexpr char kMetaAddressXattr[] = "user.logfs.meta_address";
 // Read-only, any path: the mount's writer counters (wal/writer_counters.h).
 inline constexpr char kStatsXattr[] = "user.logfs.stats";
+// Write-only, any path, root only: setting it (any value) empties the
+// mount's block cache, as /proc/sys/vm/drop_caches does the kernel's.
+inline constexpr char kDropBlockCacheXattr[] = "user.logfs.drop_block_cache";
 
 }  // namespace logfs::store

@@ -23,7 +23,9 @@ DEFINE_uint64(file_bytes, 64ull << 20, "bench read: bytes per file");
 DEFINE_uint64(read_bytes, 4096, "bench read: bytes per read");
 DEFINE_uint64(scan_bytes, 0, "bench read: >0: range scans of this many bytes, read_bytes at a time");
 DEFINE_uint64(ops, 0, "bench read: reads (or scans) per thread per phase (default 1000 unless --seconds)");
-DEFINE_string(cache, "both", "bench read: cold | warm | both");
+DEFINE_string(cache, "both",
+              "bench read: phases: cold | warm | block (kernel caches dropped after warming, "
+              "so reads hit the mount's block cache) | both (cold, warm) | all");
 DEFINE_bool(keep, false, "bench read: keep the files for the next run");
 
 namespace logfs::main {
@@ -33,7 +35,7 @@ int BenchMain(int argc, char** argv) {
               "logfs bench wal (--dir=PATH | --meta=HOST:PORT) [--threads=N --files=N "
               "--record_bytes=B --records=N | --seconds=S --sync_every=N]\n"
               "logfs bench read --dir=PATH [--files=N --file_bytes=B --read_bytes=B "
-              "--scan_bytes=B --threads=N --ops=N | --seconds=S --cache=cold|warm|both --keep]");
+              "--scan_bytes=B --threads=N --ops=N | --seconds=S --cache=cold|warm|block|both|all --keep]");
   std::string workload = argc == 2 ? argv[1] : "";
   absl::StatusOr<std::string> report;
   if (workload == "wal") {

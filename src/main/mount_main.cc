@@ -43,6 +43,14 @@ DEFINE_int32(fsync_timeout_ms, 30000, "mount: longest wait for the ack quorum");
 DEFINE_int32(segment_servers, 3, "embedded cluster: number of segment servers");
 DEFINE_string(log_file, "", "mount: daemon log (default: DATA_DIR/mount.log embedded, else /tmp/logfs-mount.log)");
 DEFINE_int32(umount_timeout_ms, 30000, "umount: how long to wait for the daemon to exit");
+DEFINE_uint64(block_cache_bytes, 256ull << 20,
+              "mount: block cache of sealed data (bytes; 0 disables it)");
+DEFINE_uint32(block_cache_block_bytes, 64u << 10,
+              "mount: block cache block size (bytes; a multiple of 16384, at most 16 MiB)");
+// gflags prints the one-line error ("failed validation of new value").
+DEFINE_validator(block_cache_block_bytes, [](const char*, uint32_t v) {
+  return v > 0 && v % logfs::cache::ChunkPool::kChunkBytes == 0 && v <= (16u << 20);
+});
 
 namespace logfs::main {
 namespace {
@@ -212,6 +220,8 @@ int RunMount(const std::string& mountpoint_arg) {
   options.replica_timeout = absl::Milliseconds(FLAGS_replica_timeout_ms);
   options.fsync_timeout = absl::Milliseconds(FLAGS_fsync_timeout_ms);
   options.io_threads = FLAGS_io_threads;
+  options.block_cache_bytes = FLAGS_block_cache_bytes;
+  options.block_cache_block_bytes = FLAGS_block_cache_block_bytes;
   fuse::Mount mount(options);
   absl::Status connected = mount.Connect();
   if (!connected.ok()) return ready.Report(std::string(connected.message())), 1;

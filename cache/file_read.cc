@@ -1,0 +1,102 @@
+#include "cache/file_read.h"
+
+#include <algorithm>
+
+#include "src/status/macros.h"
+
+namespace logfs::cache {
+
+void ReadBuffer::AppendBlock(BlockHandle block, size_t offset, size_t length) {
+  if (length == 0) return;
+  block->AppendIov(offset, length, &iov_);
+  pins_.push_back(std::move(block));
+  size_ += length;
+}
+
+void ReadBuffer::AppendOwned(std::string data) {
+  if (data.empty()) return;
+  owned_.push_back(std::move(data));
+  iov_.push_back({owned_.back().data(), owned_.back().size()});
+  size_ += owned_.back().size();
+}
+
+std::string ReadBuffer::ToString() const {
+  std::string out;
+  out.reserve(size_);
+  for (const iovec& v : iov_) out.append(static_cast<const char*>(v.iov_base), v.iov_len);
+  return out;
+}
+
+namespace {
+
+// Bytes [from, to) of sealed `segment` through the cache. Runs of missing
+// blocks are read from a replica in one call and split into blocks.
+absl::Status ReadSealedSegment(BlockCache& cache, store::ClientPool& pool,
+                               const proto::Segment& segment, uint64_t from, uint64_t to,
+                               const FileReadOptions& options, ReadBuffer* out) {
+  const uint64_t block_bytes = cache.block_bytes();
+  const uint64_t first = from / block_bytes, last = (to - 1) / block_bytes;
+  std::vector<BlockHandle> blocks(last - first + 1);
+  for (uint64_t b = first; b <= last; ++b) {
+    blocks[b - first] = cache.Lookup({segment.id(), b});
+  }
+  for (uint64_t b = first; b <= last;) {
+    if (blocks[b - first] != nullptr) {
+      ++b;
+      continue;
+    }
+    uint64_t run_end = b;  // last missing block of this run
+    while (run_end < last && blocks[run_end + 1 - first] == nullptr) ++run_end;
+    const uint64_t start = b * block_bytes;
+    const uint64_t end = std::min(segment.length(), (run_end + 1) * block_bytes);
+    auto data = store::ReadSegmentRange(pool, segment, start, end - start, options.timeout,
+                                        options.reporter);
+    if (!data.ok()) return data.status();
+    for (uint64_t m = b; m <= run_end; ++m) {
+      const uint64_t at = (m - b) * block_bytes;
+      const absl::string_view bytes =
+          absl::string_view(*data).substr(at, std::min(block_bytes, end - start - at));
+      blocks[m - first] = cache.Insert({segment.id(), m}, bytes);
+    }
+    b = run_end + 1;
+  }
+  for (uint64_t b = first; b <= last; ++b) {
+    const uint64_t block_start = b * block_bytes;
+    const uint64_t lo = std::max(from, block_start);
+    const uint64_t hi = std::min(to, block_start + blocks[b - first]->size());
+    out->AppendBlock(std::move(blocks[b - first]), lo - block_start, hi - lo);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ReadFile(BlockCache* cache, store::ClientPool& pool,
+                      const std::vector<proto::Segment>& segments, uint64_t file_length,
+                      uint64_t offset, uint64_t size, const FileReadOptions& options,
+                      ReadBuffer* out) {
+  if (offset >= file_length) return absl::OkStatus();
+  const uint64_t end = std::min(file_length, offset + size);
+  uint64_t segment_start = 0;
+  for (const auto& segment : segments) {
+    const uint64_t segment_end = segment_start + segment.length();
+    const uint64_t from = std::max(offset, segment_start);
+    const uint64_t to = std::min(end, segment_end);
+    if (from < to) {
+      if (cache != nullptr && segment.sealed()) {
+        RETURN_IF_ERROR(ReadSealedSegment(*cache, pool, segment, from - segment_start,
+                                          to - segment_start, options, out));
+      } else {
+        auto piece = store::ReadSegmentRange(pool, segment, from - segment_start, to - from,
+                                             options.timeout, options.reporter);
+        if (!piece.ok()) return piece.status();
+        out->AppendOwned(std::move(*piece));
+      }
+    }
+    segment_start = segment_end;
+    if (segment_start >= end) break;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace logfs::cache
