@@ -31,9 +31,9 @@ namespace {
 
 // Bytes [from, to) of sealed `segment` through the cache. Runs of missing
 // blocks are read from a replica in one call and split into blocks.
-absl::Status ReadSealedSegment(BlockCache& cache, store::ClientPool& pool,
+absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
                                const proto::Segment& segment, uint64_t from, uint64_t to,
-                               const FileReadOptions& options, ReadBuffer* out) {
+                               const store::BadReplicaReporter& reporter, ReadBuffer* out) {
   const uint64_t block_bytes = cache.block_bytes();
   const uint64_t first = from / block_bytes, last = (to - 1) / block_bytes;
   std::vector<BlockHandle> blocks(last - first + 1);
@@ -49,8 +49,7 @@ absl::Status ReadSealedSegment(BlockCache& cache, store::ClientPool& pool,
     while (run_end < last && blocks[run_end + 1 - first] == nullptr) ++run_end;
     const uint64_t start = b * block_bytes;
     const uint64_t end = std::min(segment.length(), (run_end + 1) * block_bytes);
-    auto data = store::ReadSegmentRange(pool, segment, start, end - start, options.timeout,
-                                        options.reporter);
+    auto data = reader.Read(segment, start, end - start, reporter);
     if (!data.ok()) return data.status();
     for (uint64_t m = b; m <= run_end; ++m) {
       const uint64_t at = (m - b) * block_bytes;
@@ -71,9 +70,9 @@ absl::Status ReadSealedSegment(BlockCache& cache, store::ClientPool& pool,
 
 }  // namespace
 
-absl::Status ReadFile(BlockCache* cache, store::ClientPool& pool,
+absl::Status ReadFile(BlockCache* cache, SegmentReader& reader,
                       const std::vector<proto::Segment>& segments, uint64_t file_length,
-                      uint64_t offset, uint64_t size, const FileReadOptions& options,
+                      uint64_t offset, uint64_t size, const store::BadReplicaReporter& reporter,
                       ReadBuffer* out) {
   if (offset >= file_length) return absl::OkStatus();
   const uint64_t end = std::min(file_length, offset + size);
@@ -84,11 +83,10 @@ absl::Status ReadFile(BlockCache* cache, store::ClientPool& pool,
     const uint64_t to = std::min(end, segment_end);
     if (from < to) {
       if (cache != nullptr && segment.sealed()) {
-        RETURN_IF_ERROR(ReadSealedSegment(*cache, pool, segment, from - segment_start,
-                                          to - segment_start, options, out));
+        RETURN_IF_ERROR(ReadSealedSegment(*cache, reader, segment, from - segment_start,
+                                          to - segment_start, reporter, out));
       } else {
-        auto piece = store::ReadSegmentRange(pool, segment, from - segment_start, to - from,
-                                             options.timeout, options.reporter);
+        auto piece = reader.Read(segment, from - segment_start, to - from, reporter);
         if (!piece.ok()) return piece.status();
         out->AppendOwned(std::move(*piece));
       }

@@ -1,7 +1,7 @@
 // Reads a byte range of a file through the block cache: sealed segments are
-// served from cached blocks and their misses fetched from a replica a whole
-// block at a time; the open segment (which still grows) is read from a
-// replica and not cached. The result is a scatter-gather list over pinned
+// served from cached blocks and their misses fetched through the
+// SegmentReader (short-circuit or TCP) a whole block at a time; the open
+// segment (which still grows) is read from a replica and not cached. The result is a scatter-gather list over pinned
 // blocks, replied to FUSE without copying (fuse_reply_iov).
 #pragma once
 
@@ -14,9 +14,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "absl/time/time.h"
 #include "cache/block_cache.h"
-#include "store/client_pool.h"
+#include "cache/segment_reader.h"
 #include "store/logfs.pb.h"
 #include "store/replica_reader.h"
 
@@ -47,20 +46,15 @@ class ReadBuffer {
   size_t size_ = 0;
 };
 
-struct FileReadOptions {
-  absl::Duration timeout = absl::Seconds(10);  // per replica call
-  store::BadReplicaReporter reporter;
-};
-
 // Appends bytes [offset, offset + size) of a file made of `segments` (in
 // file order, each with its readable `length`), cut at `file_length`, to
 // `out`: fewer at end of file. `cache` may be null (no caching). Misses of
-// neighbouring blocks are fetched in one replica read. kUnavailable (EIO)
+// neighbouring blocks are fetched in one `reader` call. kUnavailable (EIO)
 // when no replica of a needed segment can serve it. Thread-safe; blocks the
 // caller for the replica reads.
-absl::Status ReadFile(BlockCache* cache, store::ClientPool& pool,
+absl::Status ReadFile(BlockCache* cache, SegmentReader& reader,
                       const std::vector<proto::Segment>& segments, uint64_t file_length,
-                      uint64_t offset, uint64_t size, const FileReadOptions& options,
+                      uint64_t offset, uint64_t size, const store::BadReplicaReporter& reporter,
                       ReadBuffer* out);
 
 }  // namespace logfs::cache

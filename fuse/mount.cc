@@ -37,6 +37,11 @@ uint64_t SealedLength(const proto::Inode& inode) {
 }  // namespace
 
 Mount::Mount(MountOptions options) : options_(std::move(options)), pool_(io_) {
+  cache::SegmentReaderOptions reader_options;
+  reader_options.short_circuit = options_.short_circuit;
+  reader_options.timeout = options_.rpc_timeout;
+  reader_options.replica_cache = options_.replica_cache;
+  segment_reader_ = std::make_unique<cache::SegmentReader>(pool_, reader_options);
   if (options_.block_cache_bytes > 0) {
     cache::BlockCacheOptions cache_options;
     cache_options.capacity_bytes = options_.block_cache_bytes;
@@ -80,6 +85,7 @@ void Mount::Shutdown() {
   io_threads_.clear();
 }
 
+// Also trims the short-circuit replica cache.
 void Mount::HeartbeatLoop() {
   proto::MountHeartbeatRequest request;
   request.set_mount_id(mount_id_);
@@ -88,6 +94,7 @@ void Mount::HeartbeatLoop() {
     absl::Status s = meta_->Call(store::MessageType::kMountHeartbeat, request, &response,
                                  options_.rpc_timeout);
     if (!s.ok()) LOG(WARNING) << "mount heartbeat to meta failed: " << s;
+    segment_reader_->Trim();  // closes replicas idle past their limit
   }
 }
 
@@ -246,13 +253,24 @@ std::string Mount::FormatSegments(const proto::Inode& inode) {
 
 std::string Mount::FormatStats() {
   std::string out = wal::FormatWriterCounters();
-  if (block_cache_ == nullptr) return out;
-  const cache::BlockCacheStats c = block_cache_->stats();
   out.pop_back();  // the newline
-  absl::StrAppend(&out, " block_cache_hits=", c.hits, " block_cache_misses=", c.misses,
-                  " block_cache_inserts=", c.inserts, " block_cache_evictions=", c.evictions,
-                  " block_cache_blocks=", c.blocks, " block_cache_bytes=", c.bytes,
-                  " block_cache_reserved_bytes=", c.reserved_bytes, "\n");
+  const cache::SegmentReaderStats r = segment_reader_->stats();
+  absl::StrAppend(&out, " short_circuit_reads=", r.short_circuit_reads,
+                  " short_circuit_bytes=", r.short_circuit_bytes,
+                  " short_circuit_failures=", r.short_circuit_failures,
+                  " remote_reads=", r.remote_reads,
+                  " replica_cache_hits=", r.replica_cache.hits,
+                  " replica_cache_opens=", r.replica_cache.opens,
+                  " replica_cache_evictions=", r.replica_cache.evictions,
+                  " replica_cache_open_replicas=", r.replica_cache.open_replicas);
+  if (block_cache_ != nullptr) {
+    const cache::BlockCacheStats c = block_cache_->stats();
+    absl::StrAppend(&out, " block_cache_hits=", c.hits, " block_cache_misses=", c.misses,
+                    " block_cache_inserts=", c.inserts, " block_cache_evictions=", c.evictions,
+                    " block_cache_blocks=", c.blocks, " block_cache_bytes=", c.bytes,
+                    " block_cache_reserved_bytes=", c.reserved_bytes);
+  }
+  out += "\n";
   return out;
 }
 
@@ -436,12 +454,9 @@ absl::StatusOr<cache::ReadBuffer> Mount::Read(OpenFile& file, uint64_t offset,
     }
     segments.assign(file.inode.segments().begin(), file.inode.segments().end());
   }
-  cache::FileReadOptions read_options;
-  read_options.timeout = options_.rpc_timeout;
-  read_options.reporter = {meta_, file.ino, options_.rpc_timeout};
   cache::ReadBuffer out;
-  RETURN_IF_ERROR(cache::ReadFile(block_cache_.get(), pool_, segments, length, offset, size,
-                                  read_options, &out));
+  RETURN_IF_ERROR(cache::ReadFile(block_cache_.get(), *segment_reader_, segments, length, offset,
+                                  size, {meta_, file.ino, options_.rpc_timeout}, &out));
   return out;
 }
 

@@ -27,6 +27,8 @@
 #include "absl/time/time.h"
 #include "cache/block_cache.h"
 #include "cache/file_read.h"
+#include "cache/replica_cache.h"
+#include "cache/segment_reader.h"
 #include "store/client_pool.h"
 #include "store/logfs.pb.h"
 #include "wal/file_writer.h"
@@ -46,6 +48,9 @@ struct MountOptions {
   // Block cache of sealed data (cache/block_cache.h); 0 bytes disables it.
   uint64_t block_cache_bytes = 256ull << 20;
   uint32_t block_cache_block_bytes = 64u << 10;  // a multiple of 16 KiB
+  // Short-circuit reads of sealed replicas on this host (cache/segment_reader.h).
+  bool short_circuit = true;
+  cache::ReplicaCacheOptions replica_cache;
 };
 
 // One open file description (a FUSE file handle).
@@ -145,6 +150,7 @@ class Mount {
   // Shutdown before pool_ shuts down.
   asio::thread_pool recovery_pool_{2};
   std::unique_ptr<cache::BlockCache> block_cache_;  // null when disabled
+  std::unique_ptr<cache::SegmentReader> segment_reader_;
   std::shared_ptr<store::RpcClient> meta_;
   uint64_t mount_id_ = 0;
   std::thread heartbeat_thread_;

@@ -46,7 +46,9 @@ enum class MessageType : uint16_t {
   kDeleteSegment = 106,
   kCopySegment = 107,
   kServerStats = 108,
-  kSegdTypeEnd = 109,
+  kShortCircuitInfo = 109,  // TCP: where this server's Unix socket is
+  kShortCircuitOpen = 110,  // Unix socket only: descriptors of a sealed replica
+  kSegdTypeEnd = 111,
 };
 
 inline bool IsMetaType(uint16_t t) {

@@ -488,6 +488,28 @@ absl::Status ReplicaStore::MarkCorrupt(Replica& r, uint64_t cuts_seen, uint64_t 
   return r.SetCorrupt(server, chunk);
 }
 
+absl::StatusOr<ReplicaFiles> ReplicaStore::OpenReadOnly(uint64_t segment_id) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Replica> r, Find(segment_id));
+  absl::MutexLock lock(&r->mu);
+  RETURN_IF_ERROR(r->Servable());
+  if (!r->sealed) {
+    return absl::FailedPreconditionError(absl::StrCat("segment ", segment_id, " is not sealed"));
+  }
+  // Reopened through /proc so the new descriptors are read-only and refer
+  // to the very files this replica has open, whatever their path now.
+  auto reopen = [](int fd) {
+    return util::UniqueFd(::open(absl::StrCat("/proc/self/fd/", fd).c_str(),
+                                 O_RDONLY | O_CLOEXEC));
+  };
+  ReplicaFiles files;
+  files.data = reopen(r->fd);
+  if (!files.data.valid()) return SyscallError(errno, "reopen replica read-only");
+  files.crc = reopen(r->crc_fd);
+  if (!files.crc.valid()) return SyscallError(errno, "reopen replica crc file read-only");
+  files.length = r->length;
+  return files;
+}
+
 absl::StatusOr<ReplicaInfo> ReplicaStore::Info(uint64_t segment_id) {
   ASSIGN_OR_RETURN(std::shared_ptr<Replica> r, Find(segment_id));
   absl::MutexLock lock(&r->mu);

@@ -42,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "src/util/unique_fd.h"
 #include "store/journal.h"
 
 namespace logfs::store {
@@ -69,6 +70,13 @@ struct ReplicaRead {
   std::string data;  // up to max_bytes from the offset
   uint64_t length = 0;  // replica length at the time of the read
   bool sealed = false;
+};
+
+// See ReplicaStore::OpenReadOnly.
+struct ReplicaFiles {
+  util::UniqueFd data;
+  util::UniqueFd crc;
+  uint64_t length = 0;  // sealed length, bytes
 };
 
 class ReplicaStore {
@@ -109,6 +117,13 @@ class ReplicaStore {
   // at chunk C": N is this server's id; the replica is marked corrupt),
   // kUnavailable if a seal cut the replica during the read (retry).
   absl::StatusOr<ReplicaRead> Read(uint64_t segment_id, uint64_t offset, uint64_t max_bytes);
+
+  // New read-only descriptors of a sealed replica's data and .crc files,
+  // for a short-circuit reader (store/short_circuit_server.h), which must
+  // verify CRCs itself. kNotFound, kDataLoss (failed or corrupt),
+  // kFailedPrecondition (not sealed: an open replica still changes),
+  // syscall errors.
+  absl::StatusOr<ReplicaFiles> OpenReadOnly(uint64_t segment_id);
 
   // kNotFound, or kDataLoss if the replica failed. A corrupt replica is
   // reported (ReplicaInfo::corrupt), not an error.

@@ -13,6 +13,7 @@
 #include "store/rpc_server.h"
 #include "store/segment_copier.h"
 #include "store/segment_service.h"
+#include "store/short_circuit_server.h"
 #include "store/sync_thread.h"
 
 namespace logfs::store {
@@ -36,6 +37,16 @@ class SegmentServerImpl : public SegmentServer {
   ~SegmentServerImpl() override { Stop(); }
 
   absl::Status Init(const SegmentServerOptions& options) {
+    if (!options.short_circuit_socket.empty()) {
+      auto short_circuit = ShortCircuitServer::Start(options.short_circuit_socket, store_.get());
+      if (short_circuit.ok()) {
+        short_circuit_ = std::move(*short_circuit);
+        service_.set_short_circuit_socket(options.short_circuit_socket);
+      } else {
+        // Reads still work over TCP.
+        LOG(WARNING) << "short-circuit reads off: " << short_circuit.status();
+      }
+    }
     RETURN_IF_ERROR(rpc_server_.Listen(options.listen_address));
     MetaHeartbeatOptions meta;
     meta.meta_address = options.meta_address;
@@ -72,6 +83,7 @@ class SegmentServerImpl : public SegmentServer {
     service_.Stop();
     rpc_server_.Stop();
     if (heartbeat_ != nullptr) heartbeat_->Stop();
+    if (short_circuit_ != nullptr) short_circuit_->Stop();
     copier_.Stop();
     sync_thread_.Stop();
   }
@@ -90,6 +102,7 @@ class SegmentServerImpl : public SegmentServer {
   SegmentCopier copier_;
   SegmentService service_;
   RpcServer rpc_server_;
+  std::unique_ptr<ShortCircuitServer> short_circuit_;
   std::unique_ptr<MetaHeartbeat> heartbeat_;
 };
 

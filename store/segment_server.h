@@ -1,7 +1,9 @@
 // The segment server (`logfs segd`): stores segment replicas as local files
 // under its data dir and serves CreateSegment / Append / Sync / Read /
 // SegmentInfo / Seal / DeleteSegment / CopySegment over TCP
-// (docs/wire_format.md; CopySegment runs on a copier thread). It
+// (docs/wire_format.md; CopySegment runs on a copier thread), and hands
+// out descriptors of sealed replicas to readers on the same host over a
+// Unix socket (short-circuit reads). It
 // registers with meta at start and heartbeats to it; the heartbeat reply
 // names replicas to delete.
 //
@@ -35,6 +37,9 @@ struct SegmentServerOptions {
   // Empty: the bound address (fine unless listening on 0.0.0.0).
   std::string advertise_address;
   size_t sync_waiters_max = 1 << 16;  // appends waiting for durability
+  // Unix socket for short-circuit reads (store/short_circuit_server.h);
+  // empty: off.
+  std::string short_circuit_socket;
 };
 
 // Monotonic counters, for tests and metrics.

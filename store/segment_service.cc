@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/util/crc32c.h"
 #include "store/logfs.pb.h"
+#include "store/unix_socket.h"
 
 namespace logfs::store {
 namespace {
@@ -40,7 +41,7 @@ bool Parse(const Frame& request, const Responder& responder, Message* message) {
 
 SegmentService::SegmentService(ReplicaStore* store, SyncThread* sync_thread,
                                SegmentCopier* copier)
-    : store_(store), sync_thread_(sync_thread), copier_(copier) {}
+    : store_(store), sync_thread_(sync_thread), copier_(copier), boot_id_(HostBootId()) {}
 
 void SegmentService::Handle(Frame request, Responder responder) {
   if (stopped_.load()) {
@@ -56,6 +57,7 @@ void SegmentService::Handle(Frame request, Responder responder) {
     case MessageType::kDeleteSegment: return DeleteSegment(request, responder);
     case MessageType::kCopySegment: return CopySegment(request, responder);
     case MessageType::kServerStats: return ServerStats(responder);
+    case MessageType::kShortCircuitInfo: return ShortCircuitInfo(responder);
     default:
       return responder.ReplyError(absl::UnimplementedError(
           absl::StrCat("segment server does not serve type ", static_cast<int>(request.type))));
@@ -136,6 +138,13 @@ void SegmentService::ServerStats(const Responder& responder) {
   response.set_fdatasyncs(store_->fdatasync_count());
   response.set_sync_rounds(sync_thread_->sync_rounds());
   response.set_journal_wraps(store_->journal_wraps());
+  responder.Reply(response);
+}
+
+void SegmentService::ShortCircuitInfo(const Responder& responder) {
+  proto::ShortCircuitInfoResponse response;
+  response.set_boot_id(boot_id_);
+  response.set_socket_path(short_circuit_socket_);
   responder.Reply(response);
 }
 

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "store/frame.h"
 #include "store/replica_store.h"
@@ -25,6 +26,10 @@ class SegmentService {
   // `copier`, CopySegment is kUnimplemented.
   SegmentService(ReplicaStore* store, SyncThread* sync_thread,
                  SegmentCopier* copier = nullptr);
+
+  // What ShortCircuitInfo answers: the short-circuit socket's path (empty:
+  // off). Call before serving.
+  void set_short_circuit_socket(std::string path) { short_circuit_socket_ = std::move(path); }
 
   // Serves one request. Bad messages get kInvalidArgument; after Stop every
   // request gets kUnavailable.
@@ -46,11 +51,14 @@ class SegmentService {
   void DeleteSegment(const Frame& request, const Responder& responder);
   void CopySegment(const Frame& request, const Responder& responder);
   void ServerStats(const Responder& responder);
+  void ShortCircuitInfo(const Responder& responder);
 
   // Immutable after construction.
   ReplicaStore* const store_;
   SyncThread* const sync_thread_;
   SegmentCopier* const copier_;
+  const std::string boot_id_;
+  std::string short_circuit_socket_;  // set before serving
 
   // Internally synchronized.
   std::atomic<bool> stopped_{false};

@@ -86,6 +86,9 @@ TEST(ChecksumTest, CorruptReplicaIsSkippedAndDroppedFromMeta) {
   auto read = ReadFile(path);
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_TRUE(*read == data) << "read back " << read->size() << " bytes that differ";
+  // The mount read the local replica itself first (short-circuit), found
+  // the bad CRC and went over TCP, where the server found it too.
+  EXPECT_GE(MountStats(path)["short_circuit_failures"], 1u);
 
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (absl::Now() < deadline) {

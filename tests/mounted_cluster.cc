@@ -20,7 +20,9 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "src/cluster/process.h"
 #include "src/status/macros.h"
 
@@ -280,6 +282,28 @@ absl::Status MountedCluster::FillDisk(int segd, uint64_t spare_bytes) {
     if (r.exit_code == 0) return absl::OkStatus();
   }
   return absl::FailedPreconditionError("remount tmpfs: " + r.output);
+}
+
+std::map<std::string, uint64_t> MountStats(const std::string& path) {
+  char buf[4096];
+  ssize_t n = getxattr(path.c_str(), "user.logfs.stats", buf, sizeof(buf));
+  std::map<std::string, uint64_t> out;
+  if (n < 0) return out;
+  for (absl::string_view field :
+       absl::StrSplit(absl::string_view(buf, n), absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(field, '=');
+    uint64_t v = 0;
+    if (absl::SimpleAtoi(kv.second, &v)) out[kv.first] = v;
+  }
+  return out;
+}
+
+void DropKernelCaches() {
+  sync();
+  int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << "drop_caches needs root";
+  EXPECT_EQ(1, write(fd, "3", 1));
+  close(fd);
 }
 
 }  // namespace logfs::testing

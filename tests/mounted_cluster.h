@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,6 +78,13 @@ void MakeWalDir(MountedCluster& c);
 // (kill returns before threads running elsewhere have stopped, and such a
 // thread may still answer a request). False if not within 5 s.
 bool StopProcess(pid_t pid);
+
+// The mount's counters (user.logfs.stats of `path`, any path on it) by
+// name; empty if the xattr cannot be read.
+std::map<std::string, uint64_t> MountStats(const std::string& path);
+
+// sync, then empties the kernel's page, dentry and inode caches.
+void DropKernelCaches();
 
 // The logfs binary under test ($LOGFS_BIN, else build/logfs).
 std::string LogfsBinary();

@@ -47,7 +47,15 @@ DEFINE_uint64(block_cache_bytes, 256ull << 20,
               "mount: block cache of sealed data (bytes; 0 disables it)");
 DEFINE_uint32(block_cache_block_bytes, 64u << 10,
               "mount: block cache block size (bytes; a multiple of 16384, at most 16 MiB)");
+DEFINE_bool(short_circuit, true,
+            "mount: read sealed replicas on this host straight from their files (descriptors "
+            "from the segment server's Unix socket) instead of over TCP");
+DEFINE_uint32(replica_cache_size, 128,
+              "mount: unreferenced short-circuit replicas kept open (2 descriptors each)");
+DEFINE_int32(replica_cache_expiry_ms, 300000,
+             "mount: how long an unreferenced short-circuit replica stays open");
 // gflags prints the one-line error ("failed validation of new value").
+DEFINE_validator(replica_cache_expiry_ms, [](const char*, int32_t v) { return v > 0; });
 DEFINE_validator(block_cache_block_bytes, [](const char*, uint32_t v) {
   return v > 0 && v % logfs::cache::ChunkPool::kChunkBytes == 0 && v <= (16u << 20);
 });
@@ -222,6 +230,9 @@ int RunMount(const std::string& mountpoint_arg) {
   options.io_threads = FLAGS_io_threads;
   options.block_cache_bytes = FLAGS_block_cache_bytes;
   options.block_cache_block_bytes = FLAGS_block_cache_block_bytes;
+  options.short_circuit = FLAGS_short_circuit;
+  options.replica_cache.max_evictable = FLAGS_replica_cache_size;
+  options.replica_cache.max_idle = absl::Milliseconds(FLAGS_replica_cache_expiry_ms);
   fuse::Mount mount(options);
   absl::Status connected = mount.Connect();
   if (!connected.ok()) return ready.Report(std::string(connected.message())), 1;

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -30,6 +31,9 @@ DEFINE_uint64(journal_bytes, 64u << 20,
               "segd: bytes of the journal file that group-commits appends (zero-filled once; "
               ">= 1 MiB)");
 DEFINE_int32(heartbeat_interval_ms, 1000, "segd: interval of heartbeats to meta");
+DEFINE_string(short_circuit_socket, "",
+              "segd: Unix socket that hands sealed replicas to readers on this host "
+              "(short-circuit reads; default DATA_DIR/segd.sock; 'off' disables them)");
 DEFINE_int32(dead_server_ms, 10000, "meta: a segment server silent this long is dead");
 DEFINE_int32(lease_timeout_ms, 60000, "meta: a writer lease lapses without mount heartbeats");
 DEFINE_int32(rpc_timeout_ms, 5000, "deadline of one call to another server");
@@ -142,6 +146,15 @@ int SegdMain(int argc, char** argv) {
   options.journal_bytes = FLAGS_journal_bytes;
   options.heartbeat_interval_ms = FLAGS_heartbeat_interval_ms;
   options.rpc_timeout_ms = FLAGS_rpc_timeout_ms;
+  if (FLAGS_short_circuit_socket != "off") {
+    options.short_circuit_socket = FLAGS_short_circuit_socket;
+    if (options.short_circuit_socket.empty()) {
+      // Absolute: clients are told this path.
+      std::error_code error;
+      std::filesystem::path dir = std::filesystem::absolute(FLAGS_data_dir, error);
+      options.short_circuit_socket = (error ? FLAGS_data_dir : dir.string()) + "/segd.sock";
+    }
+  }
   auto server = store::SegmentServer::Start(options, io);
   if (!server.ok()) return Fail("segd", server.status());
   return Serve("segd", **server, signals, threads);

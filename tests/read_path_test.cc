@@ -1,8 +1,10 @@
-// The mount's block cache through a real mount (DESIGN §5 "Block cache"):
-// sealed bytes come back right from cached blocks at any offset and size,
-// the counters in user.logfs.stats show hits and misses, the cache stays
-// within --block_cache_bytes, and user.logfs.drop_block_cache empties it
-// (root only).
+// The mount's read path through a real mount (DESIGN §5).
+// Block cache: sealed bytes come back right from cached blocks at any
+// offset and size, the counters in user.logfs.stats show hits and misses,
+// the cache stays within --block_cache_bytes, and
+// user.logfs.drop_block_cache empties it (root only).
+// Short-circuit reads: sealed segments are read from the local replica
+// files, open ones over TCP, and --short_circuit=false reads all over TCP.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -10,39 +12,14 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include <map>
 #include <string>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {
 namespace {
 
 constexpr uint64_t kBlock = 64 << 10;
-
-std::map<std::string, uint64_t> Stats(const std::string& path) {
-  char buf[4096];
-  ssize_t n = getxattr(path.c_str(), "user.logfs.stats", buf, sizeof(buf));
-  std::map<std::string, uint64_t> out;
-  if (n < 0) return out;
-  for (absl::string_view field :
-       absl::StrSplit(absl::string_view(buf, n), absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(field, '=');
-    uint64_t v = 0;
-    if (absl::SimpleAtoi(kv.second, &v)) out[kv.first] = v;
-  }
-  return out;
-}
-
-void DropKernelCaches() {
-  sync();
-  int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(1, write(fd, "3", 1));
-  close(fd);
-}
 
 // Reads all of `path` in `piece`-byte preads starting at odd offsets.
 std::string ReadInPieces(const std::string& path, size_t size, size_t piece) {
@@ -72,10 +49,10 @@ TEST(MountBlockCacheTest, ReadsRightBytesWithinCapacity) {
   const std::string data = Pattern(20 * kBlock + 12345, 3);
   ASSERT_TRUE(WriteFile(path, data).ok());  // closed, so sealed
   DropKernelCaches();
-  auto before = Stats(path);
+  auto before = MountStats(path);
   // Pieces of 100000 bytes straddle block boundaries and end mid-block.
   EXPECT_EQ(data, ReadInPieces(path, data.size(), 100000));
-  auto after = Stats(path);
+  auto after = MountStats(path);
   EXPECT_GE(after["block_cache_misses"] - before["block_cache_misses"], 21u);
   EXPECT_EQ(21u, after["block_cache_inserts"] - before["block_cache_inserts"]);
   EXPECT_LE(after["block_cache_bytes"], 16 * kBlock);
@@ -92,22 +69,22 @@ TEST(MountBlockCacheTest, ServesReadsAfterKernelCachesDropAndDropsOnRequest) {
   ASSERT_TRUE(WriteFile(path, data).ok());
   DropKernelCaches();
   EXPECT_EQ(data, ReadInPieces(path, data.size(), 4096));
-  EXPECT_EQ(4u, Stats(path)["block_cache_blocks"]);
+  EXPECT_EQ(4u, MountStats(path)["block_cache_blocks"]);
   DropKernelCaches();
-  auto before = Stats(path);
+  auto before = MountStats(path);
   EXPECT_EQ(data, ReadInPieces(path, data.size(), 4096 * 3 + 1));
-  auto after = Stats(path);
+  auto after = MountStats(path);
   EXPECT_GT(after["block_cache_hits"], before["block_cache_hits"]);
   EXPECT_EQ(after["block_cache_misses"], before["block_cache_misses"]);
 
   // Dropping the cache empties it; the next read misses and still returns
   // the right bytes.
   ASSERT_EQ(0, setxattr(path.c_str(), "user.logfs.drop_block_cache", "1", 1, 0));
-  EXPECT_EQ(0u, Stats(path)["block_cache_blocks"]);
+  EXPECT_EQ(0u, MountStats(path)["block_cache_blocks"]);
   DropKernelCaches();
-  before = Stats(path);
+  before = MountStats(path);
   EXPECT_EQ(data, ReadInPieces(path, data.size(), 65536));
-  after = Stats(path);
+  after = MountStats(path);
   EXPECT_EQ(4u, after["block_cache_misses"] - before["block_cache_misses"]);
 }
 
@@ -144,7 +121,56 @@ TEST(MountBlockCacheTest, DisabledCacheStillReads) {
   ASSERT_TRUE(WriteFile(path, data).ok());
   DropKernelCaches();
   EXPECT_EQ(data, ReadInPieces(path, data.size(), 10000));
-  EXPECT_EQ(0u, Stats(path).count("block_cache_hits"));
+  EXPECT_EQ(0u, MountStats(path).count("block_cache_hits"));
+}
+
+TEST(ShortCircuitReadTest, SealedSegmentsAreReadLocallyOpenOnesOverTcp) {
+  auto mc = MountedCluster::Start({});
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  const std::string sealed_path = (*mc)->Path("sealed.dat");
+  const std::string sealed = Pattern(5 * kBlock + 3, 6);
+  ASSERT_TRUE(WriteFile(sealed_path, sealed).ok());
+  DropKernelCaches();
+  auto before = MountStats(sealed_path);
+  EXPECT_EQ(sealed, ReadInPieces(sealed_path, sealed.size(), 50000));
+  auto after = MountStats(sealed_path);
+  // Every block once (neighbouring misses may share one read).
+  EXPECT_GE(after["short_circuit_reads"] - before["short_circuit_reads"], 1u);
+  EXPECT_EQ(sealed.size(), after["short_circuit_bytes"] - before["short_circuit_bytes"]);
+  EXPECT_EQ(before["remote_reads"], after["remote_reads"]);
+  EXPECT_EQ(1u, after["replica_cache_opens"] - before["replica_cache_opens"]);
+  EXPECT_EQ(0u, after["short_circuit_failures"]);
+
+  // A WAL file still being written: its open segment grows, so it is read
+  // over TCP, and the bytes are the acked ones.
+  MakeWalDir(**mc);
+  const std::string wal_path = (*mc)->Path("wal/open.log");
+  int fd = open(wal_path.c_str(), O_CREAT | O_WRONLY | O_APPEND, 0644);
+  ASSERT_GE(fd, 0);
+  const std::string record = Pattern(10000, 7);
+  ASSERT_EQ(static_cast<ssize_t>(record.size()), write(fd, record.data(), record.size()));
+  ASSERT_EQ(0, fdatasync(fd));
+  before = MountStats(wal_path);
+  EXPECT_EQ(record, ReadInPieces(wal_path, record.size(), 4096));
+  after = MountStats(wal_path);
+  EXPECT_GT(after["remote_reads"], before["remote_reads"]);
+  EXPECT_EQ(before["short_circuit_reads"], after["short_circuit_reads"]);
+  close(fd);
+}
+
+TEST(ShortCircuitReadTest, TurnedOffEverythingGoesOverTcp) {
+  MountedClusterOptions options;
+  options.mount_flags = {"--short_circuit=false"};
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  const std::string path = (*mc)->Path("tcp.dat");
+  const std::string data = Pattern(3 * kBlock, 8);
+  ASSERT_TRUE(WriteFile(path, data).ok());
+  DropKernelCaches();
+  EXPECT_EQ(data, ReadInPieces(path, data.size(), 65536));
+  auto stats = MountStats(path);
+  EXPECT_GE(stats["remote_reads"], 1u);
+  EXPECT_EQ(0u, stats["short_circuit_reads"]);
 }
 
 TEST(MountBlockCacheTest, BadBlockSizeIsRefused) {

@@ -1,0 +1,119 @@
+// The mount's short-circuit replica cache (DESIGN §5, after HDFS's
+// ShortCircuitCache): read-only descriptors of sealed replicas on this
+// host, keyed by (segment id, server id), shared by every reader
+// with reference counts. A replica nobody references waits in the
+// eviction map, ordered by the time it became evictable, and is closed
+// when more than `max_evictable` wait or it has waited `max_idle`.
+//
+// The eviction map is an intrusive list inside the entries (the time a
+// replica becomes evictable only grows, so appending keeps it ordered):
+// a hit, a release and a trim neither allocate nor throw. Only a miss
+// allocates its entry.
+//
+// Thread-safe: one mutex, held for map and list updates only, never
+// across opening or reading a replica.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "store/replica_store.h"
+
+namespace logfs::cache {
+
+struct ReplicaCacheOptions {
+  size_t max_evictable = 128;            // unreferenced replicas kept open (2 fds each)
+  absl::Duration max_idle = absl::Minutes(5);  // longest an unreferenced replica stays open
+  std::function<absl::Time()> now = [] { return absl::Now(); };  // for tests
+};
+
+struct ReplicaCacheStats {
+  uint64_t hits = 0;
+  uint64_t opens = 0;       // misses that opened a replica
+  uint64_t evictions = 0;   // closed by count or age
+  uint64_t invalidations = 0;
+  uint64_t open_replicas = 0;  // cached now (referenced or evictable)
+  uint64_t evictable = 0;      // of them, unreferenced
+};
+
+class ReplicaCache {
+ private:
+  struct Entry;
+
+ public:
+  using Key = std::pair<uint64_t, uint64_t>;  // (segment id, server id)
+  using OpenFn = std::function<absl::StatusOr<store::ReplicaFiles>()>;
+
+  // A counted reference to a cached replica; movable. The descriptors stay
+  // open while any reference lives.
+  class Ref {
+   public:
+    Ref() = default;
+    Ref(Ref&& o) noexcept : cache_(std::exchange(o.cache_, nullptr)), entry_(o.entry_) {}
+    Ref& operator=(Ref&& o) noexcept;
+    ~Ref();
+    const store::ReplicaFiles& files() const;
+    explicit operator bool() const { return cache_ != nullptr; }
+
+   private:
+    friend class ReplicaCache;
+    Ref(ReplicaCache* cache, Entry* entry) : cache_(cache), entry_(entry) {}
+    ReplicaCache* cache_ = nullptr;
+    Entry* entry_ = nullptr;
+  };
+
+  explicit ReplicaCache(ReplicaCacheOptions options = {});
+  ~ReplicaCache();  // every Ref must be gone
+  ReplicaCache(const ReplicaCache&) = delete;
+  ReplicaCache& operator=(const ReplicaCache&) = delete;
+
+  // The cached replica `key`, or, on a miss, what `open` returns (called
+  // without the lock; if two misses race, the first insert wins and the
+  // other's descriptors are closed). Errors are `open`'s and not cached.
+  absl::StatusOr<Ref> Get(const Key& key, const OpenFn& open);
+
+  // Drops `ref`'s replica from the cache (a read through it failed): new
+  // Gets open it afresh; its descriptors close with the last reference.
+  void Invalidate(const Ref& ref);
+
+  // Closes evictable replicas past the count or age limit.
+  void Trim();
+
+  ReplicaCacheStats stats() const;
+
+ private:
+  struct Entry {
+    Key key;
+    store::ReplicaFiles files;
+    int refs = 0;
+    bool cached = true;  // in the map (false once invalidated)
+    absl::Time evictable_since;
+    Entry* prev = nullptr;  // eviction map links, while refs == 0 and cached
+    Entry* next = nullptr;
+  };
+
+  void Release(Entry* entry);
+  void LinkEvictable(Entry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UnlinkEvictable(Entry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Unlinks and frees the oldest evictable entries past the limits.
+  void TrimLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const ReplicaCacheOptions options_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<Key, std::unique_ptr<Entry>> map_ ABSL_GUARDED_BY(mu_);
+  Entry* oldest_ ABSL_GUARDED_BY(mu_) = nullptr;  // eviction map head
+  Entry* newest_ ABSL_GUARDED_BY(mu_) = nullptr;  // eviction map tail
+  size_t evictable_ ABSL_GUARDED_BY(mu_) = 0;
+  ReplicaCacheStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace logfs::cache

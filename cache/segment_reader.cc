@@ -1,0 +1,147 @@
+#include "cache/segment_reader.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "src/status/macros.h"
+#include "store/chunk_crc.h"
+#include "store/replica_files.h"
+#include "store/rpc_client.h"
+#include "store/unix_socket.h"
+
+namespace logfs::cache {
+
+absl::StatusOr<std::string> ReadVerifiedReplica(const store::ReplicaFiles& files,
+                                                uint64_t offset, uint64_t size) {
+  if (offset + size > files.length) {
+    return absl::OutOfRangeError(absl::StrCat("read to ", offset + size, " past the replica's ",
+                                              files.length, " bytes"));
+  }
+  const uint64_t first = offset / store::kCrcChunkBytes;
+  const uint64_t count = store::ChunkCount(offset + size) - first;
+  const uint64_t from = store::ChunkStart(first);
+  const uint64_t to = std::min(files.length, store::ChunkStart(first + count));
+  ASSIGN_OR_RETURN(std::string data, store::PreadUpTo(files.data.get(), from, to - from));
+  if (data.size() != to - from) {
+    return absl::DataLossError(absl::StrCat("replica file ends at ", from + data.size(),
+                                            ", before its sealed length ", files.length));
+  }
+  ASSIGN_OR_RETURN(std::vector<uint32_t> crcs,
+                   store::ReadChunkCrcs(files.crc.get(), first, count));
+  if (auto bad = store::FirstBadChunk(data, crcs); bad.has_value()) {
+    return absl::DataLossError(absl::StrCat("chunk ", first + *bad, " fails its CRC"));
+  }
+  if (from == offset && data.size() == size) return data;
+  return data.substr(offset - from, size);
+}
+
+SegmentReader::SegmentReader(store::ClientPool& pool, SegmentReaderOptions options)
+    : pool_(pool),
+      options_(std::move(options)),
+      boot_id_(store::HostBootId()),
+      replica_cache_(options_.replica_cache) {}
+
+absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, uint64_t offset,
+                                                uint64_t size,
+                                                const store::BadReplicaReporter& reporter) {
+  if (options_.short_circuit && segment.sealed() && !boot_id_.empty()) {
+    auto local = ReadShortCircuit(segment, offset, size);
+    if (local.ok()) {
+      short_circuit_reads_.fetch_add(1, std::memory_order_relaxed);
+      short_circuit_bytes_.fetch_add(size, std::memory_order_relaxed);
+      return local;
+    }
+    if (!absl::IsNotFound(local.status())) {
+      short_circuit_failures_.fetch_add(1, std::memory_order_relaxed);
+      LOG(WARNING) << "short-circuit read of segment " << segment.id()
+                   << " failed, reading over TCP: " << local.status();
+    }
+  }
+  remote_reads_.fetch_add(1, std::memory_order_relaxed);
+  return store::ReadSegmentRange(pool_, segment, offset, size, options_.timeout, reporter);
+}
+
+// The first replica on this host that opens and reads cleanly. kNotFound
+// if no replica is on this host.
+absl::StatusOr<std::string> SegmentReader::ReadShortCircuit(const proto::Segment& segment,
+                                                            uint64_t offset, uint64_t size) {
+  absl::Status last = absl::NotFoundError("no replica on this host");
+  for (const proto::Replica& replica : segment.replicas()) {
+    const std::string socket = LocalSocket(replica.address());
+    if (socket.empty()) continue;
+    auto ref = replica_cache_.Get({segment.id(), replica.server_id()},
+                                  [&] { return OpenLocal(socket, segment.id()); });
+    if (!ref.ok()) {
+      last = ref.status();
+      continue;
+    }
+    auto data = ReadVerifiedReplica(ref->files(), offset, size);
+    if (data.ok()) return data;
+    replica_cache_.Invalidate(*ref);
+    // A bad CRC goes to the TCP path, whose server then checks (and
+    // reports) its copy; other errors try the next local replica.
+    if (absl::IsDataLoss(data.status())) return data.status();
+    last = data.status();
+  }
+  return last;
+}
+
+std::string SegmentReader::LocalSocket(const std::string& address) {
+  const absl::Time now = absl::Now();
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = servers_.find(address);
+    // A known answer, or an error not yet due for a retry.
+    if (it != servers_.end() && (it->second.retry_after == absl::InfinitePast() ||
+                                 now < it->second.retry_after)) {
+      return it->second.socket_path;
+    }
+  }
+  proto::ShortCircuitInfoResponse info;
+  absl::Status s = pool_.Get(address)->Call(store::MessageType::kShortCircuitInfo,
+                                            proto::Empty(), &info, options_.timeout);
+  ServerInfo learned;
+  if (!s.ok()) {
+    learned.retry_after = now + absl::Seconds(10);
+    VLOG(1) << "short-circuit info of " << address << ": " << s;
+  } else if (info.boot_id() == boot_id_) {
+    learned.socket_path = info.socket_path();
+  }
+  absl::MutexLock lock(&mu_);
+  servers_[address] = learned;
+  return learned.socket_path;
+}
+
+absl::StatusOr<store::ReplicaFiles> SegmentReader::OpenLocal(const std::string& socket_path,
+                                                             uint64_t segment_id) {
+  ASSIGN_OR_RETURN(util::UniqueFd socket, store::ConnectUnix(socket_path, options_.timeout));
+  proto::ShortCircuitOpenRequest request;
+  request.set_segment_id(segment_id);
+  RETURN_IF_ERROR(store::SendUnixFrame(socket.get(), 0, store::MessageType::kShortCircuitOpen, 1,
+                                       request.SerializeAsString(), {}));
+  ASSIGN_OR_RETURN(store::UnixFrame reply, store::ReceiveUnixFrame(socket.get()));
+  if (reply.frame.flags & store::kFlagError) return store::StatusFromErrorFrame(reply.frame);
+  proto::ShortCircuitOpenResponse response;
+  if (!response.ParseFromString(reply.frame.message) || reply.fds.size() != 2) {
+    return absl::InternalError(absl::StrCat("bad ShortCircuitOpen reply from ", socket_path));
+  }
+  store::ReplicaFiles files;
+  files.data = std::move(reply.fds[0]);
+  files.crc = std::move(reply.fds[1]);
+  files.length = response.length();
+  return files;
+}
+
+SegmentReaderStats SegmentReader::stats() const {
+  SegmentReaderStats out;
+  out.short_circuit_reads = short_circuit_reads_.load(std::memory_order_relaxed);
+  out.short_circuit_bytes = short_circuit_bytes_.load(std::memory_order_relaxed);
+  out.short_circuit_failures = short_circuit_failures_.load(std::memory_order_relaxed);
+  out.remote_reads = remote_reads_.load(std::memory_order_relaxed);
+  out.replica_cache = replica_cache_.stats();
+  return out;
+}
+
+}  // namespace logfs::cache

@@ -1,0 +1,90 @@
+// Reads bytes of one segment for the mount (DESIGN §5). A sealed segment
+// is read from a replica on this host when there is one: the segment
+// server hands over read-only descriptors of the replica's data and .crc
+// files once (store/short_circuit_server.h), the ReplicaCache keeps them,
+// and reads are a pread plus a CRC check here, with no round trip
+// (short-circuit local reads, as HDFS's). Otherwise, or when that fails,
+// the replicas are read over TCP in order (store::ReadSegmentRange), which
+// also reports a corrupt replica to meta: a short-circuit read that finds
+// a bad CRC falls back to that path, so the server checks its copy itself.
+//
+// Thread-safe. Read blocks the caller.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cache/replica_cache.h"
+#include "store/client_pool.h"
+#include "store/logfs.pb.h"
+#include "store/replica_reader.h"
+
+namespace logfs::cache {
+
+struct SegmentReaderOptions {
+  bool short_circuit = true;
+  absl::Duration timeout = absl::Seconds(10);  // per replica call, TCP or Unix socket
+  ReplicaCacheOptions replica_cache;
+};
+
+struct SegmentReaderStats {
+  uint64_t short_circuit_reads = 0;
+  uint64_t short_circuit_bytes = 0;
+  uint64_t short_circuit_failures = 0;  // local replica unusable: read over TCP instead
+  uint64_t remote_reads = 0;
+  ReplicaCacheStats replica_cache;
+};
+
+class SegmentReader {
+ public:
+  // `pool` must outlive the reader.
+  SegmentReader(store::ClientPool& pool, SegmentReaderOptions options);
+
+  // Bytes [offset, offset + size) of `segment`, all of which its readable
+  // length holds. kUnavailable (EIO) when no replica can serve them.
+  absl::StatusOr<std::string> Read(const proto::Segment& segment, uint64_t offset, uint64_t size,
+                                   const store::BadReplicaReporter& reporter);
+
+  // Closes cached replicas idle past their limit (call now and then).
+  void Trim() { replica_cache_.Trim(); }
+
+  SegmentReaderStats stats() const;
+
+ private:
+  struct ServerInfo {
+    std::string socket_path;  // empty: not on this host, or short-circuit off
+    absl::Time retry_after = absl::InfinitePast();  // when the answer was an error
+  };
+
+  absl::StatusOr<std::string> ReadShortCircuit(const proto::Segment& segment, uint64_t offset,
+                                               uint64_t size);
+  // The short-circuit socket of the server at `address` on this host, or
+  // "" (learned once per server with ShortCircuitInfo; errors retried
+  // after a while).
+  std::string LocalSocket(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<store::ReplicaFiles> OpenLocal(const std::string& socket_path,
+                                                uint64_t segment_id);
+
+  store::ClientPool& pool_;
+  const SegmentReaderOptions options_;
+  const std::string boot_id_;
+  ReplicaCache replica_cache_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, ServerInfo> servers_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> short_circuit_reads_{0}, short_circuit_bytes_{0},
+      short_circuit_failures_{0}, remote_reads_{0};
+};
+
+// Bytes [offset, offset + size) of a sealed replica through its read-only
+// descriptors, after checking the CRC of every chunk they touch (layout:
+// store/chunk_crc.h). kOutOfRange past its length; kDataLoss if a CRC
+// differs or a file is shorter than the length says; errno statuses.
+absl::StatusOr<std::string> ReadVerifiedReplica(const store::ReplicaFiles& files,
+                                                uint64_t offset, uint64_t size);
+
+}  // namespace logfs::cache

@@ -1,0 +1,249 @@
+// Short-circuit reads without a cluster: a real ReplicaStore in a temp
+// dir, its ShortCircuitServer on a real Unix socket, and the client side
+// (descriptor passing, CRC-checked reads, the replica cache).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "cache/replica_cache.h"
+#include "cache/segment_reader.h"
+#include "src/util/crc32c.h"
+#include "store/logfs.pb.h"
+#include "store/replica_store.h"
+#include "store/short_circuit_server.h"
+#include "store/unix_socket.h"
+
+namespace logfs::cache {
+namespace {
+
+std::string Bytes(size_t n) {
+  std::string out(n, '\0');
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<char>(i * 131 + i / 977);
+  return out;
+}
+
+class ShortCircuitTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/short_circuit_test.XXXXXX";
+    ASSERT_NE(nullptr, ::mkdtemp(tmpl));
+    dir_ = tmpl;
+    ASSERT_EQ(0, ::chmod(dir_.c_str(), 0755));  // an unprivileged peer must reach the socket
+    auto store = store::ReplicaStore::Open(store::ReplicaStoreOptions{dir_ + "/data", 1u << 20});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    auto server = store::ShortCircuitServer::Start(socket_path(), store_.get());
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+  }
+  void TearDown() override {
+    server_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  std::string socket_path() const { return dir_ + "/segd.sock"; }
+
+  // A replica of `id` holding `data`, sealed unless `seal` is false.
+  void MakeReplica(uint64_t id, const std::string& data, bool seal = true) {
+    ASSERT_TRUE(store_->Create(id, 1).ok());
+    ASSERT_TRUE(store_->Append(id, 1, 0, data, util::Crc32c(data.data(), data.size())).ok());
+    if (seal) {
+      ASSERT_TRUE(store_->Seal(id, 1, data.size()).ok());
+    }
+  }
+
+  // Asks the server for `id` as SegmentReader does.
+  absl::StatusOr<store::ReplicaFiles> Open(uint64_t id) {
+    auto socket = store::ConnectUnix(socket_path(), absl::Seconds(2));
+    if (!socket.ok()) return socket.status();
+    proto::ShortCircuitOpenRequest request;
+    request.set_segment_id(id);
+    absl::Status sent = store::SendUnixFrame(socket->get(), 0,
+                                             store::MessageType::kShortCircuitOpen, 9,
+                                             request.SerializeAsString(), {});
+    if (!sent.ok()) return sent;
+    auto reply = store::ReceiveUnixFrame(socket->get());
+    if (!reply.ok()) return reply.status();
+    EXPECT_EQ(9u, reply->frame.request_id);
+    if (reply->frame.flags & store::kFlagError) {
+      proto::ErrorResponse error;
+      error.ParseFromString(reply->frame.message);
+      return absl::Status(static_cast<absl::StatusCode>(error.code()), error.message());
+    }
+    proto::ShortCircuitOpenResponse response;
+    EXPECT_TRUE(response.ParseFromString(reply->frame.message));
+    EXPECT_EQ(2u, reply->fds.size());
+    store::ReplicaFiles files;
+    files.data = std::move(reply->fds[0]);
+    files.crc = std::move(reply->fds[1]);
+    files.length = response.length();
+    return files;
+  }
+
+  std::string dir_;
+  std::unique_ptr<store::ReplicaStore> store_;
+  std::unique_ptr<store::ShortCircuitServer> server_;
+};
+
+TEST_F(ShortCircuitTest, SealedReplicaComesBackReadOnlyAndVerified) {
+  const std::string data = Bytes(200000);  // 3 full CRC chunks and a partial one
+  MakeReplica(5, data);
+  auto files = Open(5);
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_EQ(data.size(), files->length);
+  EXPECT_EQ(1u, server_->opens());
+  // Read-only: a write through the descriptor fails.
+  EXPECT_EQ(-1, ::pwrite(files->data.get(), "x", 1, 0));
+  EXPECT_EQ(EBADF, errno);
+  // Whole, unaligned, and ending in the partial last chunk.
+  EXPECT_EQ(data, *ReadVerifiedReplica(*files, 0, data.size()));
+  EXPECT_EQ(data.substr(70000, 100), *ReadVerifiedReplica(*files, 70000, 100));
+  EXPECT_EQ(data.substr(196000), *ReadVerifiedReplica(*files, 196000, 4000));
+  EXPECT_EQ(absl::StatusCode::kOutOfRange,
+            ReadVerifiedReplica(*files, 199999, 2).status().code());
+}
+
+TEST_F(ShortCircuitTest, DamagedReplicaFailsItsCrc) {
+  const std::string data = Bytes(150000);
+  MakeReplica(6, data);
+  auto files = Open(6);
+  ASSERT_TRUE(files.ok()) << files.status();
+  // Flip one byte of chunk 1 on disk, as a bad sector would.
+  int fd = ::open((dir_ + "/data/segments/6.seg").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  char flipped = static_cast<char>(data[70000] ^ 1);
+  ASSERT_EQ(1, ::pwrite(fd, &flipped, 1, 70000));
+  ::close(fd);
+  EXPECT_EQ(data.substr(0, 1000), *ReadVerifiedReplica(*files, 0, 1000));  // chunk 0 is fine
+  auto bad = ReadVerifiedReplica(*files, 69000, 2000);
+  EXPECT_EQ(absl::StatusCode::kDataLoss, bad.status().code());
+  EXPECT_NE(std::string::npos, bad.status().message().find("chunk 1")) << bad.status();
+}
+
+TEST_F(ShortCircuitTest, OnlySealedKnownReplicasAreHandedOut) {
+  MakeReplica(7, "still growing", /*seal=*/false);
+  EXPECT_EQ(absl::StatusCode::kFailedPrecondition, Open(7).status().code());
+  EXPECT_EQ(absl::StatusCode::kNotFound, Open(8).status().code());
+  EXPECT_EQ(0u, server_->opens());
+}
+
+TEST_F(ShortCircuitTest, GarbageClosesOnlyThatConnection) {
+  MakeReplica(9, "sealed bytes");
+  auto socket = store::ConnectUnix(socket_path(), absl::Seconds(2));
+  ASSERT_TRUE(socket.ok()) << socket.status();
+  const std::string garbage(100, 'G');
+  ASSERT_EQ(static_cast<ssize_t>(garbage.size()),
+            ::send(socket->get(), garbage.data(), garbage.size(), MSG_NOSIGNAL));
+  char byte;
+  const ssize_t got = ::recv(socket->get(), &byte, 1, 0);  // closed by the server
+  EXPECT_TRUE(got == 0 || (got < 0 && errno == ECONNRESET)) << got;
+  // A request of another type gets an error reply, not a crash.
+  auto other = store::ConnectUnix(socket_path(), absl::Seconds(2));
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(store::SendUnixFrame(other->get(), 0, store::MessageType::kRead, 1, "", {}).ok());
+  auto reply = store::ReceiveUnixFrame(other->get());
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_TRUE(reply->frame.flags & store::kFlagError);
+  // The server still serves.
+  auto files = Open(9);
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_EQ("sealed bytes", *ReadVerifiedReplica(*files, 0, 12));
+}
+
+TEST_F(ShortCircuitTest, OtherUsersArePermissionDenied) {
+  MakeReplica(10, "secret");
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(2);
+    auto files = Open(10);
+    _exit(files.status().code() == absl::StatusCode::kPermissionDenied ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(child, waitpid(child, &status, 0));
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(0, WEXITSTATUS(status));
+  EXPECT_EQ(0u, server_->opens());
+}
+
+TEST(ReplicaCacheTest, SharesReferencesAndEvictsByCountAndAge) {
+  absl::Time now = absl::FromUnixSeconds(1000);
+  ReplicaCacheOptions options;
+  options.max_evictable = 2;
+  options.max_idle = absl::Seconds(60);
+  options.now = [&now] { return now; };
+  ReplicaCache cache(options);
+  int opens = 0;
+  auto open = [&opens](uint64_t length) {
+    return [&opens, length]() -> absl::StatusOr<store::ReplicaFiles> {
+      ++opens;
+      store::ReplicaFiles files;
+      files.data.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+      files.length = length;
+      return files;
+    };
+  };
+  {
+    auto a = cache.Get({1, 1}, open(10));
+    auto b = cache.Get({1, 1}, open(99));  // a hit: shares a's descriptors
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(10u, b->files().length);
+    EXPECT_EQ(a->files().data.get(), b->files().data.get());
+    EXPECT_EQ(1, opens);
+    EXPECT_EQ(0u, cache.stats().evictable);  // referenced: not evictable
+  }
+  EXPECT_EQ(1u, cache.stats().evictable);
+  // Three more released replicas: the oldest evictable ones go past 2.
+  for (uint64_t id = 2; id <= 4; ++id) {
+    now += absl::Seconds(1);
+    ASSERT_TRUE(cache.Get({id, 1}, open(id)).ok());
+  }
+  ReplicaCacheStats stats = cache.stats();
+  EXPECT_EQ(2u, stats.evictable);
+  EXPECT_EQ(2u, stats.evictions);
+  EXPECT_EQ(2u, stats.open_replicas);
+  ASSERT_TRUE(cache.Get({4, 1}, open(0)).ok());  // still cached
+  EXPECT_EQ(4, opens);
+  ASSERT_TRUE(cache.Get({1, 1}, open(1)).ok());  // evicted: opened again
+  EXPECT_EQ(5, opens);
+  // Age: everything released more than 60 s ago goes at the next trim,
+  // but not what is referenced.
+  auto held = cache.Get({4, 1}, open(0));
+  now += absl::Seconds(61);
+  cache.Trim();
+  stats = cache.stats();
+  EXPECT_EQ(1u, stats.open_replicas);
+  EXPECT_EQ(0u, stats.evictable);
+}
+
+TEST(ReplicaCacheTest, InvalidatedReplicaStaysValidForItsHoldersOnly) {
+  ReplicaCache cache;
+  int opens = 0;
+  auto open = [&opens]() -> absl::StatusOr<store::ReplicaFiles> {
+    ++opens;
+    store::ReplicaFiles files;
+    files.data.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    return files;
+  };
+  auto held = cache.Get({1, 2}, open);
+  ASSERT_TRUE(held.ok());
+  cache.Invalidate(*held);
+  EXPECT_GE(fcntl(held->files().data.get(), F_GETFD), 0);  // still open for its holder
+  auto fresh = cache.Get({1, 2}, open);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(2, opens);
+  EXPECT_EQ(1u, cache.stats().invalidations);
+  EXPECT_EQ(1u, cache.stats().open_replicas);
+  // Errors are returned and not cached.
+  auto failed = cache.Get({3, 2}, [] { return absl::StatusOr<store::ReplicaFiles>(
+                                           absl::NotFoundError("no such replica")); });
+  EXPECT_EQ(absl::StatusCode::kNotFound, failed.status().code());
+}
+
+}  // namespace
+}  // namespace logfs::cache
