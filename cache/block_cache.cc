@@ -119,6 +119,11 @@ void BlockCache::EvictOverflow(Shard& s) {
   }
 }
 
+BlockHandle BlockCache::Uncached(absl::string_view data) {
+  CHECK_LE(data.size(), options_.block_bytes);
+  return std::make_shared<const Block>(pool_, data);
+}
+
 void BlockCache::Clear() {
   for (auto& shard : shards_) {
     Shard& s = *shard;

@@ -108,6 +108,9 @@ class BlockCache {
   // block) under `key` and returns it, evicting as needed. If the key is
   // already cached (a concurrent miss filled it), returns that block.
   BlockHandle Insert(const BlockKey& key, absl::string_view data);
+  // A block holding `data` (at most block_bytes) that is not cached, for
+  // bytes that must be served but not kept.
+  BlockHandle Uncached(absl::string_view data);
   // Drops every block (held handles stay valid).
   void Clear();
 

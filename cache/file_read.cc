@@ -2,7 +2,11 @@
 
 #include <algorithm>
 
+#include <glog/logging.h>
+
+#include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
+#include "store/replica_store.h"
 
 namespace logfs::cache {
 
@@ -30,15 +34,31 @@ std::string ReadBuffer::ToString() const {
 namespace {
 
 // Bytes [from, to) of sealed `segment` through the cache. Runs of missing
-// blocks are read from a replica in one call and split into blocks.
+// blocks are read in one call (at most kReadBytesMax each) and split into
+// blocks.
 absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
                                const proto::Segment& segment, uint64_t from, uint64_t to,
                                const store::BadReplicaReporter& reporter, ReadBuffer* out) {
   const uint64_t block_bytes = cache.block_bytes();
   const uint64_t first = from / block_bytes, last = (to - 1) / block_bytes;
+  const uint64_t max_run = std::max<uint64_t>(1, store::kReadBytesMax / block_bytes);
+  // A block holds min(block_bytes, what the segment has from its start).
+  auto expected_size = [&](uint64_t b) {
+    return std::min(block_bytes, segment.length() - b * block_bytes);
+  };
   std::vector<BlockHandle> blocks(last - first + 1);
   for (uint64_t b = first; b <= last; ++b) {
-    blocks[b - first] = cache.Lookup({segment.id(), b});
+    BlockHandle cached = cache.Lookup({segment.id(), b});
+    // A size that disagrees with this sealed length means two views of the
+    // segment differ: trust neither the cache nor a new insert, read it.
+    if (cached != nullptr && cached->size() != expected_size(b)) {
+      LOG(WARNING) << "segment " << segment.id() << " block " << b << " is cached with "
+                   << cached->size() << " bytes, not " << expected_size(b) << "; reading it";
+      auto data = reader.Read(segment, b * block_bytes, expected_size(b), reporter);
+      if (!data.ok()) return data.status();
+      cached = cache.Uncached(*data);
+    }
+    blocks[b - first] = std::move(cached);
   }
   for (uint64_t b = first; b <= last;) {
     if (blocks[b - first] != nullptr) {
@@ -46,7 +66,9 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
       continue;
     }
     uint64_t run_end = b;  // last missing block of this run
-    while (run_end < last && blocks[run_end + 1 - first] == nullptr) ++run_end;
+    while (run_end < last && run_end + 1 - b < max_run && blocks[run_end + 1 - first] == nullptr) {
+      ++run_end;
+    }
     const uint64_t start = b * block_bytes;
     const uint64_t end = std::min(segment.length(), (run_end + 1) * block_bytes);
     auto data = reader.Read(segment, start, end - start, reporter);
@@ -55,14 +77,21 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
       const uint64_t at = (m - b) * block_bytes;
       const absl::string_view bytes =
           absl::string_view(*data).substr(at, std::min(block_bytes, end - start - at));
-      blocks[m - first] = cache.Insert({segment.id(), m}, bytes);
+      BlockHandle block = cache.Insert({segment.id(), m}, bytes);
+      // A racing read of another view of the segment inserted it first.
+      if (block->size() != bytes.size()) block = cache.Uncached(bytes);
+      blocks[m - first] = std::move(block);
     }
     b = run_end + 1;
   }
   for (uint64_t b = first; b <= last; ++b) {
     const uint64_t block_start = b * block_bytes;
     const uint64_t lo = std::max(from, block_start);
-    const uint64_t hi = std::min(to, block_start + blocks[b - first]->size());
+    const uint64_t hi = std::min(to, block_start + block_bytes);
+    if (block_start + blocks[b - first]->size() < hi) {  // never a short reply
+      return absl::InternalError(absl::StrCat("block ", b, " of segment ", segment.id(),
+                                              " holds ", blocks[b - first]->size(), " bytes"));
+    }
     out->AppendBlock(std::move(blocks[b - first]), lo - block_start, hi - lo);
   }
   return absl::OkStatus();

@@ -29,29 +29,28 @@ ReplicaCache::~ReplicaCache() {
   }
 }
 
-absl::StatusOr<ReplicaCache::Ref> ReplicaCache::Get(const Key& key, const OpenFn& open) {
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = map_.find(key);
-    if (it != map_.end()) {
-      Entry* e = it->second.get();
-      if (e->refs++ == 0) UnlinkEvictable(e);
-      ++stats_.hits;
-      return Ref(this, e);
-    }
-  }
-  absl::StatusOr<store::ReplicaFiles> files = open();
-  if (!files.ok()) return files.status();
+ReplicaCache::Ref ReplicaCache::Lookup(const Key& key) {
+  absl::MutexLock lock(&mu_);
+  auto it = map_.find(key);
+  if (it == map_.end()) return Ref();
+  Entry* e = it->second.get();
+  if (e->refs++ == 0) UnlinkEvictable(e);
+  ++stats_.hits;
+  return Ref(this, e);
+}
+
+ReplicaCache::Ref ReplicaCache::Insert(const Key& key, store::ReplicaFiles files) {
+  // Declared before the lock, so if a racing insert won, `fresh` closes its
+  // descriptors after the lock is released.
   auto fresh = std::make_unique<Entry>();
   fresh->key = key;
-  fresh->files = std::move(*files);
+  fresh->files = std::move(files);
   absl::MutexLock lock(&mu_);
   auto [it, inserted] = map_.try_emplace(key, nullptr);
   if (inserted) {
     it->second = std::move(fresh);
     ++stats_.opens;
   }
-  // Else a racing miss won; `fresh` (and its descriptors) go.
   Entry* e = it->second.get();
   if (e->refs++ == 0 && !inserted) UnlinkEvictable(e);
   return Ref(this, e);
@@ -70,21 +69,38 @@ void ReplicaCache::Invalidate(const Ref& ref) {
 }
 
 void ReplicaCache::Release(Entry* e) {
-  absl::MutexLock lock(&mu_);
-  if (--e->refs > 0) return;
-  if (!e->cached) {
-    delete e;  // invalidated: closes its descriptors
-    return;
+  Entry* doomed = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    if (--e->refs > 0) return;
+    if (!e->cached) {
+      doomed = e;  // invalidated: its descriptors close below
+      e->next = nullptr;
+    } else {
+      const absl::Time now = options_.now();
+      e->evictable_since = now;
+      LinkEvictable(e);
+      TrimLocked(now, &doomed);
+    }
   }
-  const absl::Time now = options_.now();
-  e->evictable_since = now;
-  LinkEvictable(e);
-  TrimLocked(now);
+  FreeChain(doomed);
 }
 
 void ReplicaCache::Trim() {
-  absl::MutexLock lock(&mu_);
-  TrimLocked(options_.now());
+  Entry* doomed = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    TrimLocked(options_.now(), &doomed);
+  }
+  FreeChain(doomed);
+}
+
+void ReplicaCache::FreeChain(Entry* doomed) {
+  while (doomed != nullptr) {
+    Entry* next = doomed->next;
+    delete doomed;
+    doomed = next;
+  }
 }
 
 void ReplicaCache::LinkEvictable(Entry* e) {
@@ -103,14 +119,19 @@ void ReplicaCache::UnlinkEvictable(Entry* e) {
   --evictable_;
 }
 
-void ReplicaCache::TrimLocked(absl::Time now) {
+void ReplicaCache::TrimLocked(absl::Time now, Entry** doomed) {
   while (oldest_ != nullptr &&
          (evictable_ > options_.max_evictable ||
           now - oldest_->evictable_since >= options_.max_idle)) {
     Entry* e = oldest_;
     UnlinkEvictable(e);
     ++stats_.evictions;
-    map_.erase(map_.find(e->key));  // frees the entry, closing its descriptors
+    auto it = map_.find(e->key);
+    it->second.release();  // now owned by the chain
+    map_.erase(it);
+    e->cached = false;
+    e->next = *doomed;
+    *doomed = e;
   }
 }
 

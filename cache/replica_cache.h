@@ -6,14 +6,21 @@
 // when more than `max_evictable` wait or it has waited `max_idle`.
 //
 // The eviction map is an intrusive list inside the entries (the time a
-// replica becomes evictable only grows, so appending keeps it ordered):
-// a hit, a release and a trim neither allocate nor throw. Only a miss
-// allocates its entry.
+// replica becomes evictable, on a monotonic clock, only grows, so appending
+// keeps it ordered): a hit, a release and a trim neither allocate nor
+// throw. Only an insert allocates its entry. DESIGN §5 also has an
+// eviction map for mmapped replicas and a bytes limit: there are no mmaps
+// here, so one map trimmed by count and age serves.
+//
+// A replica its server deletes stays readable (and its disk space stays
+// allocated) until its descriptors close: at most `max_idle` after the
+// last reader lets go.
 //
 // Thread-safe: one mutex, held for map and list updates only, never
-// across opening or reading a replica.
+// across opening, reading or closing a replica.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -33,7 +40,10 @@ namespace logfs::cache {
 struct ReplicaCacheOptions {
   size_t max_evictable = 128;            // unreferenced replicas kept open (2 fds each)
   absl::Duration max_idle = absl::Minutes(5);  // longest an unreferenced replica stays open
-  std::function<absl::Time()> now = [] { return absl::Now(); };  // for tests
+  // A monotonic clock (tests pass their own).
+  std::function<absl::Time()> now = [] {
+    return absl::UnixEpoch() + absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
+  };
 };
 
 struct ReplicaCacheStats {
@@ -51,7 +61,6 @@ class ReplicaCache {
 
  public:
   using Key = std::pair<uint64_t, uint64_t>;  // (segment id, server id)
-  using OpenFn = std::function<absl::StatusOr<store::ReplicaFiles>()>;
 
   // A counted reference to a cached replica; movable. The descriptors stay
   // open while any reference lives.
@@ -76,10 +85,11 @@ class ReplicaCache {
   ReplicaCache(const ReplicaCache&) = delete;
   ReplicaCache& operator=(const ReplicaCache&) = delete;
 
-  // The cached replica `key`, or, on a miss, what `open` returns (called
-  // without the lock; if two misses race, the first insert wins and the
-  // other's descriptors are closed). Errors are `open`'s and not cached.
-  absl::StatusOr<Ref> Get(const Key& key, const OpenFn& open);
+  // A reference to the cached replica `key`, or an empty Ref on a miss.
+  Ref Lookup(const Key& key);
+  // Caches `files` as `key` and references it. If a racing miss inserted
+  // the key first, references that one and closes `files`.
+  Ref Insert(const Key& key, store::ReplicaFiles files);
 
   // Drops `ref`'s replica from the cache (a read through it failed): new
   // Gets open it afresh; its descriptors close with the last reference.
@@ -104,8 +114,12 @@ class ReplicaCache {
   void Release(Entry* entry);
   void LinkEvictable(Entry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UnlinkEvictable(Entry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Unlinks and frees the oldest evictable entries past the limits.
-  void TrimLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the oldest evictable entries past the limits out of the map and
+  // chains them (through `next`) onto `*doomed`, for FreeChain after the
+  // lock is released.
+  void TrimLocked(absl::Time now, Entry** doomed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Frees a chain from TrimLocked, closing descriptors (no lock held).
+  static void FreeChain(Entry* doomed);
 
   const ReplicaCacheOptions options_;
   mutable absl::Mutex mu_;

@@ -46,46 +46,83 @@ SegmentReader::SegmentReader(store::ClientPool& pool, SegmentReaderOptions optio
 absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, uint64_t offset,
                                                 uint64_t size,
                                                 const store::BadReplicaReporter& reporter) {
-  if (options_.short_circuit && segment.sealed() && !boot_id_.empty()) {
-    auto local = ReadShortCircuit(segment, offset, size);
-    if (local.ok()) {
-      short_circuit_reads_.fetch_add(1, std::memory_order_relaxed);
-      short_circuit_bytes_.fetch_add(size, std::memory_order_relaxed);
-      return local;
-    }
-    if (!absl::IsNotFound(local.status())) {
-      short_circuit_failures_.fetch_add(1, std::memory_order_relaxed);
-      LOG(WARNING) << "short-circuit read of segment " << segment.id()
-                   << " failed, reading over TCP: " << local.status();
-    }
+  if (!options_.short_circuit || !segment.sealed() || boot_id_.empty()) {
+    remote_reads_.fetch_add(1, std::memory_order_relaxed);
+    return store::ReadSegmentRange(pool_, segment, offset, size, options_.timeout, reporter);
+  }
+  uint64_t bad_server = 0;
+  auto local = ReadShortCircuit(segment, offset, size, &bad_server);
+  if (local.ok()) {
+    short_circuit_reads_.fetch_add(1, std::memory_order_relaxed);
+    short_circuit_bytes_.fetch_add(size, std::memory_order_relaxed);
+    return local;
   }
   remote_reads_.fetch_add(1, std::memory_order_relaxed);
-  return store::ReadSegmentRange(pool_, segment, offset, size, options_.timeout, reporter);
+  if (absl::IsNotFound(local.status())) {
+    return store::ReadSegmentRange(pool_, segment, offset, size, options_.timeout, reporter);
+  }
+  short_circuit_failures_.fetch_add(1, std::memory_order_relaxed);
+  LOG(WARNING) << "short-circuit read of segment " << segment.id()
+               << " failed, reading over TCP: " << local.status();
+  if (bad_server == 0) {
+    return store::ReadSegmentRange(pool_, segment, offset, size, options_.timeout, reporter);
+  }
+  // The replica that failed its CRC is read over TCP first, so its server
+  // checks its copy, marks it corrupt and the reporter tells meta; the
+  // read then moves on to a good replica.
+  proto::Segment reordered = segment;
+  auto* replicas = reordered.mutable_replicas();
+  std::stable_partition(replicas->begin(), replicas->end(), [bad_server](const proto::Replica& r) {
+    return r.server_id() == bad_server;
+  });
+  return store::ReadSegmentRange(pool_, reordered, offset, size, options_.timeout, reporter);
 }
 
-// The first replica on this host that opens and reads cleanly. kNotFound
-// if no replica is on this host.
+// Reads from the first replica on this host that opens and reads cleanly:
+// cached descriptors first, then (a miss) a replica opened through its
+// server's socket. kNotFound if no replica is on this host. A replica
+// whose bytes fail their CRC ends the attempt with kDataLoss and its
+// server id in `*bad_server`.
 absl::StatusOr<std::string> SegmentReader::ReadShortCircuit(const proto::Segment& segment,
-                                                            uint64_t offset, uint64_t size) {
+                                                            uint64_t offset, uint64_t size,
+                                                            uint64_t* bad_server) {
+  // The hit path: no allocation, no call to a server.
+  for (const proto::Replica& replica : segment.replicas()) {
+    ReplicaCache::Ref ref = replica_cache_.Lookup({segment.id(), replica.server_id()});
+    if (ref) return ReadCached(ref, replica.server_id(), offset, size, bad_server);
+  }
   absl::Status last = absl::NotFoundError("no replica on this host");
   for (const proto::Replica& replica : segment.replicas()) {
     const std::string socket = LocalSocket(replica.address());
     if (socket.empty()) continue;
-    auto ref = replica_cache_.Get({segment.id(), replica.server_id()},
-                                  [&] { return OpenLocal(socket, segment.id()); });
-    if (!ref.ok()) {
-      last = ref.status();
+    auto files = OpenLocal(socket, segment.id());
+    if (!files.ok()) {
+      // The replica is not servable there; anything else (the socket gone,
+      // permission denied) means the server is of no use for a while.
+      if (!absl::IsNotFound(files.status()) && !absl::IsFailedPrecondition(files.status()) &&
+          !absl::IsDataLoss(files.status())) {
+        ForgetServer(replica.address());
+      }
+      last = files.status();
       continue;
     }
-    auto data = ReadVerifiedReplica(ref->files(), offset, size);
-    if (data.ok()) return data;
-    replica_cache_.Invalidate(*ref);
-    // A bad CRC goes to the TCP path, whose server then checks (and
-    // reports) its copy; other errors try the next local replica.
-    if (absl::IsDataLoss(data.status())) return data.status();
+    ReplicaCache::Ref ref =
+        replica_cache_.Insert({segment.id(), replica.server_id()}, std::move(*files));
+    auto data = ReadCached(ref, replica.server_id(), offset, size, bad_server);
+    if (data.ok() || absl::IsDataLoss(data.status())) return data;
     last = data.status();
   }
   return last;
+}
+
+absl::StatusOr<std::string> SegmentReader::ReadCached(const ReplicaCache::Ref& ref,
+                                                      uint64_t server_id, uint64_t offset,
+                                                      uint64_t size, uint64_t* bad_server) {
+  auto data = ReadVerifiedReplica(ref.files(), offset, size);
+  if (data.ok()) return data;
+  replica_cache_.Invalidate(ref);  // opened afresh next time
+  if (absl::IsDataLoss(data.status())) *bad_server = server_id;
+  return data;
 }
 
 std::string SegmentReader::LocalSocket(const std::string& address) {
@@ -93,7 +130,7 @@ std::string SegmentReader::LocalSocket(const std::string& address) {
   {
     absl::MutexLock lock(&mu_);
     auto it = servers_.find(address);
-    // A known answer, or an error not yet due for a retry.
+    // A known answer, or a failure not yet due for a retry.
     if (it != servers_.end() && (it->second.retry_after == absl::InfinitePast() ||
                                  now < it->second.retry_after)) {
       return it->second.socket_path;
@@ -104,7 +141,7 @@ std::string SegmentReader::LocalSocket(const std::string& address) {
                                             proto::Empty(), &info, options_.timeout);
   ServerInfo learned;
   if (!s.ok()) {
-    learned.retry_after = now + absl::Seconds(10);
+    learned.retry_after = now + kRetryAfterFailure;
     VLOG(1) << "short-circuit info of " << address << ": " << s;
   } else if (info.boot_id() == boot_id_) {
     learned.socket_path = info.socket_path();
@@ -114,14 +151,25 @@ std::string SegmentReader::LocalSocket(const std::string& address) {
   return learned.socket_path;
 }
 
+void SegmentReader::ForgetServer(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  ServerInfo& info = servers_[address];
+  info.socket_path.clear();
+  info.retry_after = absl::Now() + kRetryAfterFailure;
+}
+
 absl::StatusOr<store::ReplicaFiles> SegmentReader::OpenLocal(const std::string& socket_path,
                                                              uint64_t segment_id) {
-  ASSIGN_OR_RETURN(util::UniqueFd socket, store::ConnectUnix(socket_path, options_.timeout));
+  // A local exchange: a short deadline, so a stuck server costs little
+  // before the read goes over TCP.
+  const absl::Duration timeout = std::min(options_.timeout, kLocalTimeout);
+  ASSIGN_OR_RETURN(util::UniqueFd socket, store::ConnectUnix(socket_path, timeout));
   proto::ShortCircuitOpenRequest request;
   request.set_segment_id(segment_id);
   RETURN_IF_ERROR(store::SendUnixFrame(socket.get(), 0, store::MessageType::kShortCircuitOpen, 1,
                                        request.SerializeAsString(), {}));
-  ASSIGN_OR_RETURN(store::UnixFrame reply, store::ReceiveUnixFrame(socket.get()));
+  ASSIGN_OR_RETURN(store::UnixFrame reply,
+                   store::ReceiveUnixFrame(socket.get(), absl::Now() + timeout));
   if (reply.frame.flags & store::kFlagError) return store::StatusFromErrorFrame(reply.frame);
   proto::ShortCircuitOpenResponse response;
   if (!response.ParseFromString(reply.frame.message) || reply.fds.size() != 2) {

@@ -6,7 +6,8 @@
 // (short-circuit local reads, as HDFS's). Otherwise, or when that fails,
 // the replicas are read over TCP in order (store::ReadSegmentRange), which
 // also reports a corrupt replica to meta: a short-circuit read that finds
-// a bad CRC falls back to that path, so the server checks its copy itself.
+// a bad CRC falls back to that path starting with the bad replica, so its
+// server checks its copy itself and meta hears of it.
 //
 // Thread-safe. Read blocks the caller.
 #pragma once
@@ -61,12 +62,19 @@ class SegmentReader {
     absl::Time retry_after = absl::InfinitePast();  // when the answer was an error
   };
 
+  static constexpr absl::Duration kRetryAfterFailure = absl::Seconds(10);
+  static constexpr absl::Duration kLocalTimeout = absl::Seconds(1);  // Unix socket exchanges
+
   absl::StatusOr<std::string> ReadShortCircuit(const proto::Segment& segment, uint64_t offset,
-                                               uint64_t size);
+                                               uint64_t size, uint64_t* bad_server);
+  absl::StatusOr<std::string> ReadCached(const ReplicaCache::Ref& ref, uint64_t server_id,
+                                         uint64_t offset, uint64_t size, uint64_t* bad_server);
   // The short-circuit socket of the server at `address` on this host, or
-  // "" (learned once per server with ShortCircuitInfo; errors retried
-  // after a while).
+  // "" (learned once per server with ShortCircuitInfo; failures retried
+  // after kRetryAfterFailure).
   std::string LocalSocket(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
+  // After a failed open: no short-circuit through that server for a while.
+  void ForgetServer(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<store::ReplicaFiles> OpenLocal(const std::string& socket_path,
                                                 uint64_t segment_id);
 

@@ -67,14 +67,14 @@ class ShortCircuitTest : public testing::Test {
                                              store::MessageType::kShortCircuitOpen, 9,
                                              request.SerializeAsString(), {});
     if (!sent.ok()) return sent;
-    auto reply = store::ReceiveUnixFrame(socket->get());
+    auto reply = store::ReceiveUnixFrame(socket->get(), absl::Now() + absl::Seconds(2));
     if (!reply.ok()) return reply.status();
-    EXPECT_EQ(9u, reply->frame.request_id);
     if (reply->frame.flags & store::kFlagError) {
       proto::ErrorResponse error;
       error.ParseFromString(reply->frame.message);
       return absl::Status(static_cast<absl::StatusCode>(error.code()), error.message());
     }
+    EXPECT_EQ(9u, reply->frame.request_id);
     proto::ShortCircuitOpenResponse response;
     EXPECT_TRUE(response.ParseFromString(reply->frame.message));
     EXPECT_EQ(2u, reply->fds.size());
@@ -146,7 +146,7 @@ TEST_F(ShortCircuitTest, GarbageClosesOnlyThatConnection) {
   auto other = store::ConnectUnix(socket_path(), absl::Seconds(2));
   ASSERT_TRUE(other.ok());
   ASSERT_TRUE(store::SendUnixFrame(other->get(), 0, store::MessageType::kRead, 1, "", {}).ok());
-  auto reply = store::ReceiveUnixFrame(other->get());
+  auto reply = store::ReceiveUnixFrame(other->get(), absl::Now() + absl::Seconds(2));
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_TRUE(reply->frame.flags & store::kFlagError);
   // The server still serves.
@@ -171,6 +171,28 @@ TEST_F(ShortCircuitTest, OtherUsersArePermissionDenied) {
   EXPECT_EQ(0u, server_->opens());
 }
 
+TEST_F(ShortCircuitTest, SilentClientHoldsTheServerOnlyUntilItsDeadline) {
+  MakeReplica(11, "bytes");
+  server_.reset();  // again, with a short deadline per connection
+  auto server = store::ShortCircuitServer::Start(socket_path(), store_.get(),
+                                                 absl::Milliseconds(200));
+  ASSERT_TRUE(server.ok()) << server.status();
+  server_ = std::move(*server);
+  auto silent = store::ConnectUnix(socket_path(), absl::Seconds(2));
+  ASSERT_TRUE(silent.ok());
+  ASSERT_EQ(1, ::send(silent->get(), "L", 1, MSG_NOSIGNAL));  // a header that never ends
+  auto files = Open(11);  // served once the silent one's 200 ms are up
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_EQ(5u, files->length);
+}
+
+store::ReplicaFiles DevNull(uint64_t length) {
+  store::ReplicaFiles files;
+  files.data.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  files.length = length;
+  return files;
+}
+
 TEST(ReplicaCacheTest, SharesReferencesAndEvictsByCountAndAge) {
   absl::Time now = absl::FromUnixSeconds(1000);
   ReplicaCacheOptions options;
@@ -178,71 +200,55 @@ TEST(ReplicaCacheTest, SharesReferencesAndEvictsByCountAndAge) {
   options.max_idle = absl::Seconds(60);
   options.now = [&now] { return now; };
   ReplicaCache cache(options);
-  int opens = 0;
-  auto open = [&opens](uint64_t length) {
-    return [&opens, length]() -> absl::StatusOr<store::ReplicaFiles> {
-      ++opens;
-      store::ReplicaFiles files;
-      files.data.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-      files.length = length;
-      return files;
-    };
-  };
+  EXPECT_FALSE(static_cast<bool>(cache.Lookup({1, 1})));
   {
-    auto a = cache.Get({1, 1}, open(10));
-    auto b = cache.Get({1, 1}, open(99));  // a hit: shares a's descriptors
-    ASSERT_TRUE(a.ok() && b.ok());
-    EXPECT_EQ(10u, b->files().length);
-    EXPECT_EQ(a->files().data.get(), b->files().data.get());
-    EXPECT_EQ(1, opens);
+    ReplicaCache::Ref a = cache.Insert({1, 1}, DevNull(10));
+    ReplicaCache::Ref b = cache.Lookup({1, 1});  // a hit: shares a's descriptors
+    ASSERT_TRUE(static_cast<bool>(a) && static_cast<bool>(b));
+    EXPECT_EQ(10u, b.files().length);
+    EXPECT_EQ(a.files().data.get(), b.files().data.get());
+    // A racing insert of the same key gets the first one.
+    ReplicaCache::Ref c = cache.Insert({1, 1}, DevNull(99));
+    EXPECT_EQ(10u, c.files().length);
     EXPECT_EQ(0u, cache.stats().evictable);  // referenced: not evictable
   }
   EXPECT_EQ(1u, cache.stats().evictable);
+  EXPECT_EQ(1u, cache.stats().opens);
   // Three more released replicas: the oldest evictable ones go past 2.
   for (uint64_t id = 2; id <= 4; ++id) {
     now += absl::Seconds(1);
-    ASSERT_TRUE(cache.Get({id, 1}, open(id)).ok());
+    cache.Insert({id, 1}, DevNull(id));
   }
   ReplicaCacheStats stats = cache.stats();
   EXPECT_EQ(2u, stats.evictable);
   EXPECT_EQ(2u, stats.evictions);
   EXPECT_EQ(2u, stats.open_replicas);
-  ASSERT_TRUE(cache.Get({4, 1}, open(0)).ok());  // still cached
-  EXPECT_EQ(4, opens);
-  ASSERT_TRUE(cache.Get({1, 1}, open(1)).ok());  // evicted: opened again
-  EXPECT_EQ(5, opens);
+  EXPECT_FALSE(static_cast<bool>(cache.Lookup({1, 1})));  // evicted first
+  EXPECT_FALSE(static_cast<bool>(cache.Lookup({2, 1})));
+  EXPECT_TRUE(static_cast<bool>(cache.Lookup({4, 1})));
   // Age: everything released more than 60 s ago goes at the next trim,
   // but not what is referenced.
-  auto held = cache.Get({4, 1}, open(0));
+  ReplicaCache::Ref held = cache.Lookup({4, 1});
   now += absl::Seconds(61);
   cache.Trim();
   stats = cache.stats();
   EXPECT_EQ(1u, stats.open_replicas);
   EXPECT_EQ(0u, stats.evictable);
+  EXPECT_EQ(4u, held.files().length);
 }
 
 TEST(ReplicaCacheTest, InvalidatedReplicaStaysValidForItsHoldersOnly) {
   ReplicaCache cache;
-  int opens = 0;
-  auto open = [&opens]() -> absl::StatusOr<store::ReplicaFiles> {
-    ++opens;
-    store::ReplicaFiles files;
-    files.data.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    return files;
-  };
-  auto held = cache.Get({1, 2}, open);
-  ASSERT_TRUE(held.ok());
-  cache.Invalidate(*held);
-  EXPECT_GE(fcntl(held->files().data.get(), F_GETFD), 0);  // still open for its holder
-  auto fresh = cache.Get({1, 2}, open);
-  ASSERT_TRUE(fresh.ok());
-  EXPECT_EQ(2, opens);
+  ReplicaCache::Ref held = cache.Insert({1, 2}, DevNull(1));
+  cache.Invalidate(held);
+  cache.Invalidate(held);  // twice is harmless
+  EXPECT_GE(fcntl(held.files().data.get(), F_GETFD), 0);  // still open for its holder
+  EXPECT_FALSE(static_cast<bool>(cache.Lookup({1, 2})));
+  ReplicaCache::Ref fresh = cache.Insert({1, 2}, DevNull(2));
+  EXPECT_EQ(2u, fresh.files().length);
+  EXPECT_EQ(1u, held.files().length);
   EXPECT_EQ(1u, cache.stats().invalidations);
   EXPECT_EQ(1u, cache.stats().open_replicas);
-  // Errors are returned and not cached.
-  auto failed = cache.Get({3, 2}, [] { return absl::StatusOr<store::ReplicaFiles>(
-                                           absl::NotFoundError("no such replica")); });
-  EXPECT_EQ(absl::StatusCode::kNotFound, failed.status().code());
 }
 
 }  // namespace

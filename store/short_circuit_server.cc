@@ -19,6 +19,8 @@
 namespace logfs::store {
 namespace {
 
+constexpr uint32_t kMaxRequestBytes = 256;
+
 absl::Status CheckPeer(int connection) {
   ucred cred{};
   socklen_t len = sizeof(cred);
@@ -107,10 +109,21 @@ void ShortCircuitServer::AcceptLoop() {
 }
 
 // Serves the one request of a connection (a client connects per open, so
-// an idle connection never holds up the others).
+// an idle connection never holds up the others), all of it within
+// io_timeout. Only root and this server's uid get an answer other than
+// kPermissionDenied.
 void ShortCircuitServer::Serve(int connection) {
+  const absl::Time deadline = absl::Now() + io_timeout_;
   if (!SetSocketTimeouts(connection, io_timeout_).ok()) return;
-  auto request = ReceiveUnixFrame(connection);
+  const absl::Status peer = CheckPeer(connection);
+  // Requests are a segment id: a few bytes. (Read even from a refused
+  // peer, so that the error reaches it instead of a reset.)
+  auto request = ReceiveUnixFrame(connection, deadline, kMaxRequestBytes);
+  if (!peer.ok()) {
+    LOG(WARNING) << "short-circuit: refused a connection: " << peer;
+    return SendError(connection, MessageType::kShortCircuitOpen,
+                     request.ok() ? request->frame.request_id : 0, peer);
+  }
   if (!request.ok()) {
     if (!absl::IsUnavailable(request.status())) {
       LOG(WARNING) << "short-circuit: closing a connection: " << request.status();
@@ -123,9 +136,6 @@ void ShortCircuitServer::Serve(int connection) {
                      absl::InvalidArgumentError(absl::StrCat(
                          "the short-circuit socket serves ShortCircuitOpen requests only, not type ",
                          static_cast<int>(frame.type))));
-  }
-  if (absl::Status peer = CheckPeer(connection); !peer.ok()) {
-    return SendError(connection, frame.type, frame.request_id, peer);
   }
   proto::ShortCircuitOpenRequest open;
   if (!open.ParseFromString(frame.message)) {

@@ -6,12 +6,14 @@
 // replicas are handed out: their bytes never change.
 //
 // Permission check: the peer's uid (SO_PEERCRED) must be root's or this
-// server's; others get kPermissionDenied. A bad frame closes its
-// connection with a logged reason.
+// server's; others get kPermissionDenied whatever they ask. (The socket is the only control: no cluster secret here.) A bad
+// frame closes its connection with a logged reason.
 //
 // One request per connection. One thread accepts and serves connections in
-// turn, each bounded by `io_timeout`; opens are rare (a client caches
-// descriptors, cache/replica_cache.h). Thread-safe.
+// turn, each within `io_timeout` as a whole; opens are rare (a client
+// caches descriptors, cache/replica_cache.h). The socket file is made in
+// the data dir, which must not be writable by others (chmod follows its
+// path). Thread-safe.
 #pragma once
 
 #include <atomic>

@@ -1,10 +1,12 @@
 #include "store/unix_socket.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -27,13 +29,27 @@ absl::Status TransportError(int error, absl::string_view what) {
   return SyscallError(error, what);
 }
 
-// Reads exactly `n` bytes into `out`.
-absl::Status ReadFully(int socket, char* out, size_t n) {
+// Waits until `socket` is readable or `deadline` passes.
+absl::Status WaitReadable(int socket, absl::Time deadline) {
+  while (true) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) return absl::UnavailableError("unix socket: timed out");
+    pollfd p{socket, POLLIN, 0};
+    const int ms = static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 60000));
+    const int rc = ::poll(&p, 1, ms);
+    if (rc > 0) return absl::OkStatus();
+    if (rc < 0 && errno != EINTR) return SyscallError(errno, "poll unix socket");
+  }
+}
+
+// Reads exactly `n` bytes into `out` by `deadline`.
+absl::Status ReadFully(int socket, char* out, size_t n, absl::Time deadline) {
   while (n > 0) {
-    ssize_t got = ::recv(socket, out, n, 0);
+    RETURN_IF_ERROR(WaitReadable(socket, deadline));
+    ssize_t got = ::recv(socket, out, n, MSG_DONTWAIT);
     if (got == 0) return absl::UnavailableError("unix socket: peer closed the connection");
     if (got < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
       return TransportError(errno, "unix socket recv");
     }
     out += got;
@@ -91,7 +107,8 @@ absl::Status SendUnixFrame(int socket, uint8_t flags, MessageType type, uint64_t
   }
 }
 
-absl::StatusOr<UnixFrame> ReceiveUnixFrame(int socket) {
+absl::StatusOr<UnixFrame> ReceiveUnixFrame(int socket, absl::Time deadline,
+                                           uint32_t max_message_bytes) {
   UnixFrame out;
   char header[kFrameHeaderBytes];
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kUnixFrameMaxFds)];
@@ -103,8 +120,9 @@ absl::StatusOr<UnixFrame> ReceiveUnixFrame(int socket) {
   msg.msg_controllen = sizeof(control);
   ssize_t got;
   do {
-    got = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC);
-  } while (got < 0 && errno == EINTR);
+    RETURN_IF_ERROR(WaitReadable(socket, deadline));
+    got = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  } while (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK));
   if (got == 0) return absl::UnavailableError("unix socket: peer closed the connection");
   if (got < 0) return TransportError(errno, "unix socket recvmsg");
   // Take ownership of whatever descriptors came, before any check can fail.
@@ -120,16 +138,17 @@ absl::StatusOr<UnixFrame> ReceiveUnixFrame(int socket) {
   if (msg.msg_flags & MSG_CTRUNC) {
     return absl::InvalidArgumentError("unix frame: too many descriptors");
   }
-  RETURN_IF_ERROR(ReadFully(socket, header + got, kFrameHeaderBytes - static_cast<size_t>(got)));
+  RETURN_IF_ERROR(
+      ReadFully(socket, header + got, kFrameHeaderBytes - static_cast<size_t>(got), deadline));
   ASSIGN_OR_RETURN(FrameHeader decoded, DecodeFrameHeader(header));
-  if (decoded.message_bytes > kUnixFrameMaxMessageBytes || decoded.data_bytes != 0) {
+  if (decoded.message_bytes > max_message_bytes || decoded.data_bytes != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("unix frame: ", decoded.message_bytes, " message bytes and ",
-                     decoded.data_bytes, " data bytes; at most ", kUnixFrameMaxMessageBytes,
+                     decoded.data_bytes, " data bytes; at most ", max_message_bytes,
                      " and 0 are allowed"));
   }
   out.frame.message.resize(decoded.message_bytes);
-  RETURN_IF_ERROR(ReadFully(socket, out.frame.message.data(), decoded.message_bytes));
+  RETURN_IF_ERROR(ReadFully(socket, out.frame.message.data(), decoded.message_bytes, deadline));
   RETURN_IF_ERROR(VerifyFrameChecksum(header, decoded, out.frame.message, out.frame.data));
   out.frame.flags = decoded.flags;
   out.frame.type = static_cast<MessageType>(decoded.type);

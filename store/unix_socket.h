@@ -1,8 +1,9 @@
 // logfs frames (store/frame.h) over a Unix stream socket, with file
 // descriptors passed alongside as SCM_RIGHTS: the short-circuit channel
 // between a mount and a segment server on the same host (DESIGN §5, §6).
-// One request and one response per exchange; blocking calls, bounded by
-// the socket's SO_RCVTIMEO / SO_SNDTIMEO (SetSocketTimeouts).
+// One request and one response per exchange; blocking calls. A receive is
+// bounded by its deadline as a whole; sends by the socket's SO_SNDTIMEO
+// (SetSocketTimeouts).
 //
 // Thread-safe (stateless); a socket must be used by one thread at a time.
 #pragma once
@@ -35,12 +36,14 @@ struct UnixFrame {
   std::vector<util::UniqueFd> fds;  // received descriptors, owned (close-on-exec)
 };
 
-// Receives one frame and the descriptors sent with it. kInvalidArgument
-// for a bad header, a message over kUnixFrameMaxMessageBytes, data bytes,
-// or more than kUnixFrameMaxFds descriptors; kDataLoss for a bad checksum;
-// kUnavailable on end of stream or timeout. Any descriptors received with
-// a bad frame are closed.
-absl::StatusOr<UnixFrame> ReceiveUnixFrame(int socket);
+// Receives one frame and the descriptors sent with it, all of it by
+// `deadline`. kInvalidArgument for a bad header, a message over
+// `max_message_bytes`, data bytes, or more than kUnixFrameMaxFds
+// descriptors; kDataLoss for a bad checksum; kUnavailable on end of stream
+// or past the deadline. Any descriptors received with a bad frame are
+// closed.
+absl::StatusOr<UnixFrame> ReceiveUnixFrame(int socket, absl::Time deadline,
+                                           uint32_t max_message_bytes = kUnixFrameMaxMessageBytes);
 
 // Sets SO_RCVTIMEO and SO_SNDTIMEO.
 absl::Status SetSocketTimeouts(int socket, absl::Duration timeout);

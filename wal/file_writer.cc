@@ -677,12 +677,13 @@ absl::Status FileWriter::CloseInternal() {
   absl::Status status = error_;
   uint64_t segment_id = 0;
   uint64_t length = 0;
+  absl::Status sealed;
   if (open_.has_value()) {
     if (status.ok()) status = WaitAckedLocked(length_);
     // After a failure the file ends at its acked length: never more than
     // what a quorum holds.
     length = std::min(sent_, acked_ > open_->file_offset() ? acked_ - open_->file_offset() : 0);
-    absl::Status sealed = SealOpenSegmentLocked(length);
+    sealed = SealOpenSegmentLocked(length);
     if (status.ok()) status = sealed;
     segment_id = open_->id();
   }
@@ -694,7 +695,10 @@ absl::Status FileWriter::CloseInternal() {
   if (open_.has_value()) {
     proto::Segment done = *open_;
     done.set_length(length);
-    done.set_sealed(true);
+    // Sealed only if it is: after a failed seal, lease recovery decides the
+    // final length, and readers (the block cache) must not take this one
+    // as final.
+    done.set_sealed(sealed.ok() && inode.ok());
     sealed_.push_back(std::move(done));
     open_.reset();
   }

@@ -46,7 +46,7 @@ DEFINE_int32(umount_timeout_ms, 30000, "umount: how long to wait for the daemon 
 DEFINE_uint64(block_cache_bytes, 256ull << 20,
               "mount: block cache of sealed data (bytes; 0 disables it)");
 DEFINE_uint32(block_cache_block_bytes, 64u << 10,
-              "mount: block cache block size (bytes; a multiple of 16384, at most 16 MiB)");
+              "mount: block cache block size (bytes; a multiple of 16384, at most 4 MiB)");
 DEFINE_bool(short_circuit, true,
             "mount: read sealed replicas on this host straight from their files (descriptors "
             "from the segment server's Unix socket) instead of over TCP");
@@ -57,7 +57,7 @@ DEFINE_int32(replica_cache_expiry_ms, 300000,
 // gflags prints the one-line error ("failed validation of new value").
 DEFINE_validator(replica_cache_expiry_ms, [](const char*, int32_t v) { return v > 0; });
 DEFINE_validator(block_cache_block_bytes, [](const char*, uint32_t v) {
-  return v > 0 && v % logfs::cache::ChunkPool::kChunkBytes == 0 && v <= (16u << 20);
+  return v > 0 && v % logfs::cache::ChunkPool::kChunkBytes == 0 && v <= (4u << 20);
 });
 
 namespace logfs::main {
