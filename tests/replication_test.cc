@@ -124,6 +124,37 @@ TEST(ReplicationTest, WalFsyncNeedsOnlyTheAckQuorum) {
   EXPECT_EQ("abcdefgh", *ReadFile((*mc)->Path("wal/q")));
 }
 
+TEST(ReplicationTest, UnsyncedWalAppendsGoLazyAndTheNextFsyncSyncsThem) {
+  // Goal: a WAL written without fsync (RocksDB with sync=false) stops
+  // asking the servers for an fdatasync per append; its next fsync sends
+  // one Sync round, returns 0 with every byte durable, and the writer goes
+  // back to eager appends (the next write + fsync needs no round).
+  auto mc = MountedCluster::Start({});
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MakeWalDir(**mc, "wal");
+  const std::string path = (*mc)->Path("wal/lazy");
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  const std::string record = Pattern(100, 21);
+  std::string written;
+  auto rounds = [&] { return MountStats(path)["sync_rounds"]; };
+  const uint64_t rounds_before = rounds();
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_EQ(100, write(fd, record.data(), record.size()));
+    written += record;
+  }
+  ASSERT_EQ(0, fdatasync(fd));
+  EXPECT_EQ(rounds_before + 1, rounds()) << "one Sync round for the lazy appends";
+  EXPECT_EQ(std::to_string(written.size()), Xattr(path, "user.logfs.durable_length"));
+  ASSERT_EQ(100, write(fd, record.data(), record.size()));
+  written += record;
+  ASSERT_EQ(0, fdatasync(fd));
+  EXPECT_EQ(rounds_before + 1, rounds()) << "eager again: the append asked for the sync";
+  EXPECT_EQ(std::to_string(written.size()), Xattr(path, "user.logfs.durable_length"));
+  ASSERT_EQ(0, close(fd));
+  EXPECT_EQ(written, *ReadFile(path));
+}
+
 TEST(ReplicationTest, EveryByteReadsBackAfterKillingOneSegmentServer) {
   auto mc = MountedCluster::Start({});
   ASSERT_TRUE(mc.ok()) << mc.status();

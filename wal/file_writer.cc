@@ -139,6 +139,7 @@ void FileWriter::SendBufferLocked() {
     // WAL appends are made durable by the segment servers at once, so
     // their answers carry the acked length and fsync needs no Sync round.
     request.set_sync(EagerSync());
+    ++appends_since_sync_;
     GlobalWriterCounters().appends.fetch_add(1, std::memory_order_relaxed);
     GlobalWriterCounters().append_bytes.fetch_add(n, std::memory_order_relaxed);
     sent_ += n;
@@ -172,8 +173,9 @@ void FileWriter::Sync(SyncCallback done) {
       } else {
         waiters_.emplace(target, SyncWaiter{std::move(done), absl::Now()});
         ArmFsyncDeadlineLocked();
-        RequestSyncRoundLocked();
+        RequestSyncRoundLocked();  // none if the appends asked for sync
       }
+      appends_since_sync_ = 0;  // the application syncs: appends go eager
     }
   }
   if (!error.ok()) {

@@ -127,8 +127,15 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   void RequestSyncRoundLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // WAL files: every append asks the segment servers to fdatasync at once
   // (their group commit shares the fdatasync), so an fsync waits only for
-  // the appends' answers. Block files leave it to Sync rounds.
-  bool EagerSync() const { return kind_ == proto::KIND_WAL; }
+  // the appends' answers. Block files leave it to Sync rounds, and so does
+  // a WAL whose application has not synced for kLazyAfterAppends appends
+  // (RocksDB with sync=false): its appends become durable within the
+  // servers' --sync_interval_ms instead of costing an fdatasync each, and
+  // its next fsync sends a Sync round and makes it eager again.
+  static constexpr uint64_t kLazyAfterAppends = 32;
+  bool EagerSync() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return kind_ == proto::KIND_WAL && appends_since_sync_ < kLazyAfterAppends;
+  }
   void OnReplicaResponse(uint64_t segment_id, size_t replica, absl::Status status,
                          const std::string& message, bool sync_round) ABSL_LOCKS_EXCLUDED(mu_);
   // Latches the first error and moves every sync waiter to failed_waiters_;
@@ -178,6 +185,7 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
 
   mutable absl::Mutex mu_;
   std::vector<proto::Segment> sealed_ ABSL_GUARDED_BY(mu_);
+  uint64_t appends_since_sync_ ABSL_GUARDED_BY(mu_) = 0;  // since the last Sync call
   std::optional<proto::Segment> open_ ABSL_GUARDED_BY(mu_);  // the open segment
   std::vector<ReplicaState> replicas_ ABSL_GUARDED_BY(mu_);  // of open_
   uint32_t ack_quorum_ ABSL_GUARDED_BY(mu_) = 1;
