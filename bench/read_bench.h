@@ -5,8 +5,10 @@
 //   cache), the mount's block cache emptied (user.logfs.drop_block_cache),
 //   and no span read twice, so no read is served by an earlier one;
 // - warm: every file read once first, then offsets at random;
-// - block: as warm, but the kernel caches are dropped after the files are
-//   read, so on logfs the reads reach the mount and its block cache.
+// - block: the files read once (kernel caches dropped first), then reads
+//   with O_DIRECT, which bypass the kernel's page cache: on logfs each
+//   reaches the mount and its block cache, on ext4 the disk. Needs
+//   --read_bytes to be a multiple of 512.
 // Works on any directory, so one tool measures ext4, a FUSE passthrough and
 // a logfs mount alike.
 //

@@ -24,8 +24,8 @@ DEFINE_uint64(read_bytes, 4096, "bench read: bytes per read");
 DEFINE_uint64(scan_bytes, 0, "bench read: >0: range scans of this many bytes, read_bytes at a time");
 DEFINE_uint64(ops, 0, "bench read: reads (or scans) per thread per phase (default 1000 unless --seconds)");
 DEFINE_string(cache, "both",
-              "bench read: phases: cold | warm | block (kernel caches dropped after warming, "
-              "so reads hit the mount's block cache) | both (cold, warm) | all");
+              "bench read: phases: cold | warm | block (O_DIRECT reads after warming: they "
+              "bypass the page cache and reach the mount's block cache) | both (cold, warm) | all");
 DEFINE_bool(keep, false, "bench read: keep the files for the next run");
 
 namespace logfs::main {

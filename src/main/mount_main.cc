@@ -51,13 +51,21 @@ DEFINE_bool(short_circuit, true,
             "mount: read sealed replicas on this host straight from their files (descriptors "
             "from the segment server's Unix socket) instead of over TCP");
 DEFINE_uint32(replica_cache_size, 128,
-              "mount: unreferenced short-circuit replicas kept open (2 descriptors each)");
+              "mount: unreferenced short-circuit replicas kept open (2 descriptors each; 0: "
+              "closed as soon as no read uses them)");
 DEFINE_int32(replica_cache_expiry_ms, 300000,
-             "mount: how long an unreferenced short-circuit replica stays open");
-// gflags prints the one-line error ("failed validation of new value").
-DEFINE_validator(replica_cache_expiry_ms, [](const char*, int32_t v) { return v > 0; });
+             "mount: how long an unreferenced short-circuit replica stays open (ms, > 0)");
+// gflags says only "failed validation"; these say why.
+DEFINE_validator(replica_cache_expiry_ms, [](const char*, int32_t v) {
+  if (v > 0) return true;
+  std::fprintf(stderr, "logfs: --replica_cache_expiry_ms must be positive\n");
+  return false;
+});
 DEFINE_validator(block_cache_block_bytes, [](const char*, uint32_t v) {
-  return v > 0 && v % logfs::cache::ChunkPool::kChunkBytes == 0 && v <= (4u << 20);
+  if (v > 0 && v % logfs::cache::ChunkPool::kChunkBytes == 0 && v <= (4u << 20)) return true;
+  std::fprintf(stderr, "logfs: --block_cache_block_bytes must be a positive multiple of 16384, "
+                       "at most 4194304\n");
+  return false;
 });
 
 namespace logfs::main {
