@@ -44,7 +44,7 @@ struct MountOptions {
   absl::Duration replica_timeout = absl::Seconds(10);  // writer's replica calls
   absl::Duration fsync_timeout = absl::Seconds(30);
   absl::Duration heartbeat_interval = absl::Seconds(1);
-  int io_threads = 2;  // network threads (replies of segment servers and meta)
+  int io_threads = 1;  // network threads (replies of segment servers and meta)
   // Block cache of sealed data (cache/block_cache.h); 0 bytes disables it.
   uint64_t block_cache_bytes = 256ull << 20;
   uint32_t block_cache_block_bytes = 64u << 10;  // a multiple of 16 KiB

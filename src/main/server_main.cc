@@ -23,9 +23,9 @@ DEFINE_string(listen, "127.0.0.1:0", "host:port to listen on (port 0 picks a fre
 DEFINE_string(address_file, "", "if set, write the bound host:port here once serving");
 DEFINE_string(meta, "", "host:port of the meta server (segd: required; mount: none = embedded; bench wal: "
               "append through the client library, no FUSE)");
-DEFINE_int32(io_threads, 2,
-             "network threads per process (few: on small machines each extra thread costs "
-             "wake-ups)");
+DEFINE_int32(io_threads, 1,
+             "network threads per process (with more, the thread that polls hands each "
+             "request to another: a wake-up per request on small machines)");
 DEFINE_int32(sync_interval_ms, 5, "segd: longest time an appended byte waits for fdatasync");
 DEFINE_uint64(journal_bytes, 64u << 20,
               "segd: bytes of the journal file that group-commits appends (zero-filled once; "
