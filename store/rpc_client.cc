@@ -9,6 +9,7 @@
 #include "absl/synchronization/notification.h"
 #include "src/status/posix_error.h"
 #include "store/logfs.pb.h"
+#include "store/frame_buffer.h"
 #include "store/outgoing_frame.h"
 #include "store/rpc_server.h"
 
@@ -170,7 +171,8 @@ void RpcClient::OnConnected(asio::error_code ec) {
       asio::post(strand_, [self = shared_from_this()] { self->WriteNext(); });
     }
   }
-  ReadHeader();
+  buffer_.Reset();  // nothing of an earlier connection is read as this one's
+  ReadMore();
 }
 
 void RpcClient::WriteNext() {
@@ -201,65 +203,82 @@ void RpcClient::WriteNext() {
   });
 }
 
-void RpcClient::ReadHeader() {
+void RpcClient::ReadMore() {
   uint64_t gen;
   {
     absl::MutexLock lock(&mu_);
     gen = connection_generation_;
   }
-  auto still_current = [this, gen] {
-    absl::MutexLock lock(&mu_);
-    return gen == connection_generation_;
-  };
-  asio::async_read(
-      socket_, asio::buffer(header_, kFrameHeaderBytes),
-      [self = shared_from_this(), gen, still_current](asio::error_code ec, size_t) {
-        if (!still_current()) return;
+  socket_.async_read_some(
+      buffer_.Space(), [self = shared_from_this(), gen](asio::error_code ec, size_t n) {
+        if (!self->IsCurrent(gen)) return;
         if (ec) {
           self->Fail(absl::UnavailableError(
               absl::StrCat("connection to ", self->address_, " lost: ", ec.message())));
           return;
         }
-        auto decoded = DecodeFrameHeader(self->header_);
-        if (!decoded.ok() || (decoded->flags & kFlagResponse) == 0) {
-          self->Fail(absl::UnavailableError(absl::StrCat(
-              "bad response frame from ", self->address_, ": ",
-              decoded.ok() ? "not a response" : decoded.status().message())));
-          return;
-        }
-        self->decoded_ = *decoded;
-        self->message_.resize(decoded->message_bytes);
-        self->data_.resize(decoded->data_bytes);
-        std::array<asio::mutable_buffer, 2> bufs = {asio::buffer(self->message_),
-                                                    asio::buffer(self->data_)};
-        asio::async_read(self->socket_, bufs, [self, still_current](asio::error_code ec, size_t) {
-          if (!still_current()) return;
-          if (ec) {
-            self->Fail(absl::UnavailableError(
-                absl::StrCat("connection to ", self->address_, " lost: ", ec.message())));
-            return;
-          }
-          absl::Status crc =
-              VerifyFrameChecksum(self->header_, self->decoded_, self->message_, self->data_);
-          if (!crc.ok()) {
-            self->Fail(absl::UnavailableError(
-                absl::StrCat("response from ", self->address_, ": ", crc.message())));
-            return;
-          }
-          Frame frame;
-          frame.flags = self->decoded_.flags;
-          frame.type = static_cast<MessageType>(self->decoded_.type);
-          frame.request_id = self->decoded_.request_id;
-          frame.message = std::move(self->message_);
-          frame.data = std::move(self->data_);
-          self->message_.clear();
-          self->data_.clear();
-          absl::Status status = (frame.flags & kFlagError) ? StatusFromErrorFrame(frame)
-                                                           : absl::OkStatus();
-          self->Complete(frame.request_id, std::move(status), std::move(frame));
-          self->ReadHeader();
-        });
+        self->buffer_.Commit(n);
+        self->Drain(gen);
       });
+}
+
+bool RpcClient::IsCurrent(uint64_t gen) {
+  absl::MutexLock lock(&mu_);
+  return gen == connection_generation_;
+}
+
+// Completes every whole response buffered, then reads again; a body bigger
+// than what is buffered is read straight into the frame.
+void RpcClient::Drain(uint64_t gen) {
+  while (buffer_.TakeHeader(header_)) {
+    auto decoded = DecodeFrameHeader(header_);
+    if (!decoded.ok() || (decoded->flags & kFlagResponse) == 0) {
+      Fail(absl::UnavailableError(
+          absl::StrCat("bad response frame from ", address_, ": ",
+                       decoded.ok() ? "not a response" : decoded.status().message())));
+      return;
+    }
+    decoded_ = *decoded;
+    message_.resize(decoded_.message_bytes);
+    data_.resize(decoded_.data_bytes);
+    const size_t filled = buffer_.TakeBody(message_, data_, 0);
+    if (filled < message_.size() + data_.size()) {
+      asio::async_read(socket_, RemainingBody(message_, data_, filled),
+                       [self = shared_from_this(), gen](asio::error_code ec, size_t) {
+                         if (!self->IsCurrent(gen)) return;
+                         if (ec) {
+                           self->Fail(absl::UnavailableError(absl::StrCat(
+                               "connection to ", self->address_, " lost: ", ec.message())));
+                           return;
+                         }
+                         if (self->OnResponse()) self->Drain(gen);
+                       });
+      return;
+    }
+    if (!OnResponse()) return;
+    if (!IsCurrent(gen)) return;  // a callback failed the connection
+  }
+  ReadMore();
+}
+
+bool RpcClient::OnResponse() {
+  absl::Status crc = VerifyFrameChecksum(header_, decoded_, message_, data_);
+  if (!crc.ok()) {
+    Fail(absl::UnavailableError(absl::StrCat("response from ", address_, ": ", crc.message())));
+    return false;
+  }
+  Frame frame;
+  frame.flags = decoded_.flags;
+  frame.type = static_cast<MessageType>(decoded_.type);
+  frame.request_id = decoded_.request_id;
+  frame.message = std::move(message_);
+  frame.data = std::move(data_);
+  message_.clear();
+  data_.clear();
+  absl::Status status =
+      (frame.flags & kFlagError) ? StatusFromErrorFrame(frame) : absl::OkStatus();
+  Complete(frame.request_id, std::move(status), std::move(frame));
+  return true;
 }
 
 void RpcClient::Complete(uint64_t request_id, absl::Status status, Frame frame) {

@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
 #include "store/frame.h"
+#include "store/frame_buffer.h"
 #include "store/outgoing_frame.h"
 
 namespace logfs::store {
@@ -68,7 +69,12 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   RpcClient(asio::io_context& io, std::string address);
   void Connect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnConnected(asio::error_code ec);
-  void ReadHeader();
+  void ReadMore();
+  void Drain(uint64_t generation);
+  // Completes the response in header_/message_/data_; false if it was bad
+  // (the connection is failed).
+  bool OnResponse();
+  bool IsCurrent(uint64_t generation) ABSL_LOCKS_EXCLUDED(mu_);
   void WriteNext();
   void Fail(const absl::Status& status);
   void ArmTimer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -86,6 +92,7 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   // mu_ holds state_ at kConnected and writing_ false.
   asio::ip::tcp::socket socket_;
   asio::steady_timer timer_;
+  FrameBuffer buffer_;
   char header_[kFrameHeaderBytes];
   FrameHeader decoded_;
   std::string message_;

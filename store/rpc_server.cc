@@ -12,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "src/status/posix_error.h"
 #include "store/logfs.pb.h"
+#include "store/frame_buffer.h"
 #include "store/outgoing_frame.h"
 
 namespace logfs::store {
@@ -49,7 +50,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     socket_.set_option(asio::ip::tcp::no_delay(true), ec);
   }
 
-  void Start() { ReadHeader(); }
+  void Start() { ReadMore(); }
 
   void Send(uint8_t flags, MessageType type, uint64_t request_id, std::string message,
             std::string data) {
@@ -95,54 +96,69 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   }
 
  private:
-  void ReadHeader() {
-    asio::async_read(socket_, asio::buffer(header_, kFrameHeaderBytes),
-                     [self = shared_from_this()](asio::error_code ec, size_t) {
-                       if (ec) {
-                         self->Close("");
-                         return;
-                       }
-                       self->OnHeader();
-                     });
+  void ReadMore() {
+    socket_.async_read_some(buffer_.Space(),
+                            [self = shared_from_this()](asio::error_code ec, size_t n) {
+                              if (ec) {
+                                self->Close("");
+                                return;
+                              }
+                              self->buffer_.Commit(n);
+                              self->Drain();
+                            });
   }
 
-  void OnHeader() {
-    auto decoded = DecodeFrameHeader(header_);
-    if (!decoded.ok()) return BadFrame(decoded.status().message());
-    decoded_ = *decoded;
-    if ((decoded_.flags & kFlagResponse) != 0) return BadFrame("response frame sent to a server");
-    if (!server_->filter_(decoded_.type)) {
-      return BadFrame(absl::StrCat("unknown message type ", decoded_.type));
-    }
-    message_.resize(decoded_.message_bytes);
-    data_.resize(decoded_.data_bytes);
-    std::array<asio::mutable_buffer, 2> bufs = {asio::buffer(message_), asio::buffer(data_)};
-    asio::async_read(socket_, bufs, [self = shared_from_this()](asio::error_code ec, size_t) {
-      if (ec) {
-        self->Close(ec == asio::error::eof ? "truncated frame body" : "");
+  // Serves every whole frame buffered, then reads again; a body bigger
+  // than what is buffered is read straight into the frame.
+  void Drain() {
+    while (buffer_.TakeHeader(header_)) {
+      auto decoded = DecodeFrameHeader(header_);
+      if (!decoded.ok()) return BadFrame(decoded.status().message());
+      decoded_ = *decoded;
+      if ((decoded_.flags & kFlagResponse) != 0) return BadFrame("response frame sent to a server");
+      if (!server_->filter_(decoded_.type)) {
+        return BadFrame(absl::StrCat("unknown message type ", decoded_.type));
+      }
+      message_.resize(decoded_.message_bytes);
+      data_.resize(decoded_.data_bytes);
+      const size_t filled = buffer_.TakeBody(message_, data_, 0);
+      if (filled < message_.size() + data_.size()) {
+        asio::async_read(socket_, RemainingBody(message_, data_, filled),
+                         [self = shared_from_this()](asio::error_code ec, size_t) {
+                           if (ec) {
+                             self->Close(ec == asio::error::eof ? "truncated frame body" : "");
+                             return;
+                           }
+                           if (self->OnBody()) self->Drain();
+                         });
         return;
       }
-      self->OnBody();
-    });
+      if (!OnBody()) return;
+    }
+    ReadMore();
   }
 
-  void OnBody() {
+  // Verifies and dispatches the frame; false if the connection closed.
+  bool OnBody() {
     absl::Status crc = VerifyFrameChecksum(header_, decoded_, message_, data_);
-    if (!crc.ok()) return BadFrame(crc.message());
+    if (!crc.ok()) {
+      BadFrame(crc.message());
+      return false;
+    }
     Frame frame;
     frame.flags = decoded_.flags;
     frame.type = static_cast<MessageType>(decoded_.type);
     frame.request_id = decoded_.request_id;
     frame.connection_id = id_;
-    asio::error_code ec;
-    frame.more_buffered = socket_.available(ec) > 0 && !ec;
+    // Bytes that came in the same read: later requests of this connection.
+    frame.more_buffered = buffer_.buffered() > 0;
     frame.message = std::move(message_);
     frame.data = std::move(data_);
     message_.clear();
     data_.clear();
     Responder responder(shared_from_this(), frame.type, frame.request_id);
     server_->handler_(std::move(frame), std::move(responder));
-    ReadHeader();
+    return true;
   }
 
   void BadFrame(absl::string_view reason) {
@@ -179,6 +195,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   asio::ip::tcp::socket socket_;
   std::string peer_;
   // Owned by the read loop (one read at a time).
+  FrameBuffer buffer_;
   char header_[kFrameHeaderBytes];
   FrameHeader decoded_;
   std::string message_;
