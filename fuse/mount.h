@@ -132,7 +132,8 @@ class Mount {
   // Length and readable segments of a file another mount may be writing.
   uint64_t LiveLength(proto::Inode& inode);
   std::string FormatSegments(const proto::Inode& inode);
-  // user.logfs.stats: writer counters, then block cache counters.
+  // user.logfs.stats: writer counters, then the read path's (short-circuit,
+  // replica cache, block cache).
   std::string FormatStats();
   void HeartbeatLoop();
 
