@@ -45,6 +45,24 @@ TEST_F(CliTest, UnknownFlagAndSubcommand) {
   EXPECT_NE(std::string::npos, r.output.find("unknown subcommand 'frobnicate'"));
 }
 
+TEST_F(CliTest, HelpListsTheSubcommandsFlagsAndExitsZero) {
+  auto mount = RunCommand(LogfsBinary() + " mount --help");
+  EXPECT_EQ(0, mount.exit_code) << mount.output;
+  EXPECT_NE(std::string::npos, mount.output.find("usage: logfs mount")) << mount.output;
+  for (const char* flag : {"--block_cache_bytes=", "--short_circuit=", "--data_dir=", "--meta="}) {
+    EXPECT_NE(std::string::npos, mount.output.find(flag)) << flag << " missing:\n" << mount.output;
+  }
+  EXPECT_EQ(std::string::npos, mount.output.find("--journal_bytes")) << mount.output;
+  auto segd = RunCommand(LogfsBinary() + " segd -h");
+  EXPECT_EQ(0, segd.exit_code) << segd.output;
+  EXPECT_NE(std::string::npos, segd.output.find("--journal_bytes=")) << segd.output;
+  EXPECT_EQ(std::string::npos, segd.output.find("--block_cache_bytes")) << segd.output;
+  auto bench = RunCommand(LogfsBinary() + " bench --help");
+  EXPECT_EQ(0, bench.exit_code) << bench.output;
+  EXPECT_NE(std::string::npos, bench.output.find("--sync_every=")) << bench.output;
+  EXPECT_NE(std::string::npos, bench.output.find("--scan_bytes=")) << bench.output;
+}
+
 TEST_F(CliTest, BusyPort) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);

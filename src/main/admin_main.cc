@@ -27,7 +27,8 @@ bool RequireMeta(const char* what) {
 }  // namespace
 
 int StatusMain(int argc, char** argv) {
-  InitProcess(&argc, &argv, "logfs status --meta=HOST:PORT");
+  InitProcess(&argc, &argv, "logfs status --meta=HOST:PORT",
+              {{}, {"meta", "rpc_timeout_ms"}});
   if (!RequireMeta("status")) return 1;
   store::ClusterStatusOptions options;
   options.meta_address = FLAGS_meta;
@@ -43,7 +44,8 @@ int StatusMain(int argc, char** argv) {
 }
 
 int FsckMain(int argc, char** argv) {
-  InitProcess(&argc, &argv, "logfs fsck --meta=HOST:PORT");
+  InitProcess(&argc, &argv, "logfs fsck --meta=HOST:PORT",
+              {{}, {"meta", "rpc_timeout_ms"}});
   if (!RequireMeta("fsck")) return 2;
   store::FsckOptions options;
   options.meta_address = FLAGS_meta;

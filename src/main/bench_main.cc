@@ -35,7 +35,8 @@ int BenchMain(int argc, char** argv) {
               "logfs bench wal (--dir=PATH | --meta=HOST:PORT) [--threads=N --files=N "
               "--record_bytes=B --records=N | --seconds=S --sync_every=N]\n"
               "logfs bench read --dir=PATH [--files=N --file_bytes=B --read_bytes=B "
-              "--scan_bytes=B --threads=N --ops=N | --seconds=S --cache=cold|warm|block|both|all --keep]");
+              "--scan_bytes=B --threads=N --ops=N | --seconds=S --cache=cold|warm|block|both|all --keep]",
+              {{"bench:", "bench wal:", "bench read:"}, {"meta", "seconds"}});
   std::string workload = argc == 2 ? argv[1] : "";
   absl::StatusOr<std::string> report;
   if (workload == "wal") {

@@ -19,7 +19,8 @@ namespace logfs::main {
 
 int CheckerMain(int argc, char** argv) {
   InitProcess(&argc, &argv,
-              "logfs checker write|verify --dir=MOUNT/DIR --ack_dir=LOCAL_DIR [--writers=N]");
+              "logfs checker write|verify --dir=MOUNT/DIR --ack_dir=LOCAL_DIR [--writers=N]",
+              {{"checker:"}, {"dir", "seconds"}});
   bool write = argc == 2 && std::strcmp(argv[1], "write") == 0;
   bool verify = argc == 2 && std::strcmp(argv[1], "verify") == 0;
   if (!write && !verify) {

@@ -260,7 +260,8 @@ int RunMount(const std::string& mountpoint_arg) {
 }  // namespace
 
 int MountMain(int argc, char** argv) {
-  InitProcess(&argc, &argv, "logfs mount [--meta=HOST:PORT] [-f] [--data_dir=DIR] MOUNTPOINT");
+  InitProcess(&argc, &argv, "logfs mount [--meta=HOST:PORT] [-f] [--data_dir=DIR] MOUNTPOINT",
+              {{"mount:", "embedded cluster:"}, {"meta", "data_dir", "io_threads", "rpc_timeout_ms"}});
   if (argc != 2) {
     std::fprintf(stderr, "logfs mount: expected one mount point, got %d arguments\n", argc - 1);
     return 1;
@@ -269,7 +270,8 @@ int MountMain(int argc, char** argv) {
 }
 
 int UmountMain(int argc, char** argv) {
-  InitProcess(&argc, &argv, "logfs umount MOUNTPOINT");
+  InitProcess(&argc, &argv, "logfs umount MOUNTPOINT",
+              {{"umount:"}, {}});
   if (argc != 2) {
     std::fprintf(stderr, "logfs umount: expected one mount point\n");
     return 1;

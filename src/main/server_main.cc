@@ -3,7 +3,9 @@
 #include <glog/logging.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -18,7 +20,9 @@
 #include "store/meta_server.h"
 #include "store/segment_server.h"
 
-DEFINE_string(data_dir, "", "directory for this server's state (required)");
+DEFINE_string(data_dir, "",
+              "meta and segd: directory for the server's state (required); mount: the embedded "
+              "cluster's (default $XDG_DATA_HOME/logfs or ~/.local/share/logfs)");
 DEFINE_string(listen, "127.0.0.1:0", "host:port to listen on (port 0 picks a free port)");
 DEFINE_string(address_file, "", "if set, write the bound host:port here once serving");
 DEFINE_string(meta, "", "host:port of the meta server (segd: required; mount: none = embedded; bench wal: "
@@ -112,7 +116,8 @@ bool RequireDataDir(const char* what) {
 }  // namespace
 
 int MetaMain(int argc, char** argv) {
-  InitProcess(&argc, &argv, "logfs meta --data_dir=DIR --listen=HOST:PORT");
+  InitProcess(&argc, &argv, "logfs meta --data_dir=DIR --listen=HOST:PORT",
+              {{"meta:"}, {"data_dir", "listen", "address_file", "io_threads", "rpc_timeout_ms"}});
   if (!RequireDataDir("meta")) return 1;
   sigset_t signals = BlockTerminationSignals();
   asio::io_context io;
@@ -129,7 +134,9 @@ int MetaMain(int argc, char** argv) {
 }
 
 int SegdMain(int argc, char** argv) {
-  InitProcess(&argc, &argv, "logfs segd --data_dir=DIR --listen=HOST:PORT --meta=HOST:PORT");
+  InitProcess(&argc, &argv, "logfs segd --data_dir=DIR --listen=HOST:PORT --meta=HOST:PORT",
+              {{"segd:"},
+               {"data_dir", "listen", "address_file", "meta", "io_threads", "rpc_timeout_ms"}});
   if (!RequireDataDir("segd")) return 1;
   if (FLAGS_meta.empty()) {
     std::fprintf(stderr, "logfs segd: --meta is required\n");
@@ -160,14 +167,35 @@ int SegdMain(int argc, char** argv) {
   return Serve("segd", **server, signals, threads);
 }
 
-void InitProcess(int* argc, char*** argv, const char* usage) {
+namespace {
+
+// Prints `usage` and the flags `help` selects, with their defaults.
+void PrintHelp(const char* usage, const HelpFlags& help) {
+  std::printf("usage: %s\n\nflags:\n", usage);
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);  // sorted by name
+  for (const auto& flag : flags) {
+    if (flag.filename.rfind("src/main/", 0) != 0) continue;  // libraries' flags
+    bool listed = std::find(help.shared.begin(), help.shared.end(), flag.name) != help.shared.end();
+    for (const auto& prefix : help.prefixes) {
+      listed = listed || flag.description.rfind(prefix, 0) == 0;
+    }
+    if (!listed) continue;
+    std::printf("  --%s=%s\n      %s\n", flag.name.c_str(),
+                flag.default_value.empty() ? "\"\"" : flag.default_value.c_str(),
+                flag.description.c_str());
+  }
+}
+
+}  // namespace
+
+void InitProcess(int* argc, char*** argv, const char* usage, const HelpFlags& help) {
   gflags::SetUsageMessage(usage);
-  // --help lists only logfs's own flags, not those of linked libraries
-  // (RocksDB's tools define hundreds).
-  static char kHelpMatch[] = "--helpmatch=src/main/";
   for (int i = 1; i < *argc; ++i) {
-    if (std::strcmp((*argv)[i], "--help") == 0 || std::strcmp((*argv)[i], "-h") == 0) {
-      (*argv)[i] = kHelpMatch;
+    if (std::strcmp((*argv)[i], "--help") == 0 || std::strcmp((*argv)[i], "-h") == 0 ||
+        std::strcmp((*argv)[i], "-help") == 0) {
+      PrintHelp(usage, help);
+      std::exit(0);
     }
   }
   gflags::ParseCommandLineFlags(argc, argv, true);

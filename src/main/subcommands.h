@@ -2,6 +2,9 @@
 // argv (argv[0] is "logfs <name>") and returns the process exit code.
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace logfs::main {
 
 int MetaMain(int argc, char** argv);
@@ -14,8 +17,17 @@ int FsckMain(int argc, char** argv);
 int CheckerMain(int argc, char** argv);
 int RecoverMain(int argc, char** argv);
 
+// What `logfs <subcommand> --help` lists: the flags whose description
+// starts with one of `prefixes` (e.g. "mount:") and the shared flags named
+// in `shared`.
+struct HelpFlags {
+  std::vector<std::string> prefixes;
+  std::vector<std::string> shared;
+};
+
 // Shared by the subcommands: parses flags (exits with a one-line error on
-// an unknown or bad flag) and sets up glog to stderr.
-void InitProcess(int* argc, char*** argv, const char* usage);
+// an unknown or bad flag) and sets up glog to stderr. --help (or -h)
+// prints `usage` and the subcommand's flags, and exits 0.
+void InitProcess(int* argc, char*** argv, const char* usage, const HelpFlags& help);
 
 }  // namespace logfs::main
