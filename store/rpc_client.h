@@ -58,6 +58,11 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
 
   // Closes the connection and fails every pending call with kUnavailable.
   void Shutdown();
+  // Whether Shutdown was called (its calls fail for good, not for a while).
+  bool is_shut_down() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return shutdown_;
+  }
 
  private:
   struct Pending {

@@ -379,9 +379,23 @@ absl::StatusOr<proto::Inode> FileWriter::MetaSeal(uint64_t segment_id, uint64_t 
   request.set_mtime_ns(mtime_ns);
   FillSealRequest(failed_servers, &request);
   proto::InodeResponse response;
-  RETURN_IF_ERROR(meta_->Call(store::MessageType::kSealSegment, request, &response,
-                              options_.meta_timeout));
-  return std::move(*response.mutable_inode());
+  // A meta that restarts (its connection lost or refused) is waited for,
+  // up to meta_timeout, as the mount's heartbeats wait for it: a roll or a
+  // close in that window would otherwise fail the writer with EIO. A seal
+  // that meta committed before it died is refused on the retry (ESTALE),
+  // as before.
+  const absl::Time deadline = absl::Now() + options_.meta_timeout;
+  while (true) {
+    absl::Status s = meta_->Call(store::MessageType::kSealSegment, request, &response,
+                                 std::max(deadline - absl::Now(), absl::Milliseconds(1)));
+    if (s.ok()) return std::move(*response.mutable_inode());
+    if (!absl::IsUnavailable(s) || meta_->is_shut_down() ||
+        absl::Now() + kMetaRetryDelay >= deadline) {
+      return s;
+    }
+    LOG(WARNING) << "seal of inode " << ino_ << " waits for meta: " << s;
+    absl::SleepFor(kMetaRetryDelay);
+  }
 }
 
 std::vector<uint64_t> FileWriter::CreateReplicas(const proto::Segment& segment) {

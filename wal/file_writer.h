@@ -51,6 +51,9 @@ struct FileWriterOptions {
   std::function<void(std::function<void()>)> run_blocking;
 };
 
+// Pause between calls to a meta that is unreachable (restarting).
+inline constexpr absl::Duration kMetaRetryDelay = absl::Milliseconds(50);
+
 class FileWriter : public std::enable_shared_from_this<FileWriter> {
  public:
   using SyncCallback = std::function<void(absl::Status)>;
