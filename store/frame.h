@@ -48,8 +48,9 @@ struct Frame {
   std::string message;
   std::string data;
   uint64_t connection_id = 0;  // servers: which accepted connection sent it
-  // Servers: more bytes from the same connection were already waiting when
-  // this frame was handed over (a handler should not block its strand).
+  // Servers: more bytes of the same connection came in the read that
+  // brought this frame (store/frame_buffer.h): later requests are waiting,
+  // so a handler should not block the connection's reads.
   bool more_buffered = false;
 };
 

@@ -96,16 +96,24 @@ void SegmentService::Sync(const Frame& request, const Responder& responder) {
                             ReplyWhenDurable(responder));
 }
 
+void SegmentService::Stop() {
+  stopped_.store(true);
+  read_pool_.stop();
+  read_pool_.join();
+}
+
 void SegmentService::Read(const Frame& request, const Responder& responder) {
   proto::ReadRequest req;
   if (!Parse(request, responder, &req)) return;
-  auto read = store_->Read(req.segment_id(), req.offset(), req.length());
-  if (!read.ok()) return responder.ReplyError(read.status());
-  proto::ReadResponse response;
-  response.set_length(read->length);
-  response.set_sealed(read->sealed);
-  response.set_crc32c(util::Crc32c(read->data.data(), read->data.size()));
-  responder.Reply(response, std::move(read->data));
+  asio::post(read_pool_, [this, req, responder] {
+    auto read = store_->Read(req.segment_id(), req.offset(), req.length());
+    if (!read.ok()) return responder.ReplyError(read.status());
+    proto::ReadResponse response;
+    response.set_length(read->length);
+    response.set_sealed(read->sealed);
+    response.set_crc32c(util::Crc32c(read->data.data(), read->data.size()));
+    responder.Reply(response, std::move(read->data));
+  });
 }
 
 void SegmentService::SegmentInfo(const Frame& request, const Responder& responder) {

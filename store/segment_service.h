@@ -6,11 +6,17 @@
 // Thread-safety: Handle may be called concurrently from any io thread.
 // Requests of one connection arrive in order and Append runs inline, so
 // one connection's appends reach the replica in the order they were sent.
+// Reads run on a pool of their own: a pread of up to 8 MiB from a cold
+// disk must not hold the io thread (one by default) and with it every
+// other connection's appends (DESIGN §5: a large response must not hold
+// back small ones).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <string>
+
+#include <asio.hpp>
 
 #include "store/frame.h"
 #include "store/replica_store.h"
@@ -35,8 +41,9 @@ class SegmentService {
   // request gets kUnavailable.
   void Handle(Frame request, Responder responder);
 
-  // Refuses new requests from now on.
-  void Stop() { stopped_.store(true); }
+  // Refuses new requests from now on; reads not yet started are answered
+  // kUnavailable ("dropped"), those running finish.
+  void Stop();
 
   // Appends executed (accepted by the store) so far.
   uint64_t appends() const { return appends_.load(); }
@@ -59,6 +66,7 @@ class SegmentService {
   SegmentCopier* const copier_;
   const std::string boot_id_;
   std::string short_circuit_socket_;  // set before serving
+  asio::thread_pool read_pool_{2};
 
   // Internally synchronized.
   std::atomic<bool> stopped_{false};
