@@ -39,6 +39,17 @@ absl::StatusOr<asio::ip::tcp::endpoint> ParseEndpoint(const std::string& address
   return asio::ip::tcp::endpoint(ip, static_cast<uint16_t>(port));
 }
 
+namespace {
+// The connections with responses held by this thread's ResponseBatch.
+struct HeldResponses {
+  int depth = 0;
+  std::vector<std::shared_ptr<ServerConnection>> connections;
+};
+thread_local HeldResponses held_responses;
+// Frames gathered into one sendmsg by Flush (iovecs: 3 per frame).
+constexpr size_t kFramesPerSend = 64;
+}  // namespace
+
 // One accepted connection: a read loop and a queue of outgoing frames.
 class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
  public:
@@ -58,10 +69,19 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     out->message = std::move(message);
     out->data = std::move(data);
     EncodeFrameHeader(flags, type, request_id, out->message, out->data, out->header);
+    server_->responses_.fetch_add(1, std::memory_order_relaxed);
     absl::MutexLock lock(&mu_);
     if (closed_) return;
     if (writing_) {
       queue_.push_back(std::move(out));
+      return;
+    }
+    if (held_responses.depth > 0) {
+      // Held for this thread's ResponseBatch; writing_ makes other senders
+      // queue behind it until Flush.
+      queue_.push_back(std::move(out));
+      writing_ = true;
+      held_responses.connections.push_back(shared_from_this());
       return;
     }
     // Idle socket: write inline from this thread (usually all of it). mu_
@@ -76,6 +96,53 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     if (out->sent == out->size()) return;
     queue_.push_front(std::move(out));  // the rest when the socket drains
     writing_ = true;
+    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->WriteNext(); });
+  }
+
+  // Writes the queued frames of a ResponseBatch: as many as the socket takes
+  // now, gathered into one sendmsg per kFramesPerSend, then the rest from
+  // the io thread.
+  void Flush() {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    while (!queue_.empty()) {
+      struct iovec iov[3 * kFramesPerSend];
+      int count = 0;
+      size_t frames = 0;
+      for (const auto& out : queue_) {
+        if (frames == kFramesPerSend) break;
+        ++frames;
+        for (const auto& b : out->Remaining()) {
+          if (b.size() > 0) iov[count++] = {const_cast<void*>(b.data()), b.size()};
+        }
+      }
+      struct msghdr msg = {};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = count;
+      server_->response_writes_.fetch_add(1, std::memory_order_relaxed);
+      ssize_t n = ::sendmsg(socket_.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        mu_.Unlock();
+        Close("");
+        mu_.Lock();
+        return;
+      }
+      auto sent = static_cast<size_t>(n);
+      while (sent > 0) {
+        OutgoingFrame& front = *queue_.front();
+        size_t take = std::min(sent, front.size() - front.sent);
+        front.sent += take;
+        sent -= take;
+        if (front.sent == front.size()) queue_.pop_front();
+      }
+    }
+    if (queue_.empty()) {
+      writing_ = false;
+      return;
+    }
+    // The socket is full: the io thread writes the rest as it drains.
     asio::post(socket_.get_executor(), [self = shared_from_this()] { self->WriteNext(); });
   }
 
@@ -178,6 +245,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
       out = std::move(queue_.front());
       queue_.pop_front();
     }
+    server_->response_writes_.fetch_add(1, std::memory_order_relaxed);
     asio::async_write(socket_, out->Remaining(),
                       [self = shared_from_this(), out](asio::error_code ec, size_t) {
                         if (ec) {
@@ -206,6 +274,19 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
+
+ResponseBatch::ResponseBatch() { ++held_responses.depth; }
+
+ResponseBatch::~ResponseBatch() {
+  if (--held_responses.depth > 0) return;
+  // Take the list first: a Flush that closes its connection runs the
+  // server's close handler, which may send (and hold) again.
+  std::vector<std::shared_ptr<ServerConnection>> connections;
+  connections.swap(held_responses.connections);
+  // Each connection is listed once: its first held response sets writing_,
+  // and later ones queue behind it without listing it again.
+  for (const auto& connection : connections) connection->Flush();
+}
 
 Responder::Responder(std::shared_ptr<ServerConnection> conn, MessageType type,
                      uint64_t request_id)

@@ -73,6 +73,8 @@ class SegmentServerImpl : public SegmentServer {
     c.fdatasyncs = store_->fdatasync_count();
     c.sync_rounds = sync_thread_.sync_rounds();
     c.heartbeats = heartbeat_ != nullptr ? heartbeat_->heartbeats_sent() : 0;
+    c.responses = rpc_server_.responses();
+    c.response_writes = rpc_server_.response_writes();
     return c;
   }
 

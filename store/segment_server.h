@@ -48,6 +48,8 @@ struct SegmentServerCounters {
   uint64_t fdatasyncs = 0;   // fdatasync calls on replica files
   uint64_t sync_rounds = 0;  // group-commit rounds that called fdatasync
   uint64_t heartbeats = 0;   // heartbeats sent to meta
+  uint64_t responses = 0;        // RPC responses sent
+  uint64_t response_writes = 0;  // socket writes that carried them
 };
 
 class SegmentServer {

@@ -400,6 +400,41 @@ TEST_F(SegmentServerTest, ConcurrentSyncedAppendsShareFdatasyncs) {
   EXPECT_GE(after.fdatasyncs - before.fdatasyncs, rounds);
 }
 
+TEST_F(SegmentServerTest, GroupCommitRepliesShareSocketWrites) {
+  // 8 writers share one client connection, as a mount's files do. The
+  // replies of a group-commit round leave in one socket write, in order.
+  StartServer();
+  constexpr int kWriters = 8;
+  constexpr int kAppendsPerWriter = 25;
+  for (int w = 0; w < kWriters; ++w) ASSERT_TRUE(Create(200 + w, 1).ok());
+  auto client = NewClient();
+  SegmentServerCounters before = server_->counters();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      std::string record(100, static_cast<char>('a' + w));
+      for (int i = 0; i < kAppendsPerWriter; ++i) {
+        auto info = Append(200 + w, i * record.size(), record, true, client.get());
+        if (!info.ok() || info->durable_length() < (i + 1) * record.size()) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(0, failures.load());
+  SegmentServerCounters after = server_->counters();
+  uint64_t responses = after.responses - before.responses;
+  uint64_t writes = after.response_writes - before.response_writes;
+  EXPECT_EQ(static_cast<uint64_t>(kWriters * kAppendsPerWriter), responses);
+  EXPECT_LT(writes, responses) << "rounds " << after.sync_rounds - before.sync_rounds;
+  // Every record is where its writer put it.
+  for (int w = 0; w < kWriters; ++w) {
+    auto data = Read(200 + w, 0, kAppendsPerWriter * 100);
+    ASSERT_TRUE(data.ok()) << data.status();
+    EXPECT_EQ(std::string(kAppendsPerWriter * 100, static_cast<char>('a' + w)), *data);
+  }
+}
+
 TEST_F(SegmentServerTest, RegistersHeartbeatsAndDeletesWhatMetaSays) {
   StartServer();
   auto registrations = meta_.registrations();

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "store/rpc_server.h"
 
 namespace logfs::store {
 
@@ -155,6 +156,9 @@ void SyncThread::Collect(uint64_t segment_id, std::vector<Ready>* ready) {
 }
 
 void SyncThread::Answer(std::vector<Ready>* ready) {
+  // The callbacks reply to appends; a round's replies to one client leave
+  // in one write.
+  ResponseBatch batch;
   for (Ready& r : *ready) r.done(std::move(r.result));
   ready->clear();
 }
