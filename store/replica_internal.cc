@@ -33,8 +33,17 @@ absl::Status ReplicaStore::Replica::Servable() const {
 
 absl::Status ReplicaStore::Replica::WriteAtEnd(absl::string_view data) {
   ChunkCrcUpdate update = ExtendChunkCrcs(length, tail_crc, data);
+  // Only whole chunks' CRCs go to the file now; the partial last chunk's
+  // stays in tail_crc until a seal writes it (an open replica's CRCs are
+  // rebuilt from its data on restart anyway). Most small appends so cost
+  // no write to the .crc file.
+  if (!update.crcs.empty() && (length + data.size()) % kCrcChunkBytes != 0) {
+    update.crcs.pop_back();
+  }
   absl::Status status = PwriteAll(fd, data, length);
-  if (status.ok()) status = WriteChunkCrcs(crc_fd, update.first_chunk, update.crcs);
+  if (status.ok() && !update.crcs.empty()) {
+    status = WriteChunkCrcs(crc_fd, update.first_chunk, update.crcs);
+  }
   if (!status.ok()) {
     // Cut off whatever part of the write landed, so a retry starts clean.
     RollBackTo(length, tail_crc);
@@ -59,6 +68,11 @@ void ReplicaStore::Replica::RollBackTo(uint64_t old_length, uint32_t old_tail_cr
   }
   length = std::min(length, old_length);
   tail_crc = old_tail_crc;
+}
+
+absl::Status ReplicaStore::Replica::WriteTailCrc() {
+  if (length % kCrcChunkBytes == 0) return absl::OkStatus();
+  return WriteChunkCrcs(crc_fd, length / kCrcChunkBytes, {tail_crc});
 }
 
 absl::Status ReplicaStore::Replica::CutTo(uint64_t new_length, uint64_t server_id) {

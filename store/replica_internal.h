@@ -30,10 +30,15 @@ struct ReplicaStore::Replica {
   // or extended.
   absl::Status Servable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
-  // Writes `data` at `length` with the CRCs of the chunks it touches and
-  // raises `length`. On failure both files are cut back (or, if that
+  // Writes `data` at `length` with the CRCs of the whole chunks it
+  // completes and raises `length` (the last partial chunk's CRC stays in
+  // tail_crc). On failure both files are cut back (or, if that
   // fails, the replica is marked failed) and the error is returned.
   absl::Status WriteAtEnd(absl::string_view data) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  // Writes the partial last chunk's CRC (kept in memory while the replica
+  // is open) to the .crc file, which then covers every byte.
+  absl::Status WriteTailCrc() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
   // Undoes writes past `old_length` (whose last partial chunk had
   // `old_tail_crc`): cuts both files back, or marks the replica failed if

@@ -537,6 +537,14 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Seal(uint64_t segment_id, uint64_t epo
                                               " past its length ", r->length));
   }
   if (length < r->length) RETURN_IF_ERROR(r->CutTo(length, server));
+  // A sealed replica's .crc file covers every byte (LoadChunkCrcs, and
+  // short-circuit readers, rely on it).
+  if (absl::Status tail = r->WriteTailCrc(); !tail.ok()) {
+    r->failure = absl::DataLossError(absl::StrCat("segment ", segment_id,
+                                                  ": cannot write its last CRC: ", tail.message()));
+    LOG(ERROR) << r->failure;
+    return r->failure;
+  }
   fdatasync_count_.fetch_add(2);
   if (int error = r->SyncFiles(); error != 0) {
     r->failure = absl::DataLossError(

@@ -406,5 +406,33 @@ TEST_F(ReplicaStoreTest, DeleteRemovesCrcFileAndOrphanCrcFileIsRemovedOnOpen) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/data/segments/2.crc"));
 }
 
+TEST_F(ReplicaStoreTest, OpenReplicaKeepsItsTailCrcInMemoryUntilTheSeal) {
+  // Goal: small appends write no CRC until a chunk is whole; reads still
+  // verify the tail; a seal makes the .crc file cover every byte; a
+  // restart of an open replica rebuilds what was only in memory.
+  const std::string crc_path = dir_ + "/data/segments/5.crc";
+  ASSERT_TRUE(store_->Create(5, 1).ok());
+  std::string data;
+  for (int i = 0; i < 3; ++i) {
+    std::string piece(1000, static_cast<char>('a' + i));
+    ASSERT_TRUE(Append(5, data.size(), piece).ok());
+    data += piece;
+  }
+  EXPECT_EQ(0u, std::filesystem::file_size(crc_path));  // no whole chunk yet
+  EXPECT_EQ(data, ReadAll(5));
+  std::string fill(kCrcChunkBytes, 'z');  // completes chunk 0, starts chunk 1
+  ASSERT_TRUE(Append(5, data.size(), fill).ok());
+  data += fill;
+  EXPECT_EQ(kCrcBytes, std::filesystem::file_size(crc_path));
+  EXPECT_EQ(data, ReadAll(5));
+  Reopen();  // open replica: CRCs rebuilt from the data, tail included
+  EXPECT_EQ(data, ReadAll(5));
+  ASSERT_TRUE(store_->Seal(5, 1, data.size()).ok());
+  EXPECT_EQ(CrcFileBytes(data.size()), std::filesystem::file_size(crc_path));
+  Reopen();  // sealed: the .crc file must cover every byte
+  EXPECT_EQ(data, ReadAll(5));
+  EXPECT_FALSE(store_->Info(5)->corrupt);
+}
+
 }  // namespace
 }  // namespace logfs::store
