@@ -91,17 +91,58 @@ absl::Status ZeroFill(int fd, uint64_t from, uint64_t to) {
 
 }  // namespace
 
-Journal::Journal(JournalOptions options, int fd)
-    : options_(std::move(options)), path_(options_.dir + "/" + kJournalFileName), fd_(fd) {}
+void Journal::BlockBuffer::Reserve(size_t bytes) {
+  if (bytes <= capacity_) return;
+  size_t capacity = std::max<size_t>(capacity_ * 2, 64 * kBlockBytes);
+  while (capacity < bytes) capacity *= 2;
+  void* data = std::aligned_alloc(kBlockBytes, capacity);
+  CHECK(data != nullptr) << "out of memory for " << capacity << " journal bytes";
+  if (size_ > 0) std::memcpy(data, data_, size_);
+  std::free(data_);
+  data_ = static_cast<char*>(data);
+  capacity_ = capacity;
+}
 
-Journal::~Journal() { ::close(fd_); }
+void Journal::BlockBuffer::Append(const char* bytes, size_t n) {
+  Reserve(size_ + n + kBlockBytes);  // room to pad later without moving
+  std::memcpy(data_ + size_, bytes, n);
+  size_ += n;
+}
+
+size_t Journal::BlockBuffer::PadToBlock() {
+  size_t padded = (size_ + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
+  Reserve(padded);
+  std::memset(data_ + size_, 0, padded - size_);
+  return padded;
+}
+
+Journal::Journal(JournalOptions options, int fd, int direct_fd)
+    : options_(std::move(options)),
+      path_(options_.dir + "/" + kJournalFileName),
+      fd_(fd),
+      direct_fd_(direct_fd) {
+  direct_io_.store(direct_fd >= 0);
+}
+
+Journal::~Journal() {
+  ::close(fd_);
+  absl::MutexLock lock(&sync_mu_);
+  if (direct_fd_ >= 0) ::close(direct_fd_);
+}
 
 absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& options,
                                                        const ReplayFn& replay) {
   const std::string path = options.dir + "/" + kJournalFileName;
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return SyscallError(errno, absl::StrCat("open ", path));
-  std::unique_ptr<Journal> journal(new Journal(options, fd));
+  // The descriptor Sync writes through: O_DIRECT, where the file system
+  // takes it (tmpfs does not).
+  int direct_fd = ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+  if (direct_fd < 0) {
+    LOG(INFO) << "journal " << path << ": no O_DIRECT (" << std::strerror(errno)
+              << "); writing through the page cache";
+  }
+  std::unique_ptr<Journal> journal(new Journal(options, fd, direct_fd));
   struct stat st;
   if (::fstat(fd, &st) != 0) return SyscallError(errno, absl::StrCat("fstat ", path));
   uint64_t size = static_cast<uint64_t>(st.st_size);
@@ -136,12 +177,16 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& opt
     if (!s.ok()) return s;
     size = options.journal_bytes;
   }
+  // Replay and zero-fill read and wrote through the page cache; Sync does
+  // not use those pages again.
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   absl::MutexLock lock(&journal->mu_);
   journal->file_bytes_ = size;
   return journal;
 }
 
 absl::Status Journal::Restart() {
+  absl::MutexLock sync_lock(&sync_mu_);
   absl::MutexLock lock(&mu_);
   if (!failure_.ok()) return failure_;
   char zeros[kJournalHeaderBytes] = {};
@@ -152,6 +197,8 @@ absl::Status Journal::Restart() {
   file_bytes_ = std::max<uint64_t>(file_bytes_, sizeof(zeros));
   generation_ = NewGeneration();
   position_ = 0;
+  staged_start_ = 0;
+  staged_.clear();
   return absl::OkStatus();
 }
 
@@ -169,66 +216,87 @@ absl::Status Journal::Add(uint64_t segment_id, uint64_t offset, absl::string_vie
   if (!failure_.ok()) return failure_;
   if (generation_ == 0) return absl::FailedPreconditionError("journal: Add before Restart");
   if (position_ > 0 && position_ + record_bytes > options_.journal_bytes) {
-    // Wrap: the records about to be overwritten must be in the replicas.
+    // Wrap: the records about to be overwritten must be in the replicas,
+    // and so must the staged ones, which are dropped unwritten.
     if (checkpoint_) {
       absl::Status s = checkpoint_();
       if (!s.ok()) return FailLocked(s);
     }
     generation_ = NewGeneration();
     position_ = 0;
+    staged_start_ = 0;
+    staged_.clear();
     wraps_.fetch_add(1);
+  }
+  if (position_ + record_bytes > file_bytes_) {
+    // A journal that was not preallocated grows: reserve the blocks now, so
+    // a full disk fails this append and not a later Sync of many.
+    const uint64_t end = (position_ + record_bytes + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
+    if (::fallocate(fd_, 0, static_cast<off_t>(file_bytes_),
+                    static_cast<off_t>(end - file_bytes_)) != 0) {
+      if (errno == ENOSPC) {
+        return absl::ResourceExhaustedError(absl::StrCat("journal ", path_, ": no space left"));
+      }
+      if (errno != EOPNOTSUPP) return FailLocked(SyscallError(errno, "fallocate journal"));
+    } else {
+      file_bytes_ = end;
+    }
   }
   char header[kJournalHeaderBytes];
   EncodeHeader(Header{generation_, segment_id, offset, static_cast<uint32_t>(data.size()),
                       util::Crc32c(data.data(), data.size())},
                header);
-  struct iovec iov[2] = {{header, sizeof(header)},
-                         {const_cast<char*>(data.data()), data.size()}};
-  uint64_t at = position_;
-  size_t done = 0;
-  while (done < record_bytes) {
-    // Skip what is already written (a short write), then write the rest.
-    struct iovec rest[2];
-    int count = 0;
-    size_t skip = done;
-    for (const auto& v : iov) {
-      if (skip >= v.iov_len) {
-        skip -= v.iov_len;
-        continue;
-      }
-      rest[count++] = {static_cast<char*>(v.iov_base) + skip, v.iov_len - skip};
-      skip = 0;
-    }
-    ssize_t n = ::pwritev(fd_, rest, count, static_cast<off_t>(at + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int error = n < 0 ? errno : EIO;
-      // position_ does not move: the next record overwrites whatever part
-      // of this one reached the file, and replay stops at a torn record
-      // only where nothing acknowledged follows it.
-      if (error == ENOSPC) {
-        return absl::ResourceExhaustedError(absl::StrCat("journal ", path_, ": no space left"));
-      }
-      return FailLocked(SyscallError(error, "write journal"));
-    }
-    done += static_cast<size_t>(n);
-  }
-  position_ = at + record_bytes;
-  file_bytes_ = std::max(file_bytes_, position_);
+  staged_.Append(header, sizeof(header));
+  staged_.Append(data.data(), data.size());
+  position_ += record_bytes;
   return absl::OkStatus();
 }
 
+int Journal::WriteOut(char* buffer, size_t bytes, uint64_t at) {
+  for (size_t done = 0; done < bytes;) {
+    int fd = direct_fd_ >= 0 ? direct_fd_ : fd_;
+    ssize_t n = ::pwrite(fd, buffer + done, bytes - done, static_cast<off_t>(at + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINVAL && fd == direct_fd_) {
+      // Opened with O_DIRECT but refused at write time (some file systems
+      // do): the page cache it is, from now on.
+      LOG(WARNING) << "journal " << path_ << ": O_DIRECT write refused; writing through the page cache";
+      ::close(direct_fd_);
+      direct_fd_ = -1;
+      direct_io_.store(false);
+      continue;
+    }
+    if (n <= 0) return n < 0 ? errno : EIO;
+    done += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
 absl::Status Journal::Sync() {
+  absl::MutexLock sync_lock(&sync_mu_);
+  uint64_t at;
   {
     absl::MutexLock lock(&mu_);
     if (!failure_.ok()) return failure_;
+    // Take the staged records; the next Sync rewrites their partial last
+    // block, so the new staging buffer starts with a copy of it.
+    at = staged_start_;
+    writing_.clear();
+    writing_.swap(staged_);
+    const size_t whole = writing_.size() / kBlockBytes * kBlockBytes;
+    staged_.Append(writing_.data() + whole, writing_.size() - whole);
+    staged_start_ = at + whole;
   }
-  int rc = ::fdatasync(fd_);
-  int error = errno;
+  int error = 0;
+  if (writing_.size() > 0) {
+    const size_t bytes = writing_.PadToBlock();
+    error = WriteOut(writing_.data(), bytes, at);
+  }
+  if (error == 0 && ::fdatasync(fd_) != 0) error = errno;
   fdatasyncs_.fetch_add(1);
-  if (rc == 0) return absl::OkStatus();
+  if (error == 0) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
-  return FailLocked(SyscallError(error, "fdatasync journal"));
+  return FailLocked(SyscallError(error, "write or fdatasync journal"));
 }
 
 }  // namespace logfs::store
