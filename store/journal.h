@@ -14,8 +14,8 @@
 // of an earlier pass are never replayed.
 //
 // Add only copies a record into memory; Sync writes every record added
-// since the last Sync with one pwrite of whole 4 KiB blocks through an
-// O_DIRECT descriptor, then fdatasyncs (a cache flush). That costs no
+// since the last Sync with one pwritev2(RWF_DSYNC) of whole 4 KiB blocks
+// through an O_DIRECT descriptor (the block layer adds the cache flush). That costs no
 // syscall per append and no page-cache writeback per round, as a database
 // log buffer does (InnoDB's log buffer, PostgreSQL's WAL buffers). The
 // partial last block is rewritten, with the same leading bytes, by the
@@ -140,9 +140,11 @@ class Journal {
 
   Journal(JournalOptions options, int fd, int direct_fd);
   absl::Status FailLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Writes `bytes` bytes of `buffer` at `at`; falls back to the page cache
-  // if O_DIRECT turns out to be refused. Returns 0 or an errno.
-  int WriteOut(char* buffer, size_t bytes, uint64_t at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
+  // Writes `bytes` bytes of `buffer` at `at`, durably (O_DIRECT with
+  // RWF_DSYNC: `*durable` set) or, if O_DIRECT is refused, through the page
+  // cache (the caller fdatasyncs). Returns 0 or an errno.
+  int WriteOut(char* buffer, size_t bytes, uint64_t at, bool* durable)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
 
   const JournalOptions options_;
   const std::string path_;
