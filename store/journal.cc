@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "src/status/posix_error.h"
 #include "src/util/crc32c.h"
 #include "store/replica_files.h"
 
@@ -21,6 +22,8 @@ namespace {
 
 constexpr uint32_t kRecordMagic = 0x314a474c;  // "LGJ1" little-endian
 constexpr size_t kZeroFillBytes = 1u << 20;
+// A staging buffer larger than this is freed after the round that used it.
+constexpr size_t kKeepBufferBytes = 8u << 20;
 
 // Header fields, little-endian, at these offsets. The header CRC covers
 // bytes 8..40.
@@ -109,6 +112,13 @@ void Journal::BlockBuffer::Append(const char* bytes, size_t n) {
   size_ += n;
 }
 
+void Journal::BlockBuffer::ShrinkTo(size_t keep) {
+  if (capacity_ <= keep || size_ > 0) return;
+  std::free(data_);
+  data_ = nullptr;
+  capacity_ = 0;
+}
+
 size_t Journal::BlockBuffer::PadToBlock() {
   size_t padded = (size_ + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
   Reserve(padded);
@@ -125,9 +135,9 @@ Journal::Journal(JournalOptions options, int fd, int direct_fd)
 }
 
 Journal::~Journal() {
-  ::close(fd_);
-  absl::MutexLock lock(&sync_mu_);
+  absl::MutexLock lock(&sync_mu_);  // no Sync still uses the descriptors
   if (direct_fd_ >= 0) ::close(direct_fd_);
+  ::close(fd_);
 }
 
 absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& options,
@@ -192,7 +202,7 @@ absl::Status Journal::Restart() {
   char zeros[kJournalHeaderBytes] = {};
   absl::Status s = PwriteAll(fd_, absl::string_view(zeros, sizeof(zeros)), 0);
   if (s.ok() && ::fdatasync(fd_) != 0) s = SyscallError(errno, "fdatasync journal");
-  fdatasyncs_.fetch_add(1);
+  syncs_.fetch_add(1);
   if (!s.ok()) return FailLocked(s);
   file_bytes_ = std::max<uint64_t>(file_bytes_, sizeof(zeros));
   generation_ = NewGeneration();
@@ -232,15 +242,21 @@ absl::Status Journal::Add(uint64_t segment_id, uint64_t offset, absl::string_vie
     // A journal that was not preallocated grows: reserve the blocks now, so
     // a full disk fails this append and not a later Sync of many.
     const uint64_t end = (position_ + record_bytes + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
-    if (::fallocate(fd_, 0, static_cast<off_t>(file_bytes_),
-                    static_cast<off_t>(end - file_bytes_)) != 0) {
-      if (errno == ENOSPC) {
-        return absl::ResourceExhaustedError(absl::StrCat("journal ", path_, ": no space left"));
-      }
-      if (errno != EOPNOTSUPP) return FailLocked(SyscallError(errno, "fallocate journal"));
-    } else {
-      file_bytes_ = end;
+    int error = ::fallocate(fd_, 0, static_cast<off_t>(file_bytes_),
+                            static_cast<off_t>(end - file_bytes_)) == 0
+                    ? 0
+                    : errno;
+    if (error == EOPNOTSUPP || error == ENOSYS) {
+      // No fallocate here: allocate by writing zeros instead.
+      absl::Status zeroed = ZeroFill(fd_, file_bytes_, end);
+      error = zeroed.ok() ? 0 : ErrnoFromStatus(zeroed);
+      if (!zeroed.ok() && error != ENOSPC) return FailLocked(zeroed);
     }
+    if (error == ENOSPC) {
+      return absl::ResourceExhaustedError(absl::StrCat("journal ", path_, ": no space left"));
+    }
+    if (error != 0) return FailLocked(SyscallError(error, "reserve journal blocks"));
+    file_bytes_ = end;
   }
   char header[kJournalHeaderBytes];
   EncodeHeader(Header{generation_, segment_id, offset, static_cast<uint32_t>(data.size()),
@@ -302,7 +318,9 @@ absl::Status Journal::Sync() {
     error = WriteOut(writing_.data(), bytes, at, &durable);
   }
   if (error == 0 && !durable && ::fdatasync(fd_) != 0) error = errno;
-  fdatasyncs_.fetch_add(1);
+  writing_.clear();
+  writing_.ShrinkTo(kKeepBufferBytes);
+  syncs_.fetch_add(1);
   if (error == 0) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
   return FailLocked(SyscallError(error, "write or fdatasync journal"));

@@ -1,6 +1,6 @@
 // The segment server's journal: one circular file per data dir that every
-// append to every replica is also written to, so that one write and one
-// fdatasync make a round of appends to any number of segments durable
+// append to every replica is also written to, so that one durable write
+// makes a round of appends to any number of segments durable
 // (BookKeeper's journal; the per-replica files are synced only at
 // checkpoints and seals). Layout: docs/segd_layout.md ("Journal").
 //
@@ -85,7 +85,7 @@ class Journal {
 
   // Starts a new generation at offset 0 and durably invalidates the first
   // record, so the records just replayed are never replayed again.
-  absl::Status Restart() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Restart() ABSL_LOCKS_EXCLUDED(sync_mu_, mu_);
 
   // Called (with the journal's lock held) before a wrap; must not call back
   // into the journal. Set once, before the first Add.
@@ -98,12 +98,14 @@ class Journal {
   absl::Status Add(uint64_t segment_id, uint64_t offset, absl::string_view data)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Writes the staged records and fdatasyncs: every record whose Add
-  // returned before this call is durable once it returns OK. kDataLoss on
-  // failure (sticky).
+  // Writes the staged records durably (O_DIRECT with RWF_DSYNC, or
+  // through the page cache and fdatasync): every record whose Add returned
+  // before this call is durable once it returns OK. kDataLoss on failure
+  // (sticky).
   absl::Status Sync() ABSL_LOCKS_EXCLUDED(sync_mu_, mu_);
 
-  uint64_t fdatasyncs() const { return fdatasyncs_.load(); }
+  // Syncs that reached the disk: durable writes or fdatasyncs.
+  uint64_t syncs() const { return syncs_.load(); }
   uint64_t wraps() const { return wraps_.load(); }
   // Whether Sync writes with O_DIRECT (false: through the page cache).
   bool direct_io() const { return direct_io_.load(); }
@@ -128,6 +130,9 @@ class Journal {
     size_t size() const { return size_; }
     void clear() { size_ = 0; }
     void Append(const char* bytes, size_t n);
+    // Frees the memory if more than `keep` bytes are allocated (after a
+    // burst, so that one large round does not stay resident).
+    void ShrinkTo(size_t keep);
     // Zero-fills up to the next block boundary (not counted in size()).
     size_t PadToBlock();
 
@@ -152,7 +157,7 @@ class Journal {
   int direct_fd_ ABSL_GUARDED_BY(sync_mu_);  // -1: no O_DIRECT
   CheckpointFn checkpoint_;
 
-  std::atomic<uint64_t> fdatasyncs_{0};
+  std::atomic<uint64_t> syncs_{0};
   std::atomic<uint64_t> wraps_{0};
   std::atomic<bool> direct_io_{false};
 

@@ -193,7 +193,7 @@ absl::Status ReplicaStore::Checkpoint() {
 }
 
 uint64_t ReplicaStore::fdatasync_count() const {
-  return fdatasync_count_.load() + (journal_ ? journal_->fdatasyncs() : 0);
+  return fdatasync_count_.load() + (journal_ ? journal_->syncs() : 0);
 }
 
 uint64_t ReplicaStore::journal_wraps() const { return journal_ ? journal_->wraps() : 0; }

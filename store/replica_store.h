@@ -5,15 +5,16 @@
 // these calls and docs/rpc.md ("Segment server") gives their semantics.
 //
 // Lengths: `length` counts bytes written (pwrite returned), `durable_length`
-// bytes covered by a successful fdatasync. Appends only raise `length`;
+// bytes covered by a successful journal sync (or replica fdatasync). Appends only raise `length`;
 // SyncDirty() raises `durable_length`. An fdatasync failure is sticky: the
 // replica is marked failed and every later Append / Sync / Info / Read of it
 // returns kDataLoss, because the kernel may have dropped the dirty pages
 // (fsyncgate); it is never retried.
 //
 // Journal (store/journal.h): every append is written to its replica files
-// and then to the data dir's one journal. A sync round fdatasyncs only the
-// journal, however many replicas it covers (BookKeeper's journal); replica
+// and then staged in the data dir's one journal. A sync round makes only
+// the journal durable, one write however many replicas it covers
+// (BookKeeper's journal); replica
 // files are fdatasynced when the journal wraps (checkpoint), at seal and at
 // open. Open replays the journal into the replicas of unsealed segments.
 //
@@ -26,8 +27,8 @@
 // Thread-safety: every method may be called from any thread. Calls on one
 // replica are serialized by that replica's mutex; pwrite/ftruncate run
 // under it (so appends of one replica land in order and a failed write can
-// be rolled back before anyone sees it). fdatasync in SyncDirty runs with no
-// lock held, so appends continue while a sync is in flight.
+// be rolled back before anyone sees it). The journal sync in SyncDirty runs
+// with no lock held, so appends continue while a sync is in flight.
 #pragma once
 
 #include <atomic>
@@ -158,8 +159,9 @@ class ReplicaStore {
   uint64_t server_id() const;
   absl::Status SetServerId(uint64_t server_id);
 
-  // fdatasync calls so far: on the journal (sync rounds) and on replica
-  // files (checkpoints, seals, open).
+  // Syncs so far: of the journal (sync rounds: a durable write, or a write
+  // and fdatasync) and fdatasyncs of replica files (checkpoints, seals,
+  // open).
   uint64_t fdatasync_count() const;
   // Times the journal wrapped (each one a checkpoint).
   uint64_t journal_wraps() const;

@@ -69,9 +69,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     out->message = std::move(message);
     out->data = std::move(data);
     EncodeFrameHeader(flags, type, request_id, out->message, out->data, out->header);
-    server_->responses_.fetch_add(1, std::memory_order_relaxed);
     absl::MutexLock lock(&mu_);
     if (closed_) return;
+    server_->responses_.fetch_add(1, std::memory_order_relaxed);
     if (writing_) {
       queue_.push_back(std::move(out));
       return;

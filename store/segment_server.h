@@ -8,11 +8,11 @@
 // names replicas to delete.
 //
 // Durability: an Append is answered once the replica's durable length
-// (bytes fdatasynced) covers it — at once after one shared fdatasync when
-// the request asks for sync, otherwise within `sync_interval_ms`. One sync
-// thread serves every segment and every append also goes to one journal
-// file, so a round costs one fdatasync however many segments it covers
-// (group commit, as BookKeeper's journal).
+// (bytes on disk past a cache flush) covers it — at once after one shared
+// journal sync when the request asks for sync, otherwise within
+// `sync_interval_ms`. One sync thread serves every segment and every append
+// also goes to one journal file, so a round costs one durable write however
+// many segments it covers (group commit, as BookKeeper's journal).
 #pragma once
 
 #include <cstdint>
@@ -45,8 +45,8 @@ struct SegmentServerOptions {
 // Monotonic counters, for tests and metrics.
 struct SegmentServerCounters {
   uint64_t appends = 0;      // appends accepted (written or exact resends)
-  uint64_t fdatasyncs = 0;   // fdatasync calls on replica files
-  uint64_t sync_rounds = 0;  // group-commit rounds that called fdatasync
+  uint64_t fdatasyncs = 0;   // replica-file fdatasyncs plus journal syncs
+  uint64_t sync_rounds = 0;  // group-commit rounds that synced the journal
   uint64_t heartbeats = 0;   // heartbeats sent to meta
   uint64_t responses = 0;        // RPC responses sent
   uint64_t response_writes = 0;  // socket writes that carried them
