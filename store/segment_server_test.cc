@@ -169,6 +169,26 @@ class SegmentServerTest : public testing::Test {
     request.set_epoch(epoch);
     return CallInfo(MessageType::kCreateSegment, request);
   }
+  // Writer w appends `records` synced 100-byte records of letter 'a' + w
+  // to segment first_id + w through clients[w], all writers at once (one
+  // client may serve every writer). Returns the appends that failed or
+  // came back with a durable length short of them.
+  int AppendConcurrently(uint64_t first_id, const std::vector<RpcClient*>& clients,
+                         int records) {
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0};
+    for (size_t w = 0; w < clients.size(); ++w) {
+      threads.emplace_back([&, w] {
+        std::string record(100, static_cast<char>('a' + w));
+        for (int i = 0; i < records; ++i) {
+          auto info = Append(first_id + w, i * record.size(), record, true, clients[w]);
+          if (!info.ok() || info->durable_length() < (i + 1) * record.size()) ++failures;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    return failures.load();
+  }
   absl::StatusOr<proto::SegmentInfoResponse> Append(uint64_t id, uint64_t offset,
                                                     const std::string& data, bool sync,
                                                     RpcClient* client = nullptr) {
@@ -373,25 +393,15 @@ TEST_F(SegmentServerTest, ConcurrentSyncedAppendsShareFdatasyncs) {
   StartServer();
   constexpr int kWriters = 8;
   constexpr int kAppendsPerWriter = 25;
-  std::vector<std::shared_ptr<RpcClient>> clients;
+  std::vector<std::shared_ptr<RpcClient>> owned;
+  std::vector<RpcClient*> clients;
   for (int w = 0; w < kWriters; ++w) {
     ASSERT_TRUE(Create(100 + w, 1).ok());
-    clients.push_back(NewClient());
+    owned.push_back(NewClient());
+    clients.push_back(owned.back().get());
   }
   SegmentServerCounters before = server_->counters();
-  std::vector<std::thread> threads;
-  std::atomic<int> failures{0};
-  for (int w = 0; w < kWriters; ++w) {
-    threads.emplace_back([&, w] {
-      std::string record(100, static_cast<char>('a' + w));
-      for (int i = 0; i < kAppendsPerWriter; ++i) {
-        auto info = Append(100 + w, i * record.size(), record, true, clients[w].get());
-        if (!info.ok() || info->durable_length() < (i + 1) * record.size()) ++failures;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(0, failures.load());
+  EXPECT_EQ(0, AppendConcurrently(100, clients, kAppendsPerWriter));
   SegmentServerCounters after = server_->counters();
   uint64_t appends = after.appends - before.appends;
   uint64_t rounds = after.sync_rounds - before.sync_rounds;
@@ -409,19 +419,8 @@ TEST_F(SegmentServerTest, GroupCommitRepliesShareSocketWrites) {
   for (int w = 0; w < kWriters; ++w) ASSERT_TRUE(Create(200 + w, 1).ok());
   auto client = NewClient();
   SegmentServerCounters before = server_->counters();
-  std::vector<std::thread> threads;
-  std::atomic<int> failures{0};
-  for (int w = 0; w < kWriters; ++w) {
-    threads.emplace_back([&, w] {
-      std::string record(100, static_cast<char>('a' + w));
-      for (int i = 0; i < kAppendsPerWriter; ++i) {
-        auto info = Append(200 + w, i * record.size(), record, true, client.get());
-        if (!info.ok() || info->durable_length() < (i + 1) * record.size()) ++failures;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(0, failures.load());
+  EXPECT_EQ(0, AppendConcurrently(200, std::vector<RpcClient*>(kWriters, client.get()),
+                                  kAppendsPerWriter));
   SegmentServerCounters after = server_->counters();
   uint64_t responses = after.responses - before.responses;
   uint64_t writes = after.response_writes - before.response_writes;
