@@ -308,7 +308,9 @@ absl::Status Journal::Sync() {
     writing_.clear();
     writing_.swap(staged_);
     const size_t whole = writing_.size() / kBlockBytes * kBlockBytes;
-    staged_.Append(writing_.data() + whole, writing_.size() - whole);
+    if (writing_.size() > whole) {
+      staged_.Append(writing_.data() + whole, writing_.size() - whole);
+    }
     staged_start_ = at + whole;
   }
   int error = 0;
