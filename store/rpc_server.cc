@@ -84,26 +84,25 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
       held_responses.connections.push_back(shared_from_this());
       return;
     }
-    // Idle socket: write inline from this thread (usually all of it). mu_
-    // is held across the non-blocking send, and Close() sets closed_ under
-    // mu_ before it closes the socket, so the fd stays open meanwhile.
-    if (int error = out->SendNow(socket_.native_handle()); error != 0) {
-      mu_.Unlock();
-      Close("");
-      mu_.Lock();
-      return;
-    }
-    if (out->sent == out->size()) return;
-    queue_.push_front(std::move(out));  // the rest when the socket drains
+    // Idle socket: write inline from this thread (usually all of it), no
+    // io thread wake-up.
+    queue_.push_back(std::move(out));
     writing_ = true;
-    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->WriteNext(); });
+    FlushLocked();
   }
 
-  // Writes the queued frames of a ResponseBatch: as many as the socket takes
-  // now, gathered into one sendmsg per kFramesPerSend, then the rest from
-  // the io thread.
+  // Writes the queued frames of a ResponseBatch.
   void Flush() {
     absl::MutexLock lock(&mu_);
+    FlushLocked();
+  }
+
+  // Writes the queued frames (writing_ set by the caller, who owns the
+  // socket's writes): as many as the socket takes now, gathered into one
+  // sendmsg per kFramesPerSend, then the rest from the io thread. mu_ is
+  // held across the non-blocking sendmsg, and Close() sets closed_ under
+  // mu_ before it closes the socket, so the fd stays open meanwhile.
+  void FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (closed_) return;
     while (!queue_.empty()) {
       struct iovec iov[3 * kFramesPerSend];
