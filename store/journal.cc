@@ -130,9 +130,7 @@ Journal::Journal(JournalOptions options, int fd, int direct_fd)
     : options_(std::move(options)),
       path_(options_.dir + "/" + kJournalFileName),
       fd_(fd),
-      direct_fd_(direct_fd) {
-  direct_io_.store(direct_fd >= 0);
-}
+      direct_fd_(direct_fd) {}
 
 Journal::~Journal() {
   absl::MutexLock lock(&sync_mu_);  // no Sync still uses the descriptors
@@ -286,7 +284,6 @@ int Journal::WriteOut(char* buffer, size_t bytes, uint64_t at, bool* durable) {
                    << std::strerror(errno) << "); writing through the page cache";
       ::close(direct_fd_);
       direct_fd_ = -1;
-      direct_io_.store(false);
       *durable = false;
       continue;
     }

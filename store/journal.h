@@ -107,8 +107,6 @@ class Journal {
   // Syncs that reached the disk: durable writes or fdatasyncs.
   uint64_t syncs() const { return syncs_.load(); }
   uint64_t wraps() const { return wraps_.load(); }
-  // Whether Sync writes with O_DIRECT (false: through the page cache).
-  bool direct_io() const { return direct_io_.load(); }
 
   // Sync writes whole blocks of this size, at offsets that are multiples of it.
   static constexpr size_t kBlockBytes = 4096;
@@ -159,7 +157,6 @@ class Journal {
 
   std::atomic<uint64_t> syncs_{0};
   std::atomic<uint64_t> wraps_{0};
-  std::atomic<bool> direct_io_{false};
 
   // Held across a whole Sync (one at a time); taken before mu_.
   absl::Mutex sync_mu_ ABSL_ACQUIRED_BEFORE(mu_);

@@ -41,8 +41,9 @@ class SegmentService {
   // request gets kUnavailable.
   void Handle(Frame request, Responder responder);
 
-  // Refuses new requests from now on; reads not yet started are answered
-  // kUnavailable ("dropped"), those running finish.
+  // Refuses new requests from now on (kUnavailable); reads running
+  // finish, and reads not yet started are dropped, so their callers get
+  // the Responder's kInternal "request dropped without a reply".
   void Stop();
 
   // Appends executed (accepted by the store) so far.
