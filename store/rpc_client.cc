@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -17,6 +18,9 @@ namespace logfs::store {
 namespace {
 // How often pending calls are checked against their deadlines.
 constexpr auto kTimerTickMs = std::chrono::milliseconds(20);
+// Gathered writes a caller's Flush makes before it leaves the rest of the
+// queue (other callers' frames) to the io thread.
+constexpr int kInlinePasses = 4;
 }  // namespace
 
 absl::Status StatusFromErrorFrame(const Frame& frame) {
@@ -44,39 +48,82 @@ RpcClient::RpcClient(asio::io_context& io, std::string address)
 RpcClient::~RpcClient() = default;
 
 void RpcClient::AsyncCall(MessageType type, const google::protobuf::MessageLite& request,
-                          std::string data, absl::Duration timeout, Callback done) {
+                          std::string data, absl::Duration timeout, Callback done,
+                          CallBatch* batch) {
   auto out = std::make_shared<OutgoingFrame>();
   out->message = request.SerializeAsString();
   out->data = std::move(data);
-  Send(type, std::move(out), timeout, std::move(done));
+  Send(type, std::move(out), timeout, std::move(done), batch);
 }
 
 void RpcClient::AsyncCallShared(MessageType type, const google::protobuf::MessageLite& request,
                                 std::shared_ptr<const std::string> data, absl::Duration timeout,
-                                Callback done) {
+                                Callback done, CallBatch* batch) {
   auto out = std::make_shared<OutgoingFrame>();
   out->message = request.SerializeAsString();
   out->shared_data = std::move(data);
-  Send(type, std::move(out), timeout, std::move(done));
+  Send(type, std::move(out), timeout, std::move(done), batch);
 }
 
 void RpcClient::Send(MessageType type, std::shared_ptr<OutgoingFrame> out, absl::Duration timeout,
-                     Callback done) {
+                     Callback done, CallBatch* batch) {
   {
     absl::MutexLock lock(&mu_);
-    if (!shutdown_) {
-      uint64_t id = next_id_++;
-      EncodeFrameHeader(0, type, id, out->message, out->payload(), out->header);
-      pending_.emplace(id, Pending{std::move(done), absl::Now() + timeout});
-      ArmTimer();
-      if (state_ == State::kConnected && !writing_) {
-        // Idle connection: write inline, no io thread wake-up. mu_ is held
-        // across the non-blocking send; Fail() leaves kConnected under mu_
-        // before it closes the socket, so the fd stays open meanwhile.
-        if (int error = out->SendNow(socket_.native_handle()); error != 0) {
-          // The stream may hold part of the frame: the connection is done
-          // for, and Fail() answers every pending call.
-          asio::post(strand_, [self = shared_from_this(), gen = connection_generation_, error] {
+    if (shutdown_) {
+      // Never run `done` inline: the caller may hold a lock that `done` takes.
+      asio::post(io_, [done = std::move(done), address = address_] {
+        done(absl::UnavailableError(absl::StrCat("client for ", address, " is shut down")), {});
+      });
+      return;
+    }
+    uint64_t id = next_id_++;
+    EncodeFrameHeader(0, type, id, out->message, out->payload(), out->header);
+    pending_.emplace(id, Pending{std::move(done), absl::Now() + timeout});
+    ArmTimer();
+    queue_.push_back(std::move(out));
+    if (state_ == State::kDisconnected) {
+      Connect();  // OnConnected writes the queue
+      return;
+    }
+    if (state_ != State::kConnected || writing_) return;  // the writer takes it too
+  }
+  if (batch != nullptr) {
+    batch->Add(shared_from_this());
+  } else {
+    Flush();
+  }
+}
+
+void RpcClient::Flush() {
+  std::vector<std::shared_ptr<OutgoingFrame>> frames;
+  int fd = -1;
+  uint64_t gen = 0;
+  ssize_t result = 0;
+  for (int pass = 0;; ++pass) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (pass == 0) {
+        if (writing_ || state_ != State::kConnected || queue_.empty()) return;
+        writing_ = true;  // this thread owns the socket's writes
+        inline_writer_ = true;
+        fd = socket_.native_handle();
+        gen = connection_generation_;
+      } else {
+        if (gen != connection_generation_) {
+          // Fail() ran meanwhile: it answered every call and waits for us.
+          inline_writer_ = false;
+          return;
+        }
+        // What the socket did not take goes back to the front, in order.
+        auto unsent = std::find_if(frames.begin(), frames.end(),
+                                   [](const auto& f) { return f->sent < f->size(); });
+        queue_.insert(queue_.begin(), unsent, frames.end());
+        if (result < 0) {
+          // The stream may hold part of a frame: the connection is done for,
+          // and Fail() answers every pending call. writing_ stays set.
+          inline_writer_ = false;
+          const int error = static_cast<int>(-result);
+          asio::post(strand_, [self = shared_from_this(), gen, error] {
             {
               absl::MutexLock lock(&self->mu_);
               if (gen != self->connection_generation_) return;
@@ -86,22 +133,44 @@ void RpcClient::Send(MessageType type, std::shared_ptr<OutgoingFrame> out, absl:
           });
           return;
         }
-        if (out->sent == out->size()) return;
+        if (queue_.empty()) {
+          writing_ = false;
+          inline_writer_ = false;
+          return;
+        }
+        if (unsent != frames.end() || pass == kInlinePasses) {
+          // The socket is full, or this thread has written enough for
+          // others: the io thread writes the rest.
+          inline_writer_ = false;
+          asio::post(strand_, [self = shared_from_this()] { self->WriteNext(); });
+          return;
+        }
       }
-      queue_.push_back(std::move(out));
-      if (state_ == State::kDisconnected) {
-        Connect();
-      } else if (state_ == State::kConnected && !writing_) {
-        writing_ = true;
-        asio::post(strand_, [self = shared_from_this()] { self->WriteNext(); });
+      frames.clear();
+      const size_t n = std::min(queue_.size(), kFramesPerSend);
+      for (size_t i = 0; i < n; ++i) {
+        frames.push_back(std::move(queue_.front()));
+        queue_.pop_front();
       }
-      return;
     }
+    // No lock held: callers queue behind writing_, and the io thread's
+    // responses are not held up by this sendmsg.
+    result = SendGathered(fd, frames.begin(), frames.end());
   }
-  // Never run `done` inline: the caller may hold a lock that `done` takes.
-  asio::post(io_, [done = std::move(done), address = address_] {
-    done(absl::UnavailableError(absl::StrCat("client for ", address, " is shut down")), {});
-  });
+}
+
+CallBatch::~CallBatch() { Flush(); }
+
+void CallBatch::Add(std::shared_ptr<RpcClient> client) {
+  for (const auto& c : clients_) {
+    if (c == client) return;
+  }
+  clients_.push_back(std::move(client));
+}
+
+void CallBatch::Flush() {
+  for (const auto& c : clients_) c->Flush();
+  clients_.clear();
 }
 
 absl::Status RpcClient::Call(MessageType type, const google::protobuf::MessageLite& request,
@@ -302,6 +371,9 @@ void RpcClient::Fail(const absl::Status& status) {
     writing_ = false;
     state_ = State::kDisconnected;
     ++connection_generation_;
+    // A caller's Flush may be in sendmsg on the fd: close it only after.
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !inline_writer_; };
+    mu_.Await(absl::Condition(&idle));
   }
   asio::error_code ignored;
   socket_.close(ignored);

@@ -3,6 +3,10 @@
 // any order, and each completes its own call. The connection is opened on
 // first use and re-opened on the next call after it breaks.
 //
+// A call's frame is written from the caller's thread when the socket is
+// idle (no io thread wake-up), with no lock held across the sendmsg; frames
+// queued meanwhile by other callers leave in the same gathered write.
+//
 // Thread-safe: any thread may call. Callbacks run on an io thread of the
 // io_context given at construction and must not block.
 #pragma once
@@ -13,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <asio.hpp>
 
@@ -27,6 +32,8 @@
 
 namespace logfs::store {
 
+class CallBatch;
+
 class RpcClient : public std::enable_shared_from_this<RpcClient> {
  public:
   // `status` is OK and `response` the response frame on success. Errors:
@@ -38,14 +45,23 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   static std::shared_ptr<RpcClient> Create(asio::io_context& io, std::string address);
   ~RpcClient();
 
-  // Sends one request; `done` runs exactly once.
+  // Sends one request; `done` runs exactly once. With a `batch`, the
+  // request is queued in call order but written only by the batch's Flush
+  // (or by a writer already at work on this connection).
   void AsyncCall(MessageType type, const google::protobuf::MessageLite& request,
-                 std::string data, absl::Duration timeout, Callback done);
+                 std::string data, absl::Duration timeout, Callback done,
+                 CallBatch* batch = nullptr);
   // The same with a data section shared with other calls (the fan-out of
   // one append to every replica): kept alive, never copied, until sent.
   void AsyncCallShared(MessageType type, const google::protobuf::MessageLite& request,
                        std::shared_ptr<const std::string> data, absl::Duration timeout,
-                       Callback done);
+                       Callback done, CallBatch* batch = nullptr);
+
+  // Writes the queued requests unless another thread is writing them:
+  // gathered sendmsgs from this thread (no lock held across them) until the
+  // queue is empty, the socket is full, or a few passes are done; the io
+  // thread writes what is left. Never blocks.
+  void Flush() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Blocking call: sends `request` (+`data`) and parses the response into
   // `response`; returns the response frame's data in `*response_data` if
@@ -86,15 +102,16 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   void OnTimer();
   void Complete(uint64_t request_id, absl::Status status, Frame frame);
   void Send(MessageType type, std::shared_ptr<OutgoingFrame> out, absl::Duration timeout,
-            Callback done);
+            Callback done, CallBatch* batch);
 
   // Immutable after construction.
   asio::io_context& io_;
   const std::string address_;
   asio::strand<asio::io_context::executor_type> strand_;
 
-  // Used only on strand_, except AsyncCall's inline send on the fd while
-  // mu_ holds state_ at kConnected and writing_ false.
+  // Used only on strand_, except Flush's sendmsg on the fd from a caller's
+  // thread while inline_writer_ is set (Fail() waits for it to clear
+  // before it closes the socket).
   asio::ip::tcp::socket socket_;
   asio::steady_timer timer_;
   FrameBuffer buffer_;
@@ -109,9 +126,32 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   uint64_t connection_generation_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<OutgoingFrame>> queue_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;  // a thread owns the socket's writes
+  bool inline_writer_ ABSL_GUARDED_BY(mu_) = false;  // ... and it is a caller's Flush
   bool timer_armed_ ABSL_GUARDED_BY(mu_) = false;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Requests queued under a caller's own lock, so that they keep its order,
+// and written once the caller has released it: Flush (or the destructor)
+// writes each connection's queue with one gathered sendmsg. A FileWriter
+// fans an append out to its replicas this way, so that neither the io
+// thread (answers) nor other writers wait on its lock during the sends.
+// Not thread-safe: owned by one thread, usually on its stack.
+class CallBatch {
+ public:
+  CallBatch() = default;
+  CallBatch(const CallBatch&) = delete;
+  CallBatch& operator=(const CallBatch&) = delete;
+  ~CallBatch();
+
+  // Remembers a connection with a queued request of this batch.
+  void Add(std::shared_ptr<RpcClient> client);
+  // Flushes every connection added since the last Flush.
+  void Flush();
+
+ private:
+  std::vector<std::shared_ptr<RpcClient>> clients_;
 };
 
 // Converts an ErrorResponse frame body to a Status.

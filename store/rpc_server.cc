@@ -46,8 +46,6 @@ struct HeldResponses {
   std::vector<std::shared_ptr<ServerConnection>> connections;
 };
 thread_local HeldResponses held_responses;
-// Frames gathered into one sendmsg by Flush (iovecs: 3 per frame).
-constexpr size_t kFramesPerSend = 64;
 }  // namespace
 
 // One accepted connection: a read loop and a queue of outgoing frames.
@@ -99,43 +97,24 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
 
   // Writes the queued frames (writing_ set by the caller, who owns the
   // socket's writes): as many as the socket takes now, gathered into one
-  // sendmsg per kFramesPerSend, then the rest from the io thread. mu_ is
+  // sendmsg per kFramesPerSend (SendGathered), then the rest from the io thread. mu_ is
   // held across the non-blocking sendmsg, and Close() sets closed_ under
   // mu_ before it closes the socket, so the fd stays open meanwhile.
   void FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (closed_) return;
     while (!queue_.empty()) {
-      struct iovec iov[3 * kFramesPerSend];
-      int count = 0;
-      size_t frames = 0;
-      for (const auto& out : queue_) {
-        if (frames == kFramesPerSend) break;
-        ++frames;
-        for (const auto& b : out->Remaining()) {
-          if (b.size() > 0) iov[count++] = {const_cast<void*>(b.data()), b.size()};
-        }
-      }
-      struct msghdr msg = {};
-      msg.msg_iov = iov;
-      msg.msg_iovlen = count;
       server_->response_writes_.fetch_add(1, std::memory_order_relaxed);
-      ssize_t n = ::sendmsg(socket_.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+      ssize_t n = SendGathered(socket_.native_handle(), queue_.begin(), queue_.end());
       if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
         mu_.Unlock();
         Close("");
         mu_.Lock();
         return;
       }
-      auto sent = static_cast<size_t>(n);
-      while (sent > 0) {
-        OutgoingFrame& front = *queue_.front();
-        size_t take = std::min(sent, front.size() - front.sent);
-        front.sent += take;
-        sent -= take;
-        if (front.sent == front.size()) queue_.pop_front();
+      while (!queue_.empty() && queue_.front()->sent == queue_.front()->size()) {
+        queue_.pop_front();
       }
+      if (n == 0) break;  // the socket is full
     }
     if (queue_.empty()) {
       writing_ = false;

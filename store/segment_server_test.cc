@@ -248,13 +248,15 @@ class SegmentServerTest : public testing::Test {
     proto::SegmentInfoResponse response;
   };
   void AppendAsync(uint64_t id, uint64_t offset, const std::string& data, bool sync,
-                   Pending* pending) {
-    client_->AsyncCall(MessageType::kAppend, MakeAppend(id, offset, data, sync), data,
-                       kCallTimeout, [pending](absl::Status status, Frame frame) {
-                         pending->status = status;
-                         if (status.ok()) pending->response.ParseFromString(frame.message);
-                         pending->done.Notify();
-                       });
+                   Pending* pending, CallBatch* batch = nullptr) {
+    client_->AsyncCall(
+        MessageType::kAppend, MakeAppend(id, offset, data, sync), data, kCallTimeout,
+        [pending](absl::Status status, Frame frame) {
+          pending->status = status;
+          if (status.ok()) pending->response.ParseFromString(frame.message);
+          pending->done.Notify();
+        },
+        batch);
   }
 
   std::string dir_;
@@ -432,6 +434,36 @@ TEST_F(SegmentServerTest, GroupCommitRepliesShareSocketWrites) {
     ASSERT_TRUE(data.ok()) << data.status();
     EXPECT_EQ(std::string(kAppendsPerWriter * 100, static_cast<char>('a' + w)), *data);
   }
+}
+
+TEST_F(SegmentServerTest, CallBatchWritesQueuedCallsInOrderOnlyAtFlush) {
+  // A FileWriter queues an append's calls under its lock with a CallBatch
+  // and writes them once it has released the lock. Queued calls must not
+  // leave before the flush, and must leave in call order: the server
+  // refuses an append at any offset but the end.
+  StartServer();
+  ASSERT_TRUE(Create(300, 1).ok());  // the connection is up and idle
+  constexpr int kRecords = 40;
+  std::vector<Pending> pending(kRecords);
+  std::string expected;
+  {
+    CallBatch batch;
+    for (int i = 0; i < kRecords; ++i) {
+      std::string record(10, static_cast<char>('A' + i % 26));
+      AppendAsync(300, expected.size(), record, i == kRecords - 1, &pending[i], &batch);
+      expected += record;
+    }
+    // Nothing was written, so nothing can have been answered.
+    for (const Pending& p : pending) EXPECT_FALSE(p.done.HasBeenNotified());
+  }  // the batch's destructor writes them
+  for (Pending& p : pending) {
+    ASSERT_TRUE(p.done.WaitForNotificationWithTimeout(kWaitDeadline));
+    ASSERT_TRUE(p.status.ok()) << p.status;
+  }
+  EXPECT_EQ(expected.size(), pending.back().response.durable_length());
+  auto data = Read(300, 0, expected.size());
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(expected, *data);
 }
 
 TEST_F(SegmentServerTest, RegistersHeartbeatsAndDeletesWhatMetaSays) {

@@ -80,12 +80,15 @@ bool FileWriter::CanAcceptLocked() const {
 }
 
 absl::Status FileWriter::Write(std::optional<uint64_t> offset, absl::string_view data) {
-  absl::Status status = WriteInternal(offset, data);
+  store::CallBatch sends;
+  absl::Status status = WriteInternal(offset, data, &sends);
+  sends.Flush();  // the appends, now that mu_ is free
   RunFailedWaiters();
   return status;
 }
 
-absl::Status FileWriter::WriteInternal(std::optional<uint64_t> offset, absl::string_view data) {
+absl::Status FileWriter::WriteInternal(std::optional<uint64_t> offset, absl::string_view data,
+                                       store::CallBatch* sends) {
   absl::MutexLock lock(&mu_);
   if (!mu_.AwaitWithTimeout(absl::Condition(this, &FileWriter::CanAcceptLocked),
                             options_.fsync_timeout)) {
@@ -101,6 +104,7 @@ absl::Status FileWriter::WriteInternal(std::optional<uint64_t> offset, absl::str
   if (!data.empty()) mtime_ns_ = absl::ToUnixNanos(absl::Now());
   while (!data.empty()) {
     if (!open_.has_value() || sent_ + buffer_.size() >= options_.segment_bytes) {
+      sends->Flush();  // the roll waits for their answers
       RETURN_IF_ERROR(RollLocked());
     }
     uint64_t used = sent_ + buffer_.size();
@@ -109,12 +113,12 @@ absl::Status FileWriter::WriteInternal(std::optional<uint64_t> offset, absl::str
     buffer_.append(data.data(), chunk);
     length_ += chunk;
     data.remove_prefix(chunk);
-    if (buffer_.size() >= options_.append_bytes) SendBufferLocked();
+    if (buffer_.size() >= options_.append_bytes) SendBufferLocked(sends);
   }
   return absl::OkStatus();
 }
 
-void FileWriter::SendBufferLocked() {
+void FileWriter::SendBufferLocked(store::CallBatch* sends) {
   // While a recovery rolls away from open_, new bytes wait in buffer_ and
   // go to the next segment with the re-sent tail.
   if (buffer_.empty() || !open_.has_value() || recovering_) return;
@@ -152,7 +156,8 @@ void FileWriter::SendBufferLocked() {
                             [self, segment_id, r](absl::Status s, store::Frame f) {
                               self->OnReplicaResponse(segment_id, r, std::move(s), f.message,
                                                       false);
-                            });
+                            },
+                            sends);
     }
   }
 }
@@ -161,23 +166,25 @@ void FileWriter::Sync(SyncCallback done) {
   GlobalWriterCounters().syncs.fetch_add(1, std::memory_order_relaxed);
   std::vector<SyncCallback> ready;
   absl::Status error;
+  store::CallBatch sends;  // written after mu_ is released
   {
     absl::MutexLock lock(&mu_);
     if (!error_.ok()) {
       error = error_;
     } else {
-      SendBufferLocked();
+      SendBufferLocked(&sends);
       uint64_t target = length_;
       if (acked_ >= target) {
         ready.push_back(std::move(done));
       } else {
         waiters_.emplace(target, SyncWaiter{std::move(done), absl::Now()});
         ArmFsyncDeadlineLocked();
-        RequestSyncRoundLocked();  // none if the appends asked for sync
+        RequestSyncRoundLocked(&sends);  // none if the appends asked for sync
       }
       appends_since_sync_ = 0;  // the application syncs: appends go eager
     }
   }
+  sends.Flush();
   if (!error.ok()) {
     done(error);
     return;
@@ -185,12 +192,12 @@ void FileWriter::Sync(SyncCallback done) {
   for (auto& cb : ready) cb(absl::OkStatus());
 }
 
-void FileWriter::RequestSyncRoundLocked() {
+void FileWriter::RequestSyncRoundLocked(store::CallBatch* sends) {
   if (EagerSync() || sync_round_replies_ != 0) return;
-  StartSyncRoundLocked();
+  StartSyncRoundLocked(sends);
 }
 
-void FileWriter::StartSyncRoundLocked() {
+void FileWriter::StartSyncRoundLocked(store::CallBatch* sends) {
   if (!open_.has_value() || recovering_) return;  // Recover() starts one after
   GlobalWriterCounters().sync_rounds.fetch_add(1, std::memory_order_relaxed);
   proto::SyncRequest request;
@@ -205,7 +212,8 @@ void FileWriter::StartSyncRoundLocked() {
         ->AsyncCall(store::MessageType::kSync, request, {}, options_.replica_timeout,
                     [self, segment_id, r](absl::Status s, store::Frame f) {
                       self->OnReplicaResponse(segment_id, r, std::move(s), f.message, true);
-                    });
+                    },
+                    sends);
   }
 }
 
@@ -213,6 +221,7 @@ void FileWriter::OnReplicaResponse(uint64_t segment_id, size_t replica, absl::St
                                    const std::string& message, bool sync_round) {
   std::vector<SyncCallback> ready;
   absl::Status error;
+  store::CallBatch sends;  // a next sync round, written after mu_ is released
   {
     absl::MutexLock lock(&mu_);
     bool current = open_.has_value() && open_->id() == segment_id;
@@ -247,7 +256,7 @@ void FileWriter::OnReplicaResponse(uint64_t segment_id, size_t replica, absl::St
     if (error_.ok()) {
       ready = TakeReadyWaitersLocked();
       // Waiters that the last round did not cover need another round.
-      if (!waiters_.empty()) RequestSyncRoundLocked();
+      if (!waiters_.empty()) RequestSyncRoundLocked(&sends);
     }
     if (!error_.ok()) {
       error = error_;
@@ -255,6 +264,7 @@ void FileWriter::OnReplicaResponse(uint64_t segment_id, size_t replica, absl::St
       waiters_.clear();
     }
   }
+  sends.Flush();
   for (auto& cb : ready) cb(error);
   RunFailedWaiters();
 }

@@ -120,14 +120,21 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
              std::shared_ptr<store::RpcClient> meta, store::ClientPool* pool);
 
   bool CanAcceptLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status WriteInternal(std::optional<uint64_t> offset, absl::string_view data)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status WriteInternal(std::optional<uint64_t> offset, absl::string_view data,
+                             store::CallBatch* sends) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CloseInternal() ABSL_LOCKS_EXCLUDED(mu_);
-  void SendBufferLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StartSyncRoundLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends buffer_ to every live replica of open_. With `sends`, the calls
+  // are only queued (in order) and the caller writes them with
+  // sends->Flush() once it has released mu_: no lock is held across the
+  // sendmsgs, so the io thread never waits on mu_ for them. Without, they
+  // are written at once.
+  void SendBufferLocked(store::CallBatch* sends = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartSyncRoundLocked(store::CallBatch* sends = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts a Sync round for waiting syncs unless one is in flight or the
   // appends already ask for sync (EagerSync).
-  void RequestSyncRoundLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RequestSyncRoundLocked(store::CallBatch* sends = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // WAL files: every append asks the segment servers to fdatasync at once
   // (their group commit shares the fdatasync), so an fsync waits only for
   // the appends' answers. Block files leave it to Sync rounds, and so does
