@@ -46,8 +46,10 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   ~RpcClient();
 
   // Sends one request; `done` runs exactly once. With a `batch`, the
-  // request is queued in call order but written only by the batch's Flush
-  // (or by a writer already at work on this connection).
+  // request is queued in call order and this thread does not write it: the
+  // batch's Flush does, unless another writer of this connection (another
+  // caller's Flush, the io thread, a connect) takes it first. `done` may
+  // still run before the Flush (shutdown, deadline).
   void AsyncCall(MessageType type, const google::protobuf::MessageLite& request,
                  std::string data, absl::Duration timeout, Callback done,
                  CallBatch* batch = nullptr);
@@ -60,7 +62,11 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   // Writes the queued requests unless another thread is writing them:
   // gathered sendmsgs from this thread (no lock held across them) until the
   // queue is empty, the socket is full, or a few passes are done; the io
-  // thread writes what is left. Never blocks.
+  // thread writes what is left. Any thread may call, io threads included.
+  // Never blocks; a failed send fails the connection, and the calls learn
+  // it through their callbacks (kUnavailable). While a caller's sendmsg is
+  // in progress, a Fail() on the io thread waits for it to return before it
+  // closes the socket.
   void Flush() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Blocking call: sends `request` (+`data`) and parses the response into
@@ -134,9 +140,11 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
 
 // Requests queued under a caller's own lock, so that they keep its order,
 // and written once the caller has released it: Flush (or the destructor)
-// writes each connection's queue with one gathered sendmsg. A FileWriter
-// fans an append out to its replicas this way, so that neither the io
-// thread (answers) nor other writers wait on its lock during the sends.
+// calls RpcClient::Flush on each connection the batch queued a request on,
+// so requests queued together leave in gathered writes. A FileWriter fans
+// an append out to its replicas this way, so that neither the io thread
+// (answers) nor other writers wait on its lock during the sends. The owner
+// must flush before it waits for an answer to a request of the batch.
 // Not thread-safe: owned by one thread, usually on its stack.
 class CallBatch {
  public:
@@ -145,12 +153,15 @@ class CallBatch {
   CallBatch& operator=(const CallBatch&) = delete;
   ~CallBatch();
 
-  // Remembers a connection with a queued request of this batch.
-  void Add(std::shared_ptr<RpcClient> client);
-  // Flushes every connection added since the last Flush.
+  // Flushes every connection the batch queued a request on since the last
+  // Flush.
   void Flush();
 
  private:
+  friend class RpcClient;
+  // Remembers a connection with a queued request of this batch.
+  void Add(std::shared_ptr<RpcClient> client);
+
   std::vector<std::shared_ptr<RpcClient>> clients_;
 };
 

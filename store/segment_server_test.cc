@@ -438,9 +438,10 @@ TEST_F(SegmentServerTest, GroupCommitRepliesShareSocketWrites) {
 
 TEST_F(SegmentServerTest, CallBatchWritesQueuedCallsInOrderOnlyAtFlush) {
   // A FileWriter queues an append's calls under its lock with a CallBatch
-  // and writes them once it has released the lock. Queued calls must not
-  // leave before the flush, and must leave in call order: the server
-  // refuses an append at any offset but the end.
+  // and writes them once it has released the lock. With no other caller on
+  // the connection, queued calls do not leave before the flush; and they
+  // leave in call order: the server refuses an append at any offset but
+  // the end.
   StartServer();
   ASSERT_TRUE(Create(300, 1).ok());  // the connection is up and idle
   constexpr int kRecords = 40;
@@ -464,6 +465,33 @@ TEST_F(SegmentServerTest, CallBatchWritesQueuedCallsInOrderOnlyAtFlush) {
   auto data = Read(300, 0, expected.size());
   ASSERT_TRUE(data.ok()) << data.status();
   EXPECT_EQ(expected, *data);
+}
+
+TEST_F(SegmentServerTest, FlushHandsWhatTheSocketDoesNotTakeToTheIoThread) {
+  // 32 MiB of batched appends fill the socket: the flushing thread writes
+  // what it takes, the io thread the rest, still in order.
+  StartServer();
+  ASSERT_TRUE(Create(301, 1).ok());
+  constexpr int kRecords = 32;
+  constexpr size_t kRecordBytes = 1u << 20;
+  std::vector<Pending> pending(kRecords);
+  {
+    CallBatch batch;
+    for (int i = 0; i < kRecords; ++i) {
+      std::string record(kRecordBytes, static_cast<char>('a' + i % 26));
+      AppendAsync(301, i * kRecordBytes, record, i == kRecords - 1, &pending[i], &batch);
+    }
+  }
+  for (Pending& p : pending) {
+    ASSERT_TRUE(p.done.WaitForNotificationWithTimeout(kWaitDeadline));
+    ASSERT_TRUE(p.status.ok()) << p.status;
+  }
+  EXPECT_EQ(kRecords * kRecordBytes, pending.back().response.durable_length());
+  for (int i = 0; i < kRecords; i += 7) {
+    auto data = Read(301, i * kRecordBytes, kRecordBytes);
+    ASSERT_TRUE(data.ok()) << data.status();
+    EXPECT_EQ(std::string(kRecordBytes, static_cast<char>('a' + i % 26)), *data);
+  }
 }
 
 TEST_F(SegmentServerTest, RegistersHeartbeatsAndDeletesWhatMetaSays) {

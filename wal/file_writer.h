@@ -123,11 +123,12 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   absl::Status WriteInternal(std::optional<uint64_t> offset, absl::string_view data,
                              store::CallBatch* sends) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CloseInternal() ABSL_LOCKS_EXCLUDED(mu_);
-  // Sends buffer_ to every live replica of open_. With `sends`, the calls
-  // are only queued (in order) and the caller writes them with
-  // sends->Flush() once it has released mu_: no lock is held across the
-  // sendmsgs, so the io thread never waits on mu_ for them. Without, they
-  // are written at once.
+  // Sends buffer_ to every live replica of open_. With `sends` (Write,
+  // Sync, replies), the calls are only queued, in order, and the caller
+  // writes them with sends->Flush() once it has released mu_: no lock is
+  // held across those sendmsgs, so the io thread never waits on mu_ for
+  // them. Without (rolls, seals, close, recovery: rare), they are written
+  // at once, under mu_.
   void SendBufferLocked(store::CallBatch* sends = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartSyncRoundLocked(store::CallBatch* sends = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
