@@ -48,9 +48,11 @@ struct Frame {
   std::string message;
   std::string data;
   uint64_t connection_id = 0;  // servers: which accepted connection sent it
-  // Servers: more bytes of the same connection came in the read that
-  // brought this frame (store/frame_buffer.h): later requests are waiting,
-  // so a handler should not block the connection's reads.
+  // Servers: a whole later request of the same connection came in the
+  // read that brought this frame (store/frame_buffer.h). The handler is
+  // called for it next, on the same thread, before the connection reads
+  // again; so a handler should not block, and work owed to a burst of
+  // requests can wait for the last of them.
   bool more_buffered = false;
 };
 

@@ -41,6 +41,17 @@ class FrameBuffer {
   void Commit(size_t n) { end_ += n; }
   size_t buffered() const { return end_ - begin_; }
 
+  // Whether a whole next frame (header and body) is buffered. A header
+  // that does not decode counts as no frame: the caller finds it bad when
+  // it takes it.
+  bool HasWholeFrame() const {
+    if (buffered() < kFrameHeaderBytes) return false;
+    auto header = DecodeFrameHeader(bytes_.get() + begin_);
+    if (!header.ok()) return false;
+    return buffered() - kFrameHeaderBytes >=
+           static_cast<size_t>(header->message_bytes) + header->data_bytes;
+  }
+
   // Takes a whole frame header if one is buffered.
   bool TakeHeader(char header[kFrameHeaderBytes]) {
     if (buffered() < kFrameHeaderBytes) return false;

@@ -195,8 +195,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     frame.type = static_cast<MessageType>(decoded_.type);
     frame.request_id = decoded_.request_id;
     frame.connection_id = id_;
-    // Bytes that came in the same read: later requests of this connection.
-    frame.more_buffered = buffer_.buffered() > 0;
+    // A later request of this connection came in the same read, whole: the
+    // handler sees it next, on this thread, in this loop.
+    frame.more_buffered = buffer_.HasWholeFrame();
     frame.message = std::move(message_);
     frame.data = std::move(data_);
     message_.clear();

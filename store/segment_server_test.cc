@@ -494,6 +494,37 @@ TEST_F(SegmentServerTest, FlushHandsWhatTheSocketDoesNotTakeToTheIoThread) {
   }
 }
 
+TEST_F(SegmentServerTest, BurstOfSyncedAppendsSharesOneRoundLedAfterTheLast) {
+  // Synced appends that arrive in one read owe their round to the last
+  // request of the read, whatever its type: one round covers them all.
+  // With no sync-interval tick, a lost round would leave them unanswered.
+  options_.sync_interval_ms = 600000;
+  StartServer();
+  ASSERT_TRUE(Create(302, 1).ok());
+  constexpr int kRecords = 20;
+  std::vector<Pending> pending(kRecords);
+  absl::Notification info_done;
+  SegmentServerCounters before = server_->counters();
+  {
+    CallBatch batch;  // one gathered write, so one read at the server
+    for (int i = 0; i < kRecords; ++i) {
+      AppendAsync(302, i * 10, std::string(10, 'x'), /*sync=*/true, &pending[i], &batch);
+    }
+    proto::SegmentInfoRequest info;
+    info.set_segment_id(302);
+    client_->AsyncCall(
+        MessageType::kSegmentInfo, info, {}, kCallTimeout,
+        [&](absl::Status, Frame) { info_done.Notify(); }, &batch);
+  }
+  for (Pending& p : pending) {
+    ASSERT_TRUE(p.done.WaitForNotificationWithTimeout(kWaitDeadline));
+    ASSERT_TRUE(p.status.ok()) << p.status;
+    EXPECT_GE(p.response.durable_length(), 10u * kRecords);
+  }
+  ASSERT_TRUE(info_done.WaitForNotificationWithTimeout(kWaitDeadline));
+  EXPECT_EQ(1u, server_->counters().sync_rounds - before.sync_rounds);
+}
+
 TEST_F(SegmentServerTest, RegistersHeartbeatsAndDeletesWhatMetaSays) {
   StartServer();
   auto registrations = meta_.registrations();

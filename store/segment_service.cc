@@ -8,6 +8,14 @@
 namespace logfs::store {
 namespace {
 
+// This io thread has registered synced appends whose round is not
+// requested yet (SegmentService::Append). Handle requests it after the
+// last request of the burst (more_buffered false), which the server hands
+// to this same thread right after the others (Frame::more_buffered). If
+// that request never comes (its frame was bad), the next request this
+// thread handles, or the sync thread's tick, starts the round.
+thread_local bool sync_owed = false;
+
 proto::SegmentInfoResponse ToProto(const ReplicaInfo& info) {
   proto::SegmentInfoResponse response;
   response.set_segment_id(info.segment_id);
@@ -44,6 +52,16 @@ SegmentService::SegmentService(ReplicaStore* store, SyncThread* sync_thread,
     : store_(store), sync_thread_(sync_thread), copier_(copier), boot_id_(HostBootId()) {}
 
 void SegmentService::Handle(Frame request, Responder responder) {
+  Dispatch(request, responder);
+  if (!request.more_buffered && sync_owed) {
+    // The last request of what one read brought: one round for the synced
+    // appends before it, led by this thread.
+    sync_owed = false;
+    sync_thread_->RequestRound(/*may_lead=*/true);
+  }
+}
+
+void SegmentService::Dispatch(const Frame& request, const Responder& responder) {
   if (stopped_.load()) {
     return responder.ReplyError(absl::UnavailableError("segment server is stopping"));
   }
@@ -77,10 +95,16 @@ void SegmentService::Append(const Frame& request, const Responder& responder) {
                              req.crc32c());
   if (!info.ok()) return responder.ReplyError(info.status());
   appends_.fetch_add(1);
-  // Lead the sync round on this thread only when no later request of this
-  // connection is already waiting to be read: those join the next group.
-  sync_thread_->WaitDurable(req.segment_id(), req.offset() + request.data.size(), req.sync(),
-                            ReplyWhenDurable(responder), /*may_lead=*/!request.more_buffered);
+  // Requests that came in the same read as later ones (a burst from a
+  // client with many writers) owe their round to the last of them, which
+  // Handle starts once it has taken them all: one round for the burst,
+  // not one that the sync thread starts for the first append while this
+  // thread is still taking the rest.
+  const bool owe = req.sync() && (request.more_buffered || sync_owed);
+  sync_owed = sync_owed || owe;
+  sync_thread_->WaitDurable(req.segment_id(), req.offset() + request.data.size(),
+                            req.sync() && !owe, ReplyWhenDurable(responder),
+                            /*may_lead=*/!request.more_buffered);
 }
 
 void SegmentService::Sync(const Frame& request, const Responder& responder) {

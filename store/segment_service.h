@@ -50,6 +50,7 @@ class SegmentService {
   uint64_t appends() const { return appends_.load(); }
 
  private:
+  void Dispatch(const Frame& request, const Responder& responder);
   void CreateSegment(const Frame& request, const Responder& responder);
   void Append(const Frame& request, const Responder& responder);
   void Sync(const Frame& request, const Responder& responder);

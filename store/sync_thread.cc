@@ -51,6 +51,21 @@ void SyncThread::WaitDurable(uint64_t segment_id, uint64_t target, bool sync, Ca
   if (lead) LeadRound();
 }
 
+void SyncThread::RequestRound(bool may_lead) {
+  bool lead = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stop_ || waiter_count_ == 0) return;
+    if (options_.inline_rounds && may_lead && !round_running_ && !sync_requested_) {
+      round_running_ = true;
+      lead = true;
+    } else {
+      sync_requested_ = true;
+    }
+  }
+  if (lead) LeadRound();
+}
+
 void SyncThread::LeadRound() {
   RunRound();
   absl::MutexLock lock(&mu_);

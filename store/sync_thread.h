@@ -63,6 +63,12 @@ class SyncThread {
   void WaitDurable(uint64_t segment_id, uint64_t target, bool sync, Callback done,
                    bool may_lead = false) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Starts a round now for the waiters registered so far (WaitDurable
+  // without `sync` for a burst of appends, then one request for all), on
+  // this thread if `may_lead` (and options.inline_rounds) and no round is
+  // in flight, else on the sync thread. Nothing if no one waits.
+  void RequestRound(bool may_lead) ABSL_LOCKS_EXCLUDED(mu_);
+
   // Re-examines the waiters of one replica after a seal or delete changed it
   // outside a round, answering those that can be answered now.
   void Recheck(uint64_t segment_id) ABSL_LOCKS_EXCLUDED(mu_);
