@@ -55,7 +55,7 @@ void SegmentService::Handle(Frame request, Responder responder) {
   Dispatch(request, responder);
   if (!request.more_buffered && sync_owed) {
     // The last request of what one read brought: one round for the synced
-    // appends before it, led by this thread.
+    // appends before it, led by this thread unless one is in flight.
     sync_owed = false;
     sync_thread_->RequestRound(/*may_lead=*/true);
   }
