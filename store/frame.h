@@ -51,9 +51,13 @@ struct Frame {
   // Servers: a whole later request of the same connection came in the
   // read that brought this frame (store/frame_buffer.h). The handler is
   // called for it next, on the same thread, before the connection reads
-  // again; so a handler should not block, and work owed to a burst of
-  // requests can wait for the last of them.
+  // again (unless that frame turns out bad: then the connection is
+  // closed); so work owed to a burst of requests can wait for the last.
   bool more_buffered = false;
+  // Servers: any byte of a later request is buffered (perhaps not a whole
+  // frame yet): the connection has more to read, so a handler should not
+  // block its reads.
+  bool more_bytes_buffered = false;
 };
 
 // Writes the 28-byte header for a frame with these fields and body into

@@ -198,6 +198,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     // A later request of this connection came in the same read, whole: the
     // handler sees it next, on this thread, in this loop.
     frame.more_buffered = buffer_.HasWholeFrame();
+    frame.more_bytes_buffered = buffer_.buffered() > 0;
     frame.message = std::move(message_);
     frame.data = std::move(data_);
     message_.clear();

@@ -12,8 +12,9 @@ namespace {
 // requested yet (SegmentService::Append). Handle requests it after the
 // last request of the burst (more_buffered false), which the server hands
 // to this same thread right after the others (Frame::more_buffered). If
-// that request never comes (its frame was bad), the next request this
-// thread handles, or the sync thread's tick, starts the round.
+// that request never comes, its frame was bad and the server closed the
+// connection, so no one waits for those answers; the sync thread's tick,
+// or the next request this thread handles, makes the appends durable.
 thread_local bool sync_owed = false;
 
 proto::SegmentInfoResponse ToProto(const ReplicaInfo& info) {
@@ -102,9 +103,12 @@ void SegmentService::Append(const Frame& request, const Responder& responder) {
   // thread is still taking the rest.
   const bool owe = req.sync() && (request.more_buffered || sync_owed);
   sync_owed = sync_owed || owe;
+  // A lone append leads its round on this thread only if nothing more of
+  // this connection is buffered: the io thread must not sit in a round
+  // while the rest of a request waits to be read.
   sync_thread_->WaitDurable(req.segment_id(), req.offset() + request.data.size(),
                             req.sync() && !owe, ReplyWhenDurable(responder),
-                            /*may_lead=*/!request.more_buffered);
+                            /*may_lead=*/!request.more_bytes_buffered);
 }
 
 void SegmentService::Sync(const Frame& request, const Responder& responder) {

@@ -35,10 +35,12 @@ namespace logfs::store {
 struct SyncThreadOptions {
   int sync_interval_ms = 5;    // longest a covered waiter waits for a round
   size_t waiters_max = 1 << 16;  // more concurrent waiters: kResourceExhausted
-  // A sync request that may lead (WaitDurable), finding no round in
-  // flight and no other waiter, runs the round on the caller's thread:
-  // on an idle server that saves waking the sync thread, a context switch
-  // per sync. Under load the sync thread batches as before.
+  // A sync request that may lead, finding no round in flight or
+  // requested, runs the round on the caller's thread: on an idle server
+  // (WaitDurable, no other waiter) that saves waking the sync thread, a
+  // context switch per sync; after a burst of appends (RequestRound) the
+  // io thread leads the burst's one round. Otherwise the sync thread runs
+  // it, right after the round in flight.
   bool inline_rounds = true;
 };
 
@@ -59,14 +61,16 @@ class SyncThread {
   // kResourceExhausted (too many waiters), kUnavailable (stopped). With
   // `sync`, a round starts now instead of at the next tick.
   // With `may_lead` (and options.inline_rounds), a sync that finds no
-  // round in flight and no other waiter runs the round on this thread.
+  // round in flight or requested and no other waiter runs the round on
+  // this thread.
   void WaitDurable(uint64_t segment_id, uint64_t target, bool sync, Callback done,
                    bool may_lead = false) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Starts a round now for the waiters registered so far (WaitDurable
   // without `sync` for a burst of appends, then one request for all), on
   // this thread if `may_lead` (and options.inline_rounds) and no round is
-  // in flight, else on the sync thread. Nothing if no one waits.
+  // in flight or requested (other waiters or not), else on the sync
+  // thread. Nothing if no one waits.
   void RequestRound(bool may_lead) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Re-examines the waiters of one replica after a seal or delete changed it
@@ -91,7 +95,8 @@ class SyncThread {
   // One round: SyncDirty, then answer every covered waiter. Only the
   // thread that set round_running_ calls it.
   void RunRound() ABSL_LOCKS_EXCLUDED(mu_);
-  // A caller's inline round (WaitDurable), then hands back to the thread.
+  // A caller's inline round (WaitDurable, RequestRound), then hands back
+  // to the thread.
   void LeadRound() ABSL_LOCKS_EXCLUDED(mu_);
   // Moves the answerable waiters of `segment_id` to `ready`.
   void Collect(uint64_t segment_id, std::vector<Ready>* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
