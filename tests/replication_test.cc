@@ -124,6 +124,31 @@ TEST(ReplicationTest, WalFsyncNeedsOnlyTheAckQuorum) {
   EXPECT_EQ("abcdefgh", *ReadFile((*mc)->Path("wal/q")));
 }
 
+TEST(ReplicationTest, AnAppendAloneInTheMountIsSyncedAtOnceByTheAckQuorum) {
+  // Goal: a single writer's synced appends (nothing else in flight in the
+  // mount) ask only the ack quorum to sync at once; every fdatasync still
+  // returns 0 with the bytes durable on the quorum, and they read back.
+  auto mc = MountedCluster::Start({});
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MakeWalDir(**mc, "wal");
+  const std::string path = (*mc)->Path("wal/alone");
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  auto quorum_synced = [&] { return MountStats(path)["quorum_synced_appends"]; };
+  const uint64_t before = quorum_synced();
+  std::string written;
+  for (int i = 0; i < 10; ++i) {
+    const std::string record = Pattern(100, 30 + i);
+    ASSERT_EQ(100, write(fd, record.data(), record.size()));
+    ASSERT_EQ(0, fdatasync(fd));
+    written += record;
+    EXPECT_EQ(std::to_string(written.size()), Xattr(path, "user.logfs.durable_length"));
+  }
+  EXPECT_EQ(before + 10, quorum_synced());
+  ASSERT_EQ(0, close(fd));
+  EXPECT_EQ(written, *ReadFile(path));
+}
+
 TEST(ReplicationTest, UnsyncedWalAppendsGoLazyAndTheNextFsyncSyncsThem) {
   // Goal: a WAL written without fsync (RocksDB with sync=false) stops
   // asking the servers for an fdatasync per append; its next fsync sends

@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,10 @@ std::vector<std::string> Addresses(const proto::Segment& segment) {
   for (const auto& r : segment.replicas()) out.push_back(r.address());
   return out;
 }
+
+// Writers of this process with bytes accepted and not yet acked
+// (FileWriter::busy_): zero means an append about to be sent is alone.
+std::atomic<int> busy_writers{0};
 
 }  // namespace
 
@@ -44,6 +49,18 @@ FileWriter::FileWriter(FileWriterOptions options, proto::Inode inode,
   }
   length_ = acked_ = length;
   mtime_ns_ = inode.attr().mtime_ns();
+}
+
+FileWriter::~FileWriter() {
+  absl::MutexLock lock(&mu_);
+  if (busy_) busy_writers.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void FileWriter::UpdateBusyLocked() {
+  const bool busy = error_.ok() && !closed_ && acked_ < length_;
+  if (busy == busy_) return;
+  busy_ = busy;
+  busy_writers.fetch_add(busy ? 1 : -1, std::memory_order_relaxed);
 }
 
 void FileWriter::SetMtime(int64_t mtime_ns) {
@@ -148,8 +165,18 @@ void FileWriter::SendBufferLocked(store::CallBatch* sends) {
     GlobalWriterCounters().append_bytes.fetch_add(n, std::memory_order_relaxed);
     sent_ += n;
     tail_ += *chunk;
+    // Alone in the mount: only the first ack quorum of live replicas syncs
+    // at once, the others within --sync_interval_ms (EagerSync).
+    const bool eager = request.sync();
+    const bool alone = eager && busy_writers.load(std::memory_order_relaxed) == 0;
+    if (alone) {
+      GlobalWriterCounters().quorum_synced_appends.fetch_add(1, std::memory_order_relaxed);
+    }
+    uint32_t eager_left = alone ? ack_quorum_ : static_cast<uint32_t>(replicas_.size());
     for (size_t r = 0; r < replicas_.size(); ++r) {
       if (replicas_[r].failed) continue;
+      request.set_sync(eager && eager_left > 0);
+      if (eager_left > 0) --eager_left;
       uint64_t segment_id = open_->id();
       pool_->Get(replicas_[r].address)
           ->AsyncCallShared(store::MessageType::kAppend, request, chunk, options_.replica_timeout,
@@ -160,6 +187,7 @@ void FileWriter::SendBufferLocked(store::CallBatch* sends) {
                             sends);
     }
   }
+  UpdateBusyLocked();
 }
 
 void FileWriter::Sync(SyncCallback done) {
@@ -253,6 +281,7 @@ void FileWriter::OnReplicaResponse(uint64_t segment_id, size_t replica, absl::St
       }
       TrimTailLocked();
     }
+    UpdateBusyLocked();
     if (error_.ok()) {
       ready = TakeReadyWaitersLocked();
       // Waiters that the last round did not cover need another round.
@@ -286,6 +315,7 @@ void FileWriter::SetErrorLocked(absl::Status status) {
     LOG(ERROR) << "writer of inode " << ino_ << " failed: " << status;
     error_ = std::move(status);
   }
+  UpdateBusyLocked();
   for (auto& [target, waiter] : waiters_) failed_waiters_.push_back(std::move(waiter.done));
   waiters_.clear();
 }
@@ -545,6 +575,7 @@ void FileWriter::Recover() {
     // past the acked length needed the ack quorum (it fdatasyncs): acked.
     // WAL appends carry no Sync round that would tell us so otherwise.
     if (status.ok() && open_.has_value()) acked_ = std::max(acked_, open_->file_offset());
+    UpdateBusyLocked();
     if (error_.ok()) SendBufferLocked();  // the re-sent tail, now to the new segment
     if (error_.ok()) {
       ready = TakeReadyWaitersLocked();
@@ -700,6 +731,7 @@ absl::Status FileWriter::CloseInternal() {
   mu_.Await(absl::Condition(&not_rolling));
   if (closed_) return absl::OkStatus();
   closed_ = true;
+  UpdateBusyLocked();
   absl::Status status = error_;
   uint64_t segment_id = 0;
   uint64_t length = 0;
@@ -936,6 +968,7 @@ absl::Status FileWriter::TruncateToZero() {
     sync_round_replies_ = 0;
     length_ = 0;
     acked_ = 0;
+    UpdateBusyLocked();
     for (auto& [target, waiter] : waiters_) discarded.push_back(std::move(waiter.done));
     waiters_.clear();
     mu_.Unlock();

@@ -14,7 +14,8 @@ std::string FormatWriterCounters() {
   return absl::StrCat("appends=", c.appends.load(), " append_bytes=", c.append_bytes.load(),
                       " syncs=", c.syncs.load(), " sync_rounds=", c.sync_rounds.load(),
                       " sync_groups=", c.sync_groups.load(),
-                      " synced_waiters=", c.synced_waiters.load(), "\n");
+                      " synced_waiters=", c.synced_waiters.load(),
+                      " quorum_synced_appends=", c.quorum_synced_appends.load(), "\n");
 }
 
 }  // namespace logfs::wal

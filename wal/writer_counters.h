@@ -22,12 +22,16 @@ struct WriterCounters {
   // one group commit each.
   std::atomic<uint64_t> sync_groups{0};
   std::atomic<uint64_t> synced_waiters{0};  // syncs released by those groups
+  // Eager appends sent while no other append of the mount was in flight,
+  // so only the ack quorum synced them at once (FileWriter::EagerSync).
+  std::atomic<uint64_t> quorum_synced_appends{0};
 };
 
 WriterCounters& GlobalWriterCounters();
 
 // "appends=N append_bytes=N syncs=N sync_rounds=N sync_groups=N
-// synced_waiters=N\n": the value of the user.logfs.stats xattr.
+// synced_waiters=N quorum_synced_appends=N\n": the value of the
+// user.logfs.stats xattr.
 std::string FormatWriterCounters();
 
 }  // namespace logfs::wal
