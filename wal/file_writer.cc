@@ -22,7 +22,7 @@ std::vector<std::string> Addresses(const proto::Segment& segment) {
   return out;
 }
 
-// Writers of this process with bytes accepted and not yet acked
+// Writers of this process with bytes sent to replicas and not yet acked
 // (FileWriter::busy_): zero means an append about to be sent is alone.
 std::atomic<int> busy_writers{0};
 
@@ -57,7 +57,8 @@ FileWriter::~FileWriter() {
 }
 
 void FileWriter::UpdateBusyLocked() {
-  const bool busy = error_.ok() && !closed_ && acked_ < length_;
+  const bool busy = error_.ok() && !closed_ && open_.has_value() &&
+                    acked_ < open_->file_offset() + sent_;
   if (busy == busy_) return;
   busy_ = busy;
   busy_writers.fetch_add(busy ? 1 : -1, std::memory_order_relaxed);

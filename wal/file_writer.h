@@ -120,8 +120,9 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   FileWriter(FileWriterOptions options, proto::Inode inode,
              std::shared_ptr<store::RpcClient> meta, store::ClientPool* pool);
   // Keeps busy_ (and the mount's count of busy writers) equal to "bytes
-  // accepted and not yet acked, no error": call after acked_, length_ or
-  // error_ change.
+  // sent to the replicas and not yet acked, no error": call after acked_,
+  // sent_, open_, error_ or closed_ change. A stale true only turns the
+  // quorum-only sync off (EagerSync); it never affects durability.
   void UpdateBusyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   bool CanAcceptLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -143,13 +144,16 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // WAL files: every append asks the segment servers to fdatasync at once
   // (their group commit shares the fdatasync), so an fsync waits only for
-  // the appends' answers. When no other append of the mount is in flight
-  // (one writer, RocksDB fillseq), only the first ack quorum of replicas
-  // is asked; the others sync within --sync_interval_ms, in rounds that
-  // cover many appends. That saves a disk write and flush per append, and
-  // the CPU they cost (about 40 us on a VM), that the application's next
-  // call can use; under concurrency every replica syncs at once, so that
-  // the ack comes from the fastest of them. Block files leave it to Sync rounds, and so does
+  // the appends' answers. When no append of the mount is in flight (one
+  // writer, RocksDB fillseq), only the first ack quorum of live replicas
+  // is asked; the others sync within their --sync_interval_ms (5 ms by
+  // default), in rounds that cover many appends. That saves a disk write
+  // and flush per append, and the CPU they cost (about 40 us on a VM),
+  // which the application's next call can use. The cost: if one of the
+  // asked replicas is frozen or slow, that fsync waits for the others'
+  // interval round. With anything else in flight (other writers, this
+  // writer's own earlier appends, block-file appends) every replica is
+  // asked, so that the ack comes from the fastest ack quorum of them. Block files leave it to Sync rounds, and so does
   // a WAL whose application has not synced for kLazyAfterAppends appends
   // (RocksDB with sync=false): its appends become durable within the
   // servers' --sync_interval_ms instead of costing an fdatasync each, and
@@ -238,7 +242,7 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   std::string tail_ ABSL_GUARDED_BY(mu_);
   uint64_t tail_start_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  bool busy_ ABSL_GUARDED_BY(mu_) = false;  // counted in the mount's busy writers
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;  // counted in the process's busy writers
   int64_t mtime_ns_ ABSL_GUARDED_BY(mu_) = 0;    // of the last write
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   absl::Status last_replica_error_ ABSL_GUARDED_BY(mu_);  // why a replica last failed

@@ -22,8 +22,9 @@ struct WriterCounters {
   // one group commit each.
   std::atomic<uint64_t> sync_groups{0};
   std::atomic<uint64_t> synced_waiters{0};  // syncs released by those groups
-  // Eager appends sent while no other append of the mount was in flight,
-  // so only the ack quorum synced them at once (FileWriter::EagerSync).
+  // Eager Append RPC fan-outs (one per chunk) sent while nothing else of
+  // the mount was in flight: only the first ack quorum of replicas was
+  // asked to sync them at once (FileWriter::EagerSync).
   std::atomic<uint64_t> quorum_synced_appends{0};
 };
 
