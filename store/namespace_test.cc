@@ -287,12 +287,12 @@ TEST_F(NamespaceTest, CreateLookupReaddir) {
   EXPECT_EQ(ENOTDIR, ErrnoFromStatus(ns_->Lookup(b, "x").status()));
   EXPECT_EQ(ENOTDIR, CreateErrno(b, "x", S_IFREG | 0644));
   EXPECT_EQ(ENOTDIR, ErrnoFromStatus(ns_->Readdir(b).status()));
-  EXPECT_EQ(ENOENT, CreateErrno(999, "x", S_IFREG | 0644));
+  EXPECT_EQ(ESTALE, CreateErrno(999, "x", S_IFREG | 0644));  // no such directory inode
   EXPECT_EQ(ENAMETOOLONG, CreateErrno(kRootIno, std::string(256, 'n'), S_IFREG | 0644));
   EXPECT_EQ(ENAMETOOLONG, ErrnoFromStatus(ns_->Lookup(kRootIno, std::string(256, 'n')).status()));
   EXPECT_EQ(0, CreateErrno(kRootIno, std::string(255, 'n'), S_IFREG | 0644));
   EXPECT_EQ(EINVAL, CreateErrno(kRootIno, "fifo", S_IFIFO | 0644));
-  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->GetAttr(12345).status()));
+  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(12345).status()));
 }
 
 TEST_F(NamespaceTest, RmdirOfNonEmptyDirFailsWithEnotempty) {
@@ -306,7 +306,7 @@ TEST_F(NamespaceTest, RmdirOfNonEmptyDirFailsWithEnotempty) {
   ASSERT_TRUE(ns_->Unlink(kRootIno, "a", true).ok());
   EXPECT_EQ(2u, ns_->GetAttr(kRootIno)->nlink());
   EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->Lookup(kRootIno, "a").status()));
-  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->GetAttr(a).status()));
+  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(a).status()));
 }
 
 TEST_F(NamespaceTest, RenameReplacesAtomicallyAndFollowsTheRules) {
@@ -316,7 +316,7 @@ TEST_F(NamespaceTest, RenameReplacesAtomicallyAndFollowsTheRules) {
   ASSERT_EQ(0, RenameErrno(kRootIno, "x", kRootIno, "y"));
   EXPECT_EQ(x, LookupIno(kRootIno, "y"));
   EXPECT_EQ(0u, LookupIno(kRootIno, "x"));
-  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->GetAttr(y).status()));
+  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(y).status()));
   // (b) the errnos.
   uint64_t d = Dir(kRootIno, "d");
   uint64_t e = Dir(kRootIno, "e");
@@ -339,7 +339,7 @@ TEST_F(NamespaceTest, RenameReplacesAtomicallyAndFollowsTheRules) {
   EXPECT_EQ(3u, ns_->GetAttr(e)->nlink());
   ASSERT_EQ(0, RenameErrno(d, "sub", e, "empty"));
   EXPECT_EQ(sub, LookupIno(e, "empty"));
-  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->GetAttr(empty).status()));
+  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(empty).status()));
   EXPECT_EQ(2u, ns_->GetAttr(d)->nlink());
   EXPECT_EQ(3u, ns_->GetAttr(e)->nlink());
   EXPECT_EQ(e, LookupIno(sub, ".."));
@@ -365,7 +365,7 @@ TEST_F(NamespaceTest, UnlinkOfPinnedFileKeepsItUntilRelease) {
   EXPECT_TRUE(Deletions(servers[0]).empty());
   // (b) the last release deletes it and queues each replica once.
   ASSERT_TRUE(ns_->Release(f, 7).ok());
-  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->GetAttr(f).status()));
+  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(f).status()));
   for (uint64_t server : servers) {
     EXPECT_EQ(std::vector<uint64_t>{segment_id}, Deletions(server));
     EXPECT_TRUE(Deletions(server).empty());
@@ -380,7 +380,7 @@ TEST_F(NamespaceTest, OrphanLeftAtRestartIsDeletedAtOpen) {
   ASSERT_TRUE(ns_->Unlink(kRootIno, "f", false).ok());
   ASSERT_TRUE(ns_->GetAttr(f).ok());
   Reopen();
-  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->GetAttr(f).status()));
+  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(f).status()));
   EXPECT_EQ(std::vector<uint64_t>{segment_id}, Deletions(servers[1]));
 }
 

@@ -21,14 +21,18 @@ class Namespace::Txn {
  public:
   explicit Txn(MetadataDb* db) : db_(db) {}
 
-  // The inode, loaded once; ENOENT when absent or deleted in this txn.
+  // The inode, loaded once. ESTALE when absent or deleted in this txn:
+  // inode numbers are never reused, so a caller naming a missing one holds
+  // a stale handle (as NFS's NFS3ERR_STALE), and the kernel answers ESTALE
+  // by looking the path up again, where ENOENT would tell the application
+  // that a name it asked for does not exist (a file replaced by rename).
   absl::StatusOr<proto::Inode*> Get(uint64_t ino) {
-    if (deleted_.count(ino) != 0) return PosixError(ENOENT, absl::StrCat("no inode ", ino));
+    if (deleted_.count(ino) != 0) return PosixError(ESTALE, absl::StrCat("no inode ", ino));
     auto it = inodes_.find(ino);
     if (it != inodes_.end()) return &it->second;
     auto loaded = db_->GetInode(ino);
     if (absl::IsNotFound(loaded.status())) {
-      return PosixError(ENOENT, absl::StrCat("no inode ", ino));
+      return PosixError(ESTALE, absl::StrCat("no inode ", ino));
     }
     if (!loaded.ok()) return loaded.status();
     return &inodes_.emplace(ino, std::move(*loaded)).first->second;
