@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "src/status/macros.h"
+#include "src/status/posix_error.h"
 #include "store/logfs.pb.h"
 #include "store/message_type.h"
 #include "store/metadata_db.h"
@@ -89,6 +91,7 @@ class MetaServerImpl : public MetaServer {
     NamespaceOptions ns_options;
     ns_options.dead_server_ms = options_.dead_server_ms;
     ns_options.lease_timeout_ms = options_.lease_timeout_ms;
+    ns_options.lease_recovery_delay_ms = options_.lease_recovery_delay_ms;
     ns_options.default_replication = options_.default_replication;
     ns_options.wal_ack_quorum = options_.wal_ack_quorum;
     ASSIGN_OR_RETURN(ns_, Namespace::Open(db_.get(), segment_servers_.get(), ns_options));
@@ -125,6 +128,8 @@ class MetaServerImpl : public MetaServer {
     if (segment_servers_ != nullptr) segment_servers_->Shutdown();
     // Its pass in flight ends quickly now that its copies failed.
     if (rereplicator_ != nullptr) rereplicator_->Stop();
+    // So do lease recoveries; none starts after stopped_.
+    lease_recovery_pool_.join();
     client_work_.reset();
     client_io_.stop();
     if (client_thread_.joinable()) client_thread_.join();
@@ -138,8 +143,31 @@ class MetaServerImpl : public MetaServer {
       if (ec || stopped_.load()) return;
       absl::Status s = ns_->ExpireMounts();
       if (!s.ok()) LOG(WARNING) << "expiring mounts: " << s;
+      for (uint64_t ino : ns_->TakeLapsedOpenFiles()) {
+        asio::post(lease_recovery_pool_, [this, ino] { RecoverLapsedLease(ino); });
+      }
       ScheduleExpiry();
     });
+  }
+
+  // A file whose writer died: seal what its quorum acked, so that its
+  // length is final and every reader sees it (DESIGN §4 "Lease recovery").
+  // Blocks on segment servers; runs on lease_recovery_pool_.
+  void RecoverLapsedLease(uint64_t ino) {
+    if (stopped_.load()) return;
+    auto inode = ns_->RecoverLease(ino);
+    if (inode.ok()) {
+      LOG(INFO) << "recovered inode " << ino << " after its writer's lease lapsed: "
+                << inode->attr().size() << " bytes";
+    } else if (absl::IsUnavailable(inode.status()) || absl::IsAborted(inode.status()) ||
+               ErrnoFromStatus(inode.status()) == EAGAIN) {
+      LOG(WARNING) << "recovering inode " << ino << " after its lease lapsed: "
+                   << inode.status() << "; retrying later";
+      if (!stopped_.load()) ns_->RetryLeaseRecovery(ino);
+    } else {
+      LOG(WARNING) << "recovering inode " << ino << " after its lease lapsed: "
+                   << inode.status();
+    }
   }
 
   // Copies of a pass run at once; each call may wait for the copies queued
@@ -317,6 +345,8 @@ class MetaServerImpl : public MetaServer {
   asio::executor_work_guard<asio::io_context::executor_type> client_work_;
   asio::steady_timer expire_timer_;
   std::thread client_thread_;
+  // Recoveries of files whose writer's lease lapsed (RecoverLapsedLease).
+  asio::thread_pool lease_recovery_pool_{1};
 
   // Set by Init(), then immutable until destruction.
   std::unique_ptr<MetadataDb> db_;

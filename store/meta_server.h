@@ -19,6 +19,8 @@ struct MetaServerOptions {
   std::string listen_address;  // "host:port"; port 0 picks one
   int dead_server_ms = 10000;  // no heartbeat for this long: server is dead
   int lease_timeout_ms = 60000;  // writer lease without mount heartbeat
+  // A lapsed lease's file is recovered by meta after this long (ms).
+  int lease_recovery_delay_ms = 5000;
   int rpc_timeout_ms = 5000;   // for calls to segment servers
   uint32_t default_replication = 3;
   uint32_t wal_ack_quorum = 2;

@@ -43,6 +43,12 @@ inline constexpr size_t kDeletionsPerHeartbeatMax = 10000;
 struct NamespaceOptions {
   int64_t dead_server_ms = 10000;    // no heartbeat this long: server is dead
   int64_t lease_timeout_ms = 60000;  // no mount heartbeat this long: leases lapse
+  // A file whose writer's lease lapsed this long ago (its mount
+  // disconnected or went silent) and that nobody has opened for write
+  // since is recovered by meta itself (LapsedOpenFiles), as HDFS's
+  // NameNode recovers a lease past its hard limit. The delay lets a mount
+  // whose connection merely broke come back and take its lease again.
+  int64_t lease_recovery_delay_ms = 5000;
   uint32_t default_replication = 3;  // both kinds
   uint32_t wal_ack_quorum = 2;       // block files ack on every replica
   // Wall clock in ns since the Unix epoch; null means absl::Now(). Tests
@@ -74,9 +80,17 @@ class Namespace {
   void MountDisconnected(uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status MountHeartbeat(uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<proto::StatFsResponse> StatFs() ABSL_LOCKS_EXCLUDED(mu_);
-  // Drops the pins and leases of mounts silent for lease_timeout_ms and
-  // deletes orphans nobody pins any more. Called periodically by meta.
+  // Drops the pins and leases of mounts silent for lease_timeout_ms (or
+  // disconnected) and deletes orphans nobody pins any more. Called
+  // periodically by meta.
   absl::Status ExpireMounts() ABSL_LOCKS_EXCLUDED(mu_);
+  // Files whose lease ExpireMounts dropped at least lease_recovery_delay_ms
+  // ago, that still end in an open segment and that nobody holds a lease
+  // on: the caller recovers each with RecoverLease (off meta's network
+  // threads; it blocks on segment servers). Each is returned once; a
+  // caller whose recovery failed hands it back with RetryLeaseRecovery.
+  std::vector<uint64_t> TakeLapsedOpenFiles() ABSL_LOCKS_EXCLUDED(mu_);
+  void RetryLeaseRecovery(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- namespace
   absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name)
@@ -267,6 +281,8 @@ class Namespace {
   mutable uint64_t placements_ ABSL_GUARDED_BY(mu_) = 0;  // rotates placement ties
   std::map<uint64_t, int64_t> mount_seen_ns_ ABSL_GUARDED_BY(mu_);  // mount -> last heard
   std::map<uint64_t, uint64_t> leases_ ABSL_GUARDED_BY(mu_);        // ino -> mount
+  // ino -> when its lease lapsed: candidates for TakeLapsedOpenFiles.
+  std::map<uint64_t, int64_t> lapsed_leases_ns_ ABSL_GUARDED_BY(mu_);
   // ino -> mount -> number of Open/OpenWrite without Release.
   std::map<uint64_t, std::map<uint64_t, uint32_t>> pins_ ABSL_GUARDED_BY(mu_);
 };

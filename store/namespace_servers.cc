@@ -131,8 +131,14 @@ absl::StatusOr<proto::StatFsResponse> Namespace::StatFs() {
 
 absl::Status Namespace::ExpireMounts() {
   absl::MutexLock lock(&mu_);
+  const int64_t now = NowNs();
   for (auto it = leases_.begin(); it != leases_.end();) {
-    it = MountLive(it->second) ? std::next(it) : leases_.erase(it);
+    if (MountLive(it->second)) {
+      ++it;
+      continue;
+    }
+    lapsed_leases_ns_.emplace(it->first, now);
+    it = leases_.erase(it);
   }
   std::vector<uint64_t> unpinned;
   for (auto it = pins_.begin(); it != pins_.end();) {
@@ -153,6 +159,35 @@ absl::Status Namespace::ExpireMounts() {
   absl::Status status;
   for (uint64_t ino : unpinned) status.Update(MaybeDeleteOrphan(ino));
   return status;
+}
+
+std::vector<uint64_t> Namespace::TakeLapsedOpenFiles() {
+  absl::MutexLock lock(&mu_);
+  const int64_t due = NowNs() - options_.lease_recovery_delay_ms * kNanosPerMilli;
+  std::vector<uint64_t> files;
+  for (auto it = lapsed_leases_ns_.begin(); it != lapsed_leases_ns_.end();) {
+    const uint64_t ino = it->first;
+    if (LiveLeaseHolder(ino) != 0) {  // opened for write again, or readopted
+      it = lapsed_leases_ns_.erase(it);
+      continue;
+    }
+    if (it->second > due) {
+      ++it;
+      continue;
+    }
+    auto inode = db_->GetInode(ino);
+    if (inode.ok() && inode->segments_size() > 0 &&
+        !inode->segments(inode->segments_size() - 1).sealed()) {
+      files.push_back(ino);
+    }
+    it = lapsed_leases_ns_.erase(it);
+  }
+  return files;
+}
+
+void Namespace::RetryLeaseRecovery(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  lapsed_leases_ns_.emplace(ino, NowNs());
 }
 
 absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(

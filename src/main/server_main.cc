@@ -40,6 +40,9 @@ DEFINE_string(short_circuit_socket, "",
               "(short-circuit reads; default DATA_DIR/segd.sock; 'off' disables them)");
 DEFINE_int32(dead_server_ms, 10000, "meta: a segment server silent this long is dead");
 DEFINE_int32(lease_timeout_ms, 60000, "meta: a writer lease lapses without mount heartbeats");
+DEFINE_int32(lease_recovery_delay_ms, 5000,
+             "meta: a file whose writer's lease lapsed (its mount died or went silent) is "
+             "recovered and sealed by meta this long after, unless it is opened for write again");
 DEFINE_int32(rpc_timeout_ms, 5000, "deadline of one call to another server");
 
 namespace logfs::main {
@@ -53,6 +56,7 @@ DEFINE_validator(journal_bytes, [](const char*, uint64_t v) { return v >= (1u <<
 DEFINE_validator(heartbeat_interval_ms, &PositiveInt);
 DEFINE_validator(dead_server_ms, &PositiveInt);
 DEFINE_validator(lease_timeout_ms, &PositiveInt);
+DEFINE_validator(lease_recovery_delay_ms, &PositiveInt);
 DEFINE_validator(rpc_timeout_ms, &PositiveInt);
 
 // Blocks SIGTERM/SIGINT in every thread (call before starting threads) so
@@ -127,6 +131,7 @@ int MetaMain(int argc, char** argv) {
   options.listen_address = FLAGS_listen;
   options.dead_server_ms = FLAGS_dead_server_ms;
   options.lease_timeout_ms = FLAGS_lease_timeout_ms;
+  options.lease_recovery_delay_ms = FLAGS_lease_recovery_delay_ms;
   options.rpc_timeout_ms = FLAGS_rpc_timeout_ms;
   auto server = store::MetaServer::Start(options, io);
   if (!server.ok()) return Fail("meta", server.status());
