@@ -134,7 +134,9 @@ absl::StatusOr<proto::Attr> Mount::Lookup(uint64_t parent, const std::string& na
   request.set_name(name);
   proto::AttrResponse response;
   RETURN_IF_ERROR(MetaCall(store::MessageType::kLookup, request, &response));
-  return GetAttr(response.attr().ino());
+  // Meta's answer names the inode and its attributes at once: asking for
+  // them again by inode would race with a rename that replaces the name.
+  return WithLiveSize(std::move(*response.mutable_attr()));
 }
 
 absl::StatusOr<proto::Attr> Mount::GetAttr(uint64_t ino) {
@@ -142,14 +144,23 @@ absl::StatusOr<proto::Attr> Mount::GetAttr(uint64_t ino) {
   request.set_ino(ino);
   proto::AttrResponse response;
   RETURN_IF_ERROR(MetaCall(store::MessageType::kGetAttr, request, &response));
-  proto::Attr attr = response.attr();
-  if (auto writer = FindWriter(ino)) {
-    // Readers, and stat, see what the ack quorum holds (DESIGN §2).
-    attr.set_size(writer->acked_length());
+  return WithLiveSize(std::move(*response.mutable_attr()));
+}
+
+absl::StatusOr<proto::Attr> Mount::WithLiveSize(proto::Attr attr) {
+  if (!S_ISREG(attr.mode())) return attr;
+  if (auto writer = FindWriter(attr.ino())) {
+    // The writing mount sees every byte whose write() returned, as on a
+    // local file system: its reads wait until those bytes are durable.
+    attr.set_size(writer->length());
     attr.set_open_for_write(true);
-  } else if (attr.open_for_write() && S_ISREG(attr.mode())) {
-    ASSIGN_OR_RETURN(proto::Inode inode, GetInode(ino));
+  } else if (attr.open_for_write() || attr.open_segment()) {
+    // Another mount writes the file, or its writer died and meta has not
+    // recovered it yet: the size is what the ack quorum holds (DESIGN §2),
+    // never less than what a read returns.
+    ASSIGN_OR_RETURN(proto::Inode inode, GetInode(attr.ino()));
     attr.set_size(LiveLength(inode));
+    attr.set_open_segment(HasOpenSegment(inode));
   }
   return attr;
 }
@@ -430,8 +441,9 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Mount::Open(uint64_t ino, int flags) {
   proto::InodeResponse response;
   RETURN_IF_ERROR(MetaCall(store::MessageType::kOpen, request, &response));
   file->kind = response.inode().attr().kind();
-  file->live = response.inode().attr().open_for_write() || HasOpenSegment(response.inode()) ||
-               file->kind == proto::KIND_WAL;
+  file->growing = response.inode().attr().open_for_write() || HasOpenSegment(response.inode()) ||
+                  FindWriter(ino) != nullptr;
+  file->live = file->growing || file->kind == proto::KIND_WAL;
   absl::MutexLock lock(&file->mu);
   file->inode = std::move(*response.mutable_inode());
   return file;
@@ -443,6 +455,11 @@ absl::StatusOr<cache::ReadBuffer> Mount::Read(OpenFile& file, uint64_t offset,
   uint64_t length;
   auto writer = file.writer != nullptr ? file.writer : FindWriter(file.ino);
   if (writer != nullptr) {
+    // Bytes whose write() returned are read back once they are durable
+    // (DESIGN §2), never cut short: a copy-truncate rotation copies them.
+    if (std::min(offset + size, writer->length()) > writer->acked_length()) {
+      RETURN_IF_ERROR(WaitUntilDurable(*writer));
+    }
     segments = writer->ReadableSegments();
     length = writer->acked_length();
   } else {
@@ -458,6 +475,24 @@ absl::StatusOr<cache::ReadBuffer> Mount::Read(OpenFile& file, uint64_t offset,
   RETURN_IF_ERROR(cache::ReadFile(block_cache_.get(), *segment_reader_, segments, length, offset,
                                   size, {meta_, file.ino, options_.rpc_timeout}, &out));
   return out;
+}
+
+absl::Status Mount::WaitUntilDurable(wal::FileWriter& writer) {
+  struct Wait {
+    absl::Notification done;
+    absl::Status status;
+  };
+  auto wait = std::make_shared<Wait>();
+  writer.Sync([wait](absl::Status s) {
+    wait->status = std::move(s);
+    wait->done.Notify();
+  });
+  // The writer fails itself (EIO) once a sync waits past fsync_timeout; the
+  // extra second only covers that failure reaching us.
+  if (!wait->done.WaitForNotificationWithTimeout(options_.fsync_timeout + absl::Seconds(1))) {
+    return PosixError(EIO, "written bytes did not become durable in time");
+  }
+  return wait->status;
 }
 
 absl::Status Mount::Write(OpenFile& file, uint64_t offset, const char* data, size_t size) {

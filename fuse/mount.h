@@ -62,6 +62,7 @@ struct OpenFile {
   bool append = false;        // O_APPEND
   std::shared_ptr<wal::FileWriter> writer;  // set on writable, not denied
   bool live = false;          // another writer may grow the file: refresh on read
+  bool growing = false;       // at open: a writer holds it, or it has an open segment
   absl::Mutex mu;
   proto::Inode inode ABSL_GUARDED_BY(mu);   // for reads
 };
@@ -76,8 +77,10 @@ class Mount {
   absl::Status Connect();
   void Shutdown();
 
-  // Namespace. Attr sizes are live: the local writer's length, or the
-  // acked length of a file being written by another mount.
+  // Namespace. Attr sizes are live: the local writer's length (every byte
+  // whose write() returned), or the acked length of a file with an open
+  // segment (written by another mount, or left by a dead writer). Calls
+  // naming an inode meta no longer has fail with ESTALE.
   absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name);
   absl::StatusOr<proto::Attr> GetAttr(uint64_t ino);
   absl::StatusOr<proto::Attr> SetAttr(const proto::SetAttrRequest& request);
@@ -125,10 +128,16 @@ class Mount {
   };
 
   absl::StatusOr<proto::Inode> GetInode(uint64_t ino);
+  // `attr` from meta with the size a reader on this mount sees: the local
+  // writer's length, else for a file with an open segment its acked length.
+  absl::StatusOr<proto::Attr> WithLiveSize(proto::Attr attr);
   absl::StatusOr<std::shared_ptr<wal::FileWriter>> AcquireWriter(uint64_t ino, bool truncate)
       ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<wal::FileWriter> FindWriter(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   void WaitUntilNotClosing(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+  // Blocks until every byte written to `writer` so far is durable on its
+  // ack quorum (a Sync); the writer's sticky error (EIO) otherwise.
+  absl::Status WaitUntilDurable(wal::FileWriter& writer);
   // Length and readable segments of a file another mount may be writing.
   uint64_t LiveLength(proto::Inode& inode);
   std::string FormatSegments(const proto::Inode& inode);

@@ -54,7 +54,7 @@ void FillStat(const proto::Attr& a, struct stat* st) {
 }
 
 double AttrTimeout(const proto::Attr& a) {
-  return a.open_for_write() ? 0.0 : kSealedAttrTimeoutSeconds;
+  return a.open_for_write() || a.open_segment() ? 0.0 : kSealedAttrTimeoutSeconds;
 }
 
 void ReplyEntry(fuse_req_t req, const absl::StatusOr<proto::Attr>& attr) {
@@ -173,9 +173,14 @@ void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) noexcept {
 }
 
 void SetOpenFlags(const OpenFile& file, fuse_file_info* fi) {
-  // Files that can grow bypass the page cache so every read and stat sees
-  // the current durable length; sealed block files keep their cache.
-  if (file.writable || file.live) {
+  // Files being written bypass the page cache so every read and stat sees
+  // the current durable length; a shared mmap of them fails with ENODEV.
+  // Sealed files go through the page cache, so they can be mmapped
+  // (MAP_SHARED too, read-only: writes are refused at open). Block files
+  // are immutable and keep their cache across opens; a sealed WAL file
+  // may be appended to or emptied later, so its cache is dropped at open,
+  // and the kernel drops it whenever it sees the size change.
+  if (file.writable || file.growing) {
     fi->direct_io = 1;
   } else {
     fi->keep_cache = file.kind == proto::KIND_BLOCK;
