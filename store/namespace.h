@@ -49,6 +49,13 @@ struct NamespaceOptions {
   // NameNode recovers a lease past its hard limit. The delay lets a mount
   // whose connection merely broke come back and take its lease again.
   int64_t lease_recovery_delay_ms = 5000;
+  // A file unlinked or replaced by rename while nobody has it open stays
+  // openable by inode number for this long (ms), then is deleted. A kernel
+  // that resolved the name just before a rename replaced it opens the old
+  // inode an instant later: it gets the old file, as POSIX allows, instead
+  // of ESTALE twice in a row (the VFS retries a stale lookup only once).
+  // 0 deletes at once.
+  int64_t unlinked_grace_ms = 2000;
   uint32_t default_replication = 3;  // both kinds
   uint32_t wal_ack_quorum = 2;       // block files ack on every replica
   // Wall clock in ns since the Unix epoch; null means absl::Now(). Tests
@@ -281,6 +288,8 @@ class Namespace {
   mutable uint64_t placements_ ABSL_GUARDED_BY(mu_) = 0;  // rotates placement ties
   std::map<uint64_t, int64_t> mount_seen_ns_ ABSL_GUARDED_BY(mu_);  // mount -> last heard
   std::map<uint64_t, uint64_t> leases_ ABSL_GUARDED_BY(mu_);        // ino -> mount
+  // ino -> when its last name went (unlinked_grace_ms): kept as orphans.
+  std::map<uint64_t, int64_t> unlinked_ns_ ABSL_GUARDED_BY(mu_);
   // ino -> when its lease lapsed: candidates for TakeLapsedOpenFiles.
   std::map<uint64_t, int64_t> lapsed_leases_ns_ ABSL_GUARDED_BY(mu_);
   // ino -> mount -> number of Open/OpenWrite without Release.

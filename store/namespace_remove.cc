@@ -83,11 +83,13 @@ absl::Status Namespace::RemoveEntry(Txn& txn, proto::Inode* parent, const std::s
   child->mutable_attr()->set_ctime_ns(now);
   if (nlink > 0) {
     txn.Put(child);
-  } else if (Pinned(ino)) {
-    // Open somewhere: keep the data until the last Release (or the next
-    // start, which deletes every orphan).
+  } else if (Pinned(ino) || options_.unlinked_grace_ms > 0) {
+    // Open somewhere, or just replaced: keep the data until the last
+    // Release and the grace have passed (or the next start, which deletes
+    // every orphan).
     txn.Put(child);
     txn.batch().AddOrphan(ino);
+    if (options_.unlinked_grace_ms > 0) unlinked_ns_[ino] = now;
   } else {
     DeleteFile(txn, *child);
   }
@@ -95,7 +97,7 @@ absl::Status Namespace::RemoveEntry(Txn& txn, proto::Inode* parent, const std::s
 }
 
 absl::Status Namespace::MaybeDeleteOrphan(uint64_t ino) {
-  if (Pinned(ino)) return absl::OkStatus();
+  if (Pinned(ino) || unlinked_ns_.count(ino) != 0) return absl::OkStatus();
   Txn txn(db_);
   auto inode = txn.Get(ino);
   if (!inode.ok()) return absl::OkStatus();  // already gone

@@ -49,6 +49,7 @@ class NamespaceRereplicationTest : public testing::Test {
     options.lease_timeout_ms = 600000;
     options.default_replication = 3;
     options.wal_ack_quorum = 2;
+    options.unlinked_grace_ms = 0;
     options.now_ns = [this] { return now_ns_.load(); };
     auto ns = Namespace::Open(db_.get(), &servers_api_, options);
     ASSERT_TRUE(ns.ok()) << ns.status();

@@ -156,6 +156,15 @@ absl::Status Namespace::ExpireMounts() {
   for (auto it = mount_seen_ns_.begin(); it != mount_seen_ns_.end();) {
     it = MountLive(it->first) ? std::next(it) : mount_seen_ns_.erase(it);
   }
+  const int64_t grace_end = now - options_.unlinked_grace_ms * kNanosPerMilli;
+  for (auto it = unlinked_ns_.begin(); it != unlinked_ns_.end();) {
+    if (it->second > grace_end) {
+      ++it;
+      continue;
+    }
+    unpinned.push_back(it->first);
+    it = unlinked_ns_.erase(it);
+  }
   absl::Status status;
   for (uint64_t ino : unpinned) status.Update(MaybeDeleteOrphan(ino));
   return status;

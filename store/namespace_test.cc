@@ -117,6 +117,7 @@ class NamespaceTest : public testing::Test {
     options.lease_timeout_ms = 60000;
     options.default_replication = 3;
     options.wal_ack_quorum = 2;
+    options.unlinked_grace_ms = unlinked_grace_ms_;
     options.now_ns = [this] { return now_ns_.load(); };
     auto ns = Namespace::Open(db_.get(), &fake_, options);
     ASSERT_TRUE(ns.ok()) << ns.status();
@@ -240,6 +241,7 @@ class NamespaceTest : public testing::Test {
 
   std::string dir_;
   std::atomic<int64_t> now_ns_{1700000000ll * 1000 * kMs};
+  int64_t unlinked_grace_ms_ = 0;  // most tests: deleted at once
   FakeSegmentServers fake_;
   std::unique_ptr<MetadataDb> db_;
   std::unique_ptr<Namespace> ns_;
@@ -370,6 +372,43 @@ TEST_F(NamespaceTest, UnlinkOfPinnedFileKeepsItUntilRelease) {
     EXPECT_EQ(std::vector<uint64_t>{segment_id}, Deletions(server));
     EXPECT_TRUE(Deletions(server).empty());
   }
+}
+
+TEST_F(NamespaceTest, AReplacedFileStaysOpenableForTheGraceThenGoesStale) {
+  // Goal: a kernel that looked a name up just before a rename replaced it
+  // opens the old inode an instant later; within unlinked_grace_ms meta
+  // still has it (nlink 0), after that it is ESTALE and its replicas go.
+  unlinked_grace_ms_ = 2000;
+  Reopen();
+  auto servers = RegisterServers(3);
+  uint64_t x = File(kRootIno, "x");
+  uint64_t y = File(kRootIno, "y");
+  uint64_t segment_id = WriteAndClose(y, /*mount=*/1, 10).segments(0).id();
+  ASSERT_EQ(0, RenameErrno(kRootIno, "x", kRootIno, "y"));
+  EXPECT_EQ(x, LookupIno(kRootIno, "y"));
+  // (a) within the grace: the old inode opens and reads as before.
+  auto old_attr = ns_->GetAttr(y);
+  ASSERT_TRUE(old_attr.ok()) << old_attr.status();
+  EXPECT_EQ(0u, old_attr->nlink());
+  EXPECT_EQ(10u, old_attr->size());
+  ASSERT_TRUE(ns_->Open(y, 7).ok());
+  EXPECT_TRUE(Deletions(servers[0]).empty());
+  // (b) past the grace, still pinned: kept until the release.
+  Advance(2001);
+  ASSERT_TRUE(ns_->ExpireMounts().ok());
+  ASSERT_TRUE(ns_->GetAttr(y).ok());
+  ASSERT_TRUE(ns_->Release(y, 7).ok());
+  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(y).status()));
+  EXPECT_EQ(std::vector<uint64_t>{segment_id}, Deletions(servers[0]));
+  // (c) unpinned: gone at the first expiry pass after the grace.
+  ASSERT_TRUE(ns_->Unlink(kRootIno, "y", false).ok());
+  ASSERT_TRUE(ns_->GetAttr(x).ok());
+  Advance(1000);
+  ASSERT_TRUE(ns_->ExpireMounts().ok());
+  ASSERT_TRUE(ns_->GetAttr(x).ok());
+  Advance(1001);
+  ASSERT_TRUE(ns_->ExpireMounts().ok());
+  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(x).status()));
 }
 
 TEST_F(NamespaceTest, OrphanLeftAtRestartIsDeletedAtOpen) {
