@@ -48,40 +48,6 @@ absl::Status SyscallError(int errno_value, absl::string_view what) {
   return absl::ErrnoToStatus(errno_value, what);
 }
 
-namespace {
-
-absl::Status WriteAll(int fd, absl::string_view contents, const std::string& path) {
-  size_t done = 0;
-  while (done < contents.size()) {
-    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return SyscallError(errno, absl::StrCat("write ", path));
-    done += static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-absl::Status WriteFileAtomically(const std::string& dir, const std::string& name,
-                                 absl::string_view contents) {
-  const std::string path = absl::StrCat(dir, "/", name);
-  const std::string tmp = absl::StrCat(path, ".tmp");
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return SyscallError(errno, absl::StrCat("open ", tmp));
-  absl::Status status = WriteAll(fd, contents, tmp);
-  if (status.ok() && ::fsync(fd) != 0) status = SyscallError(errno, absl::StrCat("fsync ", tmp));
-  if (::close(fd) != 0 && status.ok()) status = SyscallError(errno, absl::StrCat("close ", tmp));
-  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    status = SyscallError(errno, absl::StrCat("rename ", tmp));
-  }
-  if (!status.ok()) {
-    ::unlink(tmp.c_str());  // best effort; a stale .tmp is ignored on load
-    return status;
-  }
-  return SyncDir(dir);
-}
-
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t bytes_max) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return SyscallError(errno, absl::StrCat("open ", path));
@@ -131,33 +97,6 @@ absl::StatusOr<std::string> PreadUpTo(int fd, uint64_t offset, size_t n) {
   }
   out.resize(done);
   return out;
-}
-
-absl::Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return SyscallError(errno, absl::StrCat("open dir ", dir));
-  absl::Status status;
-  if (::fsync(fd) != 0) status = SyscallError(errno, absl::StrCat("fsync dir ", dir));
-  ::close(fd);
-  return status;
-}
-
-absl::Status MakeDirs(const std::string& dir) {
-  if (dir.empty()) return absl::InvalidArgumentError("empty directory path");
-  struct stat st;
-  if (::stat(dir.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) {
-      return absl::FailedPreconditionError(absl::StrCat(dir, " exists and is not a directory"));
-    }
-    return absl::OkStatus();
-  }
-  if (errno != ENOENT) return SyscallError(errno, absl::StrCat("stat ", dir));
-  auto slash = dir.find_last_of('/');
-  if (slash != std::string::npos && slash > 0) RETURN_IF_ERROR(MakeDirs(dir.substr(0, slash)));
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return SyscallError(errno, absl::StrCat("mkdir ", dir));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace logfs::store

@@ -6,8 +6,8 @@
 //   <data_dir>/segments/<id>.state  "epoch=E\nsealed=0|1\nsealed_length=L\n"
 //   <data_dir>/segments/<id>.crc  CRC32C per kCrcChunkBytes chunk (store/chunk_crc.h)
 //
-// Small files are replaced atomically: temp file, fsync, rename, fsync of
-// the directory. Every function here is thread-safe (no shared state) and
+// Small files are replaced with env::WriteFileAtomically (src/env/
+// posix_file.h). Every function here is thread-safe (no shared state) and
 // returns syscall failures through absl::ErrnoToStatus.
 #pragma once
 
@@ -41,11 +41,6 @@ absl::StatusOr<ReplicaState> DecodeReplicaState(absl::string_view text);
 // A status for a failed syscall: `what` plus strerror, code from errno.
 absl::Status SyscallError(int errno_value, absl::string_view what);
 
-// Replaces `dir/name` with `contents` durably (temp + fsync + rename +
-// fsync of `dir`). On failure the old file, if any, is unchanged.
-absl::Status WriteFileAtomically(const std::string& dir, const std::string& name,
-                                 absl::string_view contents);
-
 // Reads a whole small file (at most `bytes_max`; kDataLoss if larger).
 // kNotFound if it does not exist.
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t bytes_max);
@@ -55,12 +50,5 @@ absl::Status PwriteAll(int fd, absl::string_view data, uint64_t offset);
 
 // Reads up to `n` bytes at `offset`; fewer only at end of file.
 absl::StatusOr<std::string> PreadUpTo(int fd, uint64_t offset, size_t n);
-
-// fsyncs a directory so that creates, renames and unlinks in it are durable.
-absl::Status SyncDir(const std::string& dir);
-
-// Creates `dir` (and missing parents) with mode 0755; OK if it exists as a
-// directory. kFailedPrecondition if it exists as something else.
-absl::Status MakeDirs(const std::string& dir);
 
 }  // namespace logfs::store

@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "src/env/posix_file.h"
 #include "src/status/macros.h"
 #include "src/util/crc32c.h"
 #include "store/chunk_crc.h"
@@ -53,8 +54,7 @@ ReplicaStore::~ReplicaStore() = default;
 absl::StatusOr<std::unique_ptr<ReplicaStore>> ReplicaStore::Open(
     const ReplicaStoreOptions& options) {
   std::unique_ptr<ReplicaStore> store(new ReplicaStore(options));
-  absl::Status status = MakeDirs(store->data_dir_);
-  if (status.ok()) status = MakeDirs(store->segments_dir_);
+  absl::Status status = env::MakeDirs(store->segments_dir_);
   if (status.ok()) {
     // Probe writability with a real create: access(2) lies for root and
     // read-only mounts.
@@ -120,7 +120,7 @@ absl::Status ReplicaStore::LoadAll() {
     LOG(WARNING) << "removing stale " << segments_dir_ << "/" << name;
     ::unlink((segments_dir_ + "/" + name).c_str());
   }
-  if (!stale.empty()) RETURN_IF_ERROR(SyncDir(segments_dir_));
+  if (!stale.empty()) RETURN_IF_ERROR(env::SyncDir(segments_dir_));
   // Appends acknowledged from the journal alone go back into their
   // replicas before those are loaded (and fdatasynced) below.
   absl::flat_hash_map<uint64_t, int> replay_fds;
@@ -140,7 +140,7 @@ absl::Status ReplicaStore::LoadAll() {
   // LoadOne creates the .crc files of replicas written before checksums.
   bool created = false;
   for (uint64_t id : data_ids) created |= state_ids.contains(id) && !crc_ids.contains(id);
-  if (created) RETURN_IF_ERROR(SyncDir(segments_dir_));
+  if (created) RETURN_IF_ERROR(env::SyncDir(segments_dir_));
   return absl::OkStatus();
 }
 
@@ -330,8 +330,8 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Create(uint64_t segment_id, uint64_t e
           "segment ", segment_id, " exists at epoch ", r.epoch, " > ", epoch));
     }
     if (epoch > r.epoch) {
-      RETURN_IF_ERROR(WriteFileAtomically(
-          segments_dir_, absl::StrCat(segment_id, kStateFileSuffix),
+      RETURN_IF_ERROR(env::WriteFileAtomically(
+          SegmentPath(segment_id, kStateFileSuffix),
           EncodeReplicaState(ReplicaState{epoch, r.sealed, r.sealed ? r.length : 0})));
       r.epoch = epoch;
     }
@@ -351,9 +351,8 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Create(uint64_t segment_id, uint64_t e
   auto replica = std::make_shared<Replica>(segment_id, fd, crc_fd);
   // The state file is written last; its directory fsync also makes the data
   // and .crc files' entries durable. Until then a crash leaves orphans.
-  absl::Status status = WriteFileAtomically(segments_dir_,
-                                            absl::StrCat(segment_id, kStateFileSuffix),
-                                            EncodeReplicaState(ReplicaState{epoch, false, 0}));
+  absl::Status status = env::WriteFileAtomically(
+      SegmentPath(segment_id, kStateFileSuffix), EncodeReplicaState(ReplicaState{epoch, false, 0}));
   if (!status.ok()) {
     ::unlink(path.c_str());
     ::unlink(crc_path.c_str());
@@ -553,8 +552,8 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Seal(uint64_t segment_id, uint64_t epo
     return r->failure;
   }
   r->durable_length = length;
-  RETURN_IF_ERROR(WriteFileAtomically(segments_dir_, absl::StrCat(segment_id, kStateFileSuffix),
-                                      EncodeReplicaState(ReplicaState{epoch, true, length})));
+  RETURN_IF_ERROR(env::WriteFileAtomically(SegmentPath(segment_id, kStateFileSuffix),
+                                           EncodeReplicaState(ReplicaState{epoch, true, length})));
   r->epoch = epoch;
   r->sealed = true;
   return r->Snapshot();
@@ -587,7 +586,7 @@ absl::Status ReplicaStore::Delete(uint64_t segment_id) {
       return SyscallError(errno, absl::StrCat("unlink ", path));
     }
   }
-  return SyncDir(segments_dir_);
+  return env::SyncDir(segments_dir_);
 }
 
 int ReplicaStore::SyncDirty() {
@@ -630,7 +629,8 @@ uint64_t ReplicaStore::server_id() const {
 
 absl::Status ReplicaStore::SetServerId(uint64_t server_id) {
   absl::MutexLock files_lock(&files_mu_);
-  RETURN_IF_ERROR(WriteFileAtomically(data_dir_, kServerIdFileName, absl::StrCat(server_id, "\n")));
+  RETURN_IF_ERROR(env::WriteFileAtomically(absl::StrCat(data_dir_, "/", kServerIdFileName),
+                                           absl::StrCat(server_id, "\n")));
   absl::MutexLock lock(&mu_);
   server_id_ = server_id;
   return absl::OkStatus();

@@ -27,6 +27,7 @@
 #include "absl/time/clock.h"
 #include "bench/durability_checker.h"
 #include "src/cluster/process.h"
+#include "src/env/posix_file.h"
 #include "store/frame.h"
 #include "tests/mounted_cluster.h"
 
@@ -57,7 +58,7 @@ class FaultTest : public ::testing::Test {
     ASSERT_EQ(0, mkdir(cluster_->Path("wal").c_str(), 0755));
     ASSERT_EQ(0, setxattr(cluster_->Path("wal").c_str(), "user.logfs.kind", "wal", 3, 0));
     log_dir_ = cluster_->root() + "/acks";
-    ASSERT_TRUE(cluster::MakeDirs(log_dir_).ok());
+    ASSERT_TRUE(env::MakeDirs(log_dir_).ok());
   }
 
   bench::CheckerOptions Options() {

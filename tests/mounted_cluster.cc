@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "src/cluster/process.h"
+#include "src/env/posix_file.h"
 #include "src/status/macros.h"
 
 namespace logfs::testing {
@@ -141,7 +142,7 @@ absl::StatusOr<std::unique_ptr<MountedCluster>> MountedCluster::Start(
   copts.segd_flags = mc->options_.segd_flags;
   for (int segd : mc->options_.tmpfs_segds) {
     std::string dir = mc->TmpfsDir(segd);
-    RETURN_IF_ERROR(cluster::MakeDirs(dir));
+    RETURN_IF_ERROR(env::MakeDirs(dir));
     struct statvfs st;
     if (statvfs("/tmp", &st) != 0) return absl::ErrnoToStatus(errno, "statvfs /tmp");
     uint64_t free_bytes = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
@@ -152,7 +153,7 @@ absl::StatusOr<std::unique_ptr<MountedCluster>> MountedCluster::Start(
   ASSIGN_OR_RETURN(mc->cluster_, cluster::LocalCluster::Start(copts));
   for (int i = 0; i < mc->options_.mounts; ++i) {
     std::string mnt = absl::StrCat(mc->root_, "/mnt", i);
-    RETURN_IF_ERROR(cluster::MakeDirs(mnt));
+    RETURN_IF_ERROR(env::MakeDirs(mnt));
     mc->mountpoints_.push_back(mnt);
     mc->mounted_.push_back(false);
   }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/cluster/process.h"
+#include "src/env/posix_file.h"
 #include "src/status/macros.h"
 
 namespace logfs::cluster {
@@ -15,7 +16,7 @@ namespace {
 absl::StatusOr<std::string> StartServer(const std::vector<std::string>& argv,
                                         const std::string& dir, const std::string& name,
                                         absl::Duration timeout, pid_t* pid) {
-  RETURN_IF_ERROR(MakeDirs(dir));
+  RETURN_IF_ERROR(env::MakeDirs(dir));
   std::string address_file = dir + "/address";
   unlink(address_file.c_str());
   std::string log = dir + "/" + name + ".log";
@@ -35,7 +36,7 @@ absl::StatusOr<std::string> StartServer(const std::vector<std::string>& argv,
 absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     const LocalClusterOptions& options) {
   std::unique_ptr<LocalCluster> cluster(new LocalCluster(options));
-  RETURN_IF_ERROR(MakeDirs(options.data_dir));
+  RETURN_IF_ERROR(env::MakeDirs(options.data_dir));
   RETURN_IF_ERROR(cluster->StartMeta());
   cluster->segd_pids_.assign(options.segment_servers, -1);
   cluster->segd_addresses_.assign(options.segment_servers, "");

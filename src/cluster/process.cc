@@ -93,23 +93,6 @@ absl::StatusOr<std::string> WaitForFile(const std::string& path, absl::Duration 
   }
 }
 
-absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {
-  std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open ", tmp));
-  ssize_t n = write(fd, contents.data(), contents.size());
-  int err = errno;
-  if (n != static_cast<ssize_t>(contents.size()) || fsync(fd) != 0) {
-    close(fd);
-    return absl::ErrnoToStatus(n < 0 ? err : EIO, absl::StrCat("write ", tmp));
-  }
-  close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("rename ", tmp));
-  }
-  return absl::OkStatus();
-}
-
 std::string LastLine(const std::string& path) {
   std::ifstream in(path);
   std::string line, last;
@@ -117,27 +100,6 @@ std::string LastLine(const std::string& path) {
     if (!line.empty()) last = line;
   }
   return last;
-}
-
-absl::Status MakeDirs(const std::string& path) {
-  std::string partial;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || (path[i] == '/' && i > 0)) {
-      partial = path.substr(0, i);
-      if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("cannot create directory ", partial, ": ", std::strerror(errno)));
-      }
-    }
-  }
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat(path, " is not a directory"));
-  }
-  if (access(path.c_str(), W_OK) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(path, " is not writable"));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace logfs::cluster

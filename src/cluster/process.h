@@ -1,5 +1,6 @@
 // Child processes and small file helpers shared by the embedded cluster,
-// the mount daemon and the tests. Thread-compatible.
+// the mount daemon and the tests (durable file helpers: src/env/
+// posix_file.h). Thread-compatible.
 #pragma once
 
 #include <sys/types.h>
@@ -32,13 +33,7 @@ void StopChild(pid_t pid, int signal, absl::Duration timeout);
 absl::StatusOr<std::string> WaitForFile(const std::string& path, absl::Duration timeout,
                                         pid_t pid);
 
-// Writes `contents` to `path` atomically (temp file, fsync, rename).
-absl::Status WriteFileAtomically(const std::string& path, const std::string& contents);
-
 // The last non-empty line of a text file ("" if none), for error messages.
 std::string LastLine(const std::string& path);
-
-// mkdir -p. kFailedPrecondition with the reason on failure.
-absl::Status MakeDirs(const std::string& path);
 
 }  // namespace logfs::cluster

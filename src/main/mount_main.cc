@@ -26,6 +26,7 @@
 #include "fuse/session.h"
 #include "src/cluster/local_cluster.h"
 #include "src/cluster/process.h"
+#include "src/env/posix_file.h"
 #include "src/main/subcommands.h"
 #include "store/xattr_names.h"
 
@@ -203,7 +204,7 @@ int RunMount(const std::string& mountpoint_arg) {
     std::string log = !FLAGS_log_file.empty() ? FLAGS_log_file
                       : FLAGS_meta.empty()     ? data_dir + "/mount.log"
                                                : "/tmp/logfs-mount.log";
-    if (FLAGS_meta.empty()) cluster::MakeDirs(data_dir).IgnoreError();  // checked below
+    if (FLAGS_meta.empty()) env::MakeDirs(data_dir).IgnoreError();  // checked below
     int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd >= 0) dup2(log_fd, STDERR_FILENO);
   }
@@ -211,7 +212,7 @@ int RunMount(const std::string& mountpoint_arg) {
   std::string meta = FLAGS_meta;
   int lock_fd = -1;
   if (meta.empty()) {
-    absl::Status dir = cluster::MakeDirs(data_dir);
+    absl::Status dir = env::MakeDirs(data_dir);
     if (!dir.ok()) return ready.Report(std::string(dir.message())), 1;
     auto lock = LockDataDir(data_dir);
     if (!lock.ok()) return ready.Report(std::string(lock.status().message())), 1;

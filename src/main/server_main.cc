@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "src/cluster/process.h"
+#include "src/env/posix_file.h"
 #include "src/main/subcommands.h"
 #include "store/meta_server.h"
 #include "store/segment_server.h"
@@ -99,7 +99,7 @@ int Fail(const char* what, const absl::Status& status) {
 template <typename Server>
 int Serve(const char* what, Server& server, const sigset_t& signals, IoThreads& threads) {
   if (!FLAGS_address_file.empty()) {
-    absl::Status s = cluster::WriteFileAtomically(FLAGS_address_file, server.bound_address());
+    absl::Status s = env::WriteFileAtomically(FLAGS_address_file, server.bound_address());
     if (!s.ok()) return Fail(what, s);
   }
   LOG(INFO) << "logfs " << what << " serving on " << server.bound_address();
