@@ -134,12 +134,6 @@ absl::StatusOr<std::unique_ptr<MountedCluster>> MountedCluster::Start(
   char tmpl[] = "/tmp/logfs-test-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return absl::ErrnoToStatus(errno, "mkdtemp");
   mc->root_ = tmpl;
-  cluster::LocalClusterOptions copts;
-  copts.binary = LogfsBinary();
-  copts.data_dir = mc->root_ + "/data";
-  copts.segment_servers = mc->options_.segment_servers;
-  copts.meta_flags = mc->options_.meta_flags;
-  copts.segd_flags = mc->options_.segd_flags;
   for (int segd : mc->options_.tmpfs_segds) {
     std::string dir = mc->TmpfsDir(segd);
     RETURN_IF_ERROR(env::MakeDirs(dir));
@@ -150,7 +144,7 @@ absl::StatusOr<std::unique_ptr<MountedCluster>> MountedCluster::Start(
     if (r.exit_code != 0) return absl::FailedPreconditionError("mount tmpfs: " + r.output);
     mc->tmpfs_dirs_.push_back(dir);
   }
-  ASSIGN_OR_RETURN(mc->cluster_, cluster::LocalCluster::Start(copts));
+  ASSIGN_OR_RETURN(mc->cluster_, cluster::LocalCluster::Start(mc->ClusterOptions()));
   for (int i = 0; i < mc->options_.mounts; ++i) {
     std::string mnt = absl::StrCat(mc->root_, "/mnt", i);
     RETURN_IF_ERROR(env::MakeDirs(mnt));
@@ -229,14 +223,19 @@ absl::Status MountedCluster::Remount() {
 absl::Status MountedCluster::RestartCluster() {
   RETURN_IF_ERROR(UnmountAll());
   cluster_.reset();
+  ASSIGN_OR_RETURN(cluster_, cluster::LocalCluster::Start(ClusterOptions()));
+  return MountAll();
+}
+
+cluster::LocalClusterOptions MountedCluster::ClusterOptions() const {
   cluster::LocalClusterOptions copts;
   copts.binary = LogfsBinary();
-  copts.data_dir = root_ + "/data";
+  copts.data_dir = options_.data_dir.empty() ? root_ + "/data" : options_.data_dir;
+  if (!options_.data_dir.empty()) copts.run_dir = root_ + "/run";
   copts.segment_servers = options_.segment_servers;
   copts.meta_flags = options_.meta_flags;
   copts.segd_flags = options_.segd_flags;
-  ASSIGN_OR_RETURN(cluster_, cluster::LocalCluster::Start(copts));
-  return MountAll();
+  return copts;
 }
 
 pid_t MountedCluster::MountPid(int i) const {

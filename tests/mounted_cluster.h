@@ -27,6 +27,11 @@ struct MountedClusterOptions {
   // big as the free space under /tmp, so placement treats them like the
   // others), which FillDisk() can make full. Unmounted by the destructor.
   std::vector<int> tmpfs_segds;
+  // Where the cluster keeps its state: "" = <root>/data. Any other dir is
+  // the caller's to remove, and holds nothing but the servers' state (as
+  // with servers run by hand): their logs and address files go to
+  // <root>/run.
+  std::string data_dir;
 };
 
 class MountedCluster {
@@ -61,6 +66,7 @@ class MountedCluster {
  private:
   MountedCluster() = default;
   absl::Status MountOne(int i);
+  cluster::LocalClusterOptions ClusterOptions() const;
 
   MountedClusterOptions options_;
   std::string root_;

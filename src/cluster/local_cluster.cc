@@ -12,14 +12,20 @@
 namespace logfs::cluster {
 namespace {
 
+std::string AddressFile(const std::string& dir, const std::string& run_dir,
+                        const std::string& name) {
+  return run_dir.empty() ? dir + "/address" : absl::StrCat(run_dir, "/", name, ".address");
+}
+
 // Starts one server process and waits until it has written its address.
 absl::StatusOr<std::string> StartServer(const std::vector<std::string>& argv,
-                                        const std::string& dir, const std::string& name,
-                                        absl::Duration timeout, pid_t* pid) {
+                                        const std::string& dir, const std::string& run_dir,
+                                        const std::string& name, absl::Duration timeout,
+                                        pid_t* pid) {
   RETURN_IF_ERROR(env::MakeDirs(dir));
-  std::string address_file = dir + "/address";
+  std::string address_file = AddressFile(dir, run_dir, name);
   unlink(address_file.c_str());
-  std::string log = dir + "/" + name + ".log";
+  std::string log = (run_dir.empty() ? dir : run_dir) + "/" + name + ".log";
   ASSIGN_OR_RETURN(*pid, Spawn(argv, log));
   auto address = WaitForFile(address_file, timeout, *pid);
   if (!address.ok()) {
@@ -37,6 +43,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     const LocalClusterOptions& options) {
   std::unique_ptr<LocalCluster> cluster(new LocalCluster(options));
   RETURN_IF_ERROR(env::MakeDirs(options.data_dir));
+  if (!options.run_dir.empty()) RETURN_IF_ERROR(env::MakeDirs(options.run_dir));
   RETURN_IF_ERROR(cluster->StartMeta());
   cluster->segd_pids_.assign(options.segment_servers, -1);
   cluster->segd_addresses_.assign(options.segment_servers, "");
@@ -51,10 +58,11 @@ LocalCluster::~LocalCluster() { Stop(); }
 absl::Status LocalCluster::StartMeta() {
   std::string dir = options_.data_dir + "/meta";
   std::vector<std::string> argv = {options_.binary, "meta", "--data_dir=" + dir,
-                                   "--listen=127.0.0.1:0", "--address_file=" + dir + "/address"};
+                                   "--listen=127.0.0.1:0",
+                                   "--address_file=" + AddressFile(dir, options_.run_dir, "meta")};
   argv.insert(argv.end(), options_.meta_flags.begin(), options_.meta_flags.end());
-  ASSIGN_OR_RETURN(meta_address_, StartServer(argv, dir, "meta", options_.start_timeout,
-                                              &meta_pid_));
+  ASSIGN_OR_RETURN(meta_address_, StartServer(argv, dir, options_.run_dir, "meta",
+                                              options_.start_timeout, &meta_pid_));
   return absl::OkStatus();
 }
 
@@ -62,10 +70,12 @@ absl::Status LocalCluster::StartSegd(int i) {
   std::string dir = absl::StrCat(options_.data_dir, "/segd", i);
   std::vector<std::string> argv = {options_.binary, "segd", "--data_dir=" + dir,
                                    "--listen=127.0.0.1:0", "--meta=" + meta_address_,
-                                   "--address_file=" + dir + "/address"};
+                                   "--address_file=" +
+                                       AddressFile(dir, options_.run_dir, absl::StrCat("segd", i))};
   argv.insert(argv.end(), options_.segd_flags.begin(), options_.segd_flags.end());
-  ASSIGN_OR_RETURN(segd_addresses_[i], StartServer(argv, dir, absl::StrCat("segd", i),
-                                                   options_.start_timeout, &segd_pids_[i]));
+  ASSIGN_OR_RETURN(segd_addresses_[i],
+                   StartServer(argv, dir, options_.run_dir, absl::StrCat("segd", i),
+                               options_.start_timeout, &segd_pids_[i]));
   return absl::OkStatus();
 }
 
@@ -76,10 +86,10 @@ absl::Status LocalCluster::RestartMeta() {
   std::string dir = options_.data_dir + "/meta";
   std::vector<std::string> argv = {options_.binary, "meta", "--data_dir=" + dir,
                                    "--listen=" + meta_address_,
-                                   "--address_file=" + dir + "/address"};
+                                   "--address_file=" + AddressFile(dir, options_.run_dir, "meta")};
   argv.insert(argv.end(), options_.meta_flags.begin(), options_.meta_flags.end());
-  ASSIGN_OR_RETURN(meta_address_, StartServer(argv, dir, "meta", options_.start_timeout,
-                                              &meta_pid_));
+  ASSIGN_OR_RETURN(meta_address_, StartServer(argv, dir, options_.run_dir, "meta",
+                                              options_.start_timeout, &meta_pid_));
   return absl::OkStatus();
 }
 

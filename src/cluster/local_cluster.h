@@ -19,6 +19,9 @@ namespace logfs::cluster {
 struct LocalClusterOptions {
   std::string binary;    // path of the logfs binary
   std::string data_dir;  // meta/ and segd<i>/ go below it
+  // Logs and address files (<name>.log, <name>.address); "" = each in its
+  // server's data dir (log <name>.log, address file "address").
+  std::string run_dir;
   int segment_servers = 3;
   std::vector<std::string> meta_flags;  // extra flags, e.g. "--dead_server_ms=500"
   std::vector<std::string> segd_flags;
