@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <filesystem>
 #include <map>
 #include <thread>
 
@@ -79,12 +78,7 @@ class MetaServerImpl : public MetaServer {
 
   absl::Status Init() {
     if (options_.data_dir.empty()) return absl::FailedPreconditionError("meta needs a data dir");
-    std::error_code ec;
-    std::filesystem::create_directories(options_.data_dir, ec);
-    if (ec) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot create data dir ", options_.data_dir, ": ", ec.message()));
-    }
+    // MetadataDb::Open creates the data dir and metadb/ durably.
     ASSIGN_OR_RETURN(db_, MetadataDb::Open({options_.data_dir + "/" + kMetadataDbDir}));
     segment_servers_ = std::make_unique<RpcSegmentServerApi>(
         client_io_, absl::Milliseconds(options_.rpc_timeout_ms));

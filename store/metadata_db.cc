@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "src/env/posix_file.h"
 #include "src/status/macros.h"
 #include "src/util/coding.h"
 
@@ -137,6 +138,10 @@ void MetadataDb::Batch::DeleteOrphan(uint64_t ino) {
 int MetadataDb::Batch::count() const { return rep_->batch.Count(); }
 
 absl::StatusOr<std::unique_ptr<MetadataDb>> MetadataDb::Open(const MetadataDbOptions& options) {
+  if (absl::Status made = env::MakeDirs(options.path); !made.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create metadata db directory: ", made.message()));
+  }
   rocksdb::Options rocks_options;
   rocks_options.create_if_missing = true;
   rocks_options.paranoid_checks = true;
@@ -159,6 +164,13 @@ absl::StatusOr<std::unique_ptr<MetadataDb>> MetadataDb::Open(const MetadataDbOpt
   auto rep = std::make_unique<Rep>();
   rep->path = options.path;
   rep->db.reset(db);
+  // MakeDirs synced the entry if it created the directory; this covers one
+  // left unsynced by a crash right after a create, or by a logfs before
+  // this fix, which lost the whole database at a power cut (issue 11).
+  if (absl::Status synced = env::SyncDir(env::Dirname(options.path)); !synced.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot sync the metadata db's parent directory: ", synced.message()));
+  }
   return std::unique_ptr<MetadataDb>(new MetadataDb(std::move(rep)));
 }
 

@@ -23,7 +23,7 @@
 namespace logfs::store {
 
 struct MetadataDbOptions {
-  std::string path;  // RocksDB directory; created (with parents' last level) if missing
+  std::string path;  // RocksDB directory; created durably (with parents) if missing
 };
 
 // Persisted id counters. Each holds the next id to hand out.
@@ -66,7 +66,9 @@ class MetadataDb {
     std::unique_ptr<Rep> rep_;
   };
 
-  // Opens or creates the database at options.path. Errors:
+  // Opens or creates the database at options.path. When it returns, the
+  // directory's own entry is durable too (RocksDB fsyncs its files and the
+  // directory, never the directory's parent). Errors:
   // kFailedPrecondition when another process (or another MetadataDb in this
   // process) holds the database's lock, or the directory is unusable;
   // kDataLoss on corruption; kInternal otherwise.
