@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "src/env/posix_file.h"
 #include "src/status/posix_error.h"
 #include "src/util/crc32c.h"
 #include "store/replica_files.h"
@@ -151,6 +152,10 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& opt
               << "); writing through the page cache";
   }
   std::unique_ptr<Journal> journal(new Journal(options, fd, direct_fd));
+  // The file's name may be new, or left unsynced by a crash right after an
+  // earlier create; without its entry every acked record is gone after a
+  // power cut. One directory fsync per open covers both.
+  if (absl::Status synced = env::SyncDir(options.dir); !synced.ok()) return synced;
   struct stat st;
   if (::fstat(fd, &st) != 0) return SyscallError(errno, absl::StrCat("fstat ", path));
   uint64_t size = static_cast<uint64_t>(st.st_size);

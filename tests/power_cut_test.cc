@@ -172,5 +172,62 @@ TEST_F(PowerCutTest, FsyncedFilesSurviveAPowerCutRightAfterTheFirstStart) {
   EXPECT_EQ(manifest, *read_manifest);
 }
 
+TEST_F(PowerCutTest, AJournalCreatedOnAnExistingDataDirSurvivesAPowerCut) {
+  // A segment server acks WAL appends once they are in its journal; the
+  // replica files are synced only later. A journal created on a data dir
+  // that already has its server_id (a journal removed by an operator, or a
+  // data dir from before the journal) was never named durably: nothing
+  // rewrites server_id, whose directory fsync covered it on a first start.
+  // Method: (a) start, stop, remove the journals durably; (b) restart,
+  // append and fdatasync WAL records; (c) kill -9, power cut, restart: the
+  // records must be back.
+  MountedClusterOptions options;
+  options.data_dir = Layer("cluster");
+  options.segd_flags = {"--journal_bytes=4194304"};
+  auto started = MountedCluster::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  cluster_ = std::move(*started);
+  MakeWalDir(*cluster_);
+  ASSERT_TRUE(cluster_->UnmountAll().ok());
+  cluster_->cluster().Stop();
+  for (int i = 0; i < cluster_->cluster().segment_servers(); ++i) {
+    const std::string dir = Layer(absl::StrCat("cluster/segd", i));
+    ASSERT_EQ(0, unlink((dir + "/journal").c_str())) << strerror(errno);
+    ASSERT_TRUE(env::SyncDir(dir).ok());
+  }
+
+  // (b) Records acked from the new journals.
+  ASSERT_TRUE(cluster_->RestartCluster().ok());
+  int fd = open(cluster_->Path("wal/LOG").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  std::string expected;
+  for (int i = 0; i < 20; ++i) {
+    const std::string record = absl::StrCat("record ", i, " ", Pattern(100, i), "\n");
+    ASSERT_EQ(static_cast<ssize_t>(record.size()), write(fd, record.data(), record.size()));
+    ASSERT_EQ(0, fdatasync(fd)) << strerror(errno);
+    expected += record;
+  }
+
+  // (c) Power cut and restart.
+  cluster_->KillMount(0);
+  close(fd);
+  for (int i = 0; i < cluster_->cluster().segment_servers(); ++i) {
+    cluster_->cluster().KillSegd(i, SIGKILL);
+  }
+  cluster_->cluster().KillMeta(SIGKILL);
+  ASSERT_TRUE(layer_->PowerCut().ok());
+  for (int i = 0; i < cluster_->cluster().segment_servers(); ++i) {
+    const std::string path = absl::StrCat("cluster/segd", i, "/journal");
+    EXPECT_TRUE(Exists(Layer(path))) << path << " was lost at the power cut";
+  }
+  ASSERT_TRUE(cluster_->RestartCluster().ok());
+  auto recovered = RunCommand(LogfsBinary() + " recover " + cluster_->Path("wal/LOG"));
+  EXPECT_EQ(0, recovered.exit_code) << recovered.output;
+  auto data = ReadFile(cluster_->Path("wal/LOG"));
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(expected.size(), data->size());
+  EXPECT_TRUE(*data == expected) << "the WAL's acked records differ after the power cut";
+}
+
 }  // namespace
 }  // namespace logfs::testing
