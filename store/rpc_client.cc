@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "src/status/posix_error.h"
@@ -21,17 +22,28 @@ constexpr auto kTimerTickMs = std::chrono::milliseconds(20);
 // Gathered writes a caller's Flush makes before it leaves the rest of the
 // queue (other callers' frames) to the io thread.
 constexpr int kInlinePasses = 4;
+// Payload that marks a status as the server's answer (IsServerAnswer).
+constexpr char kServerAnswerUrl[] = "logfs/server_answer";
 }  // namespace
 
 absl::Status StatusFromErrorFrame(const Frame& frame) {
   proto::ErrorResponse error;
+  absl::Status status;
   if (!error.ParseFromString(frame.message)) {
-    return absl::InternalError("unparseable error response");
+    status = absl::InternalError("unparseable error response");
+  } else if (error.posix_errno() != 0) {
+    status = PosixError(error.posix_errno(), error.message());
+  } else {
+    auto code = static_cast<absl::StatusCode>(error.code());
+    if (code == absl::StatusCode::kOk) code = absl::StatusCode::kUnknown;
+    status = absl::Status(code, error.message());
   }
-  auto code = static_cast<absl::StatusCode>(error.code());
-  if (error.posix_errno() != 0) return PosixError(error.posix_errno(), error.message());
-  if (code == absl::StatusCode::kOk) code = absl::StatusCode::kUnknown;
-  return absl::Status(code, error.message());
+  status.SetPayload(kServerAnswerUrl, absl::Cord("1"));
+  return status;
+}
+
+bool IsServerAnswer(const absl::Status& status) {
+  return status.GetPayload(kServerAnswerUrl).has_value();
 }
 
 std::shared_ptr<RpcClient> RpcClient::Create(asio::io_context& io, std::string address) {

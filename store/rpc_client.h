@@ -165,7 +165,15 @@ class CallBatch {
   std::vector<std::shared_ptr<RpcClient>> clients_;
 };
 
-// Converts an ErrorResponse frame body to a Status.
+// Converts an ErrorResponse frame body to a Status, marked as the
+// server's answer (IsServerAnswer).
 absl::Status StatusFromErrorFrame(const Frame& frame);
+
+// Whether a failed call's status is the server's own answer (an error
+// frame), as opposed to a failure of the transport (kUnavailable: cannot
+// connect, connection lost, client shut down; kDeadlineExceeded: no answer
+// in time), after which the request may or may not have been applied.
+// Survives copies of the status, not a rewrap into a new one.
+bool IsServerAnswer(const absl::Status& status);
 
 }  // namespace logfs::store
