@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <thread>
 
@@ -137,6 +139,8 @@ class MetaServerImpl : public MetaServer {
       if (ec || stopped_.load()) return;
       absl::Status s = ns_->ExpireMounts();
       if (!s.ok()) LOG(WARNING) << "expiring mounts: " << s;
+      s = ns_->ExpireCallRecords();  // scans at most once a minute
+      if (!s.ok()) LOG(WARNING) << "expiring records of applied changes: " << s;
       for (uint64_t ino : ns_->TakeLapsedOpenFiles()) {
         asio::post(lease_recovery_pool_, [this, ino] { RecoverLapsedLease(ino); });
       }
@@ -223,18 +227,22 @@ class MetaServerImpl : public MetaServer {
         return Serve<proto::GetAttrRequest>(
             frame, r, [&](const auto& q) { return InodeReply(ns.GetInode(q.ino())); });
       case MessageType::kSetAttr:
-        return Serve<proto::SetAttrRequest>(
-            frame, r, [&](const auto& q) { return AttrReply(ns.SetAttr(q)); });
+        return Serve<proto::SetAttrRequest>(frame, r, [&](const auto& q) {
+          return TEST_AfterChange(q.call(), AttrReply(ns.SetAttr(q)));
+        });
       case MessageType::kCreate:
-        return Serve<proto::CreateRequest>(
-            frame, r, [&](const auto& q) { return AttrReply(ns.Create(q)); });
+        return Serve<proto::CreateRequest>(frame, r, [&](const auto& q) {
+          return TEST_AfterChange(q.call(), AttrReply(ns.Create(q)));
+        });
       case MessageType::kUnlink:
         return Serve<proto::UnlinkRequest>(frame, r, [&](const auto& q) {
-          return ToEmpty(ns.Unlink(q.parent(), q.name(), q.directory()));
+          return TEST_AfterChange(q.call(),
+                                  ToEmpty(ns.Unlink(q.parent(), q.name(), q.directory(), q.call())));
         });
       case MessageType::kRename:
-        return Serve<proto::RenameRequest>(
-            frame, r, [&](const auto& q) { return ToEmpty(ns.Rename(q)); });
+        return Serve<proto::RenameRequest>(frame, r, [&](const auto& q) {
+          return TEST_AfterChange(q.call(), ToEmpty(ns.Rename(q)));
+        });
       default:
         return HandleMore(frame, r);
     }
@@ -260,8 +268,9 @@ class MetaServerImpl : public MetaServer {
           return response;
         });
       case MessageType::kSetXattr:
-        return Serve<proto::SetXattrRequest>(
-            frame, r, [&](const auto& q) { return ToEmpty(ns.SetXattr(q)); });
+        return Serve<proto::SetXattrRequest>(frame, r, [&](const auto& q) {
+          return TEST_AfterChange(q.call(), ToEmpty(ns.SetXattr(q)));
+        });
       case MessageType::kGetXattr:
         return Serve<proto::GetXattrRequest>(frame, r, [&](const auto& q)
             -> absl::StatusOr<proto::GetXattrResponse> {
@@ -279,8 +288,9 @@ class MetaServerImpl : public MetaServer {
           return response;
         });
       case MessageType::kRemoveXattr:
-        return Serve<proto::GetXattrRequest>(
-            frame, r, [&](const auto& q) { return ToEmpty(ns.RemoveXattr(q.ino(), q.name())); });
+        return Serve<proto::GetXattrRequest>(frame, r, [&](const auto& q) {
+          return TEST_AfterChange(q.call(), ToEmpty(ns.RemoveXattr(q.ino(), q.name(), q.call())));
+        });
       case MessageType::kStatFs:
         return Serve<proto::Empty>(frame, r, [&](const auto&) { return ns.StatFs(); });
       case MessageType::kOpen:
@@ -313,6 +323,20 @@ class MetaServerImpl : public MetaServer {
         r.ReplyError(absl::InvalidArgumentError(
             absl::StrCat("meta does not serve message type ", static_cast<int>(frame.type))));
     }
+  }
+
+  // Passes `result` through; see MetaServerOptions::TEST_exit_before_reply_to_change.
+  template <typename Result>
+  Result TEST_AfterChange(const proto::CallId& call, Result result) {
+    if (options_.TEST_exit_before_reply_to_change <= 0 || call.seq() == 0) return result;
+    if (TEST_changes_.fetch_add(1) + 1 == options_.TEST_exit_before_reply_to_change) {
+      std::fprintf(stderr, "meta: TEST_exit_before_reply_to_change: exiting before the reply "
+                           "to call %lu/%lu\n",
+                   static_cast<unsigned long>(call.mount_id()),
+                   static_cast<unsigned long>(call.seq()));
+      std::_Exit(3);
+    }
+    return result;
   }
 
   static absl::StatusOr<proto::AttrResponse> AttrReply(absl::StatusOr<proto::Attr> attr) {
@@ -350,6 +374,7 @@ class MetaServerImpl : public MetaServer {
   std::unique_ptr<RpcServer> server_;
 
   std::atomic<bool> stopped_{false};
+  std::atomic<int> TEST_changes_{0};  // changes with a call id handled
 
   // Which mount talks over which connection: a closed connection ends that
   // mount's session (its leases lapse).

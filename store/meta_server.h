@@ -24,6 +24,11 @@ struct MetaServerOptions {
   int rpc_timeout_ms = 5000;   // for calls to segment servers
   uint32_t default_replication = 3;
   uint32_t wal_ack_quorum = 2;
+  // Test only: the process exits (status 3) right after it handled its Nth
+  // namespace change that carries a call id (Create, Unlink, Rename,
+  // SetAttr, SetXattr, RemoveXattr; replays count), before it replies: a
+  // change applied and synced whose answer is lost. 0: never.
+  int TEST_exit_before_reply_to_change = 0;
 };
 
 class MetaServer {

@@ -23,6 +23,7 @@ constexpr char kCounterPrefix = 'c';
 constexpr char kServerPrefix = 's';
 constexpr char kPendingDeletionPrefix = 'p';
 constexpr char kOrphanPrefix = 'o';
+constexpr char kCallRecordPrefix = 'r';
 
 std::string U64Key(char prefix, uint64_t id) {
   std::string key(9, '\0');
@@ -48,6 +49,12 @@ std::string PendingKey(uint64_t server_id, uint64_t segment_id) {
   return key;
 }
 std::string OrphanKey(uint64_t ino) { return U64Key(kOrphanPrefix, ino); }
+std::string CallRecordKey(uint64_t mount_id, uint64_t seq) {
+  std::string key = U64Key(kCallRecordPrefix, mount_id);
+  key.resize(17);
+  util::EncodeBigEndian64(&key[9], seq);
+  return key;
+}
 
 absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
   if (s.ok()) return absl::OkStatus();
@@ -134,6 +141,13 @@ void MetadataDb::Batch::AddOrphan(uint64_t ino) {
 }
 void MetadataDb::Batch::DeleteOrphan(uint64_t ino) {
   rep_->batch.Delete(OrphanKey(ino)).PermitUncheckedError();
+}
+void MetadataDb::Batch::PutCallRecord(const proto::CallId& call, const proto::CallRecord& record) {
+  rep_->batch.Put(CallRecordKey(call.mount_id(), call.seq()), record.SerializeAsString())
+      .PermitUncheckedError();
+}
+void MetadataDb::Batch::DeleteCallRecord(uint64_t mount_id, uint64_t seq) {
+  rep_->batch.Delete(CallRecordKey(mount_id, seq)).PermitUncheckedError();
 }
 int MetadataDb::Batch::count() const { return rep_->batch.Count(); }
 
@@ -273,6 +287,38 @@ absl::StatusOr<std::vector<uint64_t>> MetadataDb::ListOrphans() {
                               });
   if (!s.ok()) return s;
   return inos;
+}
+
+absl::StatusOr<proto::CallRecord> MetadataDb::GetCallRecord(const proto::CallId& call) {
+  auto value = rep_->Get(CallRecordKey(call.mount_id(), call.seq()),
+                         absl::StrCat("call record ", call.mount_id(), "/", call.seq()));
+  if (!value.ok()) return value.status();
+  return Parse<proto::CallRecord>(*value, "call record");
+}
+
+absl::StatusOr<uint64_t> MetadataDb::DeleteCallRecordsBefore(int64_t time_ns) {
+  rocksdb::WriteBatch batch;
+  absl::Status parse_status;
+  absl::Status s = rep_->Scan(std::string(1, kCallRecordPrefix),
+                              [&](const std::string& k, const std::string& v) {
+                                auto record = Parse<proto::CallRecord>(v, "call record");
+                                if (!record.ok()) {
+                                  parse_status = record.status();
+                                  return false;
+                                }
+                                if (record->time_ns() < time_ns) {
+                                  batch.Delete(k).PermitUncheckedError();
+                                }
+                                return true;
+                              });
+  RETURN_IF_ERROR(s);
+  RETURN_IF_ERROR(parse_status);
+  const uint64_t deleted = batch.Count();
+  if (deleted == 0) return 0;
+  rocksdb::WriteOptions write_options;
+  write_options.sync = true;
+  RETURN_IF_ERROR(FromRocks(rep_->db->Write(write_options, &batch), "call record expiry"));
+  return deleted;
 }
 
 absl::StatusOr<uint64_t> MetadataDb::CountInodes() {

@@ -56,6 +56,10 @@ class MetadataDb {
     void DeletePendingDeletion(uint64_t server_id, uint64_t segment_id);
     void AddOrphan(uint64_t ino);
     void DeleteOrphan(uint64_t ino);
+    // Meta's table of applied changes (docs/rpc.md "Retries"), keyed by
+    // (call.mount_id(), call.seq()).
+    void PutCallRecord(const proto::CallId& call, const proto::CallRecord& record);
+    void DeleteCallRecord(uint64_t mount_id, uint64_t seq);
 
     // Number of operations added.
     int count() const;
@@ -97,6 +101,14 @@ class MetadataDb {
                                                              size_t max_count);
 
   absl::StatusOr<std::vector<uint64_t>> ListOrphans();
+
+  // The record of an applied change; kNotFound (without an errno) when
+  // absent.
+  absl::StatusOr<proto::CallRecord> GetCallRecord(const proto::CallId& call);
+  // Deletes every change record applied before `time_ns` (a scan of all of
+  // them, in one synced batch); returns how many it deleted. kDataLoss on
+  // an unparseable record.
+  absl::StatusOr<uint64_t> DeleteCallRecordsBefore(int64_t time_ns);
 
   // Up to `max_count` inodes with ino >= start_ino, ascending (a bounded
   // scan for re-replication and inspection; consistent per inode only).

@@ -214,6 +214,8 @@ absl::StatusOr<proto::Attr> Namespace::Create(const proto::CreateRequest& reques
     return PosixError(ENOENT, "empty symlink target");
   }
   absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kCreate));
+  if (recorded.has_value()) return RecordedAttr(*recorded);
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, request.parent()));
   auto existing = db_->GetDirEntry(request.parent(), request.name());
@@ -252,6 +254,10 @@ absl::StatusOr<proto::Attr> Namespace::Create(const proto::CreateRequest& reques
   parent->mutable_attr()->set_ctime_ns(now);
   txn.Put(parent);
   proto::Inode* added = txn.Add(std::move(inode));
+  RecordCall(txn, request.call(), MessageType::kCreate,
+             [this, added]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+               return AttrReplyBytes(ReplyAttr(*added));
+             });
   RETURN_IF_ERROR(txn.Commit());
   ++inode_count_;
   return ReplyAttr(*added);
@@ -259,6 +265,8 @@ absl::StatusOr<proto::Attr> Namespace::Create(const proto::CreateRequest& reques
 
 absl::StatusOr<proto::Attr> Namespace::SetAttr(const proto::SetAttrRequest& request) {
   absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kSetAttr));
+  if (recorded.has_value()) return RecordedAttr(*recorded);
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
   proto::Attr* attr = inode->mutable_attr();
@@ -290,6 +298,10 @@ absl::StatusOr<proto::Attr> Namespace::SetAttr(const proto::SetAttrRequest& requ
   if (to_set & kSetAttrMtimeNow) attr->set_mtime_ns(now);
   attr->set_ctime_ns(now);
   txn.Put(inode);
+  RecordCall(txn, request.call(), MessageType::kSetAttr,
+             [this, inode]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+               return AttrReplyBytes(ReplyAttr(*inode));
+             });
   RETURN_IF_ERROR(txn.Commit());
   return ReplyAttr(*inode);
 }

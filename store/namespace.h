@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "store/logfs.pb.h"
+#include "store/message_type.h"
 #include "store/metadata_db.h"
 #include "store/rereplication_task.h"
 #include "store/segment_server_api.h"
@@ -61,6 +63,11 @@ struct NamespaceOptions {
   // Wall clock in ns since the Unix epoch; null means absl::Now(). Tests
   // inject a fake to move time.
   std::function<int64_t()> now_ns;
+  // The table of applied changes (docs/rpc.md "Retries"): a mount's record
+  // is dropped once it has made this many changes since, and every record
+  // once it is this old (longer than any mount retries a call).
+  uint32_t call_records_per_mount = 4096;
+  int64_t call_record_retention_ms = 10 * 60 * 1000;
 };
 
 class Namespace {
@@ -108,7 +115,8 @@ class Namespace {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<proto::Attr> Create(const proto::CreateRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status Unlink(uint64_t parent, const std::string& name, bool directory)
+  absl::Status Unlink(uint64_t parent, const std::string& name, bool directory,
+                      const proto::CallId& call = proto::CallId::default_instance())
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Rename(const proto::RenameRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::string> Readlink(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
@@ -119,7 +127,19 @@ class Namespace {
   absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status RemoveXattr(uint64_t ino, const std::string& name) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status RemoveXattr(uint64_t ino, const std::string& name,
+                           const proto::CallId& call = proto::CallId::default_instance())
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- exactly-once changes (namespace_calls.cc, docs/rpc.md "Retries")
+  // Create, Unlink, Rename, SetAttr, SetXattr, RemoveXattr and SealSegment
+  // with a call id (seq != 0) record their reply in the change's own synced
+  // batch; the same call id again (a mount's retry, also after a meta
+  // restart) gets that reply back and changes nothing. Failed changes are
+  // not recorded: they changed nothing, so a retry runs afresh.
+  // Deletes the records older than call_record_retention_ms; does the scan
+  // at most once a minute (meta calls it from its expiry timer).
+  absl::Status ExpireCallRecords() ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- open files, leases and segments (namespace_write.cc)
   absl::StatusOr<proto::Inode> Open(uint64_t ino, uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
@@ -257,6 +277,17 @@ class Namespace {
 
   uint64_t AllocateId(Txn& txn, MetaCounter counter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // The table of applied changes (namespace_calls.cc). The reply recorded
+  // for `call`, or nullopt: no call id, not applied, or expired.
+  // kInvalidArgument when the id was recorded for another message type.
+  absl::StatusOr<std::optional<std::string>> RecordedReply(const proto::CallId& call,
+                                                           MessageType type)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records `call` as applied in `txn`'s batch, with reply() (run at
+  // Commit) as its reply. No-op without a call id.
+  void RecordCall(Txn& txn, const proto::CallId& call, MessageType type,
+                  std::function<std::string()> reply) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // ReportBadReplica pieces (namespace_replicas.cc). The reported replica's
   // segment in `txn`, checked to be sealed; nullptr when the replica is no
   // longer listed.
@@ -294,6 +325,7 @@ class Namespace {
   std::map<uint64_t, int64_t> lapsed_leases_ns_ ABSL_GUARDED_BY(mu_);
   // ino -> mount -> number of Open/OpenWrite without Release.
   std::map<uint64_t, std::map<uint64_t, uint32_t>> pins_ ABSL_GUARDED_BY(mu_);
+  int64_t call_records_swept_ns_ ABSL_GUARDED_BY(mu_) = 0;  // last ExpireCallRecords scan
 };
 
 }  // namespace logfs::store

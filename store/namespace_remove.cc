@@ -107,10 +107,13 @@ absl::Status Namespace::MaybeDeleteOrphan(uint64_t ino) {
   return txn.Commit();
 }
 
-absl::Status Namespace::Unlink(uint64_t parent_ino, const std::string& name, bool directory) {
+absl::Status Namespace::Unlink(uint64_t parent_ino, const std::string& name, bool directory,
+                              const proto::CallId& call) {
   if (directory && name == "..") return PosixError(ENOTEMPTY, "rmdir of '..'");
   RETURN_IF_ERROR(ValidateExistingName(name));
   absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(call, MessageType::kUnlink));
+  if (recorded.has_value()) return absl::OkStatus();
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, parent_ino));
   ASSIGN_OR_RETURN(proto::DirEntry entry, GetEntry(db_, parent_ino, name));
@@ -123,6 +126,7 @@ absl::Status Namespace::Unlink(uint64_t parent_ino, const std::string& name, boo
     return PosixError(EISDIR, absl::StrCat("'", name, "' is a directory"));
   }
   RETURN_IF_ERROR(RemoveEntry(txn, parent, name, child));
+  RecordCall(txn, call, MessageType::kUnlink, [] { return std::string(); });
   return txn.Commit();
 }
 
@@ -134,6 +138,8 @@ absl::Status Namespace::Rename(const proto::RenameRequest& request) {
   RETURN_IF_ERROR(ValidateExistingName(request.name()));
   RETURN_IF_ERROR(ValidateExistingName(request.new_name()));
   absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kRename));
+  if (recorded.has_value()) return absl::OkStatus();
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * src_parent, GetDir(txn, request.parent()));
   ASSIGN_OR_RETURN(proto::Inode * dst_parent, GetDir(txn, request.new_parent()));
@@ -194,6 +200,7 @@ absl::Status Namespace::Rename(const proto::RenameRequest& request) {
     txn.Put(dir);
   }
   txn.Put(src);
+  RecordCall(txn, request.call(), MessageType::kRename, [] { return std::string(); });
   return txn.Commit();
 }
 

@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cerrno>
+#include <functional>
 #include <map>
 #include <set>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -56,12 +58,30 @@ class Namespace::Txn {
 
   MetadataDb::Batch& batch() { return batch_; }
 
+  // Makes Commit record `call` as applied (docs/rpc.md "Retries"), with
+  // reply() as its reply, run after the generations are bumped so that it
+  // sees what is written; and drop the record of the change the same mount
+  // made `keep_per_mount` changes earlier, which bounds the table.
+  void RecordCall(const proto::CallId& call, MessageType type, int64_t now_ns,
+                  uint32_t keep_per_mount, std::function<std::string()> reply) {
+    call_ = call;
+    call_record_.set_type(static_cast<uint32_t>(type));
+    call_record_.set_time_ns(now_ns);
+    call_keep_ = keep_per_mount;
+    call_reply_ = std::move(reply);
+  }
+
   // Writes everything in one synced batch.
   absl::Status Commit() {
     for (uint64_t ino : dirty_) {
       proto::Inode& inode = inodes_[ino];
       inode.set_generation(inode.generation() + 1);
       batch_.PutInode(inode);
+    }
+    if (call_reply_) {
+      call_record_.set_reply(call_reply_());
+      batch_.PutCallRecord(call_, call_record_);
+      if (call_.seq() > call_keep_) batch_.DeleteCallRecord(call_.mount_id(), call_.seq() - call_keep_);
     }
     for (uint64_t ino : deleted_) batch_.DeleteInode(ino);
     if (batch_.count() == 0) return absl::OkStatus();
@@ -74,6 +94,33 @@ class Namespace::Txn {
   std::set<uint64_t> dirty_;
   std::set<uint64_t> deleted_;
   MetadataDb::Batch batch_;
+  proto::CallId call_;
+  proto::CallRecord call_record_;
+  uint32_t call_keep_ = 0;
+  std::function<std::string()> call_reply_;  // set: record call_
 };
+
+// Replies as the table of applied changes stores them (serialized
+// responses), and back.
+inline std::string AttrReplyBytes(const proto::Attr& attr) {
+  proto::AttrResponse response;
+  *response.mutable_attr() = attr;
+  return response.SerializeAsString();
+}
+inline absl::StatusOr<proto::Attr> RecordedAttr(const std::string& reply) {
+  proto::AttrResponse response;
+  if (!response.ParseFromString(reply)) return absl::DataLossError("unparseable recorded reply");
+  return response.attr();
+}
+inline std::string InodeReplyBytes(const proto::Inode& inode) {
+  proto::InodeResponse response;
+  *response.mutable_inode() = inode;
+  return response.SerializeAsString();
+}
+inline absl::StatusOr<proto::Inode> RecordedInode(const std::string& reply) {
+  proto::InodeResponse response;
+  if (!response.ParseFromString(reply)) return absl::DataLossError("unparseable recorded reply");
+  return response.inode();
+}
 
 }  // namespace logfs::store

@@ -303,6 +303,8 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
   const uint64_t mount_id = request.mount_id();
   absl::MutexLock lock(&mu_);
   TouchMount(mount_id);
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kSealSegment));
+  if (recorded.has_value()) return RecordedInode(*recorded);
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
   RETURN_IF_ERROR(CheckRegular(*inode));
@@ -355,9 +357,13 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
     return PosixError(ESTALE, absl::StrCat("segment ", open->id(), " of ", ino,
                                            " is open: seal it by id"));
   }
+  auto reply_bytes = [this, inode]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return InodeReplyBytes(ReplyInode(*inode));
+  };
   if (!request.close() && request.keep_lease()) {
     // Sealed at a flush (close(2) of a descriptor): the writer keeps its
     // lease and asks for a new segment only if it writes again.
+    RecordCall(txn, request.call(), MessageType::kSealSegment, reply_bytes);
     RETURN_IF_ERROR(txn.Commit());
     return ReplyInode(*inode);
   }
@@ -370,6 +376,7 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
       RETURN_IF_ERROR(txn.Commit());
       return appended;
     }
+    RecordCall(txn, request.call(), MessageType::kSealSegment, reply_bytes);
     RETURN_IF_ERROR(txn.Commit());
     return ReplyInode(*inode);
   }
@@ -377,6 +384,7 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
   inode->mutable_attr()->set_mtime_ns(request.mtime_ns() != 0 ? request.mtime_ns() : now);
   inode->mutable_attr()->set_ctime_ns(now);
   txn.Put(inode);
+  RecordCall(txn, request.call(), MessageType::kSealSegment, reply_bytes);
   RETURN_IF_ERROR(txn.Commit());
   leases_.erase(ino);
   Unpin(ino, mount_id);

@@ -63,6 +63,8 @@ absl::Status Namespace::SetXattr(const proto::SetXattrRequest& request) {
   const std::string& value = request.value();
   RETURN_IF_ERROR(CheckXattrName(name));
   absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kSetXattr));
+  if (recorded.has_value()) return absl::OkStatus();
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
   if (absl::StartsWith(name, kLogfsXattrPrefix)) {
@@ -113,6 +115,7 @@ absl::Status Namespace::SetXattr(const proto::SetXattrRequest& request) {
   }
   inode->mutable_attr()->set_ctime_ns(NowNs());
   txn.Put(inode);
+  RecordCall(txn, request.call(), MessageType::kSetXattr, [] { return std::string(); });
   return txn.Commit();
 }
 
@@ -145,12 +148,15 @@ absl::StatusOr<std::vector<std::string>> Namespace::ListXattr(uint64_t ino) {
   return names;
 }
 
-absl::Status Namespace::RemoveXattr(uint64_t ino, const std::string& name) {
+absl::Status Namespace::RemoveXattr(uint64_t ino, const std::string& name,
+                                   const proto::CallId& call) {
   RETURN_IF_ERROR(CheckXattrName(name));
   if (absl::StartsWith(name, kLogfsXattrPrefix)) {
     return PosixError(EPERM, absl::StrCat(name, " cannot be removed"));
   }
   absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(call, MessageType::kRemoveXattr));
+  if (recorded.has_value()) return absl::OkStatus();
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
   if (inode->mutable_xattrs()->erase(name) == 0) {
@@ -158,6 +164,7 @@ absl::Status Namespace::RemoveXattr(uint64_t ino, const std::string& name) {
   }
   inode->mutable_attr()->set_ctime_ns(NowNs());
   txn.Put(inode);
+  RecordCall(txn, call, MessageType::kRemoveXattr, [] { return std::string(); });
   return txn.Commit();
 }
 

@@ -44,6 +44,9 @@ DEFINE_int32(lease_recovery_delay_ms, 5000,
              "meta: a file whose writer's lease lapsed (its mount died or went silent) is "
              "recovered and sealed by meta this long after, unless it is opened for write again");
 DEFINE_int32(rpc_timeout_ms, 5000, "deadline of one call to another server");
+DEFINE_int32(TEST_exit_before_reply_to_change, 0,
+             "meta, tests only: exit right after handling the Nth namespace change that "
+             "carries a call id, before replying (0: never)");
 
 namespace logfs::main {
 namespace {
@@ -133,6 +136,7 @@ int MetaMain(int argc, char** argv) {
   options.lease_timeout_ms = FLAGS_lease_timeout_ms;
   options.lease_recovery_delay_ms = FLAGS_lease_recovery_delay_ms;
   options.rpc_timeout_ms = FLAGS_rpc_timeout_ms;
+  options.TEST_exit_before_reply_to_change = FLAGS_TEST_exit_before_reply_to_change;
   auto server = store::MetaServer::Start(options, io);
   if (!server.ok()) return Fail("meta", server.status());
   return Serve("meta", **server, signals, threads);
