@@ -98,10 +98,24 @@ void Mount::HeartbeatLoop() {
   }
 }
 
+store::MetaRetryOptions Mount::MetaRetry() const {
+  store::MetaRetryOptions retry;
+  retry.attempt_timeout = options_.rpc_timeout;
+  retry.retry_window = options_.meta_retry;
+  return retry;
+}
+
 template <typename Response>
 absl::Status Mount::MetaCall(store::MessageType type,
                              const google::protobuf::MessageLite& request, Response* response) {
-  return meta_->Call(type, request, response, options_.rpc_timeout);
+  return store::CallMeta(*meta_, type, request, response, MetaRetry());
+}
+
+proto::CallId Mount::NextCallId() {
+  proto::CallId call;
+  call.set_mount_id(mount_id_);
+  call.set_seq(last_call_seq_.fetch_add(1) + 1);
+  return call;
 }
 
 absl::StatusOr<proto::Inode> Mount::GetInode(uint64_t ino) {
@@ -168,6 +182,7 @@ absl::StatusOr<proto::Attr> Mount::WithLiveSize(proto::Attr attr) {
 absl::StatusOr<proto::Attr> Mount::SetAttr(const proto::SetAttrRequest& in) {
   proto::SetAttrRequest request = in;
   request.set_mount_id(mount_id_);
+  *request.mutable_call() = NextCallId();
   constexpr uint32_t kSetSize = 1 << 3;  // FUSE_SET_ATTR_SIZE
   constexpr uint32_t kSetMtime = 1 << 5;  // FUSE_SET_ATTR_MTIME
   auto writer = FindWriter(request.ino());
@@ -200,6 +215,7 @@ absl::StatusOr<proto::Attr> Mount::Create(uint64_t parent, const std::string& na
   request.set_uid(uid);
   request.set_gid(gid);
   request.set_symlink_target(symlink_target);
+  *request.mutable_call() = NextCallId();
   proto::AttrResponse response;
   RETURN_IF_ERROR(MetaCall(store::MessageType::kCreate, request, &response));
   return response.attr();
@@ -210,6 +226,7 @@ absl::Status Mount::Unlink(uint64_t parent, const std::string& name, bool direct
   request.set_parent(parent);
   request.set_name(name);
   request.set_directory(directory);
+  *request.mutable_call() = NextCallId();
   proto::Empty response;
   return MetaCall(store::MessageType::kUnlink, request, &response);
 }
@@ -222,6 +239,7 @@ absl::Status Mount::Rename(uint64_t parent, const std::string& name, uint64_t ne
   request.set_new_parent(new_parent);
   request.set_new_name(new_name);
   request.set_flags(flags);
+  *request.mutable_call() = NextCallId();
   proto::Empty response;
   return MetaCall(store::MessageType::kRename, request, &response);
 }
@@ -329,6 +347,7 @@ absl::Status Mount::SetXattr(uint64_t ino, const std::string& name, const std::s
   request.set_name(name);
   request.set_value(value);
   request.set_flags(flags);
+  *request.mutable_call() = NextCallId();
   proto::Empty response;
   return MetaCall(store::MessageType::kSetXattr, request, &response);
 }
@@ -337,6 +356,7 @@ absl::Status Mount::RemoveXattr(uint64_t ino, const std::string& name) {
   proto::GetXattrRequest request;
   request.set_ino(ino);
   request.set_name(name);
+  *request.mutable_call() = NextCallId();
   proto::Empty response;
   return MetaCall(store::MessageType::kRemoveXattr, request, &response);
 }
@@ -405,6 +425,8 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t i
   options.replica_timeout = options_.replica_timeout;
   options.fsync_timeout = options_.fsync_timeout;
   options.meta_timeout = options_.rpc_timeout;
+  options.meta_retry = options_.meta_retry;
+  options.next_call_id = [this] { return NextCallId(); };
   options.run_blocking = [this](std::function<void()> job) {
     asio::post(recovery_pool_, std::move(job));
   };

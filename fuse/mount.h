@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -31,6 +32,7 @@
 #include "cache/segment_reader.h"
 #include "store/client_pool.h"
 #include "store/logfs.pb.h"
+#include "store/meta_retry.h"
 #include "wal/file_writer.h"
 
 namespace logfs::fuse {
@@ -41,6 +43,10 @@ struct MountOptions {
   uint64_t block_segment_bytes = 256ull << 20;
   size_t block_append_bytes = 1u << 20;  // block files: bytes per append
   absl::Duration rpc_timeout = absl::Seconds(10);      // meta calls, reads
+  // Meta calls whose transport fails (meta restarting or unreachable) are
+  // retried this long before they fail with EIO (store/meta_retry.h), as
+  // an NFS hard mount waits within its retrans budget; zero: at once.
+  absl::Duration meta_retry = absl::Seconds(30);
   absl::Duration replica_timeout = absl::Seconds(10);  // writer's replica calls
   absl::Duration fsync_timeout = absl::Seconds(30);
   absl::Duration heartbeat_interval = absl::Seconds(1);
@@ -146,9 +152,14 @@ class Mount {
   std::string FormatStats();
   void HeartbeatLoop();
 
+  // Every meta call of the mount but the heartbeat: retried through a meta
+  // restart (store/meta_retry.h).
   template <typename Response>
   absl::Status MetaCall(store::MessageType type, const google::protobuf::MessageLite& request,
                         Response* response);
+  // A fresh id for one change in meta (exactly-once across retries).
+  proto::CallId NextCallId();
+  store::MetaRetryOptions MetaRetry() const;
 
   // Immutable after construction / Connect.
   const MountOptions options_;
@@ -163,6 +174,7 @@ class Mount {
   std::unique_ptr<cache::SegmentReader> segment_reader_;
   std::shared_ptr<store::RpcClient> meta_;
   uint64_t mount_id_ = 0;
+  std::atomic<uint64_t> last_call_seq_{0};  // of NextCallId
   std::thread heartbeat_thread_;
   absl::Notification stopping_;
 

@@ -419,24 +419,22 @@ absl::StatusOr<proto::Inode> FileWriter::MetaSeal(uint64_t segment_id, uint64_t 
   request.set_close(close);
   request.set_mtime_ns(mtime_ns);
   FillSealRequest(failed_servers, &request);
+  if (options_.next_call_id) *request.mutable_call() = options_.next_call_id();
   proto::InodeResponse response;
-  // A meta that restarts (its connection lost or refused) is waited for,
-  // up to meta_timeout, as the mount's heartbeats wait for it: a roll or a
-  // close in that window would otherwise fail the writer with EIO. A seal
-  // that meta committed before it died is refused on the retry (ESTALE),
-  // as before.
-  const absl::Time deadline = absl::Now() + options_.meta_timeout;
-  while (true) {
-    absl::Status s = meta_->Call(store::MessageType::kSealSegment, request, &response,
-                                 std::max(deadline - absl::Now(), absl::Milliseconds(1)));
-    if (s.ok()) return std::move(*response.mutable_inode());
-    if (!absl::IsUnavailable(s) || meta_->is_shut_down() ||
-        absl::Now() + kMetaRetryDelay >= deadline) {
-      return s;
-    }
-    LOG(WARNING) << "seal of inode " << ino_ << " waits for meta: " << s;
-    absl::SleepFor(kMetaRetryDelay);
-  }
+  // A meta that restarts is waited for (store/meta_retry.h): a roll or a
+  // close in that window would otherwise fail the writer with EIO. The
+  // call id makes a seal that meta applied before it died answered, not
+  // refused, on the retry.
+  RETURN_IF_ERROR(store::CallMeta(*meta_, store::MessageType::kSealSegment, request, &response,
+                                  MetaRetry()));
+  return std::move(*response.mutable_inode());
+}
+
+store::MetaRetryOptions FileWriter::MetaRetry() const {
+  store::MetaRetryOptions retry;
+  retry.attempt_timeout = options_.meta_timeout;
+  retry.retry_window = options_.meta_retry;
+  return retry;
 }
 
 std::vector<uint64_t> FileWriter::CreateReplicas(const proto::Segment& segment) {
@@ -915,9 +913,10 @@ void FileWriter::FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Sta
   request.set_sealed_length(length);
   request.set_keep_lease(true);
   FillSealRequest(failed_servers, &request);
+  if (options_.next_call_id) *request.mutable_call() = options_.next_call_id();
   auto self = shared_from_this();
-  meta_->AsyncCall(
-      store::MessageType::kSealSegment, request, {}, options_.meta_timeout,
+  store::AsyncCallMeta(
+      pool_->io(), meta_, store::MessageType::kSealSegment, request, MetaRetry(),
       [self, segment_id, length, done = std::move(done)](absl::Status s, store::Frame) {
         {
           absl::MutexLock lock(&self->mu_);
@@ -978,9 +977,10 @@ absl::Status FileWriter::TruncateToZero() {
     request.set_mount_id(options_.mount_id);
     request.set_to_set(1 << 3);  // FUSE_SET_ATTR_SIZE
     request.set_size(0);
+    if (options_.next_call_id) *request.mutable_call() = options_.next_call_id();
     proto::AttrResponse response;
-    status = meta_->Call(store::MessageType::kSetAttr, request, &response,
-                         options_.meta_timeout);
+    status = store::CallMeta(*meta_, store::MessageType::kSetAttr, request, &response,
+                             MetaRetry());
     mu_.Lock();
     rolling_ = false;
     if (!status.ok()) {

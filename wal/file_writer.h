@@ -34,6 +34,7 @@
 #include <asio.hpp>
 #include "store/client_pool.h"
 #include "store/logfs.pb.h"
+#include "store/meta_retry.h"
 
 namespace logfs::wal {
 
@@ -44,15 +45,20 @@ struct FileWriterOptions {
   size_t max_unacked_bytes = 32u << 20;    // Write blocks above this
   absl::Duration replica_timeout = absl::Seconds(10);  // one replica call
   absl::Duration fsync_timeout = absl::Seconds(30);    // a blocked Write/Close
-  absl::Duration meta_timeout = absl::Seconds(10);
+  absl::Duration meta_timeout = absl::Seconds(10);  // one attempt of a meta call
+  // Meta calls (seal, roll, truncate) whose transport fails are retried
+  // this long (store/meta_retry.h): a meta restart in that window does not
+  // fail the writer.
+  absl::Duration meta_retry = absl::Seconds(30);
+  // Ids that make the writer's changes in meta exactly-once across those
+  // retries (the mount's sequence). Unset: no ids, and a retried seal that
+  // meta applied before it died fails with ESTALE or EBUSY.
+  std::function<proto::CallId()> next_call_id;
   // Runs a blocking job (a recovery) off the network threads. The owner
   // must finish every job before it tears down the client pool (Mount
   // joins its thread pool first). Unset: a detached thread per job.
   std::function<void(std::function<void()>)> run_blocking;
 };
-
-// Pause between calls to a meta that is unreachable (restarting).
-inline constexpr absl::Duration kMetaRetryDelay = absl::Milliseconds(50);
 
 class FileWriter : public std::enable_shared_from_this<FileWriter> {
  public:
@@ -191,6 +197,7 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
                                         int64_t mtime_ns,
                                         const std::vector<uint64_t>& failed_servers)
       ABSL_LOCKS_EXCLUDED(mu_);
+  store::MetaRetryOptions MetaRetry() const;
   // Creates the segment's replicas; returns the servers that failed.
   std::vector<uint64_t> CreateReplicas(const proto::Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
   void SealReplicasAsync(SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);

@@ -93,6 +93,11 @@ absl::Status LocalCluster::RestartMeta() {
   return absl::OkStatus();
 }
 
+absl::Status LocalCluster::RestartMeta(const std::vector<std::string>& meta_flags) {
+  options_.meta_flags = meta_flags;
+  return RestartMeta();
+}
+
 absl::Status LocalCluster::RestartSegd(int i) {
   StopChild(segd_pids_[i], SIGKILL, absl::Seconds(1));
   return StartSegd(i);

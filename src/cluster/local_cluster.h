@@ -44,6 +44,9 @@ class LocalCluster {
 
   // Restarts meta or segment server `i` (after it was stopped or killed).
   absl::Status RestartMeta();
+  // The same with `meta_flags` in place of the extra meta flags, for this
+  // and every later start of meta.
+  absl::Status RestartMeta(const std::vector<std::string>& meta_flags);
   absl::Status RestartSegd(int i);
 
   // Stops every process: SIGTERM, then SIGKILL after `grace`.

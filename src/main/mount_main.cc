@@ -41,6 +41,14 @@ DEFINE_uint64(wal_segment_bytes, 64ull << 20, "mount: WAL segment size before ro
 DEFINE_uint64(block_segment_bytes, 256ull << 20, "mount: block segment size before roll (bytes)");
 DEFINE_int32(replica_timeout_ms, 10000, "mount: deadline of one replica call");
 DEFINE_int32(fsync_timeout_ms, 30000, "mount: longest wait for the ack quorum");
+DEFINE_int32(meta_retry_ms, 30000,
+             "mount: how long a meta call whose connection fails (meta restarting or "
+             "unreachable) is retried before it fails with EIO (0: at once)");
+DEFINE_validator(meta_retry_ms, [](const char*, int32_t v) {
+  if (v >= 0) return true;
+  std::fprintf(stderr, "logfs: --meta_retry_ms must not be negative\n");
+  return false;
+});
 DEFINE_int32(segment_servers, 3, "embedded cluster: number of segment servers");
 DEFINE_string(log_file, "", "mount: daemon log (default: DATA_DIR/mount.log embedded, else /tmp/logfs-mount.log)");
 DEFINE_int32(umount_timeout_ms, 30000, "umount: how long to wait for the daemon to exit");
@@ -234,6 +242,7 @@ int RunMount(const std::string& mountpoint_arg) {
   options.wal_segment_bytes = FLAGS_wal_segment_bytes;
   options.block_segment_bytes = FLAGS_block_segment_bytes;
   options.rpc_timeout = absl::Milliseconds(FLAGS_rpc_timeout_ms);
+  options.meta_retry = absl::Milliseconds(FLAGS_meta_retry_ms);
   options.replica_timeout = absl::Milliseconds(FLAGS_replica_timeout_ms);
   options.fsync_timeout = absl::Milliseconds(FLAGS_fsync_timeout_ms);
   options.io_threads = FLAGS_io_threads;
