@@ -210,5 +210,63 @@ TEST(MetaRestartTest, ChangeAppliedJustBeforeMetaDiedIsAppliedOnce) {
   EXPECT_EQ("old", *moved);
 }
 
+// Runs `op`, returns its errno (0 on success) and how long it took.
+template <typename Op>
+std::pair<int, absl::Duration> Timed(Op op) {
+  const absl::Time start = absl::Now();
+  int err = op() ? 0 : errno;
+  return {err, absl::Now() - start};
+}
+
+TEST(MetaRestartTest, UnreachableMetaIsEioForEveryCall) {
+  // Goal: one errno per cause: meta unreachable past --meta_retry_ms is
+  // EIO for stat, open for write and mkdir alike (open for write used to
+  // give ETIMEDOUT), each after the retry window, not at once.
+  // Method: SIGSTOP meta (its port accepts, nothing answers: a partition)
+  // with a short retry window and attempt timeout; then SIGCONT, and the
+  // same calls work again.
+  MountedClusterOptions options;
+  options.mount_flags = {"--meta_retry_ms=1500", "--rpc_timeout_ms=500"};
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  MakeWalDir(c);
+  ASSERT_TRUE(WriteFile(c.Path("wal/log"), "first\n").ok());
+  const pid_t meta = c.cluster().meta_pid();
+  ASSERT_TRUE(StopProcess(meta));
+  struct Resume {
+    pid_t pid;
+    ~Resume() { kill(pid, SIGCONT); }
+  } resume{meta};
+
+  struct stat st;
+  auto stat_result = Timed([&] { return stat(c.Path("never-seen").c_str(), &st) == 0; });
+  auto open_result = Timed([&] {
+    int fd = open(c.Path("wal/log").c_str(), O_WRONLY | O_APPEND);
+    if (fd >= 0) close(fd);
+    return fd >= 0;
+  });
+  auto mkdir_result = Timed([&] { return mkdir(c.Path("newdir").c_str(), 0755) == 0; });
+  for (const auto& [name, result] : {std::pair{"stat", stat_result},
+                                     std::pair{"open for write", open_result},
+                                     std::pair{"mkdir", mkdir_result}}) {
+    EXPECT_EQ(EIO, result.first) << name << ": " << std::strerror(result.first);
+    EXPECT_GE(result.second, absl::Milliseconds(1400)) << name << " did not wait for meta";
+    EXPECT_LT(result.second, absl::Seconds(10)) << name;
+  }
+
+  kill(meta, SIGCONT);
+  EXPECT_EQ(0, mkdir(c.Path("newdir").c_str(), 0755)) << std::strerror(errno);
+  int fd = open(c.Path("wal/log").c_str(), O_WRONLY | O_APPEND);
+  EXPECT_GE(fd, 0) << std::strerror(errno);
+  if (fd >= 0) {
+    EXPECT_EQ(7, write(fd, "second\n", 7));
+    EXPECT_EQ(0, close(fd));
+  }
+  auto log = ReadFile(c.Path("wal/log"));
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ("first\nsecond\n", *log);
+}
+
 }  // namespace
 }  // namespace logfs::testing

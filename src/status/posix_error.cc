@@ -37,7 +37,10 @@ int ErrnoFromStatus(const absl::Status& status) {
     case absl::StatusCode::kInvalidArgument: return EINVAL;
     case absl::StatusCode::kOutOfRange: return EINVAL;
     case absl::StatusCode::kResourceExhausted: return ENOSPC;
-    case absl::StatusCode::kDeadlineExceeded: return ETIMEDOUT;
+    // A server that does not answer in time is, for the caller, the same
+    // cause as one that cannot be reached (README "Errors"): EIO, as an NFS
+    // soft mount answers; ETIMEDOUT is not an errno file calls document.
+    case absl::StatusCode::kDeadlineExceeded: return EIO;
     case absl::StatusCode::kUnimplemented: return ENOSYS;
     case absl::StatusCode::kFailedPrecondition: return EIO;
     case absl::StatusCode::kAborted: return EAGAIN;

@@ -14,9 +14,9 @@ namespace logfs {
 absl::Status PosixError(int errno_value, absl::string_view message);
 
 // The errno to report for `status`: the attached one if any, else one
-// derived from the code (kNotFound→ENOENT, kDeadlineExceeded→ETIMEDOUT,
-// kResourceExhausted→ENOSPC, kUnavailable/kDataLoss/kInternal→EIO, ...).
-// 0 for OK.
+// derived from the code (kNotFound→ENOENT, kResourceExhausted→ENOSPC,
+// kUnavailable/kDeadlineExceeded/kDataLoss/kInternal→EIO, ...; the table
+// is in README "Errors"). 0 for OK.
 int ErrnoFromStatus(const absl::Status& status);
 
 // The attached errno, or 0 when none.
