@@ -51,14 +51,27 @@ std::string FormatClusterStatus(const ClusterStatus& status) {
                                     status.servers.servers_size() - static_cast<int>(live));
   absl::StrAppend(&out, absl::StrFormat("%6s  %-24s %-5s %10s %10s %s\n", "id", "address",
                                         "state", "capacity", "free", "heartbeat"));
+  // A server meta has not heard from since it started (heartbeat age -1)
+  // has no known space: meta counts it live for --dead_server_ms on trust,
+  // so the totals are unknown too until it reports.
+  int unreported_live = 0;
   for (const auto& s : status.servers.servers()) {
-    std::string age = s.heartbeat_age_ms() < 0 ? "never" : absl::StrCat(s.heartbeat_age_ms(), "ms ago");
+    const bool reported = s.heartbeat_age_ms() >= 0;
+    if (!reported && s.live()) ++unreported_live;
+    std::string age = reported ? absl::StrCat(s.heartbeat_age_ms(), "ms ago")
+                               : "none since meta start";
     absl::StrAppend(&out, absl::StrFormat("%6d  %-24s %-5s %10s %10s %s\n", s.server_id(),
                                           s.address(), s.live() ? "live" : "dead",
-                                          Bytes(s.capacity_bytes()), Bytes(s.free_bytes()), age));
+                                          reported ? Bytes(s.capacity_bytes()) : "unknown",
+                                          reported ? Bytes(s.free_bytes()) : "unknown", age));
   }
-  absl::StrAppend(&out, "space: ", Bytes(status.statfs.capacity_bytes()), " usable, ",
-                  Bytes(status.statfs.free_bytes()), " free (after replication)\n");
+  if (unreported_live > 0) {
+    absl::StrAppend(&out, "space: unknown (", unreported_live,
+                    " live servers not heard from since meta started)\n");
+  } else {
+    absl::StrAppend(&out, "space: ", Bytes(status.statfs.capacity_bytes()), " usable, ",
+                    Bytes(status.statfs.free_bytes()), " free (after replication)\n");
+  }
   absl::StrAppend(&out, "files: ", status.files, ", segments: ", status.segments, ", open: ",
                   status.open_segments, ", under-replicated: ", status.under_replicated_segments,
                   "\n");

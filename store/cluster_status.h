@@ -32,7 +32,8 @@ struct ClusterStatus {
 absl::StatusOr<ClusterStatus> GetClusterStatus(const ClusterStatusOptions& options);
 
 // A server table (one line per server: id, address, live/dead, capacity,
-// free, heartbeat age) and the counts.
+// free, heartbeat age; "unknown" space and "none since meta start" for a
+// server meta has not heard from since it started) and the counts.
 std::string FormatClusterStatus(const ClusterStatus& status);
 
 }  // namespace logfs::store

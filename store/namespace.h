@@ -197,6 +197,10 @@ class Namespace {
   struct ServerState {
     proto::RegisterServerRequest record;  // persisted registration
     int64_t last_seen_ns = 0;             // 0: not heard from since start
+    // Registered or heartbeat since this meta started: capacity_bytes and
+    // free_bytes are known (a restarted meta trusts its registry for
+    // liveness, but knows no space until the first heartbeat).
+    bool reported = false;
     uint64_t capacity_bytes = 0;
     uint64_t free_bytes = 0;
   };

@@ -58,6 +58,7 @@ absl::StatusOr<uint64_t> Namespace::RegisterServer(const proto::RegisterServerRe
   ServerState& state = servers_[id];
   state.record = std::move(record);
   state.last_seen_ns = NowNs();
+  state.reported = true;
   state.capacity_bytes = request.capacity_bytes();
   state.free_bytes = request.free_bytes();
   return id;
@@ -73,6 +74,7 @@ absl::StatusOr<proto::HeartbeatResponse> Namespace::Heartbeat(
     return response;
   }
   it->second.last_seen_ns = NowNs();
+  it->second.reported = true;
   it->second.capacity_bytes = request.capacity_bytes();
   it->second.free_bytes = request.free_bytes();
   // Each pending deletion is handed out once: it leaves the database before

@@ -268,5 +268,44 @@ TEST(MetaRestartTest, UnreachableMetaIsEioForEveryCall) {
   EXPECT_EQ("first\nsecond\n", *log);
 }
 
+TEST(MetaRestartTest, StatusAfterMetaRestartSaysSpaceUnknown) {
+  // Goal: right after a meta restart, before the segment servers'
+  // heartbeats, `logfs status` shows their space as unknown, not 0.0G.
+  // Method: segment servers with a heartbeat interval far beyond the test;
+  // restart meta; run status.
+  MountedClusterOptions options;
+  options.segd_flags = {"--heartbeat_interval_ms=600000"};
+  options.mounts = 0;
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  const std::string status_command =
+      absl::StrCat(LogfsBinary(), " status --meta=", c.cluster().meta_address());
+  // (a) Before the restart meta knows each server's space from its
+  // registration.
+  CommandResult before = RunCommand(status_command);
+  ASSERT_EQ(0, before.exit_code) << before.output;
+  EXPECT_EQ(std::string::npos, before.output.find("unknown")) << before.output;
+  // (b) After it, it does not.
+  c.cluster().KillMeta(SIGKILL);
+  ASSERT_TRUE(c.cluster().RestartMeta().ok());
+  CommandResult after = RunCommand(status_command);
+  ASSERT_EQ(0, after.exit_code) << after.output;
+  int server_lines = 0;
+  for (absl::string_view line : absl::StrSplit(after.output, '\n')) {
+    bool is_server = false;
+    for (int i = 0; i < c.cluster().segment_servers(); ++i) {
+      is_server |= line.find(c.cluster().segd_address(i)) != absl::string_view::npos;
+    }
+    if (!is_server) continue;
+    ++server_lines;
+    EXPECT_EQ(absl::string_view::npos, line.find("0.0G")) << line;
+    EXPECT_NE(absl::string_view::npos, line.find("unknown")) << line;
+    EXPECT_NE(absl::string_view::npos, line.find("none since meta start")) << line;
+  }
+  EXPECT_EQ(c.cluster().segment_servers(), server_lines) << after.output;
+  EXPECT_NE(std::string::npos, after.output.find("space: unknown")) << after.output;
+}
+
 }  // namespace
 }  // namespace logfs::testing
