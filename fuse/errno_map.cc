@@ -5,12 +5,14 @@
 #include <cerrno>
 
 #include "src/status/posix_error.h"
+#include "src/util/log_rate_limit.h"
 
 namespace logfs::fuse {
 
 int ToErrno(const absl::Status& status) {
   int err = ErrnoFromStatus(status);
-  if (err == EIO) LOG(WARNING) << "returning EIO for: " << status;
+  // A failing cluster can fail every call of a busy application.
+  if (err == EIO) LOGFS_LOG_EVERY_MS(WARNING, 1000) << "returning EIO for: " << status;
   return err;
 }
 

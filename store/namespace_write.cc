@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
+#include "src/util/log_rate_limit.h"
 #include "store/namespace.h"
 #include "store/namespace_txn.h"
 
@@ -77,8 +78,9 @@ absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode,
        --n) {
     placed = PlaceReplicas(n, excluded_servers);
     if (placed.ok()) {
-      LOG(WARNING) << "inode " << inode->attr().ino() << ": new segment on " << n << " of "
-                   << replication << " replicas (too few live servers)";
+      LOGFS_LOG_EVERY_MS(WARNING, 1000)
+          << "inode " << inode->attr().ino() << ": new segment on " << n << " of " << replication
+          << " replicas (too few live servers)";
     }
   }
   if (!placed.ok()) return placed.status();

@@ -10,6 +10,7 @@
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
 #include "src/util/crc32c.h"
+#include "src/util/log_rate_limit.h"
 #include "store/parallel_call.h"
 #include "wal/writer_counters.h"
 
@@ -265,8 +266,9 @@ void FileWriter::OnReplicaResponse(uint64_t segment_id, size_t replica, absl::St
       if (!rs.failed) {
         rs.failed = true;
         last_replica_error_ = status;
-        LOG(WARNING) << "replica " << rs.address << " of segment " << segment_id
-                     << " failed, rolling to a new segment: " << status;
+        LOGFS_LOG_EVERY_MS(WARNING, 1000)
+            << "replica " << rs.address << " of segment " << segment_id
+            << " failed, rolling to a new segment: " << status;
         StartRecoveryLocked();
       }
     } else {
@@ -313,7 +315,7 @@ std::vector<FileWriter::SyncCallback> FileWriter::TakeReadyWaitersLocked() {
 
 void FileWriter::SetErrorLocked(absl::Status status) {
   if (error_.ok()) {
-    LOG(ERROR) << "writer of inode " << ino_ << " failed: " << status;
+    LOGFS_LOG_EVERY_MS(ERROR, 1000) << "writer of inode " << ino_ << " failed: " << status;
     error_ = std::move(status);
   }
   UpdateBusyLocked();
@@ -446,9 +448,9 @@ std::vector<uint64_t> FileWriter::CreateReplicas(const proto::Segment& segment) 
   std::vector<uint64_t> failed;
   for (size_t i = 0; i < results.size(); ++i) {
     if (!results[i].status.ok()) {
-      LOG(WARNING) << "cannot create segment " << segment.id() << " on "
-                   << segment.replicas(static_cast<int>(i)).address() << ": "
-                   << results[i].status;
+      LOGFS_LOG_EVERY_MS(WARNING, 1000)
+          << "cannot create segment " << segment.id() << " on "
+          << segment.replicas(static_cast<int>(i)).address() << ": " << results[i].status;
       failed.push_back(segment.replicas(static_cast<int>(i)).server_id());
       absl::MutexLock lock(&mu_);
       last_replica_error_ = results[i].status;  // ENOSPC here is the writer's ENOSPC
@@ -671,8 +673,8 @@ absl::StatusOr<std::vector<size_t>> FileWriter::SealSurvivorsLocked(uint64_t* se
     if (s.ok()) {
       sealed.push_back(r);
     } else {
-      LOG(WARNING) << "could not seal segment " << segment.id() << " on " << address << ": "
-                   << s;
+      LOGFS_LOG_EVERY_MS(WARNING, 1000)
+          << "could not seal segment " << segment.id() << " on " << address << ": " << s;
       if (absl::IsResourceExhausted(s) || ErrnoFromStatus(s) == ENOSPC) seal_no_space = true;
     }
   }
@@ -709,8 +711,9 @@ absl::Status FileWriter::RollAwayFromFailedReplicasLocked() {
   std::string resend = tail_.substr(static_cast<size_t>(length - tail_start_));
   std::string unsent = std::move(buffer_);
   buffer_.clear();
-  LOG(WARNING) << "sealed segment " << segment_id << " at " << length << " on "
-               << sealed.size() << " replicas; re-sending " << resend.size() << " bytes";
+  LOGFS_LOG_EVERY_MS(WARNING, 1000)
+      << "sealed segment " << segment_id << " at " << length << " on " << sealed.size()
+      << " replicas; re-sending " << resend.size() << " bytes";
   RETURN_IF_ERROR(OpenNextSegmentLocked(segment_id, length, failed_servers));
   // Sent by Recover() once recovering_ is clear.
   buffer_ = std::move(resend);
