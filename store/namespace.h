@@ -203,6 +203,10 @@ class Namespace {
     bool reported = false;
     uint64_t capacity_bytes = 0;
     uint64_t free_bytes = 0;
+    // A writer reported this server failing (SealSegment failed_servers)
+    // at this time; placement avoids it until a heartbeat arrives after
+    // it (Suspect()). 0: never.
+    int64_t failure_reported_ns = 0;
   };
   // What OpenWrite must recover without the mutex (namespace_write.cc).
   struct RecoveryPlan {
@@ -226,6 +230,14 @@ class Namespace {
   void TouchMount(uint64_t mount_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool MountLive(uint64_t mount_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool ServerLive(const ServerState& server) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reported failing by a writer and not heard from since: live, but new
+  // segments go elsewhere while other servers have room.
+  static bool Suspect(const ServerState& server) {
+    return server.failure_reported_ns != 0 && server.last_seen_ns <= server.failure_reported_ns;
+  }
+  // Marks the servers a writer saw fail (SealSegment failed_servers).
+  void ReportServersFailing(const google::protobuf::RepeatedField<uint64_t>& server_ids)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The mount holding a live lease on `ino`, or 0.
   uint64_t LiveLeaseHolder(uint64_t ino) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Pinned(uint64_t ino) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -255,9 +267,9 @@ class Namespace {
   void DropSegments(Txn& txn, proto::Inode* inode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes `ino` if it is an orphan (nlink 0) nobody pins.
   absl::Status MaybeDeleteOrphan(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `replication` distinct live servers, most free space first; kUnavailable.
   // `replication` distinct live servers, most free space first, none of
-  // `excluded`. kUnavailable when there are too few.
+  // `excluded`; suspect servers only when there are too few others.
+  // kUnavailable when there are too few.
   absl::StatusOr<std::vector<uint64_t>> PlaceReplicas(uint32_t replication,
                                                       const std::vector<uint64_t>& excluded) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -20,6 +20,14 @@ bool Namespace::ServerLive(const ServerState& server) const {
          NowNs() - server.last_seen_ns <= options_.dead_server_ms * kNanosPerMilli;
 }
 
+void Namespace::ReportServersFailing(const google::protobuf::RepeatedField<uint64_t>& server_ids) {
+  const int64_t now = NowNs();
+  for (uint64_t id : server_ids) {
+    auto it = servers_.find(id);
+    if (it != servers_.end()) it->second.failure_reported_ns = now;
+  }
+}
+
 void Namespace::TouchMount(uint64_t mount_id) { mount_seen_ns_[mount_id] = NowNs(); }
 
 bool Namespace::MountLive(uint64_t mount_id) const {
@@ -227,13 +235,17 @@ absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(
                                                " live segment servers for a new segment, ",
                                                live.size() + full, " live"));
   }
-  // Most free space first, compared in GiB so that servers sharing a disk
+  // Servers a writer just saw fail go last: for --dead_server_ms after a
+  // crash meta still counts a dead server live, and every segment placed
+  // on it costs its writer a failed create and a new placement.
+  // Then most free space first, compared in GiB so that servers sharing a disk
   // (or nearly equal) count as ties; ties rotate with every placement so
   // that new segments spread over all servers.
   constexpr uint64_t kFreeSpaceGranuleBytes = 1ull << 30;
   const uint64_t rotation = placements_++;
   const uint64_t n = live.size();
   std::sort(live.begin(), live.end(), [&](const ServerState* a, const ServerState* b) {
+    if (Suspect(*a) != Suspect(*b)) return Suspect(*b);
     uint64_t fa = a->free_bytes / kFreeSpaceGranuleBytes;
     uint64_t fb = b->free_bytes / kFreeSpaceGranuleBytes;
     if (fa != fb) return fa > fb;

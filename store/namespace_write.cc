@@ -305,6 +305,7 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
   const uint64_t mount_id = request.mount_id();
   absl::MutexLock lock(&mu_);
   TouchMount(mount_id);
+  ReportServersFailing(request.failed_servers());
   ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kSealSegment));
   if (recorded.has_value()) return RecordedInode(*recorded);
   Txn txn(db_);

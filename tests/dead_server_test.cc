@@ -99,5 +99,44 @@ TEST(DeadServerTest, NewBlockFilesSucceedRightAfterAServerDies) {
   EXPECT_LE(count, kSameWarningMax) << "repeated " << count << " times: " << line;
 }
 
+TEST(DeadServerTest, MetaStopsPlacingOnAServerWritersReportFailing) {
+  // Goal: once a writer reports a server failing, meta places no new
+  // segment on it until it is heard from again, so a hung server (which
+  // costs each create a --replica_timeout_ms wait, not a quick refusal)
+  // delays one segment, not every third one. Method: (a) SIGSTOP one of 4
+  // servers (no heartbeats, no answers; meta counts it live for 20 s);
+  // (b) write 20 files of 3 segments each; every one must succeed, and the
+  // loop must take far less than one replica timeout per file (before the
+  // fix: 2 s for most of the 60 segments, past --dead_server_ms); (c) the
+  // files read back.
+  MountedClusterOptions options;
+  options.segment_servers = 4;
+  options.meta_flags = {"--dead_server_ms=20000"};
+  options.mount_flags = {"--block_segment_bytes=65536", "--replica_timeout_ms=2000"};
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  ASSERT_TRUE(WriteFile(c.Path("before"), Pattern(200000, 1)).ok());
+  // (a)
+  const pid_t stopped = c.cluster().segd_pid(2);
+  ASSERT_TRUE(StopProcess(stopped));
+  // (b)
+  constexpr int kFiles = 20;
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < kFiles; ++i) {
+    absl::Status written = WriteFile(c.Path(absl::StrCat("f", i)), Pattern(150000, i));
+    ASSERT_TRUE(written.ok()) << "file " << i << ": " << written;
+  }
+  const absl::Duration elapsed = absl::Now() - start;
+  kill(stopped, SIGCONT);
+  EXPECT_LT(elapsed, absl::Seconds(8)) << "a hung server was placed on again and again";
+  // (c)
+  for (int i = 0; i < kFiles; ++i) {
+    auto back = ReadFile(c.Path(absl::StrCat("f", i)));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(Pattern(150000, i), *back) << "file " << i;
+  }
+}
+
 }  // namespace
 }  // namespace logfs::testing
