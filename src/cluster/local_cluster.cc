@@ -66,13 +66,14 @@ absl::Status LocalCluster::StartMeta() {
   return absl::OkStatus();
 }
 
-absl::Status LocalCluster::StartSegd(int i) {
+absl::Status LocalCluster::StartSegd(int i, const std::vector<std::string>& extra_flags) {
   std::string dir = absl::StrCat(options_.data_dir, "/segd", i);
   std::vector<std::string> argv = {options_.binary, "segd", "--data_dir=" + dir,
                                    "--listen=127.0.0.1:0", "--meta=" + meta_address_,
                                    "--address_file=" +
                                        AddressFile(dir, options_.run_dir, absl::StrCat("segd", i))};
   argv.insert(argv.end(), options_.segd_flags.begin(), options_.segd_flags.end());
+  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   ASSIGN_OR_RETURN(segd_addresses_[i],
                    StartServer(argv, dir, options_.run_dir, absl::StrCat("segd", i),
                                options_.start_timeout, &segd_pids_[i]));
@@ -98,9 +99,9 @@ absl::Status LocalCluster::RestartMeta(const std::vector<std::string>& meta_flag
   return RestartMeta();
 }
 
-absl::Status LocalCluster::RestartSegd(int i) {
+absl::Status LocalCluster::RestartSegd(int i, const std::vector<std::string>& extra_flags) {
   StopChild(segd_pids_[i], SIGKILL, absl::Seconds(1));
-  return StartSegd(i);
+  return StartSegd(i, extra_flags);
 }
 
 void LocalCluster::KillSegd(int i, int signal) {

@@ -42,12 +42,14 @@ class LocalCluster {
   pid_t segd_pid(int i) const { return segd_pids_[i]; }
   const std::string& segd_address(int i) const { return segd_addresses_[i]; }
 
-  // Restarts meta or segment server `i` (after it was stopped or killed).
+  // Restarts meta or segment server `i` (after it was stopped or killed);
+  // `extra_flags` are added to this start of the segment server only
+  // (e.g. "--server_id=3" after its data dir was wiped).
   absl::Status RestartMeta();
   // The same with `meta_flags` in place of the extra meta flags, for this
   // and every later start of meta.
   absl::Status RestartMeta(const std::vector<std::string>& meta_flags);
-  absl::Status RestartSegd(int i);
+  absl::Status RestartSegd(int i, const std::vector<std::string>& extra_flags = {});
 
   // Stops every process: SIGTERM, then SIGKILL after `grace`.
   void Stop(absl::Duration grace = absl::Seconds(5));
@@ -59,7 +61,7 @@ class LocalCluster {
  private:
   explicit LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {}
   absl::Status StartMeta();
-  absl::Status StartSegd(int i);
+  absl::Status StartSegd(int i, const std::vector<std::string>& extra_flags = {});
 
   LocalClusterOptions options_;
   std::string meta_address_;
