@@ -5,9 +5,12 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "src/status/macros.h"
+#include "src/util/log_rate_limit.h"
 #include "store/logfs.pb.h"
 #include "store/message_type.h"
 
@@ -31,8 +34,11 @@ std::string HostName() {
 }  // namespace
 
 MetaHeartbeat::MetaHeartbeat(const MetaHeartbeatOptions& options, ReplicaStore* store,
-                             DeleteFn on_delete)
-    : options_(options), store_(store), on_delete_(std::move(on_delete)) {
+                             DeleteFn on_delete, DeleteIdleFn on_delete_stray)
+    : options_(options),
+      store_(store),
+      on_delete_(std::move(on_delete)),
+      on_delete_stray_(std::move(on_delete_stray)) {
   work_.emplace(io_.get_executor());
   io_thread_ = std::thread([this] { io_.run(); });
   client_ = RpcClient::Create(io_, options_.meta_address);
@@ -41,8 +47,10 @@ MetaHeartbeat::MetaHeartbeat(const MetaHeartbeatOptions& options, ReplicaStore* 
 MetaHeartbeat::~MetaHeartbeat() { Stop(); }
 
 absl::StatusOr<std::unique_ptr<MetaHeartbeat>> MetaHeartbeat::Start(
-    const MetaHeartbeatOptions& options, ReplicaStore* store, DeleteFn on_delete) {
-  std::unique_ptr<MetaHeartbeat> link(new MetaHeartbeat(options, store, std::move(on_delete)));
+    const MetaHeartbeatOptions& options, ReplicaStore* store, DeleteFn on_delete,
+    DeleteIdleFn on_delete_stray) {
+  std::unique_ptr<MetaHeartbeat> link(
+      new MetaHeartbeat(options, store, std::move(on_delete), std::move(on_delete_stray)));
   RETURN_IF_ERROR(link->Register());
   link->heartbeat_thread_ = std::thread([raw = link.get()] { raw->Run(); });
   return link;
@@ -71,9 +79,16 @@ absl::Status MetaHeartbeat::Register() {
   request.set_free_bytes(space.free_bytes);
   request.set_host(HostName());
   request.set_server_id(store_->server_id());
+  request.set_incarnation(options_.incarnation);
   proto::RegisterServerResponse response;
   absl::Status status = client_->Call(MessageType::kRegisterServer, request, &response,
                                       absl::Milliseconds(options_.rpc_timeout_ms));
+  if (absl::IsFailedPrecondition(status)) {
+    // Meta refused this identity: say so as it is, do not retry.
+    return absl::FailedPreconditionError(
+        absl::StrCat("meta at ", options_.meta_address, " refused to register this server: ",
+                     status.message()));
+  }
   if (!status.ok()) {
     return absl::UnavailableError(absl::StrCat("cannot register with meta at ",
                                                options_.meta_address, ": ", status.ToString()));
@@ -101,26 +116,67 @@ void MetaHeartbeat::Run() {
   }
 }
 
-void MetaHeartbeat::Beat() {
+absl::StatusOr<proto::HeartbeatResponse> MetaHeartbeat::BeatOnce(
+    proto::HeartbeatRequest request) {
   DiskSpace space = DiskSpaceOf(store_->data_dir());
-  proto::HeartbeatRequest request;
   request.set_server_id(store_->server_id());
+  request.set_incarnation(options_.incarnation);
   request.set_capacity_bytes(space.capacity_bytes);
   request.set_free_bytes(space.free_bytes);
   proto::HeartbeatResponse response;
   absl::Status status = client_->Call(MessageType::kHeartbeat, request, &response,
                                       absl::Milliseconds(options_.rpc_timeout_ms));
   heartbeats_sent_.fetch_add(1);
-  if (!status.ok()) {
-    LOG_EVERY_N(WARNING, 10) << "heartbeat to meta at " << options_.meta_address
-                             << " failed: " << status;
+  if (!status.ok()) return status;
+  for (uint64_t segment_id : response.delete_segments()) on_delete_(segment_id);
+  for (uint64_t segment_id : response.delete_strays()) {
+    on_delete_stray_(segment_id, response.stray_grace_ms());
+  }
+  return response;
+}
+
+void MetaHeartbeat::Beat() {
+  absl::StatusOr<proto::HeartbeatResponse> response = BeatOnce(proto::HeartbeatRequest());
+  if (!response.ok()) {
+    // kFailedPrecondition: meta gave this server's id to another process
+    // (ours was taken for dead); the operator must stop one of the two.
+    LOGFS_LOG_EVERY_MS(WARNING, 10000) << "heartbeat to meta at " << options_.meta_address
+                                       << " failed: " << response.status();
     return;
   }
-  for (uint64_t segment_id : response.delete_segments()) on_delete_(segment_id);
-  if (response.reregister()) {
+  if (response->reregister()) {
     absl::Status registered = Register();
     if (!registered.ok()) LOG(WARNING) << registered;
+    return;
   }
+  if (response->report_id() != 0) SendReport(response->report_id());
+}
+
+void MetaHeartbeat::SendReport(uint64_t report_id) {
+  // A snapshot: replicas created after it wait for the next report (meta
+  // confirms a missing replica only in two reports, see docs/rpc.md).
+  std::vector<ReplicaInfo> replicas = store_->ListReplicas();
+  size_t next = 0;
+  do {
+    proto::HeartbeatRequest request;
+    request.set_report_id(report_id);
+    const size_t end = std::min(replicas.size(), next + kReportPageReplicasMax);
+    for (; next < end; ++next) {
+      proto::ReportedReplica* entry = request.add_report();
+      entry->set_segment_id(replicas[next].segment_id);
+      entry->set_length(replicas[next].length);
+      entry->set_sealed(replicas[next].sealed);
+      entry->set_corrupt(replicas[next].corrupt);
+    }
+    request.set_report_done(next == replicas.size());
+    absl::StatusOr<proto::HeartbeatResponse> response = BeatOnce(std::move(request));
+    if (!response.ok()) {
+      // Meta asks again at a later heartbeat.
+      LOG(WARNING) << "replica report " << report_id << " to meta failed: " << response.status();
+      return;
+    }
+  } while (next < replicas.size());
+  VLOG(1) << "sent replica report " << report_id << " of " << replicas.size() << " replicas";
 }
 
 }  // namespace logfs::store

@@ -90,6 +90,8 @@ class MetaServerImpl : public MetaServer {
     ns_options.lease_recovery_delay_ms = options_.lease_recovery_delay_ms;
     ns_options.default_replication = options_.default_replication;
     ns_options.wal_ack_quorum = options_.wal_ack_quorum;
+    ns_options.replica_report_interval_ms = options_.replica_report_interval_ms;
+    ns_options.stray_replica_grace_ms = options_.stray_replica_grace_ms;
     ASSIGN_OR_RETURN(ns_, Namespace::Open(db_.get(), segment_servers_.get(), ns_options));
     server_ = std::make_unique<RpcServer>(
         io_, [this](Frame frame, Responder responder) { Handle(frame, responder); }, IsMetaType);

@@ -29,6 +29,11 @@ struct MetaServerOptions {
   // SetAttr, SetXattr, RemoveXattr; replays count), before it replies: a
   // change applied and synced whose answer is lost. 0: never.
   int TEST_exit_before_reply_to_change = 0;
+  // Replica reports (docs/rpc.md "Replica reports"): how often meta asks
+  // each segment server for one, and how long a replica no file lists
+  // must stay unchanged before its server deletes it.
+  int64_t replica_report_interval_ms = 600000;
+  int64_t stray_replica_grace_ms = 300000;
 };
 
 class MetaServer {

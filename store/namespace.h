@@ -30,6 +30,7 @@
 #include "store/logfs.pb.h"
 #include "store/message_type.h"
 #include "store/metadata_db.h"
+#include "store/replica_report_state.h"
 #include "store/rereplication_task.h"
 #include "store/segment_server_api.h"
 
@@ -58,6 +59,11 @@ struct NamespaceOptions {
   // of ESTALE twice in a row (the VFS retries a stale lookup only once).
   // 0 deletes at once.
   int64_t unlinked_grace_ms = 2000;
+  // Replica reports (namespace_reports.cc): how often each server is asked
+  // for one, and how long a stray replica must be unchanged on its server
+  // before the server deletes it.
+  int64_t replica_report_interval_ms = 600000;
+  int64_t stray_replica_grace_ms = 300000;
   uint32_t default_replication = 3;  // both kinds
   uint32_t wal_ack_quorum = 2;       // block files ack on every replica
   // Wall clock in ns since the Unix epoch; null means absl::Now(). Tests
@@ -192,6 +198,21 @@ class Namespace {
   // already listed.
   absl::Status CommitReplica(const RereplicationTask& task) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // ---- replica reports (namespace_reports.cc; docs/rpc.md "Replica reports")
+  struct ReconcileStats {
+    size_t servers = 0;   // reports reconciled
+    size_t dropped = 0;   // missing replicas dropped from their segments
+    size_t strays = 0;    // stray replicas queued for deletion
+  };
+  // Compares every complete replica report with the segments that list
+  // its server (a scan of every inode, without the mutex): a sealed
+  // replica the server lacks (or has corrupt) in two reports in a row is
+  // dropped from its segment, so re-replication copies it again (the last
+  // replica is kept); a replica no segment lists on the server is handed
+  // to it for deletion, which it does once the replica's files have been
+  // unchanged for stray_replica_grace_ms. Errors from the database.
+  absl::StatusOr<ReconcileStats> ReconcileReplicaReports() ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   class Txn;  // namespace_txn.h
   struct ServerState {
@@ -207,6 +228,10 @@ class Namespace {
     // at this time; placement avoids it until a heartbeat arrives after
     // it (Suspect()). 0: never.
     int64_t failure_reported_ns = 0;
+    // Random per segd process (RegisterServerRequest); 0: not yet known
+    // (meta restarted), any is accepted.
+    uint64_t incarnation = 0;
+    ReplicaReportState reports;
   };
   // What OpenWrite must recover without the mutex (namespace_write.cc).
   struct RecoveryPlan {
@@ -311,6 +336,22 @@ class Namespace {
       Txn& txn, const proto::ReportBadReplicaRequest& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the replica once its server confirmed the report.
   absl::Status DropBadReplica(const proto::ReportBadReplicaRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Replica report pieces (namespace_reports.cc), under the mutex from
+  // Heartbeat: stores a report page of `request`; asks for a report in
+  // `response` when one is due; hands out strays.
+  void HandleReports(ServerState& server, const proto::HeartbeatRequest& request,
+                     proto::HeartbeatResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the replica on `server_id` of sealed segment `segment_id` of
+  // `ino` that its server's reports miss, unless it is the last one.
+  // True if dropped.
+  bool DropMissingReplica(Txn& txn, uint64_t ino, uint64_t segment_id, uint64_t server_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RegisterServer's check: the address of a live server holding
+  // `request`'s id with another incarnation that must be asked whether it
+  // still runs (empty: no conflict).
+  std::string ConflictingHolder(const proto::RegisterServerRequest& request) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Re-replication pieces (namespace_rereplication.cc).

@@ -55,6 +55,27 @@ bool Namespace::Unpin(uint64_t ino, uint64_t mount_id) {
 }
 
 absl::StatusOr<uint64_t> Namespace::RegisterServer(const proto::RegisterServerRequest& request) {
+  std::string holder;
+  uint64_t holder_incarnation = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    holder = ConflictingHolder(request);
+    if (!holder.empty()) holder_incarnation = servers_.at(request.server_id()).incarnation;
+  }
+  if (!holder.empty()) {
+    // Asked without the mutex. A holder that answers as itself is a second
+    // live process with this id (a copied data dir, a wrong --server_id);
+    // one that does not was restarted or died, and this is its successor.
+    auto who = segment_servers_->Identify(holder);
+    if (who.ok() && who->server_id() == request.server_id() &&
+        who->incarnation() == holder_incarnation) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "server id ", request.server_id(), " is held by a live segment server at ", holder,
+          "; refusing a second one claiming it from ", request.address(), " (data dir ",
+          request.data_dir(), "): stop one of them, or give this one an empty data dir without "
+          "--server_id"));
+    }
+  }
   absl::MutexLock lock(&mu_);
   Txn txn(db_);
   uint64_t id = request.server_id();
@@ -64,12 +85,34 @@ absl::StatusOr<uint64_t> Namespace::RegisterServer(const proto::RegisterServerRe
   txn.batch().PutServer(record);
   RETURN_IF_ERROR(txn.Commit());
   ServerState& state = servers_[id];
+  if (state.incarnation != request.incarnation()) {
+    // A new process (a restart, maybe on a new disk): what meta learned
+    // from the old one's reports no longer holds; ask for a report now.
+    state.reports = ReplicaReportState();
+    state.incarnation = request.incarnation();
+  }
   state.record = std::move(record);
   state.last_seen_ns = NowNs();
   state.reported = true;
   state.capacity_bytes = request.capacity_bytes();
   state.free_bytes = request.free_bytes();
   return id;
+}
+
+std::string Namespace::ConflictingHolder(const proto::RegisterServerRequest& request) const {
+  auto it = servers_.find(request.server_id());
+  if (it == servers_.end()) return "";
+  const ServerState& held = it->second;
+  if (held.incarnation == 0 || request.incarnation() == 0 ||
+      held.incarnation == request.incarnation() || !ServerLive(held)) {
+    return "";
+  }
+  // The same address on the same host cannot be bound by two processes:
+  // the holder is gone.
+  if (held.record.address() == request.address() && held.record.host() == request.host()) {
+    return "";
+  }
+  return held.record.address();
 }
 
 absl::StatusOr<proto::HeartbeatResponse> Namespace::Heartbeat(
@@ -81,10 +124,21 @@ absl::StatusOr<proto::HeartbeatResponse> Namespace::Heartbeat(
     response.set_reregister(true);
     return response;
   }
-  it->second.last_seen_ns = NowNs();
-  it->second.reported = true;
-  it->second.capacity_bytes = request.capacity_bytes();
-  it->second.free_bytes = request.free_bytes();
+  ServerState& server = it->second;
+  if (request.incarnation() != 0 && server.incarnation != 0 &&
+      request.incarnation() != server.incarnation) {
+    // Another process registered with this id after this one was taken
+    // for gone: its heartbeats must not keep the id alive.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "server id ", request.server_id(), " now belongs to another segment server process (at ",
+        server.record.address(), "); stop this one"));
+  }
+  if (server.incarnation == 0) server.incarnation = request.incarnation();
+  server.last_seen_ns = NowNs();
+  server.reported = true;
+  server.capacity_bytes = request.capacity_bytes();
+  server.free_bytes = request.free_bytes();
+  HandleReports(server, request, &response);
   // Each pending deletion is handed out once: it leaves the database before
   // the reply. A server that crashes before deleting keeps a stray replica.
   ASSIGN_OR_RETURN(std::vector<uint64_t> segment_ids,

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <limits>
 #include <optional>
 
@@ -561,6 +562,51 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Seal(uint64_t segment_id, uint64_t epo
 
 absl::Status ReplicaStore::Delete(uint64_t segment_id) {
   absl::MutexLock files_lock(&files_mu_);
+  return DeleteLocked(segment_id);
+}
+
+absl::StatusOr<bool> ReplicaStore::DeleteIfIdle(uint64_t segment_id, int64_t idle_ms) {
+  // Under files_mu_, so no Create (of a copy starting over) runs between
+  // the check and the unlinks.
+  absl::MutexLock files_lock(&files_mu_);
+  if (!Find(segment_id).ok()) return false;
+  struct timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const int64_t now_ms = now.tv_sec * 1000 + now.tv_nsec / 1000000;
+  for (const char* suffix : {kStateFileSuffix, kSegmentFileSuffix, kCrcFileSuffix}) {
+    const std::string path = SegmentPath(segment_id, suffix);
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) continue;
+      return SyscallError(errno, absl::StrCat("stat ", path));
+    }
+    const int64_t mtime_ms = st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+    if (now_ms - mtime_ms < idle_ms) return false;
+  }
+  RETURN_IF_ERROR(DeleteLocked(segment_id));
+  return true;
+}
+
+std::vector<ReplicaInfo> ReplicaStore::ListReplicas() const {
+  std::vector<std::shared_ptr<Replica>> replicas;
+  {
+    absl::MutexLock lock(&mu_);
+    replicas.reserve(replicas_.size());
+    for (const auto& [id, replica] : replicas_) replicas.push_back(replica);
+  }
+  std::vector<ReplicaInfo> out;
+  out.reserve(replicas.size());
+  for (const auto& r : replicas) {
+    absl::MutexLock lock(&r->mu);
+    if (r->deleted) continue;
+    ReplicaInfo info = r->Snapshot();
+    info.corrupt = info.corrupt || !r->failure.ok();
+    out.push_back(info);
+  }
+  return out;
+}
+
+absl::Status ReplicaStore::DeleteLocked(uint64_t segment_id) {
   std::shared_ptr<Replica> r;
   {
     absl::MutexLock lock(&mu_);

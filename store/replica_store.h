@@ -141,7 +141,18 @@ class ReplicaStore {
   absl::StatusOr<ReplicaInfo> Seal(uint64_t segment_id, uint64_t epoch, uint64_t length);
 
   // Removes the replica's files. OK if absent.
-  absl::Status Delete(uint64_t segment_id);
+  absl::Status Delete(uint64_t segment_id) ABSL_LOCKS_EXCLUDED(files_mu_);
+
+  // Removes the replica's files only if none of them changed (mtime) for
+  // `idle_ms`: meta's deletion of a replica no file lists (a stray) must
+  // not remove one that a create, copy or append is making right now.
+  // Returns whether it was deleted (false also if absent); syscall errors.
+  absl::StatusOr<bool> DeleteIfIdle(uint64_t segment_id, int64_t idle_ms)
+      ABSL_LOCKS_EXCLUDED(files_mu_);
+
+  // A snapshot of every replica, for meta's replica report; a failed one
+  // is listed as corrupt (it is never served either). No particular order.
+  std::vector<ReplicaInfo> ListReplicas() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // One sync round: one fdatasync of the journal, then every replica
   // appended to before the round started gets durable_length = the end of
@@ -202,6 +213,7 @@ class ReplicaStore {
   absl::Status MarkCorrupt(Replica& replica, uint64_t cuts_seen, uint64_t chunk)
       ABSL_LOCKS_EXCLUDED(mu_);
   std::string SegmentPath(uint64_t segment_id, const char* suffix) const;
+  absl::Status DeleteLocked(uint64_t segment_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(files_mu_);
 
   // Immutable after construction.
   const ReplicaStoreOptions options_;

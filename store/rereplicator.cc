@@ -41,6 +41,16 @@ void Rereplicator::Loop() {
 }
 
 absl::StatusOr<size_t> Rereplicator::RunPass() {
+  // Replicas that servers report lost leave their segments first, so this
+  // very pass can copy them again.
+  auto reconciled = ns_->ReconcileReplicaReports();
+  if (!reconciled.ok()) {
+    LOG(WARNING) << "reconciling replica reports: " << reconciled.status();
+  } else if (reconciled->dropped > 0 || reconciled->strays > 0) {
+    LOG(INFO) << "replica reports of " << reconciled->servers << " servers: dropped "
+              << reconciled->dropped << " lost replicas, " << reconciled->strays
+              << " strays to delete";
+  }
   ASSIGN_OR_RETURN(RereplicationPlan plan,
                    ns_->PlanRereplication(cursor_ino_, options_.inodes_per_pass,
                                           options_.copies_per_pass));

@@ -45,9 +45,10 @@ class Rereplicator {
   // that quick) and joins it. Idempotent.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // One pass from the cursor: plan, copy, commit. Returns the replicas
-  // added; errors of the plan (database). Failed copies are logged and
-  // retried by a later pass.
+  // One pass from the cursor: reconcile the replica reports that came in
+  // (Namespace::ReconcileReplicaReports), plan, copy, commit. Returns the
+  // replicas added; errors of the plan (database). Failed copies are
+  // logged and retried by a later pass.
   absl::StatusOr<size_t> RunPass();
 
  private:

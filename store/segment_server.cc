@@ -3,8 +3,13 @@
 // MetaHeartbeat (registration and heartbeats).
 #include "store/segment_server.h"
 
+#include <unistd.h>
+
 #include <glog/logging.h>
 
+#include <random>
+
+#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "src/status/macros.h"
 #include "store/message_type.h"
@@ -47,6 +52,9 @@ class SegmentServerImpl : public SegmentServer {
         LOG(WARNING) << "short-circuit reads off: " << short_circuit.status();
       }
     }
+    RETURN_IF_ERROR(TakeServerId(options.server_id));
+    const uint64_t incarnation = NewIncarnation();
+    service_.set_incarnation(incarnation);
     RETURN_IF_ERROR(rpc_server_.Listen(options.listen_address));
     MetaHeartbeatOptions meta;
     meta.meta_address = options.meta_address;
@@ -58,9 +66,12 @@ class SegmentServerImpl : public SegmentServer {
     }
     meta.heartbeat_interval_ms = options.heartbeat_interval_ms;
     meta.rpc_timeout_ms = options.rpc_timeout_ms;
-    ASSIGN_OR_RETURN(heartbeat_, MetaHeartbeat::Start(meta, store_.get(), [this](uint64_t id) {
-                       DeleteReplica(id);
-                     }));
+    meta.incarnation = incarnation;
+    ASSIGN_OR_RETURN(heartbeat_, MetaHeartbeat::Start(
+                                     meta, store_.get(), [this](uint64_t id) { DeleteReplica(id); },
+                                     [this](uint64_t id, int64_t idle_ms) {
+                                       DeleteStray(id, idle_ms);
+                                     }));
     return absl::OkStatus();
   }
 
@@ -91,6 +102,40 @@ class SegmentServerImpl : public SegmentServer {
   }
 
  private:
+  absl::Status TakeServerId(uint64_t wanted) {
+    const uint64_t have = store_->server_id();
+    if (wanted == 0 || wanted == have) return absl::OkStatus();
+    if (have != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("data dir ", store_->data_dir(), " belongs to server ", have,
+                       ", not to --server_id=", wanted));
+    }
+    LOG(WARNING) << "taking server id " << wanted << " for the empty data dir "
+                 << store_->data_dir() << "; meta re-replicates what it held";
+    return store_->SetServerId(wanted);
+  }
+
+  static uint64_t NewIncarnation() {
+    std::random_device device;
+    uint64_t incarnation = 0;
+    while (incarnation == 0) {
+      incarnation = (static_cast<uint64_t>(device()) << 32) ^ device() ^
+                    static_cast<uint64_t>(::getpid());
+    }
+    return incarnation;
+  }
+
+  void DeleteStray(uint64_t segment_id, int64_t idle_ms) {
+    absl::StatusOr<bool> deleted = store_->DeleteIfIdle(segment_id, idle_ms);
+    sync_thread_.Recheck(segment_id);
+    if (!deleted.ok()) {
+      LOG(WARNING) << "deleting stray segment " << segment_id << ": " << deleted.status();
+    } else if (*deleted) {
+      LOG(INFO) << "deleted stray replica of segment " << segment_id
+                << " (no file lists it on this server)";
+    }
+  }
+
   void DeleteReplica(uint64_t segment_id) {
     absl::Status status = store_->Delete(segment_id);
     sync_thread_.Recheck(segment_id);

@@ -40,6 +40,12 @@ struct SegmentServerOptions {
   // Unix socket for short-circuit reads (store/short_circuit_server.h);
   // empty: off.
   std::string short_circuit_socket;
+  // The identity to take when the data dir has none (a replaced, empty
+  // disk restarted as the server it replaces): meta then learns from
+  // this server's replica report that it lost every replica and copies
+  // them back. 0: the data dir's, else a new one from meta. A data dir
+  // that belongs to another id is refused (kFailedPrecondition).
+  uint64_t server_id = 0;
 };
 
 // Monotonic counters, for tests and metrics.
@@ -55,8 +61,9 @@ struct SegmentServerCounters {
 class SegmentServer {
  public:
   // Opens the data dir, listens and registers with meta. Errors:
-  // kFailedPrecondition (data dir not usable), kUnavailable (address busy,
-  // meta unreachable). `io` must outlive the server; the caller runs it.
+  // kFailedPrecondition (data dir not usable or of another server id;
+  // meta refused the id because another live process holds it),
+  // kUnavailable (address busy, meta unreachable). `io` must outlive the server; the caller runs it.
   static absl::StatusOr<std::unique_ptr<SegmentServer>> Start(
       const SegmentServerOptions& options, asio::io_context& io);
   virtual ~SegmentServer() = default;

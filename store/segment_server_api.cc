@@ -71,6 +71,16 @@ absl::StatusOr<proto::SegmentInfoResponse> RpcSegmentServerApi::Fence(const std:
   return response;
 }
 
+absl::StatusOr<proto::ServerStatsResponse> RpcSegmentServerApi::Identify(
+    const std::string& address) {
+  auto client = ClientFor(address);
+  if (client == nullptr) return absl::UnavailableError("meta is stopping");
+  proto::ServerStatsResponse response;
+  absl::Status s = client->Call(MessageType::kServerStats, proto::Empty(), &response, timeout_);
+  if (!s.ok()) return s;
+  return response;
+}
+
 std::vector<absl::Status> RpcSegmentServerApi::CopySegments(
     const std::vector<RereplicationTask>& tasks, absl::Duration timeout) {
   std::vector<absl::Status> results(tasks.size());

@@ -57,6 +57,13 @@ class SegmentServerApi {
                                                  absl::Duration timeout) {
     return std::vector<absl::Status>(tasks.size(), absl::UnimplementedError("no copies"));
   }
+
+  // Who serves at `address` (ServerStats: its server id and incarnation),
+  // for telling a second process claiming a server id from a restart.
+  // Errors as SegmentInfo. The default (for fakes): kUnavailable, nobody.
+  virtual absl::StatusOr<proto::ServerStatsResponse> Identify(const std::string& address) {
+    return absl::UnavailableError("no servers");
+  }
 };
 
 // Calls segment servers with RpcClient, one cached client per address.
@@ -78,6 +85,8 @@ class RpcSegmentServerApi : public SegmentServerApi {
                                                   uint64_t length) override;
   absl::StatusOr<proto::SegmentInfoResponse> Fence(const std::string& address,
                                                    uint64_t segment_id, uint64_t epoch) override;
+
+  absl::StatusOr<proto::ServerStatsResponse> Identify(const std::string& address) override;
 
   // kUnavailable after Shutdown().
   std::vector<absl::Status> CopySegments(const std::vector<RereplicationTask>& tasks,

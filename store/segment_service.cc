@@ -174,6 +174,8 @@ void SegmentService::ServerStats(const Responder& responder) {
   response.set_fdatasyncs(store_->fdatasync_count());
   response.set_sync_rounds(sync_thread_->sync_rounds());
   response.set_journal_wraps(store_->journal_wraps());
+  response.set_server_id(store_->server_id());
+  response.set_incarnation(incarnation_);
   responder.Reply(response);
 }
 

@@ -36,6 +36,9 @@ class SegmentService {
   // What ShortCircuitInfo answers: the short-circuit socket's path (empty:
   // off). Call before serving.
   void set_short_circuit_socket(std::string path) { short_circuit_socket_ = std::move(path); }
+  // This process's incarnation (store/meta_heartbeat.h), which ServerStats
+  // reports with the server id. Call before serving.
+  void set_incarnation(uint64_t incarnation) { incarnation_ = incarnation; }
 
   // Serves one request. Bad messages get kInvalidArgument; after Stop every
   // request gets kUnavailable.
@@ -68,6 +71,7 @@ class SegmentService {
   SegmentCopier* const copier_;
   const std::string boot_id_;
   std::string short_circuit_socket_;  // set before serving
+  uint64_t incarnation_ = 0;          // set before serving
   asio::thread_pool read_pool_{2};
 
   // Internally synchronized.

@@ -47,6 +47,14 @@ DEFINE_int32(rpc_timeout_ms, 5000, "deadline of one call to another server");
 DEFINE_int32(TEST_exit_before_reply_to_change, 0,
              "meta, tests only: exit right after handling the Nth namespace change that "
              "carries a call id, before replying (0: never)");
+DEFINE_uint64(server_id, 0,
+              "segd: take this server id when the data dir has none (an empty, replaced disk "
+              "restarted as the server it replaces; meta copies its replicas back)");
+DEFINE_int64(replica_report_interval_ms, 600000,
+             "meta: how often each segment server reports the replicas it holds (also at its "
+             "start and meta's)");
+DEFINE_int64(stray_replica_grace_ms, 300000,
+             "meta: a replica no file lists is deleted once unchanged this long");
 
 namespace logfs::main {
 namespace {
@@ -61,6 +69,8 @@ DEFINE_validator(dead_server_ms, &PositiveInt);
 DEFINE_validator(lease_timeout_ms, &PositiveInt);
 DEFINE_validator(lease_recovery_delay_ms, &PositiveInt);
 DEFINE_validator(rpc_timeout_ms, &PositiveInt);
+DEFINE_validator(replica_report_interval_ms, [](const char*, int64_t v) { return v > 0; });
+DEFINE_validator(stray_replica_grace_ms, [](const char*, int64_t v) { return v >= 0; });
 
 // Blocks SIGTERM/SIGINT in every thread (call before starting threads) so
 // that WaitForTermination can take them with sigwait.
@@ -137,6 +147,8 @@ int MetaMain(int argc, char** argv) {
   options.lease_recovery_delay_ms = FLAGS_lease_recovery_delay_ms;
   options.rpc_timeout_ms = FLAGS_rpc_timeout_ms;
   options.TEST_exit_before_reply_to_change = FLAGS_TEST_exit_before_reply_to_change;
+  options.replica_report_interval_ms = FLAGS_replica_report_interval_ms;
+  options.stray_replica_grace_ms = FLAGS_stray_replica_grace_ms;
   auto server = store::MetaServer::Start(options, io);
   if (!server.ok()) return Fail("meta", server.status());
   return Serve("meta", **server, signals, threads);
@@ -162,6 +174,7 @@ int SegdMain(int argc, char** argv) {
   options.journal_bytes = FLAGS_journal_bytes;
   options.heartbeat_interval_ms = FLAGS_heartbeat_interval_ms;
   options.rpc_timeout_ms = FLAGS_rpc_timeout_ms;
+  options.server_id = FLAGS_server_id;
   if (FLAGS_short_circuit_socket != "off") {
     options.short_circuit_socket = FLAGS_short_circuit_socket;
     if (options.short_circuit_socket.empty()) {
