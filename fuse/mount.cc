@@ -252,12 +252,14 @@ absl::StatusOr<std::string> Mount::Readlink(uint64_t ino) {
   return response.target();
 }
 
-absl::StatusOr<std::vector<proto::DirEntry>> Mount::Readdir(uint64_t ino) {
+absl::StatusOr<proto::ReaddirResponse> Mount::Readdir(uint64_t ino,
+                                                     const std::string& start_after) {
   proto::ReaddirRequest request;
   request.set_ino(ino);
+  request.set_start_after(start_after);
   proto::ReaddirResponse response;
   RETURN_IF_ERROR(MetaCall(store::MessageType::kReaddir, request, &response));
-  return std::vector<proto::DirEntry>(response.entries().begin(), response.entries().end());
+  return response;
 }
 
 absl::StatusOr<proto::StatFsResponse> Mount::StatFs() {

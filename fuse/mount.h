@@ -96,7 +96,9 @@ class Mount {
   absl::Status Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
                       const std::string& new_name, uint32_t flags);
   absl::StatusOr<std::string> Readlink(uint64_t ino);
-  absl::StatusOr<std::vector<proto::DirEntry>> Readdir(uint64_t ino);
+  // One page of directory `ino` after `start_after` ("" for the first),
+  // as meta's Readdir returns it (bounded; `more` says if others follow).
+  absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino, const std::string& start_after);
   absl::StatusOr<proto::StatFsResponse> StatFs();
 
   // Xattrs; user.logfs.segments / durable_length / mount_pid / stats are

@@ -13,7 +13,9 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "fuse/dir_stream.h"
 #include "fuse/errno_map.h"
 #include "fuse/mount.h"
 #include "fuse/session.h"
@@ -251,43 +253,58 @@ void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
   fuse_reply_err(req, ToErrno(s));
 }
 
+// One opendir: a paged listing (fuse/dir_stream.h). The kernel serializes
+// readdir on one open directory, but a handle shared by threads of a
+// process may still be read twice at once: the mutex orders them.
 struct DirHandle {
-  std::vector<proto::DirEntry> entries;
+  DirHandle(Mount& mount, fuse_ino_t ino)
+      : stream(ino, [&mount, ino](const std::string& start_after) {
+          return mount.Readdir(ino, start_after);
+        }) {}
+  absl::Mutex mu;
+  DirStream stream ABSL_GUARDED_BY(mu);
 };
 
 void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
-  auto entries = M(req).Readdir(ino);
-  if (!entries.ok()) return ReplyStatus(req, entries.status());
-  auto dir = std::make_unique<DirHandle>();
-  proto::DirEntry dot;
-  dot.set_name(".");
-  dot.set_ino(ino);
-  dot.set_mode(S_IFDIR);
-  proto::DirEntry dotdot = dot;
-  dotdot.set_name("..");
-  dir->entries.push_back(dot);
-  dir->entries.push_back(dotdot);
-  for (auto& e : *entries) dir->entries.push_back(std::move(e));
+  auto dir = std::make_unique<DirHandle>(M(req), ino);
+  absl::Status opened;
+  {
+    absl::MutexLock lock(&dir->mu);
+    opened = dir->stream.Open();
+  }
+  if (!opened.ok()) return ReplyStatus(req, opened);
   fi->fh = reinterpret_cast<uint64_t>(dir.release());
-  fuse_reply_open(req, fi);
+  if (fuse_reply_open(req, fi) != 0) delete reinterpret_cast<DirHandle*>(fi->fh);
 }
 
-void OpReaddir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
-  auto* dir = reinterpret_cast<DirHandle*>(fi->fh);
+// Fills at most `size` bytes of entries from offset `off`.
+absl::StatusOr<std::string> ReaddirBuffer(fuse_req_t req, DirHandle& dir, size_t size, off_t off) {
+  absl::MutexLock lock(&dir.mu);
+  auto entries = dir.stream.EntriesAt(static_cast<uint64_t>(off));
+  if (!entries.ok()) return entries.status();
   std::string buf(size, '\0');
   size_t used = 0;
-  for (size_t i = static_cast<size_t>(off); i < dir->entries.size(); ++i) {
-    const auto& e = dir->entries[i];
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const auto& e = (*entries)[i];
     struct stat st;
     std::memset(&st, 0, sizeof(st));
     st.st_ino = e.ino();
     st.st_mode = e.mode();
-    size_t n = fuse_add_direntry(req, buf.data() + used, size - used, e.name().c_str(), &st,
-                                 static_cast<off_t>(i + 1));
+    const off_t next = off + static_cast<off_t>(i) + 1;
+    size_t n = fuse_add_direntry(req, buf.data() + used, size - used, e.name().c_str(), &st, next);
     if (n > size - used) break;
     used += n;
   }
-  fuse_reply_buf(req, buf.data(), used);
+  buf.resize(used);
+  return buf;
+}
+
+void OpReaddir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
+  // The handle's lock is released before the reply: once the kernel has
+  // the reply, a releasedir on another thread may delete the handle.
+  auto buf = ReaddirBuffer(req, *reinterpret_cast<DirHandle*>(fi->fh), size, off);
+  if (!buf.ok()) return ReplyStatus(req, buf.status());
+  fuse_reply_buf(req, buf->data(), buf->size());
 }
 
 void OpReleasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {

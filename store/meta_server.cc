@@ -262,13 +262,8 @@ class MetaServerImpl : public MetaServer {
           return response;
         });
       case MessageType::kReaddir:
-        return Serve<proto::ReaddirRequest>(frame, r, [&](const auto& q)
-            -> absl::StatusOr<proto::ReaddirResponse> {
-          ASSIGN_OR_RETURN(auto entries, ns.Readdir(q.ino()));
-          proto::ReaddirResponse response;
-          for (auto& entry : entries) *response.add_entries() = std::move(entry);
-          return response;
-        });
+        return Serve<proto::ReaddirRequest>(
+            frame, r, [&](const auto& q) { return ns.Readdir(q.ino(), q.start_after()); });
       case MessageType::kSetXattr:
         return Serve<proto::SetXattrRequest>(frame, r, [&](const auto& q) {
           return TEST_AfterChange(q.call(), ToEmpty(ns.SetXattr(q)));

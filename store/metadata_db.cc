@@ -12,6 +12,7 @@
 #include "src/env/posix_file.h"
 #include "src/status/macros.h"
 #include "src/util/coding.h"
+#include "store/limits.h"
 
 namespace logfs::store {
 namespace {
@@ -89,8 +90,13 @@ struct MetadataDb::Rep {
   // until fn returns false.
   template <typename Fn>
   absl::Status Scan(const std::string& prefix, Fn fn) {
+    return Scan(prefix, prefix, std::move(fn));
+  }
+  // The same from the first key >= `start` (which starts with `prefix`).
+  template <typename Fn>
+  absl::Status Scan(const std::string& prefix, const std::string& start, Fn fn) {
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    for (it->Seek(start); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       if (!fn(it->key().ToString(), it->value().ToString())) break;
     }
     return FromRocks(it->status(), "scan");
@@ -212,21 +218,41 @@ absl::StatusOr<proto::DirEntry> MetadataDb::GetDirEntry(uint64_t parent, const s
   return Parse<proto::DirEntry>(*value, "directory entry");
 }
 
-absl::StatusOr<std::vector<proto::DirEntry>> MetadataDb::ListDir(uint64_t parent) {
-  std::vector<proto::DirEntry> entries;
+absl::StatusOr<MetadataDb::DirPage> MetadataDb::ListDir(uint64_t parent,
+                                                        const std::string& start_after,
+                                                        size_t max_entries, size_t max_bytes) {
+  DirPage page;
+  size_t bytes = 0;
   absl::Status parse_status;
-  absl::Status s = rep_->Scan(DirPrefix(parent), [&](const std::string&, const std::string& v) {
+  // Keys are (parent, name), so seeking to (parent, start_after) and
+  // skipping that key resumes right after the last name returned, whether
+  // or not it still exists.
+  const std::string start_key = DirEntryKey(parent, start_after);
+  absl::Status s = rep_->Scan(DirPrefix(parent), start_key, [&](const std::string& k,
+                                                               const std::string& v) {
+    if (!start_after.empty() && k == start_key) return true;
+    if (page.entries.size() >= max_entries) {
+      page.more = true;
+      return false;
+    }
     auto entry = Parse<proto::DirEntry>(v, "directory entry");
     if (!entry.ok()) {
       parse_status = entry.status();
       return false;
     }
-    entries.push_back(std::move(*entry));
+    // As a repeated field of the reply: tag, length, entry.
+    const size_t entry_bytes = internal::LengthFieldBytes(entry->ByteSizeLong());
+    if (!page.entries.empty() && bytes + entry_bytes > max_bytes) {
+      page.more = true;
+      return false;
+    }
+    bytes += entry_bytes;
+    page.entries.push_back(std::move(*entry));
     return true;
   });
   if (!s.ok()) return s;
   if (!parse_status.ok()) return parse_status;
-  return entries;
+  return page;
 }
 
 absl::StatusOr<bool> MetadataDb::HasEntries(uint64_t parent) {

@@ -86,8 +86,18 @@ class MetadataDb {
   absl::StatusOr<proto::Inode> GetInode(uint64_t ino);
   absl::StatusOr<proto::DirEntry> GetDirEntry(uint64_t parent, const std::string& name);
 
-  // Entries of `parent` in name (byte) order.
-  absl::StatusOr<std::vector<proto::DirEntry>> ListDir(uint64_t parent);
+  // One page of the entries of `parent` in name (byte) order: those after
+  // `start_after` (from the first when empty), at most `max_entries` of
+  // them and, past the first, at most `max_bytes` of encoded entries
+  // (each as a repeated field costs: tag, length and DirEntry). One RocksDB iterator; entries added or
+  // removed by concurrent writes may or may not show. kDataLoss on an
+  // unparseable entry.
+  struct DirPage {
+    std::vector<proto::DirEntry> entries;
+    bool more = false;  // another entry follows the last one
+  };
+  absl::StatusOr<DirPage> ListDir(uint64_t parent, const std::string& start_after,
+                                  size_t max_entries, size_t max_bytes);
   // True when `parent` has at least one entry.
   absl::StatusOr<bool> HasEntries(uint64_t parent);
 

@@ -78,12 +78,32 @@ TEST_F(MetadataDbTest, DirEntriesListInNameOrderPerParent) {
   batch.PutDirEntry(255, Entry("zzz", 13));
   batch.PutDirEntry(257, Entry("0", 14));
   ASSERT_TRUE(db_->Write(batch).ok());
-  auto entries = db_->ListDir(256);
-  ASSERT_TRUE(entries.ok());
-  ASSERT_EQ(3u, entries->size());
-  EXPECT_EQ("a", (*entries)[0].name());
-  EXPECT_EQ("aa", (*entries)[1].name());
-  EXPECT_EQ("b", (*entries)[2].name());
+  auto page = db_->ListDir(256, "", 10, 1 << 20);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(3u, page->entries.size());
+  EXPECT_FALSE(page->more);
+  EXPECT_EQ("a", page->entries[0].name());
+  EXPECT_EQ("aa", page->entries[1].name());
+  EXPECT_EQ("b", page->entries[2].name());
+  // Pages: after a name (present or not), by entries and by bytes.
+  page = db_->ListDir(256, "a", 1, 1 << 20);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(1u, page->entries.size());
+  EXPECT_EQ("aa", page->entries[0].name());
+  EXPECT_TRUE(page->more);
+  page = db_->ListDir(256, "ab", 10, 1 << 20);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(1u, page->entries.size());
+  EXPECT_EQ("b", page->entries[0].name());
+  EXPECT_FALSE(page->more);
+  page = db_->ListDir(256, "", 10, 1);  // the first entry always comes
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(1u, page->entries.size());
+  EXPECT_TRUE(page->more);
+  page = db_->ListDir(256, "b", 10, 1 << 20);
+  ASSERT_TRUE(page.ok());
+  EXPECT_TRUE(page->entries.empty());
+  EXPECT_FALSE(page->more);
   EXPECT_EQ(12u, db_->GetDirEntry(256, "aa")->ino());
   EXPECT_EQ(absl::StatusCode::kNotFound, db_->GetDirEntry(256, "c").status().code());
   EXPECT_TRUE(*db_->HasEntries(255));

@@ -197,11 +197,21 @@ absl::StatusOr<std::string> Namespace::Readlink(uint64_t ino) {
   return inode->symlink_target();
 }
 
-absl::StatusOr<std::vector<proto::DirEntry>> Namespace::Readdir(uint64_t ino) {
-  absl::MutexLock lock(&mu_);
-  Txn txn(db_);
-  RETURN_IF_ERROR(GetDir(txn, ino).status());
-  return db_->ListDir(ino);
+absl::StatusOr<proto::ReaddirResponse> Namespace::Readdir(uint64_t ino,
+                                                         const std::string& start_after) {
+  {
+    absl::MutexLock lock(&mu_);
+    Txn txn(db_);
+    RETURN_IF_ERROR(GetDir(txn, ino).status());
+  }
+  // RocksDB reads need no lock: a page is one iterator's view, and the
+  // cursor keeps later pages right however the directory changes.
+  ASSIGN_OR_RETURN(MetadataDb::DirPage page,
+                   db_->ListDir(ino, start_after, kReaddirPageEntriesMax, kReaddirPageBytesMax));
+  proto::ReaddirResponse response;
+  for (auto& entry : page.entries) *response.add_entries() = std::move(entry);
+  response.set_more(page.more);
+  return response;
 }
 
 absl::StatusOr<proto::Attr> Namespace::Create(const proto::CreateRequest& request) {

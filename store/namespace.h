@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "store/limits.h"  // kNameBytesMax, kReplicationMax, ...
 #include "store/logfs.pb.h"
 #include "store/message_type.h"
 #include "store/metadata_db.h"
@@ -37,10 +38,6 @@
 namespace logfs::store {
 
 inline constexpr uint64_t kRootIno = 1;
-inline constexpr size_t kNameBytesMax = 255;
-inline constexpr size_t kXattrNameBytesMax = 255;
-inline constexpr size_t kXattrValueBytesMax = 64 << 10;
-inline constexpr uint32_t kReplicationMax = 16;
 inline constexpr size_t kDeletionsPerHeartbeatMax = 10000;
 
 struct NamespaceOptions {
@@ -126,7 +123,11 @@ class Namespace {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Rename(const proto::RenameRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::string> Readlink(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<std::vector<proto::DirEntry>> Readdir(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+  // One page of directory `ino` after `start_after` (docs/rpc.md
+  // "Readdir"), bounded by kReaddirPageEntriesMax and kReaddirPageBytesMax.
+  // ENOENT, ENOTDIR.
+  absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino, const std::string& start_after)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- xattrs (namespace_xattr.cc)
   absl::Status SetXattr(const proto::SetXattrRequest& request) ABSL_LOCKS_EXCLUDED(mu_);

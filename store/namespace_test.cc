@@ -9,11 +9,13 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "src/status/posix_error.h"
 
@@ -275,20 +277,21 @@ TEST_F(NamespaceTest, CreateLookupReaddir) {
   EXPECT_EQ(EINVAL, ErrnoFromStatus(ns_->Readlink(b).status()));
   EXPECT_EQ(kRootIno, LookupIno(a, ".."));
 
-  auto entries = ns_->Readdir(kRootIno);
-  ASSERT_TRUE(entries.ok());
-  ASSERT_EQ(3u, entries->size());
-  EXPECT_EQ("a", (*entries)[0].name());
-  EXPECT_EQ("b", (*entries)[1].name());
-  EXPECT_EQ("c", (*entries)[2].name());
-  EXPECT_EQ(b, (*entries)[1].ino());
-  EXPECT_TRUE(S_ISDIR((*entries)[0].mode()));
+  auto page = ns_->Readdir(kRootIno, "");
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(3, page->entries_size());
+  EXPECT_FALSE(page->more());
+  EXPECT_EQ("a", page->entries(0).name());
+  EXPECT_EQ("b", page->entries(1).name());
+  EXPECT_EQ("c", page->entries(2).name());
+  EXPECT_EQ(b, page->entries(1).ino());
+  EXPECT_TRUE(S_ISDIR(page->entries(0).mode()));
 
   EXPECT_EQ(EEXIST, CreateErrno(kRootIno, "b", S_IFREG | 0644));
   EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->Lookup(kRootIno, "zz").status()));
   EXPECT_EQ(ENOTDIR, ErrnoFromStatus(ns_->Lookup(b, "x").status()));
   EXPECT_EQ(ENOTDIR, CreateErrno(b, "x", S_IFREG | 0644));
-  EXPECT_EQ(ENOTDIR, ErrnoFromStatus(ns_->Readdir(b).status()));
+  EXPECT_EQ(ENOTDIR, ErrnoFromStatus(ns_->Readdir(b, "").status()));
   EXPECT_EQ(ESTALE, CreateErrno(999, "x", S_IFREG | 0644));  // no such directory inode
   EXPECT_EQ(ENAMETOOLONG, CreateErrno(kRootIno, std::string(256, 'n'), S_IFREG | 0644));
   EXPECT_EQ(ENAMETOOLONG, ErrnoFromStatus(ns_->Lookup(kRootIno, std::string(256, 'n')).status()));
@@ -297,6 +300,79 @@ TEST_F(NamespaceTest, CreateLookupReaddir) {
   EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(12345).status()));
 }
 
+
+// Goal: Readdir pages through a directory larger than one page, and its
+// "start after this name" cursor survives changes between pages, as
+// `rm -rf` (which unlinks while it lists) needs. Method: (a) fill the
+// root with one page and a half; (b) read page 1; (c) delete its last name
+// (the cursor), a name of page 2 and one of page 1, add a name before the
+// cursor and one after; (d) page 2 starts right after the cursor and holds
+// every other later name once, the new later one included.
+TEST_F(NamespaceTest, ReaddirPagesWithStableCursorAcrossDeletes) {
+  constexpr int kFiles = static_cast<int>(kReaddirPageEntriesMax) * 3 / 2;
+  auto name = [](int i) {
+    char buf[16];
+    snprintf(buf, sizeof(buf), "f%05d", i);
+    return std::string(buf);
+  };
+  // (a)
+  for (int i = 0; i < kFiles; ++i) ASSERT_NE(0u, File(kRootIno, name(i))) << i;
+  // (b)
+  auto first = ns_->Readdir(kRootIno, "");
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(static_cast<int>(kReaddirPageEntriesMax), first->entries_size());
+  EXPECT_TRUE(first->more());
+  EXPECT_GE(kMaxMessageBytes, first->ByteSizeLong());
+  for (int i = 0; i < first->entries_size(); ++i) ASSERT_EQ(name(i), first->entries(i).name());
+  const std::string cursor = first->entries(first->entries_size() - 1).name();
+  const int next = first->entries_size();  // index of the first name of page 2
+  // (c)
+  ASSERT_TRUE(ns_->Unlink(kRootIno, cursor, false).ok());
+  ASSERT_TRUE(ns_->Unlink(kRootIno, name(next + 10), false).ok());
+  ASSERT_TRUE(ns_->Unlink(kRootIno, name(3), false).ok());
+  File(kRootIno, "e-before");
+  File(kRootIno, "g-after");
+  // (d)
+  auto second = ns_->Readdir(kRootIno, cursor);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(second->more());
+  std::vector<std::string> expected;
+  for (int i = next; i < kFiles; ++i) {
+    if (i != next + 10) expected.push_back(name(i));
+  }
+  expected.push_back("g-after");
+  std::vector<std::string> got;
+  for (const auto& entry : second->entries()) got.push_back(entry.name());
+  EXPECT_EQ(expected, got);
+  // A cursor past every name: an empty last page.
+  auto past = ns_->Readdir(kRootIno, "zzz");
+  ASSERT_TRUE(past.ok());
+  EXPECT_EQ(0, past->entries_size());
+  EXPECT_FALSE(past->more());
+}
+
+// Goal: a page is also bounded in bytes. Method: 255-byte names, enough
+// that kReaddirPageEntriesMax of them exceed kReaddirPageBytesMax; the
+// first page stops at the byte budget and the second holds the rest.
+TEST_F(NamespaceTest, ReaddirPageIsBoundedInBytes) {
+  const int files = static_cast<int>(kReaddirPageBytesMax / 255) + 10;
+  ASSERT_LT(static_cast<size_t>(files), kReaddirPageEntriesMax);
+  auto name = [](int i) {
+    std::string n = std::to_string(100000 + i);
+    n.resize(255, 'x');
+    return n;
+  };
+  for (int i = 0; i < files; ++i) ASSERT_NE(0u, File(kRootIno, name(i))) << i;
+  auto first = ns_->Readdir(kRootIno, "");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->more());
+  EXPECT_LT(first->entries_size(), files);
+  EXPECT_GE(kReaddirPageBytesMax + 64, first->ByteSizeLong());
+  auto second = ns_->Readdir(kRootIno, first->entries(first->entries_size() - 1).name());
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(second->more());
+  EXPECT_EQ(files, first->entries_size() + second->entries_size());
+}
 TEST_F(NamespaceTest, RmdirOfNonEmptyDirFailsWithEnotempty) {
   uint64_t a = Dir(kRootIno, "a");
   File(a, "f");
