@@ -21,10 +21,20 @@ AdminClient::~AdminClient() {
 }
 
 absl::StatusOr<proto::ListServersResponse> AdminClient::ListServers() {
-  proto::ListServersResponse response;
-  RETURN_IF_ERROR(clients_.Get(meta_address_)
-                      ->Call(MessageType::kListServers, proto::Empty(), &response, timeout_));
-  return response;
+  proto::ListServersResponse all;
+  proto::ListServersRequest request;
+  for (size_t page = 0; page < kAdminPagesMax; ++page) {
+    proto::ListServersResponse response;
+    RETURN_IF_ERROR(clients_.Get(meta_address_)
+                        ->Call(MessageType::kListServers, request, &response, timeout_));
+    for (auto& server : *response.mutable_servers()) *all.add_servers() = std::move(server);
+    if (response.next_server_id() == 0) return all;
+    if (response.next_server_id() <= request.start_server_id()) {
+      return absl::InternalError("ListServers went backwards");
+    }
+    request.set_start_server_id(response.next_server_id());
+  }
+  return absl::ResourceExhaustedError(absl::StrCat("more than ", kAdminPagesMax, " pages"));
 }
 
 absl::StatusOr<proto::StatFsResponse> AdminClient::StatFs() {

@@ -22,7 +22,8 @@
 
 namespace logfs::store {
 
-// Files visited at most by ForEachFile (bounds a run on a huge namespace).
+// Pages fetched at most by ForEachFile and ListServers (bounds a run on a
+// huge namespace).
 inline constexpr size_t kAdminPagesMax = 1 << 20;
 
 class AdminClient {
@@ -30,7 +31,8 @@ class AdminClient {
   AdminClient(std::string meta_address, absl::Duration timeout);
   ~AdminClient();
 
-  // Errors: kUnavailable / kDeadlineExceeded (meta unreachable).
+  // Every registered server, by id, gathered from meta's ListServers
+  // pages. Errors: kUnavailable / kDeadlineExceeded (meta unreachable).
   absl::StatusOr<proto::ListServersResponse> ListServers();
   absl::StatusOr<proto::StatFsResponse> StatFs();
   // Calls fn(file) for every regular file meta lists (ListSegments pages

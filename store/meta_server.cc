@@ -305,7 +305,8 @@ class MetaServerImpl : public MetaServer {
         return Serve<proto::RecoverLeaseRequest>(
             frame, r, [&](const auto& q) { return InodeReply(ns.RecoverLease(q.ino())); });
       case MessageType::kListServers:
-        return Serve<proto::Empty>(frame, r, [&](const auto&) { return ns.ListServers(); });
+        return Serve<proto::ListServersRequest>(
+            frame, r, [&](const auto& q) { return ns.ListServers(q.start_server_id()); });
       case MessageType::kListSegments:
         return Serve<proto::ListSegmentsRequest>(frame, r, [&](const auto& q) {
           return ns.ListSegments(q.start_ino(), q.max_inodes());

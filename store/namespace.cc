@@ -139,6 +139,9 @@ proto::Attr Namespace::ReplyAttr(const proto::Inode& inode) const {
 
 proto::Inode Namespace::ReplyInode(const proto::Inode& inode) const {
   proto::Inode reply = inode;
+  // Xattrs are served by GetXattr/ListXattr; left out, the reply stays
+  // within store/limits.h's kInodeReplyBytesMax.
+  reply.clear_xattrs();
   *reply.mutable_attr() = ReplyAttr(inode);
   reply.set_replication(Replication(inode));
   reply.set_ack_quorum(AckQuorum(inode));
@@ -222,6 +225,10 @@ absl::StatusOr<proto::Attr> Namespace::Create(const proto::CreateRequest& reques
   }
   if (type == S_IFLNK && request.symlink_target().empty()) {
     return PosixError(ENOENT, "empty symlink target");
+  }
+  if (request.symlink_target().size() > kSymlinkTargetBytesMax) {
+    return PosixError(ENAMETOOLONG,
+                      absl::StrCat("symlink target longer than ", kSymlinkTargetBytesMax, " bytes"));
   }
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kCreate));

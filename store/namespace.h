@@ -176,8 +176,11 @@ class Namespace {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- inspection and re-replication (namespace_rereplication.cc)
-  // Every registered server, by id, with liveness and reported space.
-  absl::StatusOr<proto::ListServersResponse> ListServers() ABSL_LOCKS_EXCLUDED(mu_);
+  // Registered servers by id, from `start_server_id` on, with liveness and
+  // reported space: one page of at most kListServersPageMax; next_server_id
+  // starts the next page (0 at the end).
+  absl::StatusOr<proto::ListServersResponse> ListServers(uint64_t start_server_id)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The regular files among the next min(max_inodes, kListInodesMax)
   // inodes from `start_ino` (docs/rpc.md "ListSegments").
   absl::StatusOr<proto::ListSegmentsResponse> ListSegments(uint64_t start_ino,

@@ -44,11 +44,16 @@ bool Namespace::ServerIdLive(uint64_t server_id) const {
   return it != servers_.end() && ServerLive(it->second);
 }
 
-absl::StatusOr<proto::ListServersResponse> Namespace::ListServers() {
+absl::StatusOr<proto::ListServersResponse> Namespace::ListServers(uint64_t start_server_id) {
   absl::MutexLock lock(&mu_);
   proto::ListServersResponse response;
   const int64_t now = NowNs();
-  for (const auto& [id, server] : servers_) {
+  for (auto it = servers_.lower_bound(start_server_id); it != servers_.end(); ++it) {
+    const auto& [id, server] = *it;
+    if (static_cast<size_t>(response.servers_size()) == kListServersPageMax) {
+      response.set_next_server_id(id);
+      break;
+    }
     proto::ServerStatus* status = response.add_servers();
     status->set_server_id(id);
     status->set_address(server.record.address());
@@ -73,11 +78,20 @@ absl::StatusOr<proto::ListSegmentsResponse> Namespace::ListSegments(uint64_t sta
   proto::ListSegmentsResponse response;
   response.set_next_ino(NextIno(inodes, page));
   absl::MutexLock lock(&mu_);
+  size_t bytes = 0;
   for (const auto& inode : inodes) {
     if (!S_ISREG(inode.attr().mode())) continue;
-    proto::Inode* file = response.add_files();
-    *file = ReplyInode(inode);
-    file->clear_xattrs();
+    proto::Inode file = ReplyInode(inode);  // xattrs left out
+    // Files with many segments fill the frame before max_inodes do: the
+    // page ends before the first that does not fit (any one file fits:
+    // store/limits.h), and the next starts at it.
+    const size_t file_bytes = internal::LengthFieldBytes(file.ByteSizeLong());
+    if (response.files_size() > 0 && bytes + file_bytes > kListSegmentsPageBytesMax) {
+      response.set_next_ino(inode.attr().ino());
+      break;
+    }
+    bytes += file_bytes;
+    *response.add_files() = std::move(file);
   }
   return response;
 }

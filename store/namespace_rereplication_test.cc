@@ -282,7 +282,7 @@ TEST_F(NamespaceRereplicationTest, ListServersAndListSegments) {
   RegisterServers(4);
   for (int i = 0; i < 5; ++i) Write(File("f" + std::to_string(i)), 10);
   KillAllBut({1, 2, 3});
-  auto servers = ns_->ListServers();
+  auto servers = ns_->ListServers(0);
   ASSERT_TRUE(servers.ok());
   ASSERT_EQ(4, servers->servers_size());
   EXPECT_TRUE(servers->servers(0).live());

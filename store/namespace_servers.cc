@@ -55,6 +55,12 @@ bool Namespace::Unpin(uint64_t ino, uint64_t mount_id) {
 }
 
 absl::StatusOr<uint64_t> Namespace::RegisterServer(const proto::RegisterServerRequest& request) {
+  // Bounded: addresses go into every segment meta returns (store/limits.h).
+  if (request.address().size() > kServerAddressBytesMax ||
+      request.host().size() > kServerHostBytesMax) {
+    return PosixError(EINVAL, absl::StrCat("server address or host name longer than ",
+                                           kServerAddressBytesMax, " bytes"));
+  }
   std::string holder;
   uint64_t holder_incarnation = 0;
   {

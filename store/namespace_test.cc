@@ -373,6 +373,108 @@ TEST_F(NamespaceTest, ReaddirPageIsBoundedInBytes) {
   EXPECT_FALSE(second->more());
   EXPECT_EQ(files, first->entries_size() + second->entries_size());
 }
+
+// Goal: a file's segment list is bounded, so every reply with the inode
+// fits in a frame; the roll past the bound fails with EFBIG and keeps what
+// was written; truncate(0) of a WAL empties the list. Method: (a) roll a
+// WAL file to kSegmentsPerFileMax segments, one byte each; (b) the next
+// roll gets EFBIG, with the last segment sealed and the reply within a
+// frame; (c) OpenWrite with truncate, then a new segment opens.
+TEST_F(NamespaceTest, SegmentsPerFileAreBoundedWithEfbig) {
+  RegisterServers(3);
+  uint64_t ino = 0;
+  proto::Segment open = OpenWalSegment(&ino);
+  // (a)
+  for (size_t i = 1; i < kSegmentsPerFileMax; ++i) {
+    auto rolled = Seal(ino, 1, open.id(), 1, /*close=*/false);
+    ASSERT_TRUE(rolled.ok()) << i << ": " << rolled.status();
+    open = rolled->segments(rolled->segments_size() - 1);
+  }
+  auto full = ns_->GetInode(ino);
+  ASSERT_TRUE(full.ok());
+  ASSERT_EQ(static_cast<int>(kSegmentsPerFileMax), full->segments_size());
+  // (b)
+  EXPECT_EQ(EFBIG, ErrnoFromStatus(Seal(ino, 1, open.id(), 1, /*close=*/false).status()));
+  full = ns_->GetInode(ino);
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(static_cast<int>(kSegmentsPerFileMax), full->segments_size());
+  EXPECT_TRUE(full->segments(full->segments_size() - 1).sealed());
+  EXPECT_EQ(kSegmentsPerFileMax, full->attr().size());
+  EXPECT_GT(kMaxMessageBytes, full->ByteSizeLong());
+  EXPECT_EQ(EFBIG, ErrnoFromStatus(Seal(ino, 1, 0, 0, /*close=*/false).status()));
+  ASSERT_TRUE(Seal(ino, 1, 0, 0, /*close=*/true).ok());
+  // (c)
+  ASSERT_TRUE(OpenWrite(ino, 1, /*truncate=*/true).ok());
+  auto reopened = Seal(ino, 1, 0, 0, /*close=*/false);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ(1, reopened->segments_size());
+}
+
+// Goal: an inode's xattrs are bounded, so listxattr fits XATTR_LIST_MAX
+// and the inode stays small: ENOSPC past either bound, as ext4 does.
+// Method: (a) many long names until ENOSPC, the listed names within
+// 64 KiB; (b) values of 64 KiB until ENOSPC; replacing one with a value
+// of the same size still works, and removing one makes room.
+TEST_F(NamespaceTest, XattrsPerInodeAreBoundedWithEnospc) {
+  uint64_t names_file = File(kRootIno, "names");
+  // (a)
+  int added = 0;
+  int last = 0;
+  for (int i = 0; i < 1000 && last == 0; ++i) {
+    std::string name = "user.n" + std::to_string(1000 + i);
+    name.resize(kXattrNameBytesMax, 'x');
+    last = SetXattrErrno(names_file, name, "v");
+    if (last == 0) ++added;
+  }
+  EXPECT_EQ(ENOSPC, last);
+  EXPECT_LT(200, added);
+  auto names = ns_->ListXattr(names_file);
+  ASSERT_TRUE(names.ok());
+  size_t list_bytes = 0;
+  for (const auto& name : *names) list_bytes += name.size() + 1;
+  EXPECT_GE(kXattrListBytesMax, list_bytes);
+  EXPECT_LT(kXattrListBytesMax - kXattrNameBytesMax - 1, list_bytes);
+  // (b)
+  uint64_t values_file = File(kRootIno, "values");
+  const std::string value(kXattrValueBytesMax, 'v');
+  const size_t fit = kXattrBytesPerInodeMax / (kXattrValueBytesMax + 8);
+  for (size_t i = 0; i < fit; ++i) {
+    ASSERT_EQ(0, SetXattrErrno(values_file, "user.v" + std::to_string(i), value)) << i;
+  }
+  EXPECT_EQ(ENOSPC, SetXattrErrno(values_file, "user.v" + std::to_string(fit), value));
+  EXPECT_EQ(0, SetXattrErrno(values_file, "user.v0", std::string(kXattrValueBytesMax, 'w')));
+  ASSERT_TRUE(ns_->RemoveXattr(values_file, "user.v0").ok());
+  EXPECT_EQ(0, SetXattrErrno(values_file, "user.v" + std::to_string(fit), value));
+  // Replies with the inode leave xattrs out (GetXattr serves them).
+  auto inode = ns_->GetInode(values_file);
+  ASSERT_TRUE(inode.ok());
+  EXPECT_EQ(0u, inode->xattrs().size());
+  EXPECT_EQ(std::string(kXattrValueBytesMax, 'v'), Xattr(values_file, "user.v1"));
+}
+
+// Goal: ListServers pages, and server addresses are bounded (they are in
+// every segment meta returns). Method: (a) a too long address: EINVAL;
+// (b) one page and a bit of servers list in two pages, each once.
+TEST_F(NamespaceTest, ListServersPagesAndAddressesAreBounded) {
+  // (a)
+  proto::RegisterServerRequest long_address;
+  long_address.set_address(std::string(kServerAddressBytesMax + 1, 'a'));
+  EXPECT_EQ(EINVAL, ErrnoFromStatus(ns_->RegisterServer(long_address).status()));
+  // (b)
+  const int servers = static_cast<int>(kListServersPageMax) + 5;
+  std::vector<uint64_t> ids = RegisterServers(servers);
+  auto first = ns_->ListServers(0);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(static_cast<int>(kListServersPageMax), first->servers_size());
+  ASSERT_NE(0u, first->next_server_id());
+  auto second = ns_->ListServers(first->next_server_id());
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(0u, second->next_server_id());
+  std::vector<uint64_t> listed;
+  for (const auto& s : first->servers()) listed.push_back(s.server_id());
+  for (const auto& s : second->servers()) listed.push_back(s.server_id());
+  EXPECT_EQ(ids, listed);
+}
 TEST_F(NamespaceTest, RmdirOfNonEmptyDirFailsWithEnotempty) {
   uint64_t a = Dir(kRootIno, "a");
   File(a, "f");

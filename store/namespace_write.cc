@@ -66,6 +66,13 @@ static void DropReplicas(proto::Segment* segment,
 
 absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode,
                                      const std::vector<uint64_t>& excluded_servers) {
+  // Bounded so that every reply carrying the inode fits in one frame
+  // (store/limits.h), as HDFS bounds blocks per file.
+  if (static_cast<size_t>(inode->segments_size()) >= kSegmentsPerFileMax) {
+    return PosixError(EFBIG, absl::StrCat("inode ", inode->attr().ino(), " has ",
+                                          inode->segments_size(), " segments, the most a file may "
+                                          "have (truncate a WAL file to 0 or start a new file)"));
+  }
   const uint32_t replication = Replication(*inode);
   const uint32_t ack_quorum = AckQuorum(*inode);
   auto placed = PlaceReplicas(replication, excluded_servers);

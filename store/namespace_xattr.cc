@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -48,12 +50,56 @@ absl::StatusOr<uint32_t> ParseCount(const std::string& name, const std::string& 
   return count;
 }
 
+// ENOSPC unless `inode` has room for xattr `name` = `value` (replacing a
+// stored value of that name): listxattr's names within XATTR_LIST_MAX and
+// the stored names and values within kXattrBytesPerInodeMax, as ext4
+// refuses an xattr its inode has no room for.
+absl::Status CheckXattrRoom(const proto::Inode& inode, const std::vector<std::string>& listed,
+                            const std::string& name, const std::string& value) {
+  size_t list_bytes = 0;
+  for (const auto& n : listed) list_bytes += n.size() + 1;
+  size_t stored_bytes = 0;
+  for (const auto& [n, v] : inode.xattrs()) stored_bytes += n.size() + v.size();
+  auto old = inode.xattrs().find(name);
+  if (old == inode.xattrs().end()) {
+    list_bytes += name.size() + 1;
+    stored_bytes += name.size() + value.size();
+  } else {
+    stored_bytes = stored_bytes - old->second.size() + value.size();
+  }
+  if (list_bytes > kXattrListBytesMax) {
+    return PosixError(ENOSPC, absl::StrCat("xattr names of inode ", inode.attr().ino(),
+                                           " would take ", list_bytes, " bytes, over ",
+                                           kXattrListBytesMax));
+  }
+  if (stored_bytes > kXattrBytesPerInodeMax) {
+    return PosixError(ENOSPC, absl::StrCat("xattrs of inode ", inode.attr().ino(), " would take ",
+                                           stored_bytes, " bytes, over ", kXattrBytesPerInodeMax));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckXattrName(const std::string& name) {
   if (name.size() > kXattrNameBytesMax) {
     return PosixError(ERANGE, absl::StrCat("xattr name longer than ", kXattrNameBytesMax));
   }
   if (name.empty()) return PosixError(EINVAL, "empty xattr name");
   return absl::OkStatus();
+}
+
+// What ListXattr returns for `inode`: the user.logfs.* settings, the
+// mount's computed names for regular files, then the stored names sorted.
+std::vector<std::string> ListedXattrNames(const proto::Inode& inode) {
+  std::vector<std::string> names = {kKindXattr, kReplicationXattr, kAckQuorumXattr};
+  if (S_ISREG(inode.attr().mode())) {
+    names.push_back(kSegmentsXattr);
+    names.push_back(kDurableLengthXattr);
+  }
+  std::vector<std::string> stored;
+  for (const auto& [name, value] : inode.xattrs()) stored.push_back(name);
+  std::sort(stored.begin(), stored.end());  // proto maps have no order
+  names.insert(names.end(), stored.begin(), stored.end());
+  return names;
 }
 
 }  // namespace
@@ -111,6 +157,7 @@ absl::Status Namespace::SetXattr(const proto::SetXattrRequest& request) {
     if ((request.flags() & kXattrReplace) && !exists) {
       return PosixError(ENODATA, absl::StrCat("no xattr ", name));
     }
+    RETURN_IF_ERROR(CheckXattrRoom(*inode, ListedXattrNames(*inode), name, value));
     (*inode->mutable_xattrs())[name] = value;
   }
   inode->mutable_attr()->set_ctime_ns(NowNs());
@@ -136,16 +183,7 @@ absl::StatusOr<std::vector<std::string>> Namespace::ListXattr(uint64_t ino) {
   absl::MutexLock lock(&mu_);
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
-  std::vector<std::string> names = {kKindXattr, kReplicationXattr, kAckQuorumXattr};
-  if (S_ISREG(inode->attr().mode())) {
-    names.push_back(kSegmentsXattr);
-    names.push_back(kDurableLengthXattr);
-  }
-  std::vector<std::string> stored;
-  for (const auto& [name, value] : inode->xattrs()) stored.push_back(name);
-  std::sort(stored.begin(), stored.end());  // proto maps have no order
-  names.insert(names.end(), stored.begin(), stored.end());
-  return names;
+  return ListedXattrNames(*inode);
 }
 
 absl::Status Namespace::RemoveXattr(uint64_t ino, const std::string& name,

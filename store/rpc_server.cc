@@ -286,6 +286,17 @@ Responder::State::~State() {
 }
 
 void Responder::Reply(const google::protobuf::MessageLite& response, std::string data) const {
+  const size_t message_bytes = response.ByteSizeLong();
+  if (message_bytes > kMaxMessageBytes || data.size() > kMaxDataBytes) {
+    // The peer would close the connection on such a frame, failing every
+    // call on it; fail only this one. A bound in store/limits.h is missing.
+    absl::Status too_big = absl::InternalError(
+        absl::StrCat("response to message type ", static_cast<int>(state_->type), " of ",
+                     message_bytes, " + ", data.size(), " bytes exceeds the frame limit"));
+    LOG(ERROR) << too_big;
+    ReplyError(too_big);
+    return;
+  }
   CHECK(!state_->replied.exchange(true)) << "replied twice";
   state_->conn->Send(kFlagResponse, state_->type, state_->request_id,
                      response.SerializeAsString(), std::move(data));

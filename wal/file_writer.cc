@@ -509,6 +509,9 @@ absl::Status FileWriter::OpenNextSegmentLocked(uint64_t sealed_id, uint64_t seal
     // away from were full) is ENOSPC, as on a local disk; the rest is EIO.
     bool no_space = ErrnoFromStatus(inode.status()) == ENOSPC ||
                     absl::IsResourceExhausted(last_replica_error_);
+    // A file at its segment limit (store/limits.h) is too large, as on a
+    // local disk past the file size limit.
+    if (ErrnoFromStatus(inode.status()) == EFBIG) return inode.status();
     return PosixError(no_space ? ENOSPC : EIO, inode.status().message());
   }
   if (inode->segments_size() == 0 || inode->segments().rbegin()[0].sealed()) {
