@@ -28,12 +28,17 @@ inline constexpr uint32_t kReplicationMax = 16;
 // A segment server's "host:port" and host name (EINVAL at RegisterServer).
 inline constexpr size_t kServerAddressBytesMax = 255;
 inline constexpr size_t kServerHostBytesMax = 255;
-// Segments of one file, sealed and open (as HDFS's
-// dfs.namenode.fs-limits.max-blocks-per-file): the roll or the first write
-// after an open that would add one more fails with EFBIG. A WAL reopened
+// Encoded bytes of one inode as meta replies it (segments with their
+// replica addresses; xattrs are left out): a roll, or the first write after
+// an open, whose new segment would take the reply past this fails with
+// EFBIG, as HDFS bounds blocks per file
+// (dfs.namenode.fs-limits.max-blocks-per-file). A budget in bytes, not a
+// count of segments, because a segment's size depends on its replication
+// and its servers' addresses: about 30 000 segments of 3 replicas with
+// loopback addresses, 900 of 16 replicas with 255-byte ones. A WAL reopened
 // for append gets a new segment each time; O_TRUNC or truncate(0) empties
-// the list.
-inline constexpr size_t kSegmentsPerFileMax = 900;
+// the list. NamespaceOptions::inode_reply_bytes_max lowers it for tests.
+inline constexpr size_t kInodeReplyBytesMax = kMaxMessageBytes - (64 << 10);
 
 // One Readdir page: at most this many entries and this many bytes of
 // encoded entries (the reply says whether more follow).
@@ -77,12 +82,6 @@ inline constexpr size_t kSegmentBytesMax = 4 * kVarintFieldBytesMax + kBoolField
 // open_for_write.
 inline constexpr size_t kAttrBytesMax =
     6 * kVarintFieldBytesMax + 4 * kUint32FieldBytesMax + kBoolFieldBytes;
-// proto::Inode as meta replies it (xattrs left out): attr, replication,
-// ack_quorum, symlink_target, segments, generation, parent.
-inline constexpr size_t kInodeReplyBytesMax =
-    LengthFieldBytes(kAttrBytesMax) + 2 * kUint32FieldBytesMax +
-    LengthFieldBytes(kSymlinkTargetBytesMax) +
-    kSegmentsPerFileMax * LengthFieldBytes(kSegmentBytesMax) + 2 * kVarintFieldBytesMax;
 // proto::ServerStatus.
 inline constexpr size_t kServerStatusBytesMax =
     kVarintFieldBytesMax + LengthFieldBytes(kServerAddressBytesMax) +
@@ -97,11 +96,15 @@ static_assert(kReaddirPageEntriesMax * internal::LengthFieldBytes(internal::kDir
               "a Readdir page must fit in one frame");
 static_assert(kReaddirPageBytesMax + internal::kBoolFieldBytes <= kMaxMessageBytes,
               "the Readdir byte budget must fit in one frame");
-// GetInode, Open, OpenWrite, SealSegment, RecoverLease: one InodeResponse.
-static_assert(internal::LengthFieldBytes(internal::kInodeReplyBytesMax) <= kMaxMessageBytes,
-              "an inode with kSegmentsPerFileMax segments must fit in one frame");
+// GetInode, Open, OpenWrite, SealSegment, RecoverLease: one InodeResponse,
+// with room for the segment that the check admits last.
+static_assert(internal::LengthFieldBytes(kInodeReplyBytesMax +
+                                         internal::LengthFieldBytes(internal::kSegmentBytesMax)) <=
+                  kMaxMessageBytes,
+              "an inode at its byte budget must fit in one frame");
 // ListSegments: any one file fits in a page; a page and next_ino in a frame.
-static_assert(internal::LengthFieldBytes(internal::kInodeReplyBytesMax) <=
+static_assert(internal::LengthFieldBytes(kInodeReplyBytesMax +
+                                         internal::LengthFieldBytes(internal::kSegmentBytesMax)) <=
                   kListSegmentsPageBytesMax,
               "every file must fit in a ListSegments page");
 static_assert(kListSegmentsPageBytesMax + internal::kVarintFieldBytesMax <= kMaxMessageBytes,

@@ -56,6 +56,9 @@ struct NamespaceOptions {
   // of ESTALE twice in a row (the VFS retries a stale lookup only once).
   // 0 deletes at once.
   int64_t unlinked_grace_ms = 2000;
+  // Bytes of an inode's reply past which a new segment fails with EFBIG
+  // (store/limits.h); at most kInodeReplyBytesMax.
+  size_t inode_reply_bytes_max = kInodeReplyBytesMax;
   // Replica reports (namespace_reports.cc): how often each server is asked
   // for one, and how long a stray replica must be unchanged on its server
   // before the server deletes it.

@@ -67,11 +67,16 @@ static void DropReplicas(proto::Segment* segment,
 absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode,
                                      const std::vector<uint64_t>& excluded_servers) {
   // Bounded so that every reply carrying the inode fits in one frame
-  // (store/limits.h), as HDFS bounds blocks per file.
-  if (static_cast<size_t>(inode->segments_size()) >= kSegmentsPerFileMax) {
+  // (store/limits.h), as HDFS bounds blocks per file. The new segment
+  // counts at its worst case; one ByteSizeLong per roll costs less than
+  // the synced write of the same inode that follows.
+  const size_t reply_bytes = ReplyInode(*inode).ByteSizeLong();
+  if (reply_bytes + internal::LengthFieldBytes(internal::kSegmentBytesMax) >
+      options_.inode_reply_bytes_max) {
     return PosixError(EFBIG, absl::StrCat("inode ", inode->attr().ino(), " has ",
-                                          inode->segments_size(), " segments, the most a file may "
-                                          "have (truncate a WAL file to 0 or start a new file)"));
+                                          inode->segments_size(), " segments (", reply_bytes,
+                                          " bytes), the most a file may have (truncate a WAL "
+                                          "file to 0 or start a new file)"));
   }
   const uint32_t replication = Replication(*inode);
   const uint32_t ack_quorum = AckQuorum(*inode);
