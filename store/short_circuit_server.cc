@@ -146,14 +146,13 @@ void ShortCircuitServer::Serve(int connection) {
   if (!files.ok()) return SendError(connection, frame.type, frame.request_id, files.status());
   proto::ShortCircuitOpenResponse response;
   response.set_length(files->length);
+  // Counted before the reply: a client that has its descriptors must find
+  // them counted (ShortCircuitTest read 0 in 18 of 30 runs otherwise).
+  opens_.fetch_add(1);
   absl::Status sent =
       SendUnixFrame(connection, kFlagResponse, frame.type, frame.request_id,
                     response.SerializeAsString(), {files->data.get(), files->crc.get()});
-  if (!sent.ok()) {
-    VLOG(1) << "short-circuit: reply lost: " << sent;
-    return;
-  }
-  opens_.fetch_add(1);
+  if (!sent.ok()) VLOG(1) << "short-circuit: reply lost: " << sent;
 }
 
 }  // namespace logfs::store

@@ -47,6 +47,7 @@ class ShortCircuitServer {
 
   const std::string& socket_path() const { return socket_path_; }
   // Replicas handed out so far.
+  // Replicas opened and handed to a reply (counted before it is sent).
   uint64_t opens() const { return opens_.load(); }
 
  private:
