@@ -25,6 +25,9 @@ inline constexpr size_t kXattrListBytesMax = 64 << 10;
 // Names plus values of one inode's stored xattrs (ENOSPC at setxattr).
 inline constexpr size_t kXattrBytesPerInodeMax = 256 << 10;
 inline constexpr uint32_t kReplicationMax = 16;
+// Fewest replicas a new segment gets when too few servers are live for its
+// file's replication (files with a lower ack quorum go down to that).
+inline constexpr uint32_t kDegradedReplicasMin = 2;
 // A segment server's "host:port" and host name (EINVAL at RegisterServer).
 inline constexpr size_t kServerAddressBytesMax = 255;
 inline constexpr size_t kServerHostBytesMax = 255;

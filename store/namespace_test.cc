@@ -769,20 +769,29 @@ TEST_F(NamespaceTest, SealSegmentPlacesNewSegmentOnDistinctServers) {
   EXPECT_NE(s0.id(), second->segments(1).id());
   EXPECT_EQ(100u, second->attr().size());
   uint64_t s1 = second->segments(1).id();
-  // (c) only two servers stay alive: no new segment.
+  // (c) only two servers stay alive: the block file's next segment goes on
+  // both (kDegradedReplicasMin), acked by both.
   Advance(10001);
   Deletions(servers[0]);
   Deletions(servers[1]);
   auto third = Seal(f, 1, s1, 30, false);
-  EXPECT_EQ(absl::StatusCode::kUnavailable, third.status().code());
-  EXPECT_NE(std::string::npos, third.status().message().find("2 live")) << third.status();
+  ASSERT_TRUE(third.ok()) << third.status();
+  const proto::Segment& degraded = third->segments(third->segments_size() - 1);
+  EXPECT_EQ(2, degraded.replicas_size());
+  EXPECT_EQ(2u, degraded.ack_quorum());
+  EXPECT_EQ(2u, ns_->StatFs()->live_servers());
+  // (d) one alive: no new segment.
+  Advance(10001);
+  Deletions(servers[0]);
+  auto fourth = Seal(f, 1, degraded.id(), 7, false);
+  EXPECT_EQ(absl::StatusCode::kUnavailable, fourth.status().code());
+  EXPECT_NE(std::string::npos, fourth.status().message().find("1 live")) << fourth.status();
   // The seal itself was recorded, and repeating it (here with close) is
   // answered, not refused with ESTALE.
-  EXPECT_EQ(130u, ns_->GetAttr(f)->size());
-  ASSERT_TRUE(Seal(f, 1, s1, 30, true).ok());
+  EXPECT_EQ(137u, ns_->GetAttr(f)->size());
+  ASSERT_TRUE(Seal(f, 1, degraded.id(), 7, true).ok());
   EXPECT_FALSE(ns_->GetAttr(f)->open_for_write());
-  auto stat = ns_->StatFs();
-  EXPECT_EQ(2u, stat->live_servers());
+  EXPECT_EQ(1u, ns_->StatFs()->live_servers());
 }
 
 TEST_F(NamespaceTest, StateSurvivesReopen) {

@@ -82,11 +82,15 @@ absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode,
   const uint32_t ack_quorum = AckQuorum(*inode);
   auto placed = PlaceReplicas(replication, excluded_servers);
   // Too few live servers for every replica (a roll away from failed ones
-  // on a small cluster): a segment on fewer servers, down to the ack
-  // quorum, keeps the writer going with the same durability (every
-  // replica must ack); re-replication completes it once sealed (HDFS's
-  // replace-datanode-on-failure "best effort").
-  for (uint32_t n = replication - 1; absl::IsUnavailable(placed.status()) && n >= ack_quorum && n > 0;
+  // on a small cluster, a new block file while one of three servers is
+  // down): a segment on fewer servers, down to the ack quorum but never
+  // below kDegradedReplicasMin, keeps the writer going; every replica it
+  // has must ack, and re-replication completes it once sealed (HDFS's
+  // replace-datanode-on-failure "best effort" and
+  // dfs.namenode.replication.min). Block files ack on every replica, so
+  // without the floor one dead server of three would fail every new one.
+  const uint32_t floor = std::min(ack_quorum, kDegradedReplicasMin);
+  for (uint32_t n = replication - 1; absl::IsUnavailable(placed.status()) && n >= floor && n > 0;
        --n) {
     placed = PlaceReplicas(n, excluded_servers);
     if (placed.ok()) {

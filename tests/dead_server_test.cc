@@ -54,10 +54,10 @@ TEST(DeadServerTest, NewBlockFilesSucceedRightAfterAServerDies) {
   // --dead_server_ms (20 s here, longer than the loop). Method: (a) start
   // 4 servers and write a file, so every server has been placed on; (b)
   // kill one; (c) create, write and close 40 files of 3 segments each at
-  // once, each must succeed (before the fix about 3 in 4 failed with EIO,
-  // whenever a segment was placed on the dead server); (d) read them back;
-  // (e) the mount's log holds no warning repeated more than
-  // kSameWarningMax times.
+  // once, each must succeed (the writer places a segment again without a
+  // server it cannot create a replica on); (d) read them back; (e) the
+  // mount's log holds no warning repeated more than kSameWarningMax times
+  // (before the fix one warning stood there 120 times).
   MountedClusterOptions options;
   options.segment_servers = 4;
   options.meta_flags = {"--dead_server_ms=20000"};
@@ -97,6 +97,47 @@ TEST(DeadServerTest, NewBlockFilesSucceedRightAfterAServerDies) {
   ASSERT_TRUE(log.ok()) << log.status();
   auto [line, count] = MostRepeatedLine(*log);
   EXPECT_LE(count, kSameWarningMax) << "repeated " << count << " times: " << line;
+}
+
+TEST(DeadServerTest, NewBlockFilesSucceedOnThreeServersWhileOneIsDown) {
+  // Goal: the embedded cluster's shape, 3 servers, and block files (3
+  // replicas, all must ack): while one server is dead, and past
+  // --dead_server_ms too, new block files still succeed on the other two,
+  // and re-replication gives them their third replica once it is back.
+  // Before the fix every new block file failed with EIO. Method: (a) kill
+  // one of 3; (b) write 10 files of 3 segments each: all succeed and read
+  // back; (c) restart it and poll until fsck reports every segment whole.
+  MountedClusterOptions options;
+  options.meta_flags = {"--dead_server_ms=1000"};
+  options.segd_flags = {"--heartbeat_interval_ms=200"};
+  options.mount_flags = {"--block_segment_bytes=65536", "--replica_timeout_ms=2000"};
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  // (a)
+  c.cluster().KillSegd(2, SIGKILL);
+  // (b)
+  constexpr int kFiles = 10;
+  for (int i = 0; i < kFiles; ++i) {
+    absl::Status written = WriteFile(c.Path(absl::StrCat("f", i)), Pattern(150000, i));
+    ASSERT_TRUE(written.ok()) << "file " << i << ": " << written;
+  }
+  for (int i = 0; i < kFiles; ++i) {
+    auto back = ReadFile(c.Path(absl::StrCat("f", i)));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_TRUE(Pattern(150000, i) == *back) << "file " << i;
+  }
+  // (c)
+  ASSERT_TRUE(c.cluster().RestartSegd(2).ok());
+  const std::string fsck =
+      LogfsBinary() + " fsck --meta=" + c.cluster().meta_address() + " 2>&1";
+  CommandResult result = RunCommand(fsck);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (result.exit_code != 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(200));  // poll: re-replication passes
+    result = RunCommand(fsck);
+  }
+  EXPECT_EQ(0, result.exit_code) << result.output;
 }
 
 TEST(DeadServerTest, MetaStopsPlacingOnAServerWritersReportFailing) {
