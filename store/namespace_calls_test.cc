@@ -13,6 +13,7 @@
 
 #include "src/status/posix_error.h"
 #include "store/namespace.h"
+#include "store/namespace_fixture.h"
 
 namespace logfs::store {
 namespace {
@@ -21,52 +22,13 @@ constexpr int64_t kMs = 1000 * 1000;
 constexpr uint64_t kMountId = 7;
 constexpr uint32_t kRecordsPerMount = 8;
 
-// No segment servers: these tests make no segments.
-class NoSegmentServers : public SegmentServerApi {
- public:
-  absl::StatusOr<proto::SegmentInfoResponse> SegmentInfo(const std::string&, uint64_t) override {
-    return absl::UnavailableError("no servers");
-  }
-  absl::StatusOr<proto::SegmentInfoResponse> Seal(const std::string&, uint64_t, uint64_t,
-                                                  uint64_t) override {
-    return absl::UnavailableError("no servers");
-  }
-  std::vector<absl::Status> CopySegments(const std::vector<RereplicationTask>& tasks,
-                                         absl::Duration) override {
-    return std::vector<absl::Status>(tasks.size(), absl::UnavailableError("no servers"));
-  }
-};
-
-class NamespaceCallsTest : public testing::Test {
+class NamespaceCallsTest : public NamespaceFixture {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/logfs_namespace_calls_test_XXXXXX";
-    ASSERT_NE(nullptr, mkdtemp(tmpl));
-    dir_ = tmpl;
-    Reopen();
+  void Configure(NamespaceOptions* options) override {
+    options->call_records_per_mount = kRecordsPerMount;
+    options->call_record_retention_ms = 60 * 60 * 1000;
   }
-  void TearDown() override {
-    ns_.reset();
-    db_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  // A meta restart: the namespace and the database are closed and opened
-  // again from disk.
-  void Reopen() {
-    ns_.reset();
-    db_.reset();
-    auto db = MetadataDb::Open({dir_ + "/db"});
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
-    NamespaceOptions options;
-    options.now_ns = [this] { return now_ns_.load(); };
-    options.call_records_per_mount = kRecordsPerMount;
-    options.call_record_retention_ms = 60 * 60 * 1000;
-    auto ns = Namespace::Open(db_.get(), &servers_, options);
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = std::move(*ns);
-  }
+
   static proto::CallId Call(uint64_t seq) {
     proto::CallId call;
     call.set_mount_id(kMountId);
@@ -99,11 +61,6 @@ class NamespaceCallsTest : public testing::Test {
     return page.ok() ? page->entries_size() : -1;
   }
 
-  std::string dir_;
-  std::atomic<int64_t> now_ns_{1700000000000 * kMs};
-  NoSegmentServers servers_;
-  std::unique_ptr<MetadataDb> db_;
-  std::unique_ptr<Namespace> ns_;
 };
 
 TEST_F(NamespaceCallsTest, RetriedCreateAfterRestartGetsTheFirstReply) {

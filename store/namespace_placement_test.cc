@@ -13,48 +13,19 @@
 #include <vector>
 
 #include "store/namespace.h"
+#include "store/namespace_fixture.h"
 
 namespace logfs::store {
 namespace {
 
 constexpr int64_t kMs = 1000 * 1000;
 
-class NoSegmentServers : public SegmentServerApi {
- public:
-  absl::StatusOr<proto::SegmentInfoResponse> SegmentInfo(const std::string&, uint64_t) override {
-    return absl::UnavailableError("none");
-  }
-  absl::StatusOr<proto::SegmentInfoResponse> Seal(const std::string&, uint64_t, uint64_t,
-                                                  uint64_t) override {
-    return absl::UnavailableError("none");
-  }
-};
-
-class NamespacePlacementTest : public testing::Test {
+class NamespacePlacementTest : public NamespaceFixture {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/logfs_placement_test_XXXXXX";
-    ASSERT_NE(nullptr, mkdtemp(tmpl));
-    dir_ = tmpl;
-    auto db = MetadataDb::Open({dir_ + "/db"});
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
-    NamespaceOptions options;
-    options.dead_server_ms = 10000;
-    options.lease_timeout_ms = 600000;
-    options.default_replication = 3;
-    options.wal_ack_quorum = 2;
-    options.now_ns = [this] { return now_ns_.load(); };
-    auto ns = Namespace::Open(db_.get(), &servers_api_, options);
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = std::move(*ns);
+  void Configure(NamespaceOptions* options) override {
+    options->lease_timeout_ms = 600000;
   }
-  void TearDown() override {
-    ns_.reset();
-    db_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+
   void RegisterServers(int count) {
     for (int i = 1; i <= count; ++i) {
       proto::RegisterServerRequest request;
@@ -100,11 +71,6 @@ class NamespacePlacementTest : public testing::Test {
     return attr->ino();
   }
 
-  std::string dir_;
-  std::atomic<int64_t> now_ns_{1700000000ll * 1000 * kMs};
-  NoSegmentServers servers_api_;
-  std::unique_ptr<MetadataDb> db_;
-  std::unique_ptr<Namespace> ns_;
 };
 
 TEST_F(NamespacePlacementTest, ServerReportedFailingGetsNoSegmentsUntilItsNextHeartbeat) {

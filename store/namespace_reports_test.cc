@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "store/namespace.h"
+#include "store/namespace_fixture.h"
 
 namespace logfs::store {
 namespace {
@@ -43,33 +44,15 @@ class FakeServers : public SegmentServerApi {
   std::map<std::string, std::pair<uint64_t, uint64_t>> alive;
 };
 
-class NamespaceReportsTest : public testing::Test {
+class NamespaceReportsTest : public NamespaceFixture {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/logfs_reports_test_XXXXXX";
-    ASSERT_NE(nullptr, mkdtemp(tmpl));
-    dir_ = tmpl;
-    auto db = MetadataDb::Open({dir_ + "/db"});
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = std::move(*db);
-    NamespaceOptions options;
-    options.dead_server_ms = 10000;
-    options.lease_timeout_ms = 600000;
-    options.default_replication = 3;
-    options.wal_ack_quorum = 2;
-    options.replica_report_interval_ms = 60000;
-    options.stray_replica_grace_ms = 5000;
-    options.now_ns = [this] { return now_ns_.load(); };
-    auto ns = Namespace::Open(db_.get(), &servers_, options);
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = std::move(*ns);
+  void Configure(NamespaceOptions* options) override {
+    options->lease_timeout_ms = 600000;
+    options->replica_report_interval_ms = 60000;
+    options->stray_replica_grace_ms = 5000;
   }
-  void TearDown() override {
-    ns_.reset();
-    db_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  SegmentServerApi* servers() override { return &servers_; }
+
   absl::StatusOr<uint64_t> Register(int i, uint64_t id, uint64_t incarnation,
                                     const std::string& port = "7000") {
     proto::RegisterServerRequest request;
@@ -142,11 +125,7 @@ class NamespaceReportsTest : public testing::Test {
   }
   uint64_t SegmentOf(uint64_t ino) { return ns_->GetInode(ino)->segments(0).id(); }
 
-  std::string dir_;
-  std::atomic<int64_t> now_ns_{1700000000ll * 1000 * kMs};
   FakeServers servers_;
-  std::unique_ptr<MetadataDb> db_;
-  std::unique_ptr<Namespace> ns_;
 };
 
 TEST_F(NamespaceReportsTest, ReplicaMissingInTwoReportsLeavesItsSegment) {
