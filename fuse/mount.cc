@@ -108,7 +108,14 @@ store::MetaRetryOptions Mount::MetaRetry() const {
 template <typename Response>
 absl::Status Mount::MetaCall(store::MessageType type,
                              const google::protobuf::MessageLite& request, Response* response) {
-  return store::CallMeta(*meta_, type, request, response, MetaRetry());
+  store::MetaRetryOptions retry = MetaRetry();
+  // These pin the inode (and take the lease) in meta's memory and carry no
+  // call id: one that timed out may have been applied, and a second would
+  // pin twice, or unpin another descriptor's pin.
+  retry.retry_timeouts = type != store::MessageType::kOpen &&
+                         type != store::MessageType::kRelease &&
+                         type != store::MessageType::kOpenWrite;
+  return store::CallMeta(*meta_, type, request, response, retry);
 }
 
 proto::CallId Mount::NextCallId() {

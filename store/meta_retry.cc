@@ -60,7 +60,7 @@ class AsyncMetaCall : public std::enable_shared_from_this<AsyncMetaCall> {
 
  private:
   void OnAnswer(absl::Status status, Frame frame) {
-    if (status.ok() || !IsRetryableMetaFailure(status, *meta_)) {
+    if (status.ok() || !IsRetryableMetaFailure(status, *meta_, options_.retry_timeouts)) {
       done_(std::move(status), std::move(frame));
       return;
     }
@@ -105,9 +105,11 @@ absl::Duration MetaRetryDelay(int attempt) {
   return delay * part(random);
 }
 
-bool IsRetryableMetaFailure(const absl::Status& status, RpcClient& meta) {
+bool IsRetryableMetaFailure(const absl::Status& status, RpcClient& meta, bool retry_timeouts) {
   if (IsServerAnswer(status)) return false;
-  if (!absl::IsUnavailable(status) && !absl::IsDeadlineExceeded(status)) return false;
+  const bool timed_out = absl::IsDeadlineExceeded(status);
+  if (!absl::IsUnavailable(status) && !timed_out) return false;
+  if (timed_out && !retry_timeouts) return false;
   return !meta.is_shut_down();
 }
 
@@ -125,7 +127,7 @@ absl::Status CallMeta(RpcClient& meta, MessageType type,
       }
       return status;
     }
-    if (!IsRetryableMetaFailure(status, meta)) return status;
+    if (!IsRetryableMetaFailure(status, meta, options.retry_timeouts)) return status;
     const NextAttempt next = PlanNextAttempt(options, start, attempt);
     if (next.timeout == absl::ZeroDuration()) return Unreachable(meta, start, status);
     if (attempt == 1) {

@@ -30,6 +30,13 @@ struct MetaRetryOptions {
   // first attempt always gets the whole attempt_timeout, so a call returns
   // within max(attempt_timeout, retry_window) plus one backoff delay.
   absl::Duration retry_window = absl::Seconds(30);
+  // Whether an attempt that timed out (kDeadlineExceeded) is tried again.
+  // Meta may have applied such a call while it stayed up; turn this off for
+  // calls without a call id whose effect must not happen twice (Open,
+  // Release, OpenWrite pin the inode in meta's memory). A broken or refused
+  // connection is retried either way: meta restarted, and its pins and
+  // leases went with it.
+  bool retry_timeouts = true;
 };
 
 // Backoff between attempts: doubles from the minimum to the maximum.
@@ -51,7 +58,8 @@ absl::Duration MetaRetryDelay(int attempt);
 // Whether a failed attempt is worth another: a transport failure
 // (kUnavailable or kDeadlineExceeded that is not meta's own answer, see
 // IsServerAnswer) on a client that is not shut down.
-bool IsRetryableMetaFailure(const absl::Status& status, RpcClient& meta);
+bool IsRetryableMetaFailure(const absl::Status& status, RpcClient& meta,
+                            bool retry_timeouts = true);
 
 // Blocking call with retries (RpcClient::Call otherwise). Returns OK with
 // `*response` parsed, meta's answer as it came (final, never retried), or,

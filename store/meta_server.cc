@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
+#include "src/util/log_rate_limit.h"
 #include "store/logfs.pb.h"
 #include "store/message_type.h"
 #include "store/metadata_db.h"
@@ -155,14 +156,17 @@ class MetaServerImpl : public MetaServer {
   // Blocks on segment servers; runs on lease_recovery_pool_.
   void RecoverLapsedLease(uint64_t ino) {
     if (stopped_.load()) return;
-    auto inode = ns_->RecoverLease(ino);
+    auto inode = ns_->RecoverLease(ino, /*only_if_unleased=*/true);
     if (inode.ok()) {
       LOG(INFO) << "recovered inode " << ino << " after its writer's lease lapsed: "
                 << inode->attr().size() << " bytes";
-    } else if (absl::IsUnavailable(inode.status()) || absl::IsAborted(inode.status()) ||
+    } else if (absl::IsUnavailable(inode.status()) ||
                ErrnoFromStatus(inode.status()) == EAGAIN) {
-      LOG(WARNING) << "recovering inode " << ino << " after its lease lapsed: "
-                   << inode.status() << "; retrying later";
+      // Too few replicas answer: tried again every lease_recovery_delay_ms,
+      // one bounded attempt each time.
+      LOGFS_LOG_EVERY_MS(WARNING, 10000) << "recovering inode " << ino
+                                         << " after its lease lapsed: " << inode.status()
+                                         << "; retrying later";
       if (!stopped_.load()) ns_->RetryLeaseRecovery(ino);
     } else {
       LOG(WARNING) << "recovering inode " << ino << " after its lease lapsed: "

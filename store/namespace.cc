@@ -132,8 +132,7 @@ uint32_t Namespace::AckQuorum(const proto::Inode& inode) const {
 proto::Attr Namespace::ReplyAttr(const proto::Inode& inode) const {
   proto::Attr attr = inode.attr();
   attr.set_open_for_write(LiveLeaseHolder(attr.ino()) != 0);
-  attr.set_open_segment(inode.segments_size() > 0 &&
-                        !inode.segments(inode.segments_size() - 1).sealed());
+  attr.set_open_segment(OpenLastSegment(inode) != nullptr);
   return attr;
 }
 

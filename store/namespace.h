@@ -39,6 +39,9 @@ namespace logfs::store {
 
 inline constexpr uint64_t kRootIno = 1;
 inline constexpr size_t kDeletionsPerHeartbeatMax = 10000;
+// Orphans whose unlink grace is over that one ExpireMounts pass deletes
+// (one batch); the rest wait for the next pass.
+inline constexpr size_t kOrphansPerExpiryMax = 10000;
 
 struct NamespaceOptions {
   int64_t dead_server_ms = 10000;    // no heartbeat this long: server is dead
@@ -106,9 +109,11 @@ class Namespace {
   absl::Status ExpireMounts() ABSL_LOCKS_EXCLUDED(mu_);
   // Files whose lease ExpireMounts dropped at least lease_recovery_delay_ms
   // ago, that still end in an open segment and that nobody holds a lease
-  // on: the caller recovers each with RecoverLease (off meta's network
-  // threads; it blocks on segment servers). Each is returned once; a
-  // caller whose recovery failed hands it back with RetryLeaseRecovery.
+  // on: the caller recovers each with RecoverLease(ino, true) (off meta's
+  // network threads; it blocks on segment servers). A dropped lease whose
+  // mount is live again (it reconnected) goes back to that mount instead.
+  // Each is returned once; a caller whose recovery failed hands it back
+  // with RetryLeaseRecovery.
   std::vector<uint64_t> TakeLapsedOpenFiles() ABSL_LOCKS_EXCLUDED(mu_);
   void RetryLeaseRecovery(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -160,7 +165,10 @@ class Namespace {
   // open segment; the old holder's later writes and syncs fail. Returns the
   // inode. kUnavailable when too few replicas answer (nothing changes but
   // the revoked lease). May block on segment servers without the mutex.
-  absl::StatusOr<proto::Inode> RecoverLease(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+  // With `only_if_unleased` (meta's own recovery of a lapsed lease), a file
+  // that somebody holds a live lease on again is left alone.
+  absl::StatusOr<proto::Inode> RecoverLease(uint64_t ino, bool only_if_unleased = false)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<proto::Inode> OpenWrite(const proto::OpenWriteRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<proto::Inode> SealSegment(const proto::SealSegmentRequest& request)
@@ -297,8 +305,12 @@ class Namespace {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops every segment of a WAL file (truncate to 0).
   void DropSegments(Txn& txn, proto::Inode* inode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Deletes `ino` if it is an orphan (nlink 0) nobody pins.
+  // Deletes `ino` if it is an orphan (nlink 0) nobody pins and its unlink
+  // grace is over.
   absl::Status MaybeDeleteOrphan(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same for many, in one synced batch.
+  absl::Status DeleteOrphans(const std::vector<uint64_t>& inos)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `replication` distinct live servers, most free space first, none of
   // `excluded`; suspect servers only when there are too few others.
   // kUnavailable when there are too few.
@@ -385,8 +397,14 @@ class Namespace {
   std::map<uint64_t, uint64_t> leases_ ABSL_GUARDED_BY(mu_);        // ino -> mount
   // ino -> when its last name went (unlinked_grace_ms): kept as orphans.
   std::map<uint64_t, int64_t> unlinked_ns_ ABSL_GUARDED_BY(mu_);
-  // ino -> when its lease lapsed: candidates for TakeLapsedOpenFiles.
-  std::map<uint64_t, int64_t> lapsed_leases_ns_ ABSL_GUARDED_BY(mu_);
+  // ino -> the lease ExpireMounts dropped: candidates for
+  // TakeLapsedOpenFiles, which gives the lease back if its mount is live
+  // again (its connection broke, it reconnected).
+  struct LapsedLease {
+    uint64_t mount_id = 0;  // 0: nobody to give it back to
+    int64_t since_ns = 0;
+  };
+  std::map<uint64_t, LapsedLease> lapsed_leases_ ABSL_GUARDED_BY(mu_);
   // ino -> mount -> number of Open/OpenWrite without Release.
   std::map<uint64_t, std::map<uint64_t, uint32_t>> pins_ ABSL_GUARDED_BY(mu_);
   int64_t call_records_swept_ns_ ABSL_GUARDED_BY(mu_) = 0;  // last ExpireCallRecords scan

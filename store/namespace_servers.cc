@@ -207,7 +207,7 @@ absl::Status Namespace::ExpireMounts() {
       ++it;
       continue;
     }
-    lapsed_leases_ns_.emplace(it->first, now);
+    lapsed_leases_.emplace(it->first, LapsedLease{it->second, now});
     it = leases_.erase(it);
   }
   std::vector<uint64_t> unpinned;
@@ -227,7 +227,8 @@ absl::Status Namespace::ExpireMounts() {
     it = MountLive(it->first) ? std::next(it) : mount_seen_ns_.erase(it);
   }
   const int64_t grace_end = now - options_.unlinked_grace_ms * kNanosPerMilli;
-  for (auto it = unlinked_ns_.begin(); it != unlinked_ns_.end();) {
+  for (auto it = unlinked_ns_.begin();
+       it != unlinked_ns_.end() && unpinned.size() < kOrphansPerExpiryMax;) {
     if (it->second > grace_end) {
       ++it;
       continue;
@@ -235,38 +236,56 @@ absl::Status Namespace::ExpireMounts() {
     unpinned.push_back(it->first);
     it = unlinked_ns_.erase(it);
   }
-  absl::Status status;
-  for (uint64_t ino : unpinned) status.Update(MaybeDeleteOrphan(ino));
-  return status;
+  return DeleteOrphans(unpinned);
+}
+
+absl::Status Namespace::DeleteOrphans(const std::vector<uint64_t>& inos) {
+  // One synced batch for all of them: an `rm -rf` of a big tree leaves a
+  // pass thousands of orphans, and a commit each would hold mu_ for as many
+  // fsyncs.
+  Txn txn(db_);
+  for (uint64_t ino : inos) {
+    if (Pinned(ino) || unlinked_ns_.count(ino) != 0) continue;
+    auto inode = txn.Get(ino);
+    if (!inode.ok() || (*inode)->attr().nlink() != 0) continue;  // gone, or not an orphan
+    DeleteFile(txn, **inode);
+    txn.batch().DeleteOrphan(ino);
+  }
+  return txn.Commit();
 }
 
 std::vector<uint64_t> Namespace::TakeLapsedOpenFiles() {
   absl::MutexLock lock(&mu_);
   const int64_t due = NowNs() - options_.lease_recovery_delay_ms * kNanosPerMilli;
   std::vector<uint64_t> files;
-  for (auto it = lapsed_leases_ns_.begin(); it != lapsed_leases_ns_.end();) {
+  for (auto it = lapsed_leases_.begin(); it != lapsed_leases_.end();) {
     const uint64_t ino = it->first;
+    const LapsedLease lapsed = it->second;
     if (LiveLeaseHolder(ino) != 0) {  // opened for write again, or readopted
-      it = lapsed_leases_ns_.erase(it);
+      it = lapsed_leases_.erase(it);
       continue;
     }
-    if (it->second > due) {
+    if (lapsed.mount_id != 0 && MountLive(lapsed.mount_id)) {
+      // Its connection broke and it came back (heartbeats again): it still
+      // writes the file, and its appends must not be fenced.
+      leases_[ino] = lapsed.mount_id;
+      it = lapsed_leases_.erase(it);
+      continue;
+    }
+    if (lapsed.since_ns > due) {
       ++it;
       continue;
     }
     auto inode = db_->GetInode(ino);
-    if (inode.ok() && inode->segments_size() > 0 &&
-        !inode->segments(inode->segments_size() - 1).sealed()) {
-      files.push_back(ino);
-    }
-    it = lapsed_leases_ns_.erase(it);
+    if (inode.ok() && OpenLastSegment(*inode) != nullptr) files.push_back(ino);
+    it = lapsed_leases_.erase(it);
   }
   return files;
 }
 
 void Namespace::RetryLeaseRecovery(uint64_t ino) {
   absl::MutexLock lock(&mu_);
-  lapsed_leases_ns_.emplace(ino, NowNs());
+  lapsed_leases_.emplace(ino, LapsedLease{0, NowNs()});
 }
 
 absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(

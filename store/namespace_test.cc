@@ -597,6 +597,41 @@ TEST_F(NamespaceTest, AReplacedFileStaysOpenableForTheGraceThenGoesStale) {
   EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(x).status()));
 }
 
+TEST_F(NamespaceTest, ALapsedLeaseGoesBackToALiveMountElseMetaRecoversTheFile) {
+  // Goal: meta recovers the file of a writer whose mount died, but not of
+  // one whose connection merely broke. Method: (a) two mounts each open a
+  // segment of a file; (b) both connections close and an expiry pass drops
+  // both leases; (c) mount 1 heartbeats again; (d) past
+  // lease_recovery_delay_ms only mount 2's file is handed out for recovery,
+  // and mount 1 holds its lease again, so its next seal works.
+  RegisterServers(3);
+  // (a)
+  uint64_t live = File(kRootIno, "live");
+  uint64_t dead = File(kRootIno, "dead");
+  ASSERT_TRUE(OpenWrite(live, 1).ok());
+  ASSERT_TRUE(OpenWrite(dead, 2).ok());
+  auto live_segment = Seal(live, 1, 0, 0, false);
+  ASSERT_TRUE(live_segment.ok()) << live_segment.status();
+  ASSERT_TRUE(Seal(dead, 2, 0, 0, false).ok());
+  // (b)
+  ns_->MountDisconnected(1);
+  ns_->MountDisconnected(2);
+  ASSERT_TRUE(ns_->ExpireMounts().ok());
+  EXPECT_FALSE(ns_->GetAttr(live)->open_for_write());
+  EXPECT_TRUE(ns_->TakeLapsedOpenFiles().empty());  // not yet due
+  // (c)
+  ASSERT_TRUE(ns_->MountHeartbeat(1).ok());
+  // (d)
+  Advance(5001);
+  ASSERT_TRUE(ns_->MountHeartbeat(1).ok());
+  EXPECT_EQ(std::vector<uint64_t>{dead}, ns_->TakeLapsedOpenFiles());
+  EXPECT_TRUE(ns_->GetAttr(live)->open_for_write());
+  EXPECT_FALSE(ns_->GetAttr(dead)->open_for_write());
+  const uint64_t open_id = live_segment->segments(0).id();
+  EXPECT_TRUE(Seal(live, 1, open_id, 10, /*close=*/true).ok());
+  EXPECT_TRUE(ns_->TakeLapsedOpenFiles().empty());  // each handed out once
+}
+
 TEST_F(NamespaceTest, OrphanLeftAtRestartIsDeletedAtOpen) {
   auto servers = RegisterServers(3);
   uint64_t f = File(kRootIno, "f");

@@ -19,6 +19,14 @@
 
 namespace logfs::store {
 
+// The last segment of `inode` if it is open (being written, or left by a
+// writer that died), else nullptr.
+inline const proto::Segment* OpenLastSegment(const proto::Inode& inode) {
+  if (inode.segments_size() == 0) return nullptr;
+  const proto::Segment& last = inode.segments(inode.segments_size() - 1);
+  return last.sealed() ? nullptr : &last;
+}
+
 class Namespace::Txn {
  public:
   explicit Txn(MetadataDb* db) : db_(db) {}

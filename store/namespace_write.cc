@@ -26,12 +26,6 @@ namespace {
 constexpr absl::Duration kRecoveryCopyTimeoutBase = absl::Seconds(2);
 constexpr uint64_t kRecoveryCopyBytesPerSecond = 64u << 20;
 
-const proto::Segment* OpenLastSegment(const proto::Inode& inode) {
-  if (inode.segments_size() == 0) return nullptr;
-  const proto::Segment& last = inode.segments(inode.segments_size() - 1);
-  return last.sealed() ? nullptr : &last;
-}
-
 // Sets each segment's file_offset and the file size from the recorded
 // segment lengths.
 void UpdateOffsets(proto::Inode* inode) {
@@ -323,7 +317,13 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
   TouchMount(mount_id);
   ReportServersFailing(request.failed_servers());
   ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kSealSegment));
-  if (recorded.has_value()) return RecordedInode(*recorded);
+  if (recorded.has_value()) {
+    // Applied before meta restarted: the writer goes on with the segment
+    // it was given, so it takes its lease back as an unanswered seal's
+    // writer would (below), unless somebody else holds it by now.
+    if (!request.close() && LiveLeaseHolder(ino) == 0) leases_[ino] = mount_id;
+    return RecordedInode(*recorded);
+  }
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
   RETURN_IF_ERROR(CheckRegular(*inode));
@@ -433,13 +433,14 @@ Namespace::RecoveryPlan Namespace::PlanRecovery(const proto::Segment& open) cons
   return plan;
 }
 
-absl::StatusOr<proto::Inode> Namespace::RecoverLease(uint64_t ino) {
+absl::StatusOr<proto::Inode> Namespace::RecoverLease(uint64_t ino, bool only_if_unleased) {
   RecoveryPlan plan;
   {
     absl::MutexLock lock(&mu_);
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
     RETURN_IF_ERROR(CheckRegular(*inode));
+    if (only_if_unleased && LiveLeaseHolder(ino) != 0) return ReplyInode(*inode);
     leases_.erase(ino);  // revoked: the holder's next SealSegment gets EBUSY
     const proto::Segment* open = OpenLastSegment(*inode);
     if (open == nullptr) return ReplyInode(*inode);
