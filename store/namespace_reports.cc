@@ -172,7 +172,14 @@ absl::StatusOr<Namespace::ReconcileStats> Namespace::ReconcileReplicaReports() {
       if (!report.listed.contains(segment_id)) strays.push_back(segment_id);
     }
     std::sort(strays.begin(), strays.end());  // handed out in id order
-    if (strays.size() > kStraysAlwaysDeletable && strays.size() * 2 > report.replicas.size()) {
+    // Deleting nothing keeps data that meta cannot place (space, not loss):
+    // when most of a server's replicas, or every one of them, are unknown,
+    // meta more likely lost its database (or the server belongs to another
+    // cluster) than the server collected strays. Files deleted while their
+    // server was down reach it as pending deletions, not as strays.
+    const bool all_unknown = !strays.empty() && strays.size() == report.replicas.size();
+    if (all_unknown ||
+        (strays.size() > kStraysAlwaysDeletable && strays.size() * 2 > report.replicas.size())) {
       LOG(ERROR) << "server " << report.server_id << " holds " << strays.size() << " of "
                  << report.replicas.size()
                  << " replicas that no file lists; deleting none (did meta lose its database?)";

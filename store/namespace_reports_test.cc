@@ -167,16 +167,19 @@ TEST_F(NamespaceReportsTest, LastReplicaIsKeptAndStraysAreHandedOutWithTheGrace)
   // Goal: even if every server reports a segment lost, meta keeps listing
   // its last replica (the data may come back with that disk); replicas no
   // file lists go to their server for deletion with the grace period.
-  // Method: 3 servers lose segment a in two rounds of reports; server 1
-  // also holds two strays.
+  // Method: 3 servers lose segment a in two rounds of reports but keep
+  // segment b; server 1 also holds two strays. A server whose every
+  // replica is unknown to meta gets none deleted (meta lost its database,
+  // or the server is another cluster's).
   for (int i = 1; i <= 3; ++i) ASSERT_TRUE(Register(i, 0, 100 + i).ok());
   const uint64_t a = SealedFile("a");
+  const uint64_t b_segment = SegmentOf(SealedFile("b"));
   for (int round = 0; round < 2; ++round) {
     for (uint64_t id = 1; id <= 3; ++id) {
       const uint64_t report = Beat(id, 100 + id);
       ASSERT_NE(0u, report) << "server " << id << " round " << round;
-      std::vector<uint64_t> held;
-      if (id == 1) held = {777, 778};
+      std::vector<uint64_t> held = {b_segment};
+      if (id == 1) held = {b_segment, 777, 778};
       Report(id, 100 + id, report, held);
     }
     ASSERT_TRUE(ns_->ReconcileReplicaReports().ok());
@@ -191,6 +194,14 @@ TEST_F(NamespaceReportsTest, LastReplicaIsKeptAndStraysAreHandedOutWithTheGrace)
   EXPECT_EQ(5000, response.stray_grace_ms());
   Beat(1, 101, &response);
   EXPECT_EQ(0, response.delete_strays_size()) << "each stray is handed out once";
+  // Server 4 holds only replicas meta does not know: none is deleted.
+  ASSERT_TRUE(Register(4, 0, 104).ok());
+  const uint64_t report = Beat(4, 104);
+  ASSERT_NE(0u, report);
+  Report(4, 104, report, {901, 902});
+  ASSERT_TRUE(ns_->ReconcileReplicaReports().ok());
+  Beat(4, 104, &response);
+  EXPECT_EQ(0, response.delete_strays_size());
 }
 
 TEST_F(NamespaceReportsTest, SecondLiveProcessWithAServersIdIsRefused) {
