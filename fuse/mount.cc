@@ -90,6 +90,14 @@ void Mount::HeartbeatLoop() {
   proto::MountHeartbeatRequest request;
   request.set_mount_id(mount_id_);
   while (!stopping_.WaitForNotificationWithTimeout(options_.heartbeat_interval)) {
+    request.clear_writing_inos();
+    {
+      // A meta that restarted lost its leases: these take them back.
+      absl::MutexLock lock(&mu_);
+      for (const auto& [ino, ref] : writers_) {
+        if (ref.writer != nullptr) request.add_writing_inos(ino);
+      }
+    }
     proto::Empty response;
     absl::Status s = meta_->Call(store::MessageType::kMountHeartbeat, request, &response,
                                  options_.rpc_timeout);

@@ -220,7 +220,9 @@ class MetaServerImpl : public MetaServer {
       case MessageType::kMountHeartbeat:
         return Serve<proto::MountHeartbeatRequest>(frame, r, [&](const auto& q) {
           RememberSession(frame.connection_id, q.mount_id());
-          return ToEmpty(ns.MountHeartbeat(q.mount_id()));
+          return ToEmpty(ns.MountHeartbeat(
+              q.mount_id(), std::vector<uint64_t>(q.writing_inos().begin(),
+                                                  q.writing_inos().end())));
         });
       case MessageType::kLookup:
         return Serve<proto::LookupRequest>(frame, r, [&](const auto& q) {

@@ -101,7 +101,12 @@ class Namespace {
   // so another mount's OpenWrite recovers its files at once. A live mount
   // that reconnects takes its leases back on its next SealSegment (CAS).
   void MountDisconnected(uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status MountHeartbeat(uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Keeps `mount_id` live. `writing_inos` (files it holds a writer for)
+  // take back a lease that lapsed from this mount, or that meta lost in a
+  // restart, if nobody else holds it.
+  absl::Status MountHeartbeat(uint64_t mount_id,
+                              const std::vector<uint64_t>& writing_inos = {})
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<proto::StatFsResponse> StatFs() ABSL_LOCKS_EXCLUDED(mu_);
   // Drops the pins and leases of mounts silent for lease_timeout_ms (or
   // disconnected) and deletes orphans nobody pins any more. Called
@@ -400,8 +405,12 @@ class Namespace {
   // ino -> the lease ExpireMounts dropped: candidates for
   // TakeLapsedOpenFiles, which gives the lease back if its mount is live
   // again (its connection broke, it reconnected).
+  // A file found with an open last segment and no lease by a scan (after a
+  // meta restart: leases live in memory) has mount_id 0 and a since_ns
+  // lease_timeout_ms - lease_recovery_delay_ms in the future, so that its
+  // writer, if alive, has a whole lease timeout to claim it by heartbeat.
   struct LapsedLease {
-    uint64_t mount_id = 0;  // 0: nobody to give it back to
+    uint64_t mount_id = 0;  // 0: any mount that heartbeats it as its own
     int64_t since_ns = 0;
   };
   std::map<uint64_t, LapsedLease> lapsed_leases_ ABSL_GUARDED_BY(mu_);

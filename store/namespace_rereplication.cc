@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
+#include <glog/logging.h>
+
 #include "store/namespace.h"
 #include "store/namespace_txn.h"
 
@@ -104,8 +106,22 @@ absl::StatusOr<RereplicationPlan> Namespace::PlanRereplication(uint64_t start_in
   RereplicationPlan plan;
   plan.next_ino = NextIno(inodes, max_inodes);
   absl::MutexLock lock(&mu_);
+  const int64_t now = NowNs();
   for (const auto& inode : inodes) {
     if (!S_ISREG(inode.attr().mode())) continue;
+    const uint64_t ino = inode.attr().ino();
+    if (OpenLastSegment(inode) != nullptr && leases_.count(ino) == 0 &&
+        lapsed_leases_.count(ino) == 0) {
+      // An open segment nobody holds a lease on: its writer died while
+      // meta was down (leases live in memory), or is alive and claims it
+      // by heartbeat within a lease timeout; else meta recovers it.
+      LOG(INFO) << "inode " << ino << " has an open segment and no writer lease: meta "
+                << "recovers it in " << options_.lease_timeout_ms
+                << " ms unless its writer claims it";
+      lapsed_leases_.emplace(
+          ino, LapsedLease{0, now + (options_.lease_timeout_ms - options_.lease_recovery_delay_ms) *
+                                        kNanosPerMilli});
+    }
     for (const auto& segment : inode.segments()) {
       PlanSegment(inode, segment, max_tasks - plan.tasks.size(), &plan.tasks);
     }

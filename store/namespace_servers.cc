@@ -173,9 +173,17 @@ void Namespace::MountDisconnected(uint64_t mount_id) {
   mount_seen_ns_.erase(mount_id);  // MountLive() is false from now on
 }
 
-absl::Status Namespace::MountHeartbeat(uint64_t mount_id) {
+absl::Status Namespace::MountHeartbeat(uint64_t mount_id,
+                                       const std::vector<uint64_t>& writing_inos) {
   absl::MutexLock lock(&mu_);
   TouchMount(mount_id);
+  for (uint64_t ino : writing_inos) {
+    auto lapsed = lapsed_leases_.find(ino);
+    if (lapsed == lapsed_leases_.end() || LiveLeaseHolder(ino) != 0) continue;
+    if (lapsed->second.mount_id != 0 && lapsed->second.mount_id != mount_id) continue;
+    leases_[ino] = mount_id;
+    lapsed_leases_.erase(lapsed);
+  }
   return absl::OkStatus();
 }
 
