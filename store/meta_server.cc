@@ -128,7 +128,7 @@ class MetaServerImpl : public MetaServer {
     // Its pass in flight ends quickly now that its copies failed.
     if (rereplicator_ != nullptr) rereplicator_->Stop();
     // So do lease recoveries; none starts after stopped_.
-    lease_recovery_pool_.join();
+    maintenance_pool_.join();
     client_work_.reset();
     client_io_.stop();
     if (client_thread_.joinable()) client_thread_.join();
@@ -142,10 +142,14 @@ class MetaServerImpl : public MetaServer {
       if (ec || stopped_.load()) return;
       absl::Status s = ns_->ExpireMounts();
       if (!s.ok()) LOG(WARNING) << "expiring mounts: " << s;
-      s = ns_->ExpireCallRecords();  // scans at most once a minute
-      if (!s.ok()) LOG(WARNING) << "expiring records of applied changes: " << s;
+      // Off this thread, which meta's handlers wait on for segd calls: the
+      // scan (at most once a minute) may cover many records.
+      asio::post(maintenance_pool_, [this] {
+        absl::Status expired = ns_->ExpireCallRecords();
+        if (!expired.ok()) LOG(WARNING) << "expiring records of applied changes: " << expired;
+      });
       for (uint64_t ino : ns_->TakeLapsedOpenFiles()) {
-        asio::post(lease_recovery_pool_, [this, ino] { RecoverLapsedLease(ino); });
+        asio::post(maintenance_pool_, [this, ino] { RecoverLapsedLease(ino); });
       }
       ScheduleExpiry();
     });
@@ -153,7 +157,7 @@ class MetaServerImpl : public MetaServer {
 
   // A file whose writer died: seal what its quorum acked, so that its
   // length is final and every reader sees it (DESIGN §4 "Lease recovery").
-  // Blocks on segment servers; runs on lease_recovery_pool_.
+  // Blocks on segment servers; runs on maintenance_pool_.
   void RecoverLapsedLease(uint64_t ino) {
     if (stopped_.load()) return;
     auto inode = ns_->RecoverLease(ino, /*only_if_unleased=*/true);
@@ -367,8 +371,9 @@ class MetaServerImpl : public MetaServer {
   asio::executor_work_guard<asio::io_context::executor_type> client_work_;
   asio::steady_timer expire_timer_;
   std::thread client_thread_;
-  // Recoveries of files whose writer's lease lapsed (RecoverLapsedLease).
-  asio::thread_pool lease_recovery_pool_{1};
+  // Blocking background work: recoveries of files whose writer's lease
+  // lapsed (RecoverLapsedLease), expiry of old call records.
+  asio::thread_pool maintenance_pool_{1};
 
   // Set by Init(), then immutable until destruction.
   std::unique_ptr<MetadataDb> db_;

@@ -42,6 +42,8 @@ inline constexpr size_t kDeletionsPerHeartbeatMax = 10000;
 // Orphans whose unlink grace is over that one ExpireMounts pass deletes
 // (one batch); the rest wait for the next pass.
 inline constexpr size_t kOrphansPerExpiryMax = 10000;
+// Strays handed to a server in one heartbeat reply (namespace_reports.cc).
+inline constexpr size_t kStraysPerHeartbeatMax = 256;
 
 struct NamespaceOptions {
   int64_t dead_server_ms = 10000;    // no heartbeat this long: server is dead

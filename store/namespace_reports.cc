@@ -86,7 +86,9 @@ void Namespace::HandleReports(ServerState& server, const proto::HeartbeatRequest
     }
   }
   if (!reports.strays.empty()) {
-    const size_t n = std::min(reports.strays.size(), kDeletionsPerHeartbeatMax);
+    // Few per heartbeat: the server deletes them on its heartbeat thread,
+    // each with a directory fsync, and must not miss its next heartbeat.
+    const size_t n = std::min(reports.strays.size(), kStraysPerHeartbeatMax);
     for (size_t i = 0; i < n; ++i) response->add_delete_strays(reports.strays[i]);
     reports.strays.erase(reports.strays.begin(), reports.strays.begin() + n);
     response->set_stray_grace_ms(options_.stray_replica_grace_ms);

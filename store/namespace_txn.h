@@ -120,15 +120,4 @@ inline absl::StatusOr<proto::Attr> RecordedAttr(const std::string& reply) {
   if (!response.ParseFromString(reply)) return absl::DataLossError("unparseable recorded reply");
   return response.attr();
 }
-inline std::string InodeReplyBytes(const proto::Inode& inode) {
-  proto::InodeResponse response;
-  *response.mutable_inode() = inode;
-  return response.SerializeAsString();
-}
-inline absl::StatusOr<proto::Inode> RecordedInode(const std::string& reply) {
-  proto::InodeResponse response;
-  if (!response.ParseFromString(reply)) return absl::DataLossError("unparseable recorded reply");
-  return response.inode();
-}
-
 }  // namespace logfs::store

@@ -321,8 +321,13 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
     // Applied before meta restarted: the writer goes on with the segment
     // it was given, so it takes its lease back as an unanswered seal's
     // writer would (below), unless somebody else holds it by now.
+    // The record holds no reply: the inode as it is now is the answer
+    // (the writer holds the lease, so nothing has changed it since), and
+    // a record per seal stays small however long the segment list grows.
     if (!request.close() && LiveLeaseHolder(ino) == 0) leases_[ino] = mount_id;
-    return RecordedInode(*recorded);
+    Txn txn(db_);
+    ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+    return ReplyInode(*inode);
   }
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
@@ -376,9 +381,7 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
     return PosixError(ESTALE, absl::StrCat("segment ", open->id(), " of ", ino,
                                            " is open: seal it by id"));
   }
-  auto reply_bytes = [this, inode]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return InodeReplyBytes(ReplyInode(*inode));
-  };
+  auto reply_bytes = [] { return std::string(); };  // replayed from the inode
   if (!request.close() && request.keep_lease()) {
     // Sealed at a flush (close(2) of a descriptor): the writer keeps its
     // lease and asks for a new segment only if it writes again.
