@@ -76,7 +76,11 @@ absl::StatusOr<proto::ServerStatsResponse> RpcSegmentServerApi::Identify(
   auto client = ClientFor(address);
   if (client == nullptr) return absl::UnavailableError("meta is stopping");
   proto::ServerStatsResponse response;
-  absl::Status s = client->Call(MessageType::kServerStats, proto::Empty(), &response, timeout_);
+  // RegisterServer asks this on one of meta's network threads: a holder
+  // that does not answer within a second is taken for gone, rather than
+  // holding every namespace call behind it for the whole RPC timeout.
+  absl::Status s = client->Call(MessageType::kServerStats, proto::Empty(), &response,
+                                std::min(timeout_, kIdentifyTimeout));
   if (!s.ok()) return s;
   return response;
 }

@@ -60,11 +60,14 @@ class SegmentServerApi {
 
   // Who serves at `address` (ServerStats: its server id and incarnation),
   // for telling a second process claiming a server id from a restart.
-  // Errors as SegmentInfo. The default (for fakes): kUnavailable, nobody.
+  // Waits at most kIdentifyTimeout. Errors as SegmentInfo. The default (for fakes): kUnavailable, nobody.
   virtual absl::StatusOr<proto::ServerStatsResponse> Identify(const std::string& address) {
     return absl::UnavailableError("no servers");
   }
 };
+
+// The longest Identify waits for an answer.
+inline constexpr absl::Duration kIdentifyTimeout = absl::Seconds(1);
 
 // Calls segment servers with RpcClient, one cached client per address.
 // Blocking calls must not run on an io thread of `io`; meta gives this
