@@ -1,5 +1,7 @@
 #include "store/segment_server_api.h"
 
+#include <algorithm>
+
 #include "absl/synchronization/blocking_counter.h"
 #include "store/message_type.h"
 
