@@ -80,6 +80,7 @@ absl::Status MetaHeartbeat::Register() {
   request.set_host(HostName());
   request.set_server_id(store_->server_id());
   request.set_incarnation(options_.incarnation);
+  request.set_cluster_id(store_->cluster_id());
   proto::RegisterServerResponse response;
   absl::Status status = client_->Call(MessageType::kRegisterServer, request, &response,
                                       absl::Milliseconds(options_.rpc_timeout_ms));
@@ -96,8 +97,9 @@ absl::Status MetaHeartbeat::Register() {
   if (response.server_id() == 0) {
     return absl::UnavailableError("meta returned server id 0");
   }
-  if (response.server_id() != store_->server_id()) {
-    RETURN_IF_ERROR(store_->SetServerId(response.server_id()));
+  if (response.server_id() != store_->server_id() ||
+      response.cluster_id() != store_->cluster_id()) {
+    RETURN_IF_ERROR(store_->SetServerId(response.server_id(), response.cluster_id()));
   }
   LOG(INFO) << "registered with meta at " << options_.meta_address << " as server "
             << response.server_id() << " (" << options_.advertise_address << ")";

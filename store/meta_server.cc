@@ -207,6 +207,7 @@ class MetaServerImpl : public MetaServer {
           ASSIGN_OR_RETURN(uint64_t id, ns.RegisterServer(q));
           proto::RegisterServerResponse response;
           response.set_server_id(id);
+          response.set_cluster_id(ns.cluster_id());
           return response;
         });
       case MessageType::kHeartbeat:

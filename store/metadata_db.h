@@ -32,6 +32,9 @@ enum class MetaCounter : uint8_t {
   kNextSegmentId = 2,
   kNextMountId = 3,
   kNextServerId = 4,
+  // Not a counter: the cluster's random id, made at meta's first start
+  // (as HDFS's namespaceID), that segment servers keep with their own.
+  kClusterId = 5,
 };
 
 class MetadataDb {

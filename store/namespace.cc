@@ -6,6 +6,8 @@
 
 #include <sys/stat.h>
 
+#include <random>
+
 #include <algorithm>
 #include <cerrno>
 
@@ -67,6 +69,14 @@ absl::Status Namespace::Load() {
     ASSIGN_OR_RETURN(uint64_t next, db_->GetCounter(counter));
     if (next == 0) next = counter == MetaCounter::kNextIno ? kRootIno + 1 : 1;
     next_ids_[counter] = next;
+  }
+  ASSIGN_OR_RETURN(cluster_id_, db_->GetCounter(MetaCounter::kClusterId));
+  if (cluster_id_ == 0) {
+    std::random_device random;
+    while (cluster_id_ == 0) {
+      cluster_id_ = (static_cast<uint64_t>(random()) << 32) ^ random();
+    }
+    txn.batch().PutCounter(MetaCounter::kClusterId, cluster_id_);
   }
   auto root = db_->GetInode(kRootIno);
   if (absl::IsNotFound(root.status())) {

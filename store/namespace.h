@@ -93,8 +93,14 @@ class Namespace {
   ~Namespace();
 
   // ---- segment servers and mounts
+  // Returns the server's id. kFailedPrecondition for a server of another
+  // cluster (its cluster_id is not meta's: meta lost its database, or the
+  // server was pointed at the wrong meta), which must not join, and for a
+  // second live process claiming a server's id.
   absl::StatusOr<uint64_t> RegisterServer(const proto::RegisterServerRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // This cluster's id (random, made at the first start, never changes).
+  uint64_t cluster_id() const ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<proto::HeartbeatResponse> Heartbeat(const proto::HeartbeatRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<uint64_t> NewMount() ABSL_LOCKS_EXCLUDED(mu_);
@@ -397,6 +403,7 @@ class Namespace {
   // Guarded by mu_.
   mutable absl::Mutex mu_;
   std::map<MetaCounter, uint64_t> next_ids_ ABSL_GUARDED_BY(mu_);
+  uint64_t cluster_id_ ABSL_GUARDED_BY(mu_) = 0;  // set by Load, then constant
   uint64_t inode_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, ServerState> servers_ ABSL_GUARDED_BY(mu_);  // by server id
   mutable uint64_t placements_ ABSL_GUARDED_BY(mu_) = 0;  // rotates placement ties

@@ -54,7 +54,22 @@ bool Namespace::Unpin(uint64_t ino, uint64_t mount_id) {
   return true;
 }
 
+uint64_t Namespace::cluster_id() const {
+  absl::MutexLock lock(&mu_);
+  return cluster_id_;
+}
+
 absl::StatusOr<uint64_t> Namespace::RegisterServer(const proto::RegisterServerRequest& request) {
+  const uint64_t ours = cluster_id();
+  if (request.cluster_id() != 0 && request.cluster_id() != ours) {
+    // Its replicas belong to files this meta does not know: taken in, they
+    // would all be strays, deleted after the grace.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the data dir ", request.data_dir(), " of the segment server at ", request.address(),
+        " belongs to cluster ", request.cluster_id(), ", this meta serves cluster ", ours,
+        " (did meta lose its database, or is this the wrong --meta?); its replicas are kept. "
+        "To join this cluster, give the server an empty data dir"));
+  }
   // Bounded: addresses go into every segment meta returns (store/limits.h).
   if (request.address().size() > kServerAddressBytesMax ||
       request.host().size() > kServerHostBytesMax) {

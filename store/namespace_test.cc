@@ -632,6 +632,26 @@ TEST_F(NamespaceTest, ALapsedLeaseGoesBackToALiveMountElseMetaRecoversTheFile) {
   EXPECT_TRUE(ns_->TakeLapsedOpenFiles().empty());  // each handed out once
 }
 
+TEST_F(NamespaceTest, AServerOfAnotherClusterIsRefused) {
+  // A server whose data dir names another cluster (meta lost its database,
+  // or the wrong --meta) must not join; a new one, or one of this cluster,
+  // may. The cluster id survives a restart.
+  const uint64_t cluster = ns_->cluster_id();
+  ASSERT_NE(0u, cluster);
+  proto::RegisterServerRequest request;
+  request.set_address("10.0.0.9:7000");
+  request.set_cluster_id(cluster + 1);
+  auto refused = ns_->RegisterServer(request);
+  EXPECT_EQ(absl::StatusCode::kFailedPrecondition, refused.status().code());
+  EXPECT_NE(std::string::npos, refused.status().message().find("belongs to cluster"));
+  request.set_cluster_id(0);
+  EXPECT_TRUE(ns_->RegisterServer(request).ok());
+  request.set_cluster_id(cluster);
+  EXPECT_TRUE(ns_->RegisterServer(request).ok());
+  Reopen();
+  EXPECT_EQ(cluster, ns_->cluster_id());
+}
+
 TEST_F(NamespaceTest, OrphanLeftAtRestartIsDeletedAtOpen) {
   auto servers = RegisterServers(3);
   uint64_t f = File(kRootIno, "f");

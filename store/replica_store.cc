@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "src/env/posix_file.h"
 #include "src/status/macros.h"
 #include "src/util/crc32c.h"
@@ -76,12 +77,18 @@ absl::StatusOr<std::unique_ptr<ReplicaStore>> ReplicaStore::Open(
 absl::Status ReplicaStore::LoadAll() {
   auto id_text = ReadSmallFile(data_dir_ + "/" + kServerIdFileName, 64);
   if (id_text.ok()) {
+    // "SERVER_ID CLUSTER_ID\n"; files written before cluster ids: "SERVER_ID\n".
+    std::vector<absl::string_view> fields =
+        absl::StrSplit(*id_text, absl::ByAnyChar(" \n"), absl::SkipEmpty());
     uint64_t id = 0;
-    if (!absl::SimpleAtoi(*id_text, &id)) {
+    uint64_t cluster = 0;
+    if (fields.empty() || fields.size() > 2 || !absl::SimpleAtoi(fields[0], &id) ||
+        (fields.size() == 2 && !absl::SimpleAtoi(fields[1], &cluster))) {
       return absl::DataLossError(absl::StrCat("bad ", kServerIdFileName, " file"));
     }
     absl::MutexLock lock(&mu_);
     server_id_ = id;
+    cluster_id_ = cluster;
   } else if (!absl::IsNotFound(id_text.status())) {
     return id_text.status();
   }
@@ -673,12 +680,20 @@ uint64_t ReplicaStore::server_id() const {
   return server_id_;
 }
 
-absl::Status ReplicaStore::SetServerId(uint64_t server_id) {
+uint64_t ReplicaStore::cluster_id() const {
+  absl::MutexLock lock(&mu_);
+  return cluster_id_;
+}
+
+absl::Status ReplicaStore::SetServerId(uint64_t server_id, uint64_t cluster_id) {
   absl::MutexLock files_lock(&files_mu_);
-  RETURN_IF_ERROR(env::WriteFileAtomically(absl::StrCat(data_dir_, "/", kServerIdFileName),
-                                           absl::StrCat(server_id, "\n")));
+  std::string contents = cluster_id == 0 ? absl::StrCat(server_id, "\n")
+                                         : absl::StrCat(server_id, " ", cluster_id, "\n");
+  RETURN_IF_ERROR(
+      env::WriteFileAtomically(absl::StrCat(data_dir_, "/", kServerIdFileName), contents));
   absl::MutexLock lock(&mu_);
   server_id_ = server_id;
+  cluster_id_ = cluster_id;
   return absl::OkStatus();
 }
 

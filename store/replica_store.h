@@ -166,9 +166,13 @@ class ReplicaStore {
   // Ids of every replica, in no particular order.
   std::vector<uint64_t> SegmentIds() const;
 
-  // The id meta gave this server (0 if none yet), and its durable update.
+  // The id meta gave this server (0 if none yet) and the id of the cluster
+  // whose meta gave it (0 if none yet, or a data dir from before cluster
+  // ids), and their durable update (DATA_DIR/server_id, written atomically
+  // with its directory synced). Errors of the write.
   uint64_t server_id() const;
-  absl::Status SetServerId(uint64_t server_id);
+  uint64_t cluster_id() const;
+  absl::Status SetServerId(uint64_t server_id, uint64_t cluster_id = 0);
 
   // Syncs so far: of the journal (sync rounds: a durable write, or a write
   // and fdatasync) and fdatasyncs of replica files (checkpoints, seals,
@@ -245,6 +249,7 @@ class ReplicaStore {
   absl::flat_hash_map<uint64_t, std::shared_ptr<Replica>> unsynced_
       ABSL_GUARDED_BY(checkpoint_mu_);
   uint64_t server_id_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t cluster_id_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace logfs::store

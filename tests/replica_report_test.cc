@@ -13,6 +13,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "store/logfs.pb.h"
@@ -34,9 +35,12 @@ CommandResult Admin(MountedCluster& mc, const std::string& subcommand) {
 std::string SegdDir(MountedCluster& mc, int i) { return absl::StrCat(mc.root(), "/data/segd", i); }
 
 uint64_t ServerId(MountedCluster& mc, int i) {
+  // "SERVER_ID CLUSTER_ID\n".
   auto text = ReadFile(SegdDir(mc, i) + "/server_id");
   uint64_t id = 0;
-  if (!text.ok() || !absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &id)) return 0;
+  if (!text.ok()) return 0;
+  std::vector<std::string> fields = absl::StrSplit(*text, absl::ByAnyChar(" \n"), absl::SkipEmpty());
+  if (fields.empty() || !absl::SimpleAtoi(fields[0], &id)) return 0;
   return id;
 }
 
@@ -241,6 +245,34 @@ TEST(ReplicaReportTest, SecondLiveServerWithTheSameIdIsRefused) {
   EXPECT_NE(std::string::npos, status.output.find(c.cluster().segd_address(0))) << status.output;
   ASSERT_TRUE(WriteFile(c.Path("f"), Pattern(300000, 3)).ok());
   EXPECT_EQ(Pattern(300000, 3), *ReadFile(c.Path("f")));
+}
+
+TEST(ReplicaReportTest, AServerOfAnotherClusterIsRefusedAndKeepsItsReplicas) {
+  // Goal: a meta that lost its database (a new cluster id) must not take
+  // in the old servers, whose every replica it would delete as a stray
+  // after the grace. Method: (a) write a file; (b) kill meta, remove its
+  // data dir, start it again; (c) restart segd 0 against it: refused with
+  // a clear message, its replica files untouched.
+  MountedClusterOptions options;
+  options.segd_flags = {"--heartbeat_interval_ms=200"};
+  options.meta_flags = {"--stray_replica_grace_ms=0"};
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  // (a)
+  ASSERT_TRUE(WriteFile(c.Path("f"), Pattern(300000, 4)).ok());
+  const std::string segments = SegdDir(c, 0) + "/segments";
+  const std::string before = RunCommand("ls " + segments).output;
+  ASSERT_FALSE(before.empty());
+  // (b)
+  c.cluster().KillMeta(SIGKILL);
+  ASSERT_EQ(0, RunCommand("rm -rf " + c.root() + "/data/meta").exit_code);
+  ASSERT_TRUE(c.cluster().RestartMeta().ok());
+  // (c)
+  absl::Status restarted = c.cluster().RestartSegd(0);
+  EXPECT_FALSE(restarted.ok());
+  EXPECT_NE(std::string::npos, restarted.ToString().find("belongs to cluster")) << restarted;
+  EXPECT_EQ(before, RunCommand("ls " + segments).output);
 }
 
 }  // namespace
