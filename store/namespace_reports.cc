@@ -62,6 +62,7 @@ void Namespace::HandleReports(ServerState& server, const proto::HeartbeatRequest
   if (request.report_id() != 0) {
     // Pages of a report not (or no longer) asked for are dropped.
     if (request.report_id() == reports.asked_id && reports.done_id == 0) {
+      reports.last_page_ns = now;
       for (const auto& entry : request.report()) {
         reports.building[entry.segment_id()] =
             ReportedReplicaState{entry.length(), entry.sealed(), entry.corrupt()};
@@ -70,6 +71,7 @@ void Namespace::HandleReports(ServerState& server, const proto::HeartbeatRequest
         reports.done = std::move(reports.building);
         reports.building = ReplicaReportState::Replicas();
         reports.done_id = reports.asked_id;
+        reports.completed_id = reports.asked_id;
       }
     }
   } else if (reports.done_id == 0) {
@@ -77,7 +79,15 @@ void Namespace::HandleReports(ServerState& server, const proto::HeartbeatRequest
     // asked after the reconcile that found what it confirms.
     const bool due = reports.asked_ns == 0 ||
                      now - reports.asked_ns >= options_.replica_report_interval_ms * kNanosPerMilli;
-    if (reports.wanted || due) {
+    // A report asked for whose pages stopped coming (a page failed to
+    // send, the server restarted): ask again after dead_server_ms, not a
+    // whole report interval later, which would leave a wiped disk's
+    // replicas unrepaired that long.
+    const bool stalled =
+        reports.asked_id != reports.completed_id &&
+        now - std::max(reports.asked_ns, reports.last_page_ns) >=
+            options_.dead_server_ms * kNanosPerMilli;
+    if (reports.wanted || due || stalled) {
       reports.asked_id += 1;
       reports.asked_ns = now;
       reports.wanted = false;

@@ -163,6 +163,23 @@ TEST_F(NamespaceReportsTest, ReplicaMissingInTwoReportsLeavesItsSegment) {
   EXPECT_NE(0u, Beat(1, 101));
 }
 
+TEST_F(NamespaceReportsTest, AReportWhosePagesStopIsAskedAgainAfterTheDeadServerTime) {
+  // A report asked for and never sent (its page failed) is asked again
+  // after dead_server_ms (10 s), not after the 60 s report interval.
+  ASSERT_TRUE(Register(1, 0, 101).ok());
+  const uint64_t first = Beat(1, 101);
+  ASSERT_NE(0u, first);
+  now_ns_ += 5000 * kMs;
+  EXPECT_EQ(0u, Beat(1, 101));  // still waiting
+  now_ns_ += 5001 * kMs;
+  const uint64_t second = Beat(1, 101);
+  EXPECT_GT(second, first);
+  // Sent in full, it is not asked again before the interval.
+  Report(1, 101, second, {});
+  now_ns_ += 20000 * kMs;
+  EXPECT_EQ(0u, Beat(1, 101));
+}
+
 TEST_F(NamespaceReportsTest, LastReplicaIsKeptAndStraysAreHandedOutWithTheGrace) {
   // Goal: even if every server reports a segment lost, meta keeps listing
   // its last replica (the data may come back with that disk); replicas no

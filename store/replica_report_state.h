@@ -29,6 +29,8 @@ struct ReplicaReportState {
   bool wanted = true;     // ask at the next heartbeat (registration, meta start)
   Replicas building;      // pages of report asked_id so far
   uint64_t done_id = 0;   // a complete report waiting for a reconcile; 0: none
+  uint64_t completed_id = 0;  // the last report whose final page arrived
+  int64_t last_page_ns = 0;   // when a page of report asked_id last arrived
   Replicas done;
   // (ino, segment id) of sealed replicas listed on the server that the
   // last reconcile found missing or corrupt in its report. Dropped only
