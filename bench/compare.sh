@@ -141,7 +141,7 @@ LOCAL_FS=${MNT_TYPE:-$STATFS_TYPE}
 case "$STATFS_TYPE" in tmpfs|ramfs) log "WARNING: work dir $WORK is on $STATFS_TYPE, not a disk" ;; esac
 
 # ---------------------------------------------------------------- cleanup
-PT_PID='' PT_MNT='' LOGFS_MNT='' GL_MNT='' GL_VOL='' GLUSTERD_PID='' FAILED=1 CELLS_FAILED=0
+PT_PID='' PT_MNT='' LOGFS_MNT='' GL_MNT='' GL_VOL='' GL_NS='' GLUSTERD_PID='' FAILED=1 CELLS_FAILED=0
 pids_mentioning() {  # live pids whose command line contains $1 (a path unique to this run)
   local f pid args
   for f in /proc/[0-9]*/cmdline; do
@@ -186,14 +186,15 @@ cleanup() {
   [ $rc -eq 0 ] || log "exiting with status $rc; cleaning up"
   if [ -n "$GL_MNT" ]; then unmount_fuse "$GL_MNT"; fi
   if [ -n "$GL_VOL" ]; then
-    gluster --mode=script volume stop "$GL_VOL" force >>"$LOGS/gluster.log" 2>&1
-    gluster --mode=script volume delete "$GL_VOL" >>"$LOGS/gluster.log" 2>&1
+    in_gl_ns gluster --mode=script volume stop "$GL_VOL" force >>"$LOGS/gluster.log" 2>&1
+    in_gl_ns gluster --mode=script volume delete "$GL_VOL" >>"$LOGS/gluster.log" 2>&1
     rm -rf "/var/run/gluster/vols/$GL_VOL" "/var/run/gluster/shd/$GL_VOL"
     # bricks and the self-heal daemon of this volume, should any linger
     # shellcheck disable=SC2046
     stop_pids $(pids_mentioning "$WORK/gl-bricks/") $(pids_mentioning "shd/$GL_VOL ")
   fi
   if [ -n "$GLUSTERD_PID" ]; then stop_pids "$GLUSTERD_PID"; fi
+  if [ -n "$GL_NS" ]; then ip netns del "$GL_NS" 2>/dev/null; fi
   if [ -n "$LOGFS_MNT" ] && is_mounted "$LOGFS_MNT"; then
     timeout 60 "$LOGFS_BIN" umount "$LOGFS_MNT" >>"$LOGS/logfs-umount.log" 2>&1 || unmount_fuse "$LOGFS_MNT"
   fi
@@ -282,31 +283,41 @@ setup_logfs() {
   BLOCK_ROOT[logfs]=$LOGFS_MNT/block
 }
 
+# GlusterFS refuses bricks on loopback addresses, and this script sends
+# traffic to no address of the machine's own: glusterd, its bricks and the
+# client run in a network namespace of this run's (GL_NS), on an address
+# of a veth pair inside it. `nsenter --net` keeps the FUSE mount visible.
+GL_ADDR=10.254.77.1
+in_gl_ns() { nsenter --net="/run/netns/$GL_NS" "$@"; }
 setup_gluster() {
-  local host pid
-  host=$(hostname -I 2>/dev/null | awk '{print $1}')
-  [ -n "$host" ] || die "gluster: no non-loopback address for the bricks (hostname -I is empty)"
-  for pid in $(pgrep -x glusterd || true) ''; do is_alive "$pid" && break; done
-  if [ -n "$pid" ]; then
-    log "gluster: using the running glusterd (pid $pid)"
-  else
-    glusterd -p "$WORK/glusterd.pid" -l "$LOGS/glusterd.log" || die "glusterd failed to start: $LOGS/glusterd.log"
-    for _ in $(seq 1 50); do [ -s "$WORK/glusterd.pid" ] && break; sleep 0.1; done
-    GLUSTERD_PID=$(cat "$WORK/glusterd.pid")
-  fi
-  for _ in $(seq 1 50); do gluster --mode=script pool list >/dev/null 2>&1 && break; sleep 0.2; done
+  local pid
+  for pid in $(pgrep -x glusterd || true); do
+    is_alive "$pid" && die "gluster: stop the running glusterd (pid $pid) first; this script runs its own in a network namespace"
+  done
+  GL_NS=logfscmp$$
+  ip netns add "$GL_NS" || { GL_NS=; die "gluster: cannot create network namespace"; }
+  in_gl_ns ip link set lo up
+  in_gl_ns ip link add glcmp0 type veth peer name glcmp1
+  in_gl_ns ip addr add "$GL_ADDR/24" dev glcmp0
+  in_gl_ns ip link set glcmp0 up
+  in_gl_ns ip link set glcmp1 up
+  in_gl_ns glusterd -p "$WORK/glusterd.pid" -l "$LOGS/glusterd.log" ||
+    die "glusterd failed to start: $LOGS/glusterd.log"
+  for _ in $(seq 1 50); do [ -s "$WORK/glusterd.pid" ] && break; sleep 0.1; done
+  GLUSTERD_PID=$(cat "$WORK/glusterd.pid")
+  for _ in $(seq 1 50); do in_gl_ns gluster --mode=script pool list >/dev/null 2>&1 && break; sleep 0.2; done
   GL_VOL=logfscmp$$
   mkdir -p "$WORK/gl-bricks"/{1,2,3} "$WORK/gl-mnt"
-  gluster --mode=script volume create "$GL_VOL" replica 3 \
-    "$host:$WORK/gl-bricks/1" "$host:$WORK/gl-bricks/2" "$host:$WORK/gl-bricks/3" force \
+  in_gl_ns gluster --mode=script volume create "$GL_VOL" replica 3 \
+    "$GL_ADDR:$WORK/gl-bricks/1" "$GL_ADDR:$WORK/gl-bricks/2" "$GL_ADDR:$WORK/gl-bricks/3" force \
     >>"$LOGS/gluster.log" 2>&1 || { GL_VOL=; die "gluster volume create failed: $LOGS/gluster.log"; }
-  gluster --mode=script volume start "$GL_VOL" >>"$LOGS/gluster.log" 2>&1 ||
+  in_gl_ns gluster --mode=script volume start "$GL_VOL" >>"$LOGS/gluster.log" 2>&1 ||
     die "gluster volume start failed: $LOGS/gluster.log"
   GL_MNT=$WORK/gl-mnt
-  mount -t glusterfs "localhost:/$GL_VOL" "$GL_MNT" >>"$LOGS/gluster.log" 2>&1 ||
-    die "mount -t glusterfs localhost:/$GL_VOL failed: $LOGS/gluster.log"
+  in_gl_ns mount -t glusterfs "$GL_ADDR:/$GL_VOL" "$GL_MNT" >>"$LOGS/gluster.log" 2>&1 ||
+    die "mount -t glusterfs $GL_ADDR:/$GL_VOL failed: $LOGS/gluster.log"
   wait_mounted "$GL_MNT" || die "gluster volume not mounted at $GL_MNT"
-  GL_HOST=$host
+  GL_HOST=$GL_ADDR
   WAL_ROOT[gluster]=$GL_MNT
   BLOCK_ROOT[gluster]=$GL_MNT
 }
@@ -574,7 +585,7 @@ w("- passthrough: libfuse example passthrough_ll, compiled at run time, its defa
   "(cache=auto: entry/attr timeout 1 s, no writeback cache, max_threads 10), over a dir on the same disk")
 if "gluster" in targets:
     w("- gluster: replica 3 volume, 3 bricks under the work dir on %s (force), mounted with "
-      "`mount -t glusterfs localhost:/VOL`, default volume options" % E["CMP_GL_HOST"])
+      "`mount -t glusterfs %s:/VOL` in a network namespace of the run, default volume options" % (E["CMP_GL_HOST"], E["CMP_GL_HOST"]))
 w("- %s; %d run(s) per cell, targets interleaved within each run, medians shown; %s s per fio run, "
   "bench-read phase and readrandom" % (E["CMP_VERSIONS"], runs, E["CMP_SECS"]))
 if do_a: w("- A: `fio --rw=write --ioengine=sync --fdatasync=1 --fallocate=none --overwrite=0 --time_based`, "
