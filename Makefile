@@ -20,12 +20,12 @@ CPPFLAGS += -I. -I$(BUILDDIR)/gen -DFUSE_USE_VERSION=314 -DASIO_STANDALONE -DASI
 CXXFLAGS += -std=c++17 $(OPT) -MMD -MP -pthread
 LDLIBS += $(PKG_LIBS) -pthread
 
-PROTO := store/logfs.proto
-PROTO_CC := $(BUILDDIR)/gen/store/logfs.pb.cc
-PROTO_H := $(BUILDDIR)/gen/store/logfs.pb.h
-PROTO_OBJ := $(BUILDDIR)/obj/gen/store/logfs.pb.o
+PROTO := store/format/logfs.proto
+PROTO_CC := $(BUILDDIR)/gen/store/format/logfs.pb.cc
+PROTO_H := $(BUILDDIR)/gen/store/format/logfs.pb.h
+PROTO_OBJ := $(BUILDDIR)/obj/gen/store/format/logfs.pb.o
 
-SRC_DIRS := src/util src/status src/env store wal cache fuse src/cluster bench
+SRC_DIRS := src/util src/status src/env $(shell find store -type d) wal cache fuse src/cluster bench
 ALL_SRCS := $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.cc))
 LIB_SRCS := $(filter-out %_test.cc,$(ALL_SRCS))
 UNIT_TEST_SRCS := $(filter %_test.cc,$(ALL_SRCS))

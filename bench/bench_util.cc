@@ -14,7 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "store/admin_client.h"
+#include "store/client/admin_client.h"
 
 namespace logfs::bench {
 

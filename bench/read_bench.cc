@@ -21,7 +21,7 @@
 #include "absl/types/span.h"
 #include "bench/bench_util.h"
 #include "bench/latency_histogram.h"
-#include "store/xattr_names.h"
+#include "store/format/xattr_names.h"
 
 namespace logfs::bench {
 namespace {

@@ -18,7 +18,7 @@
 #include "bench/bench_util.h"
 #include "bench/latency_histogram.h"
 #include "fuse/mount.h"
-#include "store/xattr_names.h"
+#include "store/format/xattr_names.h"
 #include "wal/writer_counters.h"
 
 namespace logfs::bench {

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
-#include "store/replica_store.h"
+#include "store/segd/replica_store.h"
 
 namespace logfs::cache {
 

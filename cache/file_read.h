@@ -16,8 +16,8 @@
 #include "absl/strings/string_view.h"
 #include "cache/block_cache.h"
 #include "cache/segment_reader.h"
-#include "store/logfs.pb.h"
-#include "store/replica_reader.h"
+#include "store/format/logfs.pb.h"
+#include "store/client/replica_reader.h"
 
 namespace logfs::cache {
 

@@ -33,7 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "store/replica_store.h"
+#include "store/segd/replica_store.h"
 
 namespace logfs::cache {
 

@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
-#include "store/chunk_crc.h"
-#include "store/replica_files.h"
-#include "store/rpc_client.h"
-#include "store/unix_socket.h"
+#include "store/format/chunk_crc.h"
+#include "store/segd/replica_files.h"
+#include "store/rpc/rpc_client.h"
+#include "store/rpc/unix_socket.h"
 
 namespace logfs::cache {
 

@@ -1,7 +1,7 @@
 // Reads bytes of one segment for the mount (DESIGN §5). A sealed segment
 // is read from a replica on this host when there is one: the segment
 // server hands over read-only descriptors of the replica's data and .crc
-// files once (store/short_circuit_server.h), the ReplicaCache keeps them,
+// files once (store/segd/short_circuit_server.h), the ReplicaCache keeps them,
 // and reads are a pread plus a CRC check here, with no round trip
 // (short-circuit local reads, as HDFS's). Otherwise, or when that fails,
 // the replicas are read over TCP in order (store::ReadSegmentRange), which
@@ -21,9 +21,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cache/replica_cache.h"
-#include "store/client_pool.h"
-#include "store/logfs.pb.h"
-#include "store/replica_reader.h"
+#include "store/rpc/client_pool.h"
+#include "store/format/logfs.pb.h"
+#include "store/client/replica_reader.h"
 
 namespace logfs::cache {
 
@@ -90,7 +90,7 @@ class SegmentReader {
 
 // Bytes [offset, offset + size) of a sealed replica through its read-only
 // descriptors, after checking the CRC of every chunk they touch (layout:
-// store/chunk_crc.h). kOutOfRange past its length; kDataLoss if a CRC
+// store/format/chunk_crc.h). kOutOfRange past its length; kDataLoss if a CRC
 // differs or a file is shorter than the length says; errno statuses.
 absl::StatusOr<std::string> ReadVerifiedReplica(const store::ReplicaFiles& files,
                                                 uint64_t offset, uint64_t size);

@@ -13,10 +13,10 @@
 #include "cache/replica_cache.h"
 #include "cache/segment_reader.h"
 #include "src/util/crc32c.h"
-#include "store/logfs.pb.h"
-#include "store/replica_store.h"
-#include "store/short_circuit_server.h"
-#include "store/unix_socket.h"
+#include "store/format/logfs.pb.h"
+#include "store/segd/replica_store.h"
+#include "store/segd/short_circuit_server.h"
+#include "store/rpc/unix_socket.h"
 
 namespace logfs::cache {
 namespace {

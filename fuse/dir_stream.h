@@ -30,7 +30,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "store/logfs.pb.h"
+#include "store/format/logfs.pb.h"
 
 namespace logfs::fuse {
 

@@ -10,8 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
-#include "store/replica_reader.h"
-#include "store/xattr_names.h"
+#include "store/client/replica_reader.h"
+#include "store/format/xattr_names.h"
 #include "wal/writer_counters.h"
 
 namespace logfs::fuse {

@@ -30,9 +30,9 @@
 #include "cache/file_read.h"
 #include "cache/replica_cache.h"
 #include "cache/segment_reader.h"
-#include "store/client_pool.h"
-#include "store/logfs.pb.h"
-#include "store/meta_retry.h"
+#include "store/rpc/client_pool.h"
+#include "store/format/logfs.pb.h"
+#include "store/client/meta_retry.h"
 #include "wal/file_writer.h"
 
 namespace logfs::fuse {
@@ -44,7 +44,7 @@ struct MountOptions {
   size_t block_append_bytes = 1u << 20;  // block files: bytes per append
   absl::Duration rpc_timeout = absl::Seconds(10);      // meta calls, reads
   // Meta calls whose transport fails (meta restarting or unreachable) are
-  // retried this long before they fail with EIO (store/meta_retry.h), as
+  // retried this long before they fail with EIO (store/client/meta_retry.h), as
   // an NFS hard mount waits within its retrans budget; zero: at once.
   absl::Duration meta_retry = absl::Seconds(30);
   absl::Duration replica_timeout = absl::Seconds(10);  // writer's replica calls
@@ -155,7 +155,7 @@ class Mount {
   void HeartbeatLoop();
 
   // Every meta call of the mount but the heartbeat: retried through a meta
-  // restart (store/meta_retry.h).
+  // restart (store/client/meta_retry.h).
   template <typename Response>
   absl::Status MetaCall(store::MessageType type, const google::protobuf::MessageLite& request,
                         Response* response);

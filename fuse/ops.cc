@@ -19,7 +19,7 @@
 #include "fuse/errno_map.h"
 #include "fuse/mount.h"
 #include "fuse/session.h"
-#include "store/xattr_names.h"
+#include "store/format/xattr_names.h"
 
 namespace logfs::fuse {
 namespace {

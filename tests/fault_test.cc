@@ -28,7 +28,7 @@
 #include "bench/durability_checker.h"
 #include "src/cluster/process.h"
 #include "src/env/posix_file.h"
-#include "store/frame.h"
+#include "store/format/frame.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {

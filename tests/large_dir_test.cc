@@ -24,7 +24,7 @@ namespace logfs::testing {
 namespace {
 
 // 16 500 names of 255 bytes: about 4.5 MB of directory entries, over the
-// old 4 MiB frame limit, and 9 readdir pages (store/limits.h).
+// old 4 MiB frame limit, and 9 readdir pages (store/format/limits.h).
 constexpr int kEntries = 16500;
 constexpr size_t kNameBytes = 255;
 constexpr int kCreatorThreads = 16;

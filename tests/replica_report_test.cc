@@ -16,9 +16,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "store/logfs.pb.h"
-#include "store/message_type.h"
-#include "store/rpc_client.h"
+#include "store/format/logfs.pb.h"
+#include "store/format/message_type.h"
+#include "store/rpc/rpc_client.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {

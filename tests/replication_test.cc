@@ -17,7 +17,7 @@
 
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "store/admin_client.h"
+#include "store/client/admin_client.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {

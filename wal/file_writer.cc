@@ -11,7 +11,7 @@
 #include "src/status/posix_error.h"
 #include "src/util/crc32c.h"
 #include "src/util/log_rate_limit.h"
-#include "store/parallel_call.h"
+#include "store/rpc/parallel_call.h"
 #include "wal/writer_counters.h"
 
 namespace logfs::wal {
@@ -423,7 +423,7 @@ absl::StatusOr<proto::Inode> FileWriter::MetaSeal(uint64_t segment_id, uint64_t 
   FillSealRequest(failed_servers, &request);
   if (options_.next_call_id) *request.mutable_call() = options_.next_call_id();
   proto::InodeResponse response;
-  // A meta that restarts is waited for (store/meta_retry.h): a roll or a
+  // A meta that restarts is waited for (store/client/meta_retry.h): a roll or a
   // close in that window would otherwise fail the writer with EIO. The
   // call id makes a seal that meta applied before it died answered, not
   // refused, on the retry.
@@ -509,7 +509,7 @@ absl::Status FileWriter::OpenNextSegmentLocked(uint64_t sealed_id, uint64_t seal
     // away from were full) is ENOSPC, as on a local disk; the rest is EIO.
     bool no_space = ErrnoFromStatus(inode.status()) == ENOSPC ||
                     absl::IsResourceExhausted(last_replica_error_);
-    // A file at its segment limit (store/limits.h) is too large, as on a
+    // A file at its segment limit (store/format/limits.h) is too large, as on a
     // local disk past the file size limit.
     if (ErrnoFromStatus(inode.status()) == EFBIG) return inode.status();
     return PosixError(no_space ? ENOSPC : EIO, inode.status().message());

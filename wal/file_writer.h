@@ -32,9 +32,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include <asio.hpp>
-#include "store/client_pool.h"
-#include "store/logfs.pb.h"
-#include "store/meta_retry.h"
+#include "store/rpc/client_pool.h"
+#include "store/format/logfs.pb.h"
+#include "store/client/meta_retry.h"
 
 namespace logfs::wal {
 
@@ -47,7 +47,7 @@ struct FileWriterOptions {
   absl::Duration fsync_timeout = absl::Seconds(30);    // a blocked Write/Close
   absl::Duration meta_timeout = absl::Seconds(10);  // one attempt of a meta call
   // Meta calls (seal, roll, truncate) whose transport fails are retried
-  // this long (store/meta_retry.h): a meta restart in that window does not
+  // this long (store/client/meta_retry.h): a meta restart in that window does not
   // fail the writer.
   absl::Duration meta_retry = absl::Seconds(30);
   // Ids that make the writer's changes in meta exactly-once across those

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "src/main/subcommands.h"
-#include "store/cluster_status.h"
-#include "store/fsck.h"
+#include "store/admin/cluster_status.h"
+#include "store/admin/fsck.h"
 
 DECLARE_string(meta);           // src/main/server_main.cc
 DECLARE_int32(rpc_timeout_ms);  // src/main/server_main.cc

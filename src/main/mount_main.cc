@@ -28,7 +28,7 @@
 #include "src/cluster/process.h"
 #include "src/env/posix_file.h"
 #include "src/main/subcommands.h"
-#include "store/xattr_names.h"
+#include "store/format/xattr_names.h"
 
 DECLARE_string(meta);
 DECLARE_string(data_dir);

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "src/main/subcommands.h"
-#include "store/admin_client.h"
-#include "store/xattr_names.h"
+#include "store/client/admin_client.h"
+#include "store/format/xattr_names.h"
 
 DECLARE_string(meta);           // src/main/server_main.cc
 DECLARE_int32(rpc_timeout_ms);  // src/main/server_main.cc

@@ -17,8 +17,8 @@
 #include "absl/synchronization/mutex.h"
 #include "src/env/posix_file.h"
 #include "src/main/subcommands.h"
-#include "store/meta_server.h"
-#include "store/segment_server.h"
+#include "store/meta/meta_server.h"
+#include "store/segd/segment_server.h"
 
 DEFINE_string(data_dir, "",
               "meta and segd: directory for the server's state (required); mount: the embedded "

@@ -1,0 +1,39 @@
+// `logfs status`: segment servers with their state and space, and counts
+// of files, open segments and under-replicated sealed segments as meta
+// sees them (live replicas on live servers fewer than the file's
+// replication; `logfs fsck` asks the replicas themselves).
+//
+// Thread-safety: a plain function; it blocks on RPCs (timeout each).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "store/format/logfs.pb.h"
+
+namespace logfs::store {
+
+struct ClusterStatusOptions {
+  std::string meta_address;  // "host:port"
+  int rpc_timeout_ms = 5000;  // per call
+};
+
+struct ClusterStatus {
+  proto::ListServersResponse servers;
+  proto::StatFsResponse statfs;
+  uint64_t files = 0;
+  uint64_t segments = 0;
+  uint64_t open_segments = 0;
+  uint64_t under_replicated_segments = 0;
+};
+
+// Errors: meta unreachable (kUnavailable, kDeadlineExceeded).
+absl::StatusOr<ClusterStatus> GetClusterStatus(const ClusterStatusOptions& options);
+
+// A server table (one line per server: id, address, live/dead, capacity,
+// free, heartbeat age; "unknown" space and "none since meta start" for a
+// server meta has not heard from since it started) and the counts.
+std::string FormatClusterStatus(const ClusterStatus& status);
+
+}  // namespace logfs::store

@@ -1,0 +1,91 @@
+#include "store/admin/fsck.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "src/status/macros.h"
+#include "store/client/admin_client.h"
+
+namespace logfs::store {
+namespace {
+
+ReplicaCheck CheckReplica(AdminClient& client, const std::map<uint64_t, bool>& live,
+                          const proto::Segment& segment, const proto::Replica& replica) {
+  ReplicaCheck check;
+  check.server_id = replica.server_id();
+  check.address = replica.address();
+  auto it = live.find(replica.server_id());
+  check.server_live = it != live.end() && it->second;
+  if (!check.server_live) return check;
+  auto info = client.SegmentInfo(replica.address(), segment.id());
+  check.status = info.status();
+  if (!info.ok()) return check;
+  check.info = *info;
+  check.good = info->sealed() && !info->corrupt() && info->length() == segment.length();
+  return check;
+}
+
+// A live replica that answered but is not good disagrees with the others.
+bool Disagrees(const ReplicaCheck& check) {
+  return check.server_live && check.status.ok() && !check.good;
+}
+
+std::string Describe(const ReplicaCheck& r) {
+  std::string out = absl::StrCat("server ", r.server_id, " ", r.address, " ");
+  if (!r.server_live) return out + "dead";
+  if (!r.status.ok()) return absl::StrCat(out, "error (", r.status.message(), ")");
+  absl::StrAppend(&out, "length ", r.info.length(), r.info.sealed() ? " sealed" : " unsealed");
+  if (r.info.corrupt()) out += " corrupt";
+  if (!r.good) out += " BAD";
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options) {
+  AdminClient client(options.meta_address, absl::Milliseconds(options.rpc_timeout_ms));
+  ASSIGN_OR_RETURN(proto::ListServersResponse servers, client.ListServers());
+  std::map<uint64_t, bool> live;
+  for (const auto& server : servers.servers()) live[server.server_id()] = server.live();
+  FsckReport report;
+  RETURN_IF_ERROR(client.ForEachFile([&](const proto::Inode& file) {
+    ++report.files;
+    for (const auto& segment : file.segments()) {
+      ++report.segments;
+      if (!segment.sealed()) {
+        ++report.open_segments;
+        continue;
+      }
+      SegmentCheck check;
+      check.ino = file.attr().ino();
+      check.segment_id = segment.id();
+      check.length = segment.length();
+      check.wanted = file.replication();
+      bool disagree = false;
+      for (const auto& replica : segment.replicas()) {
+        check.replicas.push_back(CheckReplica(client, live, segment, replica));
+        check.good += check.replicas.back().good ? 1 : 0;
+        disagree = disagree || Disagrees(check.replicas.back());
+      }
+      if (check.good < check.wanted || disagree) report.problems.push_back(std::move(check));
+    }
+  }));
+  return report;
+}
+
+std::string FormatFsck(const FsckReport& report) {
+  std::string out;
+  for (const auto& problem : report.problems) {
+    absl::StrAppend(&out, problem.good < problem.wanted ? "UNDER-REPLICATED" : "DISAGREEING",
+                    " ino ", problem.ino, " segment ", problem.segment_id, " length ",
+                    problem.length, ": ", problem.good, " of ", problem.wanted, " good");
+    for (const auto& replica : problem.replicas) absl::StrAppend(&out, "; ", Describe(replica));
+    out += "\n";
+  }
+  absl::StrAppend(&out, "fsck: ", report.files, " files, ", report.segments, " segments (",
+                  report.open_segments, " open, not checked), ", report.problems.size(),
+                  report.problems.empty() ? " problems: HEALTHY\n" : " problems: NOT HEALTHY\n");
+  return out;
+}
+
+}  // namespace logfs::store

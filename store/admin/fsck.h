@@ -1,0 +1,58 @@
+// `logfs fsck`: checks that every sealed segment has its file's
+// replication in good replicas, and that they agree. A replica is good when
+// its server is live in meta and answers SegmentInfo sealed, not corrupt,
+// at the segment's recorded length. Open segments belong to their writer
+// and are counted, not checked. A segment is reported when it has fewer
+// good replicas than wanted or a replica answers with anything else.
+//
+// Thread-safety: a plain function; it blocks on RPCs (timeout each).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "store/format/logfs.pb.h"
+
+namespace logfs::store {
+
+struct FsckOptions {
+  std::string meta_address;  // "host:port"
+  int rpc_timeout_ms = 5000;  // per call
+};
+
+struct ReplicaCheck {
+  uint64_t server_id = 0;
+  std::string address;
+  bool server_live = false;  // in meta's registry
+  absl::Status status;       // of SegmentInfo (not asked when the server is dead)
+  proto::SegmentInfoResponse info;
+  bool good = false;
+};
+
+struct SegmentCheck {
+  uint64_t ino = 0;
+  uint64_t segment_id = 0;
+  uint64_t length = 0;  // recorded in meta
+  uint32_t wanted = 0;  // the file's replication
+  uint32_t good = 0;
+  std::vector<ReplicaCheck> replicas;
+};
+
+struct FsckReport {
+  uint64_t files = 0;
+  uint64_t segments = 0;
+  uint64_t open_segments = 0;  // not checked
+  std::vector<SegmentCheck> problems;  // under-replicated or disagreeing
+};
+
+// Errors: meta unreachable (kUnavailable, kDeadlineExceeded).
+absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options);
+
+// One line per problem segment with every replica's state, then a summary
+// line.
+std::string FormatFsck(const FsckReport& report);
+
+}  // namespace logfs::store

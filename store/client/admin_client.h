@@ -1,0 +1,60 @@
+// Blocking calls for the admin tools (`logfs status`, `logfs fsck`,
+// `logfs bench`): the meta inspection RPCs, and SegmentInfo and ServerStats
+// on segment servers
+// (docs/rpc.md). Owns a private io_context and thread for its clients.
+//
+// Thread-safety: any thread may call; calls block (at most the timeout
+// each).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <asio.hpp>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "store/rpc/client_pool.h"
+#include "store/format/logfs.pb.h"
+
+namespace logfs::store {
+
+// Pages fetched at most by ForEachFile and ListServers (bounds a run on a
+// huge namespace).
+inline constexpr size_t kAdminPagesMax = 1 << 20;
+
+class AdminClient {
+ public:
+  AdminClient(std::string meta_address, absl::Duration timeout);
+  ~AdminClient();
+
+  // Every registered server, by id, gathered from meta's ListServers
+  // pages. Errors: kUnavailable / kDeadlineExceeded (meta unreachable).
+  absl::StatusOr<proto::ListServersResponse> ListServers();
+  absl::StatusOr<proto::StatFsResponse> StatFs();
+  // Calls fn(file) for every regular file meta lists (ListSegments pages
+  // in inode order). Errors as ListServers.
+  absl::Status ForEachFile(const std::function<void(const proto::Inode&)>& fn);
+  // Revokes the writer lease of `ino` and recovers its open segment
+  // (meta's RecoverLease). Errors: as ListServers, ENOENT, kUnavailable
+  // when too few replicas answer.
+  absl::StatusOr<proto::Inode> RecoverLease(uint64_t ino);
+  // One replica's state on the segment server at `address`.
+  absl::StatusOr<proto::SegmentInfoResponse> SegmentInfo(const std::string& address,
+                                                         uint64_t segment_id);
+  // The counters of the segment server at `address` (segd ServerStats).
+  absl::StatusOr<proto::ServerStatsResponse> ServerStats(const std::string& address);
+
+ private:
+  const std::string meta_address_;
+  const absl::Duration timeout_;
+  asio::io_context io_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  ClientPool clients_;
+  std::thread io_thread_;
+};
+
+}  // namespace logfs::store

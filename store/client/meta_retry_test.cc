@@ -1,0 +1,177 @@
+// Meta calls that ride out a meta restart (store/client/meta_retry.h): transport
+// failures are retried within the window and then fail as "unreachable";
+// meta's own answers, errors included, are final; a meta that comes back
+// within the window answers the call. Real RpcServer and RpcClient on
+// loopback.
+#include "store/client/meta_retry.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/time/clock.h"
+#include "store/format/logfs.pb.h"
+#include "store/rpc/rpc_server.h"
+
+namespace logfs::store {
+namespace {
+
+class IoThread {
+ public:
+  IoThread() : work_(asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
+  ~IoThread() {
+    work_.reset();
+    io_.stop();
+    thread_.join();
+  }
+  asio::io_context& io() { return io_; }
+
+ private:
+  asio::io_context io_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::thread thread_;
+};
+
+// Answers StatFs with `error` (when set) or an empty StatFsResponse.
+class FakeMeta {
+ public:
+  FakeMeta(const std::string& address, absl::Status error)
+      : error_(std::move(error)), io_(std::make_unique<IoThread>()) {
+    server_ = std::make_unique<RpcServer>(
+        io_->io(),
+        [this](Frame, Responder r) {
+          ++requests_;
+          if (!error_.ok()) return r.ReplyError(error_);
+          r.Reply(proto::StatFsResponse());
+        },
+        IsMetaType);
+    absl::Status listening = server_->Listen(address);
+    EXPECT_TRUE(listening.ok()) << listening;
+  }
+  ~FakeMeta() {
+    server_->Stop();
+    io_.reset();  // before the server: its connections point at it
+    server_.reset();
+  }
+  std::string address() const { return server_->bound_address(); }
+  int requests() const { return requests_.load(); }
+
+ private:
+  const absl::Status error_;
+  std::atomic<int> requests_{0};
+  std::unique_ptr<IoThread> io_;
+  std::unique_ptr<RpcServer> server_;
+};
+
+// A loopback address nothing listens on (a server's, once it is gone).
+std::string FreeAddress() {
+  FakeMeta meta("127.0.0.1:0", absl::OkStatus());
+  return meta.address();
+}
+
+MetaRetryOptions Options(absl::Duration window) {
+  MetaRetryOptions options;
+  options.attempt_timeout = absl::Milliseconds(500);
+  options.retry_window = window;
+  return options;
+}
+
+TEST(MetaRetryTest, UnreachableMetaFailsAfterTheWindow) {
+  // Goal: connection refused is retried until the window is over, then the
+  // call fails with kUnavailable saying meta is unreachable.
+  IoThread io;
+  auto client = RpcClient::Create(io.io(), FreeAddress());
+  proto::StatFsResponse response;
+  const absl::Time start = absl::Now();
+  absl::Status s = CallMeta(*client, MessageType::kStatFs, proto::Empty(), &response,
+                            Options(absl::Milliseconds(600)));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "unreachable")) << s;
+  EXPECT_GE(took, absl::Milliseconds(500));
+  EXPECT_LT(took, absl::Milliseconds(2000));
+  client->Shutdown();
+}
+
+TEST(MetaRetryTest, ZeroWindowFailsAtOnce) {
+  IoThread io;
+  auto client = RpcClient::Create(io.io(), FreeAddress());
+  proto::StatFsResponse response;
+  const absl::Time start = absl::Now();
+  absl::Status s = CallMeta(*client, MessageType::kStatFs, proto::Empty(), &response,
+                            Options(absl::ZeroDuration()));
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(400));
+  client->Shutdown();
+}
+
+TEST(MetaRetryTest, MetaAnswerIsFinalEvenWhenUnavailable) {
+  // Goal: an error meta sends back (here kUnavailable, as "too few live
+  // segment servers") is not retried: it is an answer, not a lost call.
+  FakeMeta meta("127.0.0.1:0", absl::UnavailableError("need 3 live segment servers"));
+  IoThread io;
+  auto client = RpcClient::Create(io.io(), meta.address());
+  proto::StatFsResponse response;
+  absl::Status s = CallMeta(*client, MessageType::kStatFs, proto::Empty(), &response,
+                            Options(absl::Seconds(10)));
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_TRUE(IsServerAnswer(s));
+  EXPECT_EQ("need 3 live segment servers", s.message());
+  EXPECT_EQ(1, meta.requests());
+  client->Shutdown();
+}
+
+TEST(MetaRetryTest, MetaThatComesBackWithinTheWindowAnswers) {
+  // Goal: a meta restarting on its address (down for 300 ms) answers the
+  // call that was made while it was down, blocking and asynchronous alike.
+  const std::string address = FreeAddress();
+  IoThread io;
+  auto client = RpcClient::Create(io.io(), address);
+  std::unique_ptr<FakeMeta> meta;
+  std::thread restart([&] {
+    absl::SleepFor(absl::Milliseconds(300));  // the restart's duration
+    meta = std::make_unique<FakeMeta>(address, absl::OkStatus());
+  });
+  std::atomic<bool> async_done{false};
+  absl::Status async_status = absl::UnknownError("not run");
+  AsyncCallMeta(io.io(), client, MessageType::kStatFs, proto::Empty(),
+                Options(absl::Seconds(10)), [&](absl::Status s, Frame) {
+                  async_status = s;
+                  async_done.store(true);
+                });
+  proto::StatFsResponse response;
+  absl::Status s = CallMeta(*client, MessageType::kStatFs, proto::Empty(), &response,
+                            Options(absl::Seconds(10)));
+  restart.join();
+  EXPECT_TRUE(s.ok()) << s;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!async_done.load() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));  // poll the callback
+  }
+  ASSERT_TRUE(async_done.load());
+  EXPECT_TRUE(async_status.ok()) << async_status;
+  client->Shutdown();
+  meta.reset();
+}
+
+TEST(MetaRetryTest, BackoffDoublesToItsCapWithJitter) {
+  for (int i = 0; i < 100; ++i) {
+    absl::Duration first = MetaRetryDelay(1);
+    EXPECT_GE(first, kMetaRetryDelayMin / 2);
+    EXPECT_LE(first, kMetaRetryDelayMin);
+    absl::Duration third = MetaRetryDelay(3);
+    EXPECT_GE(third, kMetaRetryDelayMin * 2);
+    EXPECT_LE(third, kMetaRetryDelayMin * 4);
+    absl::Duration late = MetaRetryDelay(50);
+    EXPECT_GE(late, kMetaRetryDelayMax / 2);
+    EXPECT_LE(late, kMetaRetryDelayMax);
+  }
+}
+
+}  // namespace
+}  // namespace logfs::store

@@ -1,0 +1,408 @@
+#include "store/meta/meta_server.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "src/status/macros.h"
+#include "src/status/posix_error.h"
+#include "src/util/log_rate_limit.h"
+#include "store/format/logfs.pb.h"
+#include "store/format/message_type.h"
+#include "store/meta/metadata_db.h"
+#include "store/meta/namespace.h"
+#include "store/segd/replica_store.h"  // kReadBytesMax: the copy chunk
+#include "store/meta/rereplicator.h"
+#include "store/rpc/rpc_server.h"
+#include "store/meta/segd_api.h"
+
+namespace logfs::store {
+namespace {
+
+// The RocksDB directory inside --data_dir (docs/metadata_format.md).
+constexpr char kMetadataDbDir[] = "metadb";
+
+// How often leases and pins of silent mounts are checked, at most.
+constexpr int kExpireIntervalMsMax = 1000;
+
+// Re-replication passes run every --dead_server_ms / 4, at most this far
+// apart.
+constexpr int kRereplicationIntervalMsMax = 10000;
+
+// Parses the request of `frame` as Request, runs fn(request) -> StatusOr<
+// Response> and replies. An unparseable request is answered with
+// kInvalidArgument; the connection stays open.
+template <typename Request, typename Fn>
+void Serve(const Frame& frame, const Responder& responder, Fn fn) {
+  Request request;
+  if (!request.ParseFromString(frame.message)) {
+    responder.ReplyError(absl::InvalidArgumentError(absl::StrCat(
+        "unparseable ", request.GetTypeName(), " (message type ",
+        static_cast<int>(frame.type), ")")));
+    return;
+  }
+  auto response = fn(request);
+  if (!response.ok()) {
+    responder.ReplyError(response.status());
+    return;
+  }
+  responder.Reply(*response);
+}
+
+absl::StatusOr<proto::Empty> ToEmpty(const absl::Status& status) {
+  if (!status.ok()) return status;
+  return proto::Empty();
+}
+
+class MetaServerImpl : public MetaServer {
+ public:
+  MetaServerImpl(const MetaServerOptions& options, asio::io_context& io)
+      : options_(options),
+        io_(io),
+        client_work_(asio::make_work_guard(client_io_)),
+        expire_timer_(client_io_) {
+    client_thread_ = std::thread([this] { client_io_.run(); });
+  }
+
+  ~MetaServerImpl() override {
+    Stop();
+    // The RpcServer goes before the namespace it dispatches to.
+    server_.reset();
+  }
+
+  absl::Status Init() {
+    if (options_.data_dir.empty()) return absl::FailedPreconditionError("meta needs a data dir");
+    // MetadataDb::Open creates the data dir and metadb/ durably.
+    ASSIGN_OR_RETURN(db_, MetadataDb::Open({options_.data_dir + "/" + kMetadataDbDir}));
+    segment_servers_ = std::make_unique<RpcSegmentServerApi>(
+        client_io_, absl::Milliseconds(options_.rpc_timeout_ms));
+    NamespaceOptions ns_options;
+    ns_options.dead_server_ms = options_.dead_server_ms;
+    ns_options.lease_timeout_ms = options_.lease_timeout_ms;
+    ns_options.lease_recovery_delay_ms = options_.lease_recovery_delay_ms;
+    ns_options.default_replication = options_.default_replication;
+    ns_options.wal_ack_quorum = options_.wal_ack_quorum;
+    ns_options.replica_report_interval_ms = options_.replica_report_interval_ms;
+    ns_options.stray_replica_grace_ms = options_.stray_replica_grace_ms;
+    ASSIGN_OR_RETURN(ns_, Namespace::Open(db_.get(), segment_servers_.get(), ns_options));
+    server_ = std::make_unique<RpcServer>(
+        io_, [this](Frame frame, Responder responder) { Handle(frame, responder); }, IsMetaType);
+    server_->SetConnectionClosedHandler([this](uint64_t connection) {
+      uint64_t mount_id = 0;
+      {
+        absl::MutexLock lock(&sessions_mu_);
+        auto it = mount_sessions_.find(connection);
+        if (it == mount_sessions_.end()) return;
+        mount_id = it->second;
+        mount_sessions_.erase(it);
+      }
+      LOG(INFO) << "mount " << mount_id << " disconnected: its leases lapse";
+      ns_->MountDisconnected(mount_id);
+    });
+    RETURN_IF_ERROR(server_->Listen(options_.listen_address));
+    ScheduleExpiry();
+    StartRereplication();
+    LOG(INFO) << "meta serving " << server_->bound_address() << " from " << options_.data_dir;
+    return absl::OkStatus();
+  }
+
+  std::string bound_address() const override {
+    return server_ != nullptr ? server_->bound_address() : "";
+  }
+
+  void Stop() override {
+    if (stopped_.exchange(true)) return;
+    if (server_ != nullptr) server_->Stop();
+    asio::post(client_io_, [this] { expire_timer_.cancel(); });
+    // Fails calls in flight, so no handler stays blocked on client_io_.
+    if (segment_servers_ != nullptr) segment_servers_->Shutdown();
+    // Its pass in flight ends quickly now that its copies failed.
+    if (rereplicator_ != nullptr) rereplicator_->Stop();
+    // So do lease recoveries; none starts after stopped_.
+    maintenance_pool_.join();
+    client_work_.reset();
+    client_io_.stop();
+    if (client_thread_.joinable()) client_thread_.join();
+  }
+
+ private:
+  void ScheduleExpiry() {
+    int interval_ms = std::clamp(options_.lease_timeout_ms / 4, 10, kExpireIntervalMsMax);
+    expire_timer_.expires_after(std::chrono::milliseconds(interval_ms));
+    expire_timer_.async_wait([this](asio::error_code ec) {
+      if (ec || stopped_.load()) return;
+      absl::Status s = ns_->ExpireMounts();
+      if (!s.ok()) LOG(WARNING) << "expiring mounts: " << s;
+      // Off this thread, which meta's handlers wait on for segd calls: the
+      // scan (at most once a minute) may cover many records.
+      asio::post(maintenance_pool_, [this] {
+        absl::Status expired = ns_->ExpireCallRecords();
+        if (!expired.ok()) LOG(WARNING) << "expiring records of applied changes: " << expired;
+      });
+      for (uint64_t ino : ns_->TakeLapsedOpenFiles()) {
+        asio::post(maintenance_pool_, [this, ino] { RecoverLapsedLease(ino); });
+      }
+      ScheduleExpiry();
+    });
+  }
+
+  // A file whose writer died: seal what its quorum acked, so that its
+  // length is final and every reader sees it (DESIGN §4 "Lease recovery").
+  // Blocks on segment servers; runs on maintenance_pool_.
+  void RecoverLapsedLease(uint64_t ino) {
+    if (stopped_.load()) return;
+    auto inode = ns_->RecoverLease(ino, /*only_if_unleased=*/true);
+    if (inode.ok()) {
+      LOG(INFO) << "recovered inode " << ino << " after its writer's lease lapsed: "
+                << inode->attr().size() << " bytes";
+    } else if (absl::IsUnavailable(inode.status()) ||
+               ErrnoFromStatus(inode.status()) == EAGAIN) {
+      // Too few replicas answer: tried again every lease_recovery_delay_ms,
+      // one bounded attempt each time.
+      LOGFS_LOG_EVERY_MS(WARNING, 10000) << "recovering inode " << ino
+                                         << " after its lease lapsed: " << inode.status()
+                                         << "; retrying later";
+      if (!stopped_.load()) ns_->RetryLeaseRecovery(ino);
+    } else {
+      LOG(WARNING) << "recovering inode " << ino << " after its lease lapsed: "
+                   << inode.status();
+    }
+  }
+
+  // Copies of a pass run at once; each call may wait for the copies queued
+  // before it on its target, so it gets a chunk's deadline for every chunk
+  // of the pass.
+  void StartRereplication() {
+    RereplicatorOptions options;
+    options.interval_ms = std::clamp(options_.dead_server_ms / 4, 10, kRereplicationIntervalMsMax);
+    const int64_t chunk_ms = options_.rpc_timeout_ms;
+    auto copy = [this, chunk_ms](const std::vector<RereplicationTask>& tasks) {
+      int64_t chunks = 2;
+      for (const auto& task : tasks) chunks += 1 + task.length / kReadBytesMax;
+      return segment_servers_->CopySegments(tasks, absl::Milliseconds(chunk_ms * chunks));
+    };
+    rereplicator_ = std::make_unique<Rereplicator>(ns_.get(), copy, options);
+    rereplicator_->Start();
+  }
+
+  void Handle(const Frame& frame, const Responder& r) {
+    if (stopped_.load()) {
+      r.ReplyError(absl::UnavailableError("meta is stopping"));
+      return;
+    }
+    Namespace& ns = *ns_;
+    switch (frame.type) {
+      case MessageType::kRegisterServer:
+        return Serve<proto::RegisterServerRequest>(frame, r, [&](const auto& q)
+            -> absl::StatusOr<proto::RegisterServerResponse> {
+          ASSIGN_OR_RETURN(uint64_t id, ns.RegisterServer(q));
+          proto::RegisterServerResponse response;
+          response.set_server_id(id);
+          response.set_cluster_id(ns.cluster_id());
+          return response;
+        });
+      case MessageType::kHeartbeat:
+        return Serve<proto::HeartbeatRequest>(frame, r,
+                                              [&](const auto& q) { return ns.Heartbeat(q); });
+      case MessageType::kNewMount:
+        return Serve<proto::NewMountRequest>(frame, r, [&](const auto&)
+            -> absl::StatusOr<proto::NewMountResponse> {
+          ASSIGN_OR_RETURN(uint64_t id, ns.NewMount());
+          RememberSession(frame.connection_id, id);
+          proto::NewMountResponse response;
+          response.set_mount_id(id);
+          return response;
+        });
+      case MessageType::kMountHeartbeat:
+        return Serve<proto::MountHeartbeatRequest>(frame, r, [&](const auto& q) {
+          RememberSession(frame.connection_id, q.mount_id());
+          return ToEmpty(ns.MountHeartbeat(
+              q.mount_id(), std::vector<uint64_t>(q.writing_inos().begin(),
+                                                  q.writing_inos().end())));
+        });
+      case MessageType::kLookup:
+        return Serve<proto::LookupRequest>(frame, r, [&](const auto& q) {
+          return AttrReply(ns.Lookup(q.parent(), q.name()));
+        });
+      case MessageType::kGetAttr:
+        return Serve<proto::GetAttrRequest>(
+            frame, r, [&](const auto& q) { return AttrReply(ns.GetAttr(q.ino())); });
+      case MessageType::kGetInode:
+        return Serve<proto::GetAttrRequest>(
+            frame, r, [&](const auto& q) { return InodeReply(ns.GetInode(q.ino())); });
+      case MessageType::kSetAttr:
+        return Serve<proto::SetAttrRequest>(frame, r, [&](const auto& q) {
+          return TEST_AfterChange(q.call(), AttrReply(ns.SetAttr(q)));
+        });
+      case MessageType::kCreate:
+        return Serve<proto::CreateRequest>(frame, r, [&](const auto& q) {
+          return TEST_AfterChange(q.call(), AttrReply(ns.Create(q)));
+        });
+      case MessageType::kUnlink:
+        return Serve<proto::UnlinkRequest>(frame, r, [&](const auto& q) {
+          return TEST_AfterChange(q.call(),
+                                  ToEmpty(ns.Unlink(q.parent(), q.name(), q.directory(), q.call())));
+        });
+      case MessageType::kRename:
+        return Serve<proto::RenameRequest>(frame, r, [&](const auto& q) {
+          return TEST_AfterChange(q.call(), ToEmpty(ns.Rename(q)));
+        });
+      default:
+        return HandleMore(frame, r);
+    }
+  }
+
+  void HandleMore(const Frame& frame, const Responder& r) {
+    Namespace& ns = *ns_;
+    switch (frame.type) {
+      case MessageType::kReadlink:
+        return Serve<proto::GetAttrRequest>(frame, r, [&](const auto& q)
+            -> absl::StatusOr<proto::ReadlinkResponse> {
+          ASSIGN_OR_RETURN(std::string target, ns.Readlink(q.ino()));
+          proto::ReadlinkResponse response;
+          response.set_target(std::move(target));
+          return response;
+        });
+      case MessageType::kReaddir:
+        return Serve<proto::ReaddirRequest>(
+            frame, r, [&](const auto& q) { return ns.Readdir(q.ino(), q.start_after()); });
+      case MessageType::kSetXattr:
+        return Serve<proto::SetXattrRequest>(frame, r, [&](const auto& q) {
+          return TEST_AfterChange(q.call(), ToEmpty(ns.SetXattr(q)));
+        });
+      case MessageType::kGetXattr:
+        return Serve<proto::GetXattrRequest>(frame, r, [&](const auto& q)
+            -> absl::StatusOr<proto::GetXattrResponse> {
+          ASSIGN_OR_RETURN(std::string value, ns.GetXattr(q.ino(), q.name()));
+          proto::GetXattrResponse response;
+          response.set_value(std::move(value));
+          return response;
+        });
+      case MessageType::kListXattr:
+        return Serve<proto::GetAttrRequest>(frame, r, [&](const auto& q)
+            -> absl::StatusOr<proto::ListXattrResponse> {
+          ASSIGN_OR_RETURN(auto names, ns.ListXattr(q.ino()));
+          proto::ListXattrResponse response;
+          for (auto& name : names) response.add_names(std::move(name));
+          return response;
+        });
+      case MessageType::kRemoveXattr:
+        return Serve<proto::GetXattrRequest>(frame, r, [&](const auto& q) {
+          return TEST_AfterChange(q.call(), ToEmpty(ns.RemoveXattr(q.ino(), q.name(), q.call())));
+        });
+      case MessageType::kStatFs:
+        return Serve<proto::Empty>(frame, r, [&](const auto&) { return ns.StatFs(); });
+      case MessageType::kOpen:
+        return Serve<proto::OpenRequest>(frame, r, [&](const auto& q) {
+          return InodeReply(ns.Open(q.ino(), q.mount_id()));
+        });
+      case MessageType::kRelease:
+        return Serve<proto::ReleaseRequest>(frame, r, [&](const auto& q) {
+          return ToEmpty(ns.Release(q.ino(), q.mount_id()));
+        });
+      case MessageType::kOpenWrite:
+        return Serve<proto::OpenWriteRequest>(
+            frame, r, [&](const auto& q) { return InodeReply(ns.OpenWrite(q)); });
+      case MessageType::kRecoverLease:
+        return Serve<proto::RecoverLeaseRequest>(
+            frame, r, [&](const auto& q) { return InodeReply(ns.RecoverLease(q.ino())); });
+      case MessageType::kListServers:
+        return Serve<proto::ListServersRequest>(
+            frame, r, [&](const auto& q) { return ns.ListServers(q.start_server_id()); });
+      case MessageType::kListSegments:
+        return Serve<proto::ListSegmentsRequest>(frame, r, [&](const auto& q) {
+          return ns.ListSegments(q.start_ino(), q.max_inodes());
+        });
+      case MessageType::kSealSegment:
+        return Serve<proto::SealSegmentRequest>(
+            frame, r, [&](const auto& q) { return InodeReply(ns.SealSegment(q)); });
+      case MessageType::kReportBadReplica:
+        return Serve<proto::ReportBadReplicaRequest>(
+            frame, r, [&](const auto& q) { return ToEmpty(ns.ReportBadReplica(q)); });
+      default:
+        r.ReplyError(absl::InvalidArgumentError(
+            absl::StrCat("meta does not serve message type ", static_cast<int>(frame.type))));
+    }
+  }
+
+  // Passes `result` through; see MetaServerOptions::TEST_exit_before_reply_to_change.
+  template <typename Result>
+  Result TEST_AfterChange(const proto::CallId& call, Result result) {
+    if (options_.TEST_exit_before_reply_to_change <= 0 || call.seq() == 0) return result;
+    if (TEST_changes_.fetch_add(1) + 1 == options_.TEST_exit_before_reply_to_change) {
+      std::fprintf(stderr, "meta: TEST_exit_before_reply_to_change: exiting before the reply "
+                           "to call %lu/%lu\n",
+                   static_cast<unsigned long>(call.mount_id()),
+                   static_cast<unsigned long>(call.seq()));
+      std::_Exit(3);
+    }
+    return result;
+  }
+
+  static absl::StatusOr<proto::AttrResponse> AttrReply(absl::StatusOr<proto::Attr> attr) {
+    if (!attr.ok()) return attr.status();
+    proto::AttrResponse response;
+    *response.mutable_attr() = std::move(*attr);
+    return response;
+  }
+
+  static absl::StatusOr<proto::InodeResponse> InodeReply(absl::StatusOr<proto::Inode> inode) {
+    if (!inode.ok()) return inode.status();
+    proto::InodeResponse response;
+    *response.mutable_inode() = std::move(*inode);
+    return response;
+  }
+
+  // Immutable after construction.
+  const MetaServerOptions options_;
+  asio::io_context& io_;
+
+  // Outgoing calls to segment servers and the expiry timer run here, never
+  // on `io_`: handlers on io_ threads block on these calls.
+  asio::io_context client_io_;
+  asio::executor_work_guard<asio::io_context::executor_type> client_work_;
+  asio::steady_timer expire_timer_;
+  std::thread client_thread_;
+  // Blocking background work: recoveries of files whose writer's lease
+  // lapsed (RecoverLapsedLease), expiry of old call records.
+  asio::thread_pool maintenance_pool_{1};
+
+  // Set by Init(), then immutable until destruction.
+  std::unique_ptr<MetadataDb> db_;
+  std::unique_ptr<RpcSegmentServerApi> segment_servers_;
+  std::unique_ptr<Namespace> ns_;
+  std::unique_ptr<Rereplicator> rereplicator_;
+  std::unique_ptr<RpcServer> server_;
+
+  std::atomic<bool> stopped_{false};
+  std::atomic<int> TEST_changes_{0};  // changes with a call id handled
+
+  // Which mount talks over which connection: a closed connection ends that
+  // mount's session (its leases lapse).
+  void RememberSession(uint64_t connection, uint64_t mount_id) {
+    absl::MutexLock lock(&sessions_mu_);
+    mount_sessions_[connection] = mount_id;
+  }
+  absl::Mutex sessions_mu_;
+  std::map<uint64_t, uint64_t> mount_sessions_ ABSL_GUARDED_BY(sessions_mu_);
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MetaServer>> MetaServer::Start(const MetaServerOptions& options,
+                                                             asio::io_context& io) {
+  auto server = std::make_unique<MetaServerImpl>(options, io);
+  RETURN_IF_ERROR(server->Init());
+  return std::unique_ptr<MetaServer>(std::move(server));
+}
+
+}  // namespace logfs::store

@@ -1,0 +1,140 @@
+// Meta's persistent state in RocksDB: inodes, directory entries, id
+// counters, the segment-server registry, replicas waiting to be deleted on
+// each server, and orphans (unlinked files still open at a crash). Key
+// layout: docs/metadata_format.md. This is the only file pair that knows
+// RocksDB; rocksdb::Status becomes absl::Status here.
+//
+// Every mutation goes through one Batch written with sync=true, so a
+// namespace change is either entirely on disk or not at all.
+//
+// Thread-safety: all methods may be called from any thread (RocksDB is
+// internally synchronized). A Batch is not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "store/format/logfs.pb.h"
+
+namespace logfs::store {
+
+struct MetadataDbOptions {
+  std::string path;  // RocksDB directory; created durably (with parents) if missing
+};
+
+// Persisted id counters. Each holds the next id to hand out.
+enum class MetaCounter : uint8_t {
+  kNextIno = 1,
+  kNextSegmentId = 2,
+  kNextMountId = 3,
+  kNextServerId = 4,
+  // Not a counter: the cluster's random id, made at meta's first start
+  // (as HDFS's namespaceID), that segment servers keep with their own.
+  kClusterId = 5,
+};
+
+class MetadataDb {
+ public:
+  // A set of mutations applied atomically by Write(). Later operations on
+  // the same key win.
+  class Batch {
+   public:
+    Batch();
+    ~Batch();
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+
+    void PutInode(const proto::Inode& inode);  // keyed by inode.attr().ino()
+    void DeleteInode(uint64_t ino);
+    void PutDirEntry(uint64_t parent, const proto::DirEntry& entry);  // keyed by entry.name()
+    void DeleteDirEntry(uint64_t parent, const std::string& name);
+    void PutCounter(MetaCounter counter, uint64_t value);
+    // Keyed by server.server_id().
+    void PutServer(const proto::RegisterServerRequest& server);
+    void AddPendingDeletion(uint64_t server_id, uint64_t segment_id);
+    void DeletePendingDeletion(uint64_t server_id, uint64_t segment_id);
+    void AddOrphan(uint64_t ino);
+    void DeleteOrphan(uint64_t ino);
+    // Meta's table of applied changes (docs/rpc.md "Retries"), keyed by
+    // (call.mount_id(), call.seq()).
+    void PutCallRecord(const proto::CallId& call, const proto::CallRecord& record);
+    void DeleteCallRecord(uint64_t mount_id, uint64_t seq);
+
+    // Number of operations added.
+    int count() const;
+
+   private:
+    friend class MetadataDb;
+    struct Rep;
+    std::unique_ptr<Rep> rep_;
+  };
+
+  // Opens or creates the database at options.path. When it returns, the
+  // directory's own entry is durable too (RocksDB fsyncs its files and the
+  // directory, never the directory's parent). Errors:
+  // kFailedPrecondition when another process (or another MetadataDb in this
+  // process) holds the database's lock, or the directory is unusable;
+  // kDataLoss on corruption; kInternal otherwise.
+  static absl::StatusOr<std::unique_ptr<MetadataDb>> Open(const MetadataDbOptions& options);
+  ~MetadataDb();
+
+  // Applies `batch` atomically with sync=true (on disk when OK is returned).
+  absl::Status Write(Batch& batch);
+
+  // kNotFound (without an errno) when absent.
+  absl::StatusOr<proto::Inode> GetInode(uint64_t ino);
+  absl::StatusOr<proto::DirEntry> GetDirEntry(uint64_t parent, const std::string& name);
+
+  // One page of the entries of `parent` in name (byte) order: those after
+  // `start_after` (from the first when empty), at most `max_entries` of
+  // them and, past the first, at most `max_bytes` of encoded entries
+  // (each as a repeated field costs: tag, length and DirEntry). One RocksDB iterator; entries added or
+  // removed by concurrent writes may or may not show. kDataLoss on an
+  // unparseable entry.
+  struct DirPage {
+    std::vector<proto::DirEntry> entries;
+    bool more = false;  // another entry follows the last one
+  };
+  absl::StatusOr<DirPage> ListDir(uint64_t parent, const std::string& start_after,
+                                  size_t max_entries, size_t max_bytes);
+  // True when `parent` has at least one entry.
+  absl::StatusOr<bool> HasEntries(uint64_t parent);
+
+  // The counter's value; 0 if never written.
+  absl::StatusOr<uint64_t> GetCounter(MetaCounter counter);
+
+  absl::StatusOr<std::vector<proto::RegisterServerRequest>> ListServers();
+
+  // Up to `max_count` segment ids pending deletion on `server_id`, ascending.
+  absl::StatusOr<std::vector<uint64_t>> ListPendingDeletions(uint64_t server_id,
+                                                             size_t max_count);
+
+  absl::StatusOr<std::vector<uint64_t>> ListOrphans();
+
+  // The record of an applied change; kNotFound (without an errno) when
+  // absent.
+  absl::StatusOr<proto::CallRecord> GetCallRecord(const proto::CallId& call);
+  // Deletes every change record applied before `time_ns` (a scan of all of
+  // them, in one synced batch); returns how many it deleted. kDataLoss on
+  // an unparseable record.
+  absl::StatusOr<uint64_t> DeleteCallRecordsBefore(int64_t time_ns);
+
+  // Up to `max_count` inodes with ino >= start_ino, ascending (a bounded
+  // scan for re-replication and inspection; consistent per inode only).
+  // kDataLoss on an unparseable inode.
+  absl::StatusOr<std::vector<proto::Inode>> ListInodes(uint64_t start_ino, size_t max_count);
+
+  // Number of inodes (a full scan of the inode keys; call at start only).
+  absl::StatusOr<uint64_t> CountInodes();
+
+ private:
+  struct Rep;
+  explicit MetadataDb(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
+};
+
+}  // namespace logfs::store

@@ -1,0 +1,335 @@
+// Namespace: startup, reply helpers, and the read / create / setattr calls.
+// Removal and rename: namespace_remove.cc; xattrs: namespace_xattr.cc;
+// open files and segments: namespace_write.cc; servers and mounts:
+// namespace_servers.cc.
+#include "store/meta/namespace.h"
+
+#include <sys/stat.h>
+
+#include <random>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "src/status/macros.h"
+#include "src/status/posix_error.h"
+#include "store/meta/internal/namespace_txn.h"
+
+namespace logfs::store {
+namespace {
+
+// FUSE_SET_ATTR_* bits (libfuse fuse_lowlevel.h); store/ does not include
+// FUSE headers.
+constexpr uint32_t kSetAttrMode = 1 << 0;
+constexpr uint32_t kSetAttrUid = 1 << 1;
+constexpr uint32_t kSetAttrGid = 1 << 2;
+constexpr uint32_t kSetAttrSize = 1 << 3;
+constexpr uint32_t kSetAttrAtime = 1 << 4;
+constexpr uint32_t kSetAttrMtime = 1 << 5;
+constexpr uint32_t kSetAttrAtimeNow = 1 << 7;
+constexpr uint32_t kSetAttrMtimeNow = 1 << 8;
+
+absl::Status ValidateNewName(const std::string& name) {
+  if (name.size() > kNameBytesMax) {
+    return PosixError(ENAMETOOLONG, absl::StrCat("name longer than ", kNameBytesMax, " bytes"));
+  }
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+      name.find('\0') != std::string::npos) {
+    return PosixError(EINVAL, absl::StrCat("invalid name '", name, "'"));
+  }
+  return absl::OkStatus();
+}
+
+bool IsDir(const proto::Inode& inode) { return S_ISDIR(inode.attr().mode()); }
+bool IsReg(const proto::Inode& inode) { return S_ISREG(inode.attr().mode()); }
+
+}  // namespace
+
+Namespace::Namespace(MetadataDb* db, SegmentServerApi* segment_servers, NamespaceOptions options)
+    : db_(db), segment_servers_(segment_servers), options_(std::move(options)) {}
+
+Namespace::~Namespace() = default;
+
+absl::StatusOr<std::unique_ptr<Namespace>> Namespace::Open(MetadataDb* db,
+                                                           SegmentServerApi* segment_servers,
+                                                           NamespaceOptions options) {
+  std::unique_ptr<Namespace> ns(new Namespace(db, segment_servers, std::move(options)));
+  RETURN_IF_ERROR(ns->Load());
+  return ns;
+}
+
+absl::Status Namespace::Load() {
+  absl::MutexLock lock(&mu_);
+  Txn txn(db_);
+  for (MetaCounter counter : {MetaCounter::kNextIno, MetaCounter::kNextSegmentId,
+                              MetaCounter::kNextMountId, MetaCounter::kNextServerId}) {
+    ASSIGN_OR_RETURN(uint64_t next, db_->GetCounter(counter));
+    if (next == 0) next = counter == MetaCounter::kNextIno ? kRootIno + 1 : 1;
+    next_ids_[counter] = next;
+  }
+  ASSIGN_OR_RETURN(cluster_id_, db_->GetCounter(MetaCounter::kClusterId));
+  if (cluster_id_ == 0) {
+    std::random_device random;
+    while (cluster_id_ == 0) {
+      cluster_id_ = (static_cast<uint64_t>(random()) << 32) ^ random();
+    }
+    txn.batch().PutCounter(MetaCounter::kClusterId, cluster_id_);
+  }
+  auto root = db_->GetInode(kRootIno);
+  if (absl::IsNotFound(root.status())) {
+    int64_t now = NowNs();
+    proto::Inode inode;
+    proto::Attr* attr = inode.mutable_attr();
+    attr->set_ino(kRootIno);
+    attr->set_mode(S_IFDIR | 0755);
+    attr->set_nlink(2);
+    attr->set_kind(proto::KIND_BLOCK);
+    attr->set_atime_ns(now);
+    attr->set_mtime_ns(now);
+    attr->set_ctime_ns(now);
+    inode.set_parent(kRootIno);
+    txn.Add(std::move(inode));
+    txn.batch().PutCounter(MetaCounter::kNextIno, next_ids_[MetaCounter::kNextIno]);
+  } else if (!root.ok()) {
+    return root.status();
+  }
+  ASSIGN_OR_RETURN(auto servers, db_->ListServers());
+  // Registered servers count as live for one --dead_server_ms after a meta
+  // start, until their heartbeats (every second) say more; as HDFS's
+  // NameNode trusts its DataNode list while it leaves safe mode. Without
+  // this, every new segment fails right after a meta restart.
+  for (auto& record : servers) {
+    ServerState& state = servers_[record.server_id()];
+    state.record = std::move(record);
+    state.last_seen_ns = NowNs();
+  }
+  // Pins do not survive a restart, so every orphan is now unreferenced.
+  ASSIGN_OR_RETURN(auto orphans, db_->ListOrphans());
+  for (uint64_t ino : orphans) {
+    auto inode = txn.Get(ino);
+    if (inode.ok() && (*inode)->attr().nlink() == 0) DeleteFile(txn, **inode);
+    txn.batch().DeleteOrphan(ino);
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  ASSIGN_OR_RETURN(inode_count_, db_->CountInodes());
+  return absl::OkStatus();
+}
+
+int64_t Namespace::NowNs() const {
+  return options_.now_ns ? options_.now_ns() : absl::ToUnixNanos(absl::Now());
+}
+
+uint64_t Namespace::AllocateId(Txn& txn, MetaCounter counter) {
+  uint64_t id = next_ids_[counter]++;
+  txn.batch().PutCounter(counter, id + 1);
+  return id;
+}
+
+uint32_t Namespace::Replication(const proto::Inode& inode) const {
+  return inode.replication() != 0 ? inode.replication() : options_.default_replication;
+}
+
+uint32_t Namespace::AckQuorum(const proto::Inode& inode) const {
+  uint32_t replication = Replication(inode);
+  if (inode.ack_quorum() != 0) return std::min(inode.ack_quorum(), replication);
+  if (inode.attr().kind() == proto::KIND_WAL) return std::min(options_.wal_ack_quorum, replication);
+  return replication;
+}
+
+proto::Attr Namespace::ReplyAttr(const proto::Inode& inode) const {
+  proto::Attr attr = inode.attr();
+  attr.set_open_for_write(LiveLeaseHolder(attr.ino()) != 0);
+  attr.set_open_segment(OpenLastSegment(inode) != nullptr);
+  return attr;
+}
+
+proto::Inode Namespace::ReplyInode(const proto::Inode& inode) const {
+  proto::Inode reply = inode;
+  // Xattrs are served by GetXattr/ListXattr; left out, the reply stays
+  // within store/format/limits.h's kInodeReplyBytesMax.
+  reply.clear_xattrs();
+  *reply.mutable_attr() = ReplyAttr(inode);
+  reply.set_replication(Replication(inode));
+  reply.set_ack_quorum(AckQuorum(inode));
+  for (auto& segment : *reply.mutable_segments()) FillAddresses(&segment);
+  return reply;
+}
+
+absl::StatusOr<proto::Inode*> Namespace::GetDir(Txn& txn, uint64_t ino) {
+  ASSIGN_OR_RETURN(proto::Inode * dir, txn.Get(ino));
+  if (!IsDir(*dir)) return PosixError(ENOTDIR, absl::StrCat("inode ", ino, " is not a directory"));
+  return dir;
+}
+
+absl::StatusOr<proto::Attr> Namespace::Lookup(uint64_t parent, const std::string& name) {
+  if (name.size() > kNameBytesMax) {
+    return PosixError(ENAMETOOLONG, absl::StrCat("name longer than ", kNameBytesMax, " bytes"));
+  }
+  absl::MutexLock lock(&mu_);
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * dir, GetDir(txn, parent));
+  if (name == ".") return ReplyAttr(*dir);
+  if (name == "..") {
+    ASSIGN_OR_RETURN(proto::Inode * up, txn.Get(dir->parent() != 0 ? dir->parent() : kRootIno));
+    return ReplyAttr(*up);
+  }
+  auto entry = db_->GetDirEntry(parent, name);
+  if (absl::IsNotFound(entry.status())) {
+    return PosixError(ENOENT, absl::StrCat("no entry '", name, "' in ", parent));
+  }
+  if (!entry.ok()) return entry.status();
+  ASSIGN_OR_RETURN(proto::Inode * child, txn.Get(entry->ino()));
+  return ReplyAttr(*child);
+}
+
+absl::StatusOr<proto::Attr> Namespace::GetAttr(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+  return ReplyAttr(*inode);
+}
+
+absl::StatusOr<proto::Inode> Namespace::GetInode(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+  return ReplyInode(*inode);
+}
+
+absl::StatusOr<std::string> Namespace::Readlink(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+  if (!S_ISLNK(inode->attr().mode())) {
+    return PosixError(EINVAL, absl::StrCat("inode ", ino, " is not a symlink"));
+  }
+  return inode->symlink_target();
+}
+
+absl::StatusOr<proto::ReaddirResponse> Namespace::Readdir(uint64_t ino,
+                                                         const std::string& start_after) {
+  {
+    absl::MutexLock lock(&mu_);
+    Txn txn(db_);
+    RETURN_IF_ERROR(GetDir(txn, ino).status());
+  }
+  // RocksDB reads need no lock: a page is one iterator's view, and the
+  // cursor keeps later pages right however the directory changes.
+  ASSIGN_OR_RETURN(MetadataDb::DirPage page,
+                   db_->ListDir(ino, start_after, kReaddirPageEntriesMax, kReaddirPageBytesMax));
+  proto::ReaddirResponse response;
+  for (auto& entry : page.entries) *response.add_entries() = std::move(entry);
+  response.set_more(page.more);
+  return response;
+}
+
+absl::StatusOr<proto::Attr> Namespace::Create(const proto::CreateRequest& request) {
+  RETURN_IF_ERROR(ValidateNewName(request.name()));
+  uint32_t type = request.mode() & S_IFMT;
+  if (type != S_IFREG && type != S_IFDIR && type != S_IFLNK) {
+    return PosixError(EINVAL, absl::StrCat("cannot create file type ", type >> 12, " (only regular, directory, symlink)"));
+  }
+  if (type == S_IFLNK && request.symlink_target().empty()) {
+    return PosixError(ENOENT, "empty symlink target");
+  }
+  if (request.symlink_target().size() > kSymlinkTargetBytesMax) {
+    return PosixError(ENAMETOOLONG,
+                      absl::StrCat("symlink target longer than ", kSymlinkTargetBytesMax, " bytes"));
+  }
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kCreate));
+  if (recorded.has_value()) return RecordedAttr(*recorded);
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, request.parent()));
+  auto existing = db_->GetDirEntry(request.parent(), request.name());
+  if (existing.ok()) return PosixError(EEXIST, absl::StrCat("'", request.name(), "' exists"));
+  if (!absl::IsNotFound(existing.status())) return existing.status();
+
+  int64_t now = NowNs();
+  proto::Inode inode;
+  proto::Attr* attr = inode.mutable_attr();
+  attr->set_ino(AllocateId(txn, MetaCounter::kNextIno));
+  attr->set_mode(type | (request.mode() & 07777));
+  attr->set_uid(request.uid());
+  attr->set_gid(request.gid());
+  attr->set_atime_ns(now);
+  attr->set_mtime_ns(now);
+  attr->set_ctime_ns(now);
+  attr->set_nlink(type == S_IFDIR ? 2 : 1);
+  attr->set_kind(parent->attr().kind() == proto::KIND_WAL ? proto::KIND_WAL : proto::KIND_BLOCK);
+  // Only explicitly set values are stored; 0 means "the kind's default".
+  inode.set_replication(parent->replication());
+  inode.set_ack_quorum(parent->ack_quorum());
+  if (type == S_IFLNK) {
+    inode.set_symlink_target(request.symlink_target());
+    attr->set_size(request.symlink_target().size());
+  }
+  if (type == S_IFDIR) {
+    inode.set_parent(parent->attr().ino());
+    parent->mutable_attr()->set_nlink(parent->attr().nlink() + 1);
+  }
+  proto::DirEntry entry;
+  entry.set_name(request.name());
+  entry.set_ino(attr->ino());
+  entry.set_mode(attr->mode());
+  txn.batch().PutDirEntry(parent->attr().ino(), entry);
+  parent->mutable_attr()->set_mtime_ns(now);
+  parent->mutable_attr()->set_ctime_ns(now);
+  txn.Put(parent);
+  proto::Inode* added = txn.Add(std::move(inode));
+  RecordCall(txn, request.call(), MessageType::kCreate,
+             [this, added]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+               return AttrReplyBytes(ReplyAttr(*added));
+             });
+  RETURN_IF_ERROR(txn.Commit());
+  ++inode_count_;
+  return ReplyAttr(*added);
+}
+
+absl::StatusOr<proto::Attr> Namespace::SetAttr(const proto::SetAttrRequest& request) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kSetAttr));
+  if (recorded.has_value()) return RecordedAttr(*recorded);
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
+  proto::Attr* attr = inode->mutable_attr();
+  int64_t now = NowNs();
+  uint32_t to_set = request.to_set();
+  if (to_set & kSetAttrSize) {
+    if (IsDir(*inode)) return PosixError(EISDIR, "truncate of a directory");
+    if (!IsReg(*inode)) return PosixError(EINVAL, "truncate of a non-regular file");
+    if (attr->kind() == proto::KIND_WAL && request.size() == 0) {
+      uint64_t holder = LiveLeaseHolder(request.ino());
+      if (holder != 0 && holder != request.mount_id()) {
+        return PosixError(EBUSY, absl::StrCat("file is open for write by mount ", holder));
+      }
+      if (inode->segments_size() > 0) {
+        DropSegments(txn, inode);
+        attr->set_mtime_ns(now);
+      }
+    } else if (request.size() != attr->size()) {
+      return PosixError(EPERM, absl::StrCat("files are append-only: cannot resize from ",
+                                            attr->size(), " to ", request.size()));
+    }
+  }
+  if (to_set & kSetAttrMode) attr->set_mode((attr->mode() & S_IFMT) | (request.mode() & 07777));
+  if (to_set & kSetAttrUid) attr->set_uid(request.uid());
+  if (to_set & kSetAttrGid) attr->set_gid(request.gid());
+  if (to_set & kSetAttrAtime) attr->set_atime_ns(request.atime_ns());
+  if (to_set & kSetAttrAtimeNow) attr->set_atime_ns(now);
+  if (to_set & kSetAttrMtime) attr->set_mtime_ns(request.mtime_ns());
+  if (to_set & kSetAttrMtimeNow) attr->set_mtime_ns(now);
+  attr->set_ctime_ns(now);
+  txn.Put(inode);
+  RecordCall(txn, request.call(), MessageType::kSetAttr,
+             [this, inode]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+               return AttrReplyBytes(ReplyAttr(*inode));
+             });
+  RETURN_IF_ERROR(txn.Commit());
+  return ReplyAttr(*inode);
+}
+
+}  // namespace logfs::store

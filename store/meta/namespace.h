@@ -1,0 +1,431 @@
+// Meta's namespace logic over MetadataDb, without networking: inodes,
+// directories, rename, xattrs and file kinds, open pins and orphans, writer
+// leases, segment lists and placement, the segment-server registry, and
+// recovery of a dead writer's open segment. docs/rpc.md ("Meta") is the
+// contract; each method below is one RPC of that table and returns its
+// errors as PosixError(errno, ...) so the exact errno reaches the client.
+//
+// State: everything in the namespace is in MetadataDb, changed by one
+// synced batch per call. In memory only: pins (per mount), leases (ino ->
+// mount), mount and server liveness. After a restart, leases and pins are
+// gone: orphans are deleted at Open(), and an open segment left by a writer
+// is recovered at the next OpenWrite.
+//
+// Thread-safety: every public method may be called from any thread; one
+// mutex serializes them. OpenWrite drops the mutex while it asks segment
+// servers to recover a segment (see there).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "store/format/limits.h"  // kNameBytesMax, kReplicationMax, ...
+#include "store/format/logfs.pb.h"
+#include "store/format/message_type.h"
+#include "store/meta/metadata_db.h"
+#include "store/meta/internal/replica_report_state.h"
+#include "store/meta/rereplication_task.h"
+#include "store/meta/segd_api.h"
+
+namespace logfs::store {
+
+inline constexpr uint64_t kRootIno = 1;
+inline constexpr size_t kDeletionsPerHeartbeatMax = 10000;
+// Orphans whose unlink grace is over that one ExpireMounts pass deletes
+// (one batch); the rest wait for the next pass.
+inline constexpr size_t kOrphansPerExpiryMax = 10000;
+// Strays handed to a server in one heartbeat reply (namespace_reports.cc).
+inline constexpr size_t kStraysPerHeartbeatMax = 256;
+
+struct NamespaceOptions {
+  int64_t dead_server_ms = 10000;    // no heartbeat this long: server is dead
+  int64_t lease_timeout_ms = 60000;  // no mount heartbeat this long: leases lapse
+  // A file whose writer's lease lapsed this long ago (its mount
+  // disconnected or went silent) and that nobody has opened for write
+  // since is recovered by meta itself (LapsedOpenFiles), as HDFS's
+  // NameNode recovers a lease past its hard limit. The delay lets a mount
+  // whose connection merely broke come back and take its lease again.
+  int64_t lease_recovery_delay_ms = 5000;
+  // A file unlinked or replaced by rename while nobody has it open stays
+  // openable by inode number for this long (ms), then is deleted. A kernel
+  // that resolved the name just before a rename replaced it opens the old
+  // inode an instant later: it gets the old file, as POSIX allows, instead
+  // of ESTALE twice in a row (the VFS retries a stale lookup only once).
+  // 0 deletes at once.
+  int64_t unlinked_grace_ms = 2000;
+  // Bytes of an inode's reply past which a new segment fails with EFBIG
+  // (store/format/limits.h); at most kInodeReplyBytesMax.
+  size_t inode_reply_bytes_max = kInodeReplyBytesMax;
+  // Replica reports (namespace_reports.cc): how often each server is asked
+  // for one, and how long a stray replica must be unchanged on its server
+  // before the server deletes it.
+  int64_t replica_report_interval_ms = 600000;
+  int64_t stray_replica_grace_ms = 300000;
+  uint32_t default_replication = 3;  // both kinds
+  uint32_t wal_ack_quorum = 2;       // block files ack on every replica
+  // Wall clock in ns since the Unix epoch; null means absl::Now(). Tests
+  // inject a fake to move time.
+  std::function<int64_t()> now_ns;
+  // The table of applied changes (docs/rpc.md "Retries"): a mount's record
+  // is dropped once it has made this many changes since, and every record
+  // once it is this old (longer than any mount retries a call).
+  uint32_t call_records_per_mount = 4096;
+  int64_t call_record_retention_ms = 10 * 60 * 1000;
+};
+
+class Namespace {
+ public:
+  // Loads state from `db`, creating the root directory (inode 1) on first
+  // use and deleting orphans left by a previous run. Keeps `db` and
+  // `segment_servers`, which must outlive the namespace. Errors come from
+  // the database.
+  static absl::StatusOr<std::unique_ptr<Namespace>> Open(MetadataDb* db,
+                                                         SegmentServerApi* segment_servers,
+                                                         NamespaceOptions options);
+  ~Namespace();
+
+  // ---- segment servers and mounts
+  // Returns the server's id. kFailedPrecondition for a server of another
+  // cluster (its cluster_id is not meta's: meta lost its database, or the
+  // server was pointed at the wrong meta), which must not join, and for a
+  // second live process claiming a server's id.
+  absl::StatusOr<uint64_t> RegisterServer(const proto::RegisterServerRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // This cluster's id (random, made at the first start, never changes).
+  uint64_t cluster_id() const ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::HeartbeatResponse> Heartbeat(const proto::HeartbeatRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<uint64_t> NewMount() ABSL_LOCKS_EXCLUDED(mu_);
+  // The mount's session with meta broke (its connection closed, as when
+  // the mount is killed): its leases lapse now, not after lease_timeout_ms,
+  // so another mount's OpenWrite recovers its files at once. A live mount
+  // that reconnects takes its leases back on its next SealSegment (CAS).
+  void MountDisconnected(uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Keeps `mount_id` live. `writing_inos` (files it holds a writer for)
+  // take back a lease that lapsed from this mount, or that meta lost in a
+  // restart, if nobody else holds it.
+  absl::Status MountHeartbeat(uint64_t mount_id,
+                              const std::vector<uint64_t>& writing_inos = {})
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::StatFsResponse> StatFs() ABSL_LOCKS_EXCLUDED(mu_);
+  // Drops the pins and leases of mounts silent for lease_timeout_ms (or
+  // disconnected) and deletes orphans nobody pins any more. Called
+  // periodically by meta.
+  absl::Status ExpireMounts() ABSL_LOCKS_EXCLUDED(mu_);
+  // Files whose lease ExpireMounts dropped at least lease_recovery_delay_ms
+  // ago, that still end in an open segment and that nobody holds a lease
+  // on: the caller recovers each with RecoverLease(ino, true) (off meta's
+  // network threads; it blocks on segment servers). A dropped lease whose
+  // mount is live again (it reconnected) goes back to that mount instead.
+  // Each is returned once; a caller whose recovery failed hands it back
+  // with RetryLeaseRecovery.
+  std::vector<uint64_t> TakeLapsedOpenFiles() ABSL_LOCKS_EXCLUDED(mu_);
+  void RetryLeaseRecovery(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- namespace
+  absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::Attr> GetAttr(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::Inode> GetInode(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::Attr> SetAttr(const proto::SetAttrRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::Attr> Create(const proto::CreateRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Unlink(uint64_t parent, const std::string& name, bool directory,
+                      const proto::CallId& call = proto::CallId::default_instance())
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Rename(const proto::RenameRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::string> Readlink(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+  // One page of directory `ino` after `start_after` (docs/rpc.md
+  // "Readdir"), bounded by kReaddirPageEntriesMax and kReaddirPageBytesMax.
+  // ENOENT, ENOTDIR.
+  absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino, const std::string& start_after)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- xattrs (namespace_xattr.cc)
+  absl::Status SetXattr(const proto::SetXattrRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status RemoveXattr(uint64_t ino, const std::string& name,
+                           const proto::CallId& call = proto::CallId::default_instance())
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- exactly-once changes (namespace_calls.cc, docs/rpc.md "Retries")
+  // Create, Unlink, Rename, SetAttr, SetXattr, RemoveXattr and SealSegment
+  // with a call id (seq != 0) record their reply in the change's own synced
+  // batch; the same call id again (a mount's retry, also after a meta
+  // restart) gets that reply back and changes nothing. Failed changes are
+  // not recorded: they changed nothing, so a retry runs afresh.
+  // Deletes the records older than call_record_retention_ms; does the scan
+  // at most once a minute (meta calls it from its expiry timer).
+  absl::Status ExpireCallRecords() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- open files, leases and segments (namespace_write.cc)
+  absl::StatusOr<proto::Inode> Open(uint64_t ino, uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Release(uint64_t ino, uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // May block on segment servers (recovery); the mutex is not held then.
+  // `logfs recover`: revokes the writer lease of `ino` even if its holder
+  // looks alive (as `hdfs debug recoverLease`), then recovers and seals the
+  // open segment; the old holder's later writes and syncs fail. Returns the
+  // inode. kUnavailable when too few replicas answer (nothing changes but
+  // the revoked lease). May block on segment servers without the mutex.
+  // With `only_if_unleased` (meta's own recovery of a lapsed lease), a file
+  // that somebody holds a live lease on again is left alone.
+  absl::StatusOr<proto::Inode> RecoverLease(uint64_t ino, bool only_if_unleased = false)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::Inode> OpenWrite(const proto::OpenWriteRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::Inode> SealSegment(const proto::SealSegmentRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- bad replicas (namespace_replicas.cc)
+  // A reader saw the replica of `segment_id` on `server_id` fail its
+  // checksum. Meta asks that server (without the mutex) and, if it confirms
+  // (the replica is corrupt, failed or gone), drops the replica from the
+  // sealed segment and queues its deletion, keeping the last replica. OK
+  // without change if the replica is no longer listed. Errors: ENOENT (no
+  // such file or segment), kFailedPrecondition (segment still open: its
+  // writer rolls; the server says the replica is healthy; last replica),
+  // kUnavailable (the server cannot be asked).
+  absl::Status ReportBadReplica(const proto::ReportBadReplicaRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- inspection and re-replication (namespace_rereplication.cc)
+  // Registered servers by id, from `start_server_id` on, with liveness and
+  // reported space: one page of at most kListServersPageMax; next_server_id
+  // starts the next page (0 at the end).
+  absl::StatusOr<proto::ListServersResponse> ListServers(uint64_t start_server_id)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The regular files among the next min(max_inodes, kListInodesMax)
+  // inodes from `start_ino` (docs/rpc.md "ListSegments").
+  absl::StatusOr<proto::ListSegmentsResponse> ListSegments(uint64_t start_ino,
+                                                           uint32_t max_inodes)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Looks at the next `max_inodes` inodes from `start_ino` and plans up to
+  // `max_tasks` copies: one per missing replica of each sealed segment with
+  // fewer live replicas than its file's replication (and at least one), to
+  // distinct live servers not holding it. Changes nothing.
+  absl::StatusOr<RereplicationPlan> PlanRereplication(uint64_t start_ino, size_t max_inodes,
+                                                      size_t max_tasks)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Records the copy `task` made: re-reads the inode and, if the segment is
+  // still there, sealed at task.length, adds the target replica; once the
+  // segment has its file's replication in live replicas, replicas on dead
+  // servers leave the list and are queued for deletion. If the segment
+  // changed (file deleted, truncated), queues the target's copy for
+  // deletion and returns kAborted. OK without change if the target is
+  // already listed.
+  absl::Status CommitReplica(const RereplicationTask& task) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- replica reports (namespace_reports.cc; docs/rpc.md "Replica reports")
+  struct ReconcileStats {
+    size_t servers = 0;   // reports reconciled
+    size_t dropped = 0;   // missing replicas dropped from their segments
+    size_t strays = 0;    // stray replicas queued for deletion
+  };
+  // Compares every complete replica report with the segments that list
+  // its server (a scan of every inode, without the mutex): a sealed
+  // replica the server lacks (or has corrupt) in two reports in a row is
+  // dropped from its segment, so re-replication copies it again (the last
+  // replica is kept); a replica no segment lists on the server is handed
+  // to it for deletion, which it does once the replica's files have been
+  // unchanged for stray_replica_grace_ms. Errors from the database.
+  absl::StatusOr<ReconcileStats> ReconcileReplicaReports() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  class Txn;  // namespace_txn.h
+  struct ServerState {
+    proto::RegisterServerRequest record;  // persisted registration
+    int64_t last_seen_ns = 0;             // 0: not heard from since start
+    // Registered or heartbeat since this meta started: capacity_bytes and
+    // free_bytes are known (a restarted meta trusts its registry for
+    // liveness, but knows no space until the first heartbeat).
+    bool reported = false;
+    uint64_t capacity_bytes = 0;
+    uint64_t free_bytes = 0;
+    // A writer reported this server failing (SealSegment failed_servers)
+    // at this time; placement avoids it until a heartbeat arrives after
+    // it (Suspect()). 0: never.
+    int64_t failure_reported_ns = 0;
+    // Random per segd process (RegisterServerRequest); 0: not yet known
+    // (meta restarted), any is accepted.
+    uint64_t incarnation = 0;
+    ReplicaReportState reports;
+  };
+  // What OpenWrite must recover without the mutex (namespace_write.cc).
+  struct RecoveryPlan {
+    uint64_t segment_id = 0;
+    uint64_t epoch = 0;
+    uint32_t ack_quorum = 0;
+    std::vector<proto::Replica> replicas;  // with addresses
+  };
+  struct RecoveryResult {
+    uint64_t length = 0;
+    std::vector<uint64_t> kept_server_ids;
+    uint64_t epoch = 0;  // the fence epoch the replicas were sealed at
+  };
+
+  Namespace(MetadataDb* db, SegmentServerApi* segment_servers, NamespaceOptions options);
+  absl::Status Load() ABSL_LOCKS_EXCLUDED(mu_);
+
+  int64_t NowNs() const;
+
+  // Liveness (in memory).
+  void TouchMount(uint64_t mount_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool MountLive(uint64_t mount_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ServerLive(const ServerState& server) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reported failing by a writer and not heard from since: live, but new
+  // segments go elsewhere while other servers have room.
+  static bool Suspect(const ServerState& server) {
+    return server.failure_reported_ns != 0 && server.last_seen_ns <= server.failure_reported_ns;
+  }
+  // Marks the servers a writer saw fail (SealSegment failed_servers).
+  void ReportServersFailing(const google::protobuf::RepeatedField<uint64_t>& server_ids)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The mount holding a live lease on `ino`, or 0.
+  uint64_t LiveLeaseHolder(uint64_t ino) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Pinned(uint64_t ino) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops one pin of `mount_id` on `ino`; true if one was held.
+  bool Unpin(uint64_t ino, uint64_t mount_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Effective values (stored, else the kind's defaults).
+  uint32_t Replication(const proto::Inode& inode) const;
+  uint32_t AckQuorum(const proto::Inode& inode) const;
+  // Copies for replies: open_for_write, effective replication/ack quorum,
+  // replica addresses.
+  proto::Attr ReplyAttr(const proto::Inode& inode) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  proto::Inode ReplyInode(const proto::Inode& inode) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // The directory `ino` in `txn`: ENOENT, ENOTDIR.
+  absl::StatusOr<proto::Inode*> GetDir(Txn& txn, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes the entry `name` -> `child` of `parent` and drops the child's
+  // link: a directory is deleted, a file with nlink 0 is deleted or, when
+  // pinned, kept as an orphan.
+  absl::Status RemoveEntry(Txn& txn, proto::Inode* parent, const std::string& name,
+                           proto::Inode* child) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes a file's inode and queues its replicas for deletion.
+  void DeleteFile(Txn& txn, const proto::Inode& inode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void QueueReplicaDeletions(Txn& txn, const proto::Inode& inode)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops every segment of a WAL file (truncate to 0).
+  void DropSegments(Txn& txn, proto::Inode* inode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes `ino` if it is an orphan (nlink 0) nobody pins and its unlink
+  // grace is over.
+  absl::Status MaybeDeleteOrphan(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same for many, in one synced batch.
+  absl::Status DeleteOrphans(const std::vector<uint64_t>& inos)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `replication` distinct live servers, most free space first, none of
+  // `excluded`; suspect servers only when there are too few others.
+  // kUnavailable when there are too few.
+  absl::StatusOr<std::vector<uint64_t>> PlaceReplicas(uint32_t replication,
+                                                      const std::vector<uint64_t>& excluded) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends a new open segment to `inode`.
+  absl::Status AppendSegment(Txn& txn, proto::Inode* inode,
+                             const std::vector<uint64_t>& excluded_servers)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FillAddresses(proto::Segment* segment) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // OpenWrite pieces (namespace_write.cc).
+  absl::StatusOr<proto::Inode> OpenWriteLocked(const proto::OpenWriteRequest& request,
+                                               bool* needs_recovery, RecoveryPlan* plan)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<RecoveryResult> RecoverReplicas(const RecoveryPlan& plan) ABSL_LOCKS_EXCLUDED(mu_);
+  // What recovering the open segment `open` needs (addresses filled in).
+  RecoveryPlan PlanRecovery(const proto::Segment& open) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<proto::Inode> FinishRecovery(const proto::OpenWriteRequest& request,
+                                              const RecoveryPlan& plan,
+                                              const absl::StatusOr<RecoveryResult>& result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  uint64_t AllocateId(Txn& txn, MetaCounter counter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // The table of applied changes (namespace_calls.cc). The reply recorded
+  // for `call`, or nullopt: no call id, not applied, or expired.
+  // kInvalidArgument when the id was recorded for another message type.
+  absl::StatusOr<std::optional<std::string>> RecordedReply(const proto::CallId& call,
+                                                           MessageType type)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records `call` as applied in `txn`'s batch, with reply() (run at
+  // Commit) as its reply. No-op without a call id.
+  void RecordCall(Txn& txn, const proto::CallId& call, MessageType type,
+                  std::function<std::string()> reply) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // ReportBadReplica pieces (namespace_replicas.cc). The reported replica's
+  // segment in `txn`, checked to be sealed; nullptr when the replica is no
+  // longer listed.
+  absl::StatusOr<proto::Segment*> FindReportedSegment(
+      Txn& txn, const proto::ReportBadReplicaRequest& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the replica once its server confirmed the report.
+  absl::Status DropBadReplica(const proto::ReportBadReplicaRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Replica report pieces (namespace_reports.cc), under the mutex from
+  // Heartbeat: stores a report page of `request`; asks for a report in
+  // `response` when one is due; hands out strays.
+  void HandleReports(ServerState& server, const proto::HeartbeatRequest& request,
+                     proto::HeartbeatResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the replica on `server_id` of sealed segment `segment_id` of
+  // `ino` that its server's reports miss, unless it is the last one.
+  // True if dropped.
+  bool DropMissingReplica(Txn& txn, uint64_t ino, uint64_t segment_id, uint64_t server_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RegisterServer's check: the address of a live server holding
+  // `request`'s id with another incarnation that must be asked whether it
+  // still runs (empty: no conflict).
+  std::string ConflictingHolder(const proto::RegisterServerRequest& request) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Re-replication pieces (namespace_rereplication.cc).
+  bool ServerIdLive(uint64_t server_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends to `tasks` up to `room` copies restoring `segment` of `inode`.
+  void PlanSegment(const proto::Inode& inode, const proto::Segment& segment, size_t room,
+                   std::vector<RereplicationTask>* tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops replicas on dead servers once `wanted` live ones are listed.
+  void DropDeadReplicas(Txn& txn, proto::Segment* segment, uint32_t wanted)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Immutable after construction.
+  MetadataDb* const db_;
+  SegmentServerApi* const segment_servers_;
+  const NamespaceOptions options_;
+
+  // Guarded by mu_.
+  mutable absl::Mutex mu_;
+  std::map<MetaCounter, uint64_t> next_ids_ ABSL_GUARDED_BY(mu_);
+  uint64_t cluster_id_ ABSL_GUARDED_BY(mu_) = 0;  // set by Load, then constant
+  uint64_t inode_count_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, ServerState> servers_ ABSL_GUARDED_BY(mu_);  // by server id
+  mutable uint64_t placements_ ABSL_GUARDED_BY(mu_) = 0;  // rotates placement ties
+  std::map<uint64_t, int64_t> mount_seen_ns_ ABSL_GUARDED_BY(mu_);  // mount -> last heard
+  std::map<uint64_t, uint64_t> leases_ ABSL_GUARDED_BY(mu_);        // ino -> mount
+  // ino -> when its last name went (unlinked_grace_ms): kept as orphans.
+  std::map<uint64_t, int64_t> unlinked_ns_ ABSL_GUARDED_BY(mu_);
+  // ino -> the lease ExpireMounts dropped: candidates for
+  // TakeLapsedOpenFiles, which gives the lease back if its mount is live
+  // again (its connection broke, it reconnected).
+  // A file found with an open last segment and no lease by a scan (after a
+  // meta restart: leases live in memory) has mount_id 0 and a since_ns
+  // lease_timeout_ms - lease_recovery_delay_ms in the future, so that its
+  // writer, if alive, has a whole lease timeout to claim it by heartbeat.
+  struct LapsedLease {
+    uint64_t mount_id = 0;  // 0: any mount that heartbeats it as its own
+    int64_t since_ns = 0;
+  };
+  std::map<uint64_t, LapsedLease> lapsed_leases_ ABSL_GUARDED_BY(mu_);
+  // ino -> mount -> number of Open/OpenWrite without Release.
+  std::map<uint64_t, std::map<uint64_t, uint32_t>> pins_ ABSL_GUARDED_BY(mu_);
+  int64_t call_records_swept_ns_ ABSL_GUARDED_BY(mu_) = 0;  // last ExpireCallRecords scan
+};
+
+}  // namespace logfs::store

@@ -1,0 +1,256 @@
+// Namespace's half of replica reports and server identity (issue 11 item
+// 7), over a real MetadataDb with a fake clock and fake servers: when meta
+// asks for a report, how a replica missing in two reports in a row leaves
+// its segment (and one made between a report and the scan does not), how
+// strays are handed out, and how a second live process with a server's id
+// is told apart from a restart.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "store/meta/namespace.h"
+#include "store/meta/internal/namespace_fixture.h"
+
+namespace logfs::store {
+namespace {
+
+constexpr int64_t kMs = 1000 * 1000;
+
+// Answers Identify for the addresses in `alive` (server id, incarnation).
+class FakeServers : public SegmentServerApi {
+ public:
+  absl::StatusOr<proto::SegmentInfoResponse> SegmentInfo(const std::string&, uint64_t) override {
+    return absl::UnavailableError("none");
+  }
+  absl::StatusOr<proto::SegmentInfoResponse> Seal(const std::string&, uint64_t, uint64_t,
+                                                  uint64_t) override {
+    return absl::UnavailableError("none");
+  }
+  absl::StatusOr<proto::ServerStatsResponse> Identify(const std::string& address) override {
+    auto it = alive.find(address);
+    if (it == alive.end()) return absl::UnavailableError("connection refused");
+    proto::ServerStatsResponse response;
+    response.set_server_id(it->second.first);
+    response.set_incarnation(it->second.second);
+    return response;
+  }
+  std::map<std::string, std::pair<uint64_t, uint64_t>> alive;
+};
+
+class NamespaceReportsTest : public NamespaceFixture {
+ protected:
+  void Configure(NamespaceOptions* options) override {
+    options->lease_timeout_ms = 600000;
+    options->replica_report_interval_ms = 60000;
+    options->stray_replica_grace_ms = 5000;
+  }
+  SegmentServerApi* servers() override { return &servers_; }
+
+  absl::StatusOr<uint64_t> Register(int i, uint64_t id, uint64_t incarnation,
+                                    const std::string& port = "7000") {
+    proto::RegisterServerRequest request;
+    request.set_address("10.0.0." + std::to_string(i) + ":" + port);
+    request.set_host("host" + std::to_string(i));
+    request.set_free_bytes(1000);
+    request.set_server_id(id);
+    request.set_incarnation(incarnation);
+    return ns_->RegisterServer(request);
+  }
+  // A plain heartbeat; returns the report id meta asks for (0: none).
+  uint64_t Beat(uint64_t id, uint64_t incarnation, proto::HeartbeatResponse* out = nullptr) {
+    proto::HeartbeatRequest request;
+    request.set_server_id(id);
+    request.set_incarnation(incarnation);
+    request.set_free_bytes(1000);
+    auto response = ns_->Heartbeat(request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    if (out != nullptr && response.ok()) *out = *response;
+    return response.ok() ? response->report_id() : 0;
+  }
+  // Sends report `report_id` of server `id` listing `segments` (sealed),
+  // in pages of two.
+  void Report(uint64_t id, uint64_t incarnation, uint64_t report_id,
+              const std::vector<uint64_t>& segments) {
+    size_t next = 0;
+    do {
+      proto::HeartbeatRequest request;
+      request.set_server_id(id);
+      request.set_incarnation(incarnation);
+      request.set_report_id(report_id);
+      for (size_t end = std::min(segments.size(), next + 2); next < end; ++next) {
+        proto::ReportedReplica* entry = request.add_report();
+        entry->set_segment_id(segments[next]);
+        entry->set_sealed(true);
+      }
+      request.set_report_done(next == segments.size());
+      ASSERT_TRUE(ns_->Heartbeat(request).ok());
+    } while (next < segments.size());
+  }
+  // A block file with one sealed segment of 100 bytes on servers 1-3.
+  uint64_t SealedFile(const std::string& name) {
+    proto::CreateRequest create;
+    create.set_parent(kRootIno);
+    create.set_name(name);
+    create.set_mode(S_IFREG | 0644);
+    auto attr = ns_->Create(create);
+    EXPECT_TRUE(attr.ok()) << attr.status();
+    proto::OpenWriteRequest open;
+    open.set_ino(attr->ino());
+    open.set_mount_id(1);
+    EXPECT_TRUE(ns_->OpenWrite(open).ok());
+    proto::SealSegmentRequest seal;
+    seal.set_ino(attr->ino());
+    seal.set_mount_id(1);
+    auto opened = ns_->SealSegment(seal);
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    seal.set_segment_id(opened->segments(0).id());
+    seal.set_sealed_length(100);
+    seal.set_close(true);
+    EXPECT_TRUE(ns_->SealSegment(seal).ok());
+    return attr->ino();
+  }
+  std::set<uint64_t> Holders(uint64_t ino) {
+    auto inode = ns_->GetInode(ino);
+    EXPECT_TRUE(inode.ok()) << inode.status();
+    std::set<uint64_t> ids;
+    for (const auto& r : inode->segments(0).replicas()) ids.insert(r.server_id());
+    return ids;
+  }
+  uint64_t SegmentOf(uint64_t ino) { return ns_->GetInode(ino)->segments(0).id(); }
+
+  FakeServers servers_;
+};
+
+TEST_F(NamespaceReportsTest, ReplicaMissingInTwoReportsLeavesItsSegment) {
+  // Goal: a server's lost replica is dropped from its segment (so
+  // re-replication copies it) only once a second report, asked after the
+  // first reconcile, misses it too; one made between a report and the
+  // scan survives; the last replica is kept. Method: 3 servers (ids 1-3).
+  for (int i = 1; i <= 3; ++i) ASSERT_TRUE(Register(i, 0, 100 + i).ok());
+  const uint64_t a = SealedFile("a");
+  // (a) Server 1 is asked at its first heartbeat, and reports nothing:
+  // the disk was wiped. The first reconcile only notes it.
+  const uint64_t first = Beat(1, 101);
+  ASSERT_NE(0u, first);
+  EXPECT_EQ(0u, Beat(1, 101)) << "asked twice before the first report came";
+  Report(1, 101, first, {});
+  // (b) A segment made after the report's snapshot: missing from it too.
+  const uint64_t b = SealedFile("b");
+  auto stats = ns_->ReconcileReplicaReports();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(1u, stats->servers);
+  EXPECT_EQ(0u, stats->dropped);
+  EXPECT_EQ((std::set<uint64_t>{1, 2, 3}), Holders(a));
+  // (c) Meta asks again at once; this report has b but not a.
+  const uint64_t second = Beat(1, 101);
+  ASSERT_GT(second, first);
+  Report(1, 101, second, {SegmentOf(b)});
+  stats = ns_->ReconcileReplicaReports();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(1u, stats->dropped);
+  EXPECT_EQ((std::set<uint64_t>{2, 3}), Holders(a));
+  EXPECT_EQ((std::set<uint64_t>{1, 2, 3}), Holders(b));
+  // (d) Nothing more to confirm: the next report waits for the interval.
+  EXPECT_EQ(0u, Beat(1, 101));
+  now_ns_ += 60001 * kMs;
+  EXPECT_NE(0u, Beat(1, 101));
+}
+
+TEST_F(NamespaceReportsTest, AReportWhosePagesStopIsAskedAgainAfterTheDeadServerTime) {
+  // A report asked for and never sent (its page failed) is asked again
+  // after dead_server_ms (10 s), not after the 60 s report interval.
+  ASSERT_TRUE(Register(1, 0, 101).ok());
+  const uint64_t first = Beat(1, 101);
+  ASSERT_NE(0u, first);
+  now_ns_ += 5000 * kMs;
+  EXPECT_EQ(0u, Beat(1, 101));  // still waiting
+  now_ns_ += 5001 * kMs;
+  const uint64_t second = Beat(1, 101);
+  EXPECT_GT(second, first);
+  // Sent in full, it is not asked again before the interval.
+  Report(1, 101, second, {});
+  now_ns_ += 20000 * kMs;
+  EXPECT_EQ(0u, Beat(1, 101));
+}
+
+TEST_F(NamespaceReportsTest, LastReplicaIsKeptAndStraysAreHandedOutWithTheGrace) {
+  // Goal: even if every server reports a segment lost, meta keeps listing
+  // its last replica (the data may come back with that disk); replicas no
+  // file lists go to their server for deletion with the grace period.
+  // Method: 3 servers lose segment a in two rounds of reports but keep
+  // segment b; server 1 also holds two strays. A server whose every
+  // replica is unknown to meta gets none deleted (meta lost its database,
+  // or the server is another cluster's).
+  for (int i = 1; i <= 3; ++i) ASSERT_TRUE(Register(i, 0, 100 + i).ok());
+  const uint64_t a = SealedFile("a");
+  const uint64_t b_segment = SegmentOf(SealedFile("b"));
+  for (int round = 0; round < 2; ++round) {
+    for (uint64_t id = 1; id <= 3; ++id) {
+      const uint64_t report = Beat(id, 100 + id);
+      ASSERT_NE(0u, report) << "server " << id << " round " << round;
+      std::vector<uint64_t> held = {b_segment};
+      if (id == 1) held = {b_segment, 777, 778};
+      Report(id, 100 + id, report, held);
+    }
+    ASSERT_TRUE(ns_->ReconcileReplicaReports().ok());
+  }
+  // Servers 1 and 2 were dropped in turn; server 3's is the last.
+  EXPECT_EQ((std::set<uint64_t>{3}), Holders(a));
+  proto::HeartbeatResponse response;
+  Beat(1, 101, &response);
+  EXPECT_EQ(
+      (std::vector<uint64_t>{777, 778}),
+      std::vector<uint64_t>(response.delete_strays().begin(), response.delete_strays().end()));
+  EXPECT_EQ(5000, response.stray_grace_ms());
+  Beat(1, 101, &response);
+  EXPECT_EQ(0, response.delete_strays_size()) << "each stray is handed out once";
+  // Server 4 holds only replicas meta does not know: none is deleted.
+  ASSERT_TRUE(Register(4, 0, 104).ok());
+  const uint64_t report = Beat(4, 104);
+  ASSERT_NE(0u, report);
+  Report(4, 104, report, {901, 902});
+  ASSERT_TRUE(ns_->ReconcileReplicaReports().ok());
+  Beat(4, 104, &response);
+  EXPECT_EQ(0, response.delete_strays_size());
+}
+
+TEST_F(NamespaceReportsTest, SecondLiveProcessWithAServersIdIsRefused) {
+  // Goal: a registration with a live server's id from another process is
+  // refused while that server answers as itself, accepted once it does not
+  // (a restart on a new port), and the old process's heartbeats are then
+  // refused. A restart on the same address needs no question.
+  ASSERT_TRUE(Register(1, 0, 11).ok());
+  Beat(1, 11);
+  servers_.alive["10.0.0.1:7000"] = {1, 11};
+  // (a) Another process (incarnation 22) from another address.
+  auto second = Register(2, 1, 22);
+  ASSERT_EQ(absl::StatusCode::kFailedPrecondition, second.status().code()) << second.status();
+  EXPECT_NE(std::string::npos,
+            second.status().message().find("is held by a live segment server at 10.0.0.1:7000"))
+      << second.status();
+  Beat(1, 11);  // the first keeps its id
+  // (b) The first died: its address refuses. The new process takes over.
+  servers_.alive.clear();
+  auto taken = Register(2, 1, 22);
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  EXPECT_EQ(1u, *taken);
+  proto::HeartbeatRequest old;
+  old.set_server_id(1);
+  old.set_incarnation(11);
+  EXPECT_EQ(absl::StatusCode::kFailedPrecondition, ns_->Heartbeat(old).status().code());
+  // (c) A restart on the very address (and host) it holds: accepted.
+  servers_.alive["10.0.0.2:7000"] = {1, 22};
+  auto restarted = Register(2, 1, 33);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  EXPECT_EQ(1u, *restarted);
+}
+
+}  // namespace
+}  // namespace logfs::store

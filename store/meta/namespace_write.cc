@@ -1,0 +1,474 @@
+// Namespace: open pins, writer leases, segment sealing and placement, and
+// recovery of an open segment whose writer died (docs/rpc.md "OpenWrite",
+// "SealSegment").
+#include <glog/logging.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "src/status/macros.h"
+#include "src/status/posix_error.h"
+#include "src/util/log_rate_limit.h"
+#include "store/meta/namespace.h"
+#include "store/meta/internal/namespace_txn.h"
+
+namespace logfs::store {
+namespace {
+
+// Deadline of recovery's copies to replicas that are behind: a base plus
+// one second per this many bytes of the segment. Kept well inside a
+// mount's meta call timeout, since OpenWrite waits for them; a copy that
+// misses it drops its replica, and re-replication copies it later.
+constexpr absl::Duration kRecoveryCopyTimeoutBase = absl::Seconds(2);
+constexpr uint64_t kRecoveryCopyBytesPerSecond = 64u << 20;
+
+// Sets each segment's file_offset and the file size from the recorded
+// segment lengths.
+void UpdateOffsets(proto::Inode* inode) {
+  uint64_t offset = 0;
+  for (auto& segment : *inode->mutable_segments()) {
+    segment.set_file_offset(offset);
+    offset += segment.length();
+  }
+  inode->mutable_attr()->set_size(offset);
+}
+
+absl::Status CheckRegular(const proto::Inode& inode) {
+  if (S_ISDIR(inode.attr().mode())) return PosixError(EISDIR, "is a directory");
+  if (!S_ISREG(inode.attr().mode())) return PosixError(EINVAL, "not a regular file");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// Removes the replicas on `failed` servers from a segment being sealed; they
+// may hold a partial or diverging copy. (Re-replication restores the count.)
+static void DropReplicas(proto::Segment* segment,
+                         const google::protobuf::RepeatedField<uint64_t>& failed) {
+  auto* replicas = segment->mutable_replicas();
+  replicas->erase(std::remove_if(replicas->begin(), replicas->end(),
+                                 [&](const proto::Replica& r) {
+                                   return std::find(failed.begin(), failed.end(),
+                                                    r.server_id()) != failed.end();
+                                 }),
+                  replicas->end());
+}
+
+absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode,
+                                     const std::vector<uint64_t>& excluded_servers) {
+  // Bounded so that every reply carrying the inode fits in one frame
+  // (store/format/limits.h), as HDFS bounds blocks per file. The new segment
+  // counts at its worst case; one ByteSizeLong per roll costs less than
+  // the synced write of the same inode that follows.
+  const size_t reply_bytes = ReplyInode(*inode).ByteSizeLong();
+  if (reply_bytes + internal::LengthFieldBytes(internal::kSegmentBytesMax) >
+      options_.inode_reply_bytes_max) {
+    return PosixError(EFBIG, absl::StrCat("inode ", inode->attr().ino(), " has ",
+                                          inode->segments_size(), " segments (", reply_bytes,
+                                          " bytes), the most a file may have (truncate a WAL "
+                                          "file to 0 or start a new file)"));
+  }
+  const uint32_t replication = Replication(*inode);
+  const uint32_t ack_quorum = AckQuorum(*inode);
+  auto placed = PlaceReplicas(replication, excluded_servers);
+  // Too few live servers for every replica (a roll away from failed ones
+  // on a small cluster, a new block file while one of three servers is
+  // down): a segment on fewer servers, down to the ack quorum but never
+  // below kDegradedReplicasMin, keeps the writer going; every replica it
+  // has must ack, and re-replication completes it once sealed (HDFS's
+  // replace-datanode-on-failure "best effort" and
+  // dfs.namenode.replication.min). Block files ack on every replica, so
+  // without the floor one dead server of three would fail every new one.
+  const uint32_t floor = std::min(ack_quorum, kDegradedReplicasMin);
+  for (uint32_t n = replication - 1; absl::IsUnavailable(placed.status()) && n >= floor && n > 0;
+       --n) {
+    placed = PlaceReplicas(n, excluded_servers);
+    if (placed.ok()) {
+      LOGFS_LOG_EVERY_MS(WARNING, 1000)
+          << "inode " << inode->attr().ino() << ": new segment on " << n << " of " << replication
+          << " replicas (too few live servers)";
+    }
+  }
+  if (!placed.ok()) return placed.status();
+  std::vector<uint64_t> server_ids = std::move(*placed);
+  UpdateOffsets(inode);
+  proto::Segment* segment = inode->add_segments();
+  segment->set_id(AllocateId(txn, MetaCounter::kNextSegmentId));
+  segment->set_epoch(1);
+  for (uint64_t server_id : server_ids) segment->add_replicas()->set_server_id(server_id);
+  segment->set_file_offset(inode->attr().size());
+  segment->set_ack_quorum(std::min<uint32_t>(ack_quorum, server_ids.size()));
+  txn.Put(inode);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<proto::Inode> Namespace::Open(uint64_t ino, uint64_t mount_id) {
+  absl::MutexLock lock(&mu_);
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+  TouchMount(mount_id);
+  ++pins_[ino][mount_id];
+  return ReplyInode(*inode);
+}
+
+absl::Status Namespace::Release(uint64_t ino, uint64_t mount_id) {
+  absl::MutexLock lock(&mu_);
+  if (!Unpin(ino, mount_id)) return absl::OkStatus();  // nothing held: idempotent
+  // A writer that goes away without SealSegment(close) (a lock file never
+  // written) gives its lease up with its last pin.
+  auto pins = pins_.find(ino);
+  bool mount_pins_left = pins != pins_.end() && pins->second.count(mount_id) != 0;
+  auto lease = leases_.find(ino);
+  if (!mount_pins_left && lease != leases_.end() && lease->second == mount_id) leases_.erase(lease);
+  return MaybeDeleteOrphan(ino);
+}
+
+absl::StatusOr<proto::Inode> Namespace::OpenWrite(const proto::OpenWriteRequest& request) {
+  RecoveryPlan plan;
+  {
+    absl::MutexLock lock(&mu_);
+    bool needs_recovery = false;
+    auto opened = OpenWriteLocked(request, &needs_recovery, &plan);
+    if (!opened.ok() || !needs_recovery) return opened;
+  }
+  // The caller holds the lease now, so no other mount can write or recover
+  // this file while the segment servers are asked without the mutex.
+  absl::StatusOr<RecoveryResult> result = RecoverReplicas(plan);
+  absl::MutexLock lock(&mu_);
+  return FinishRecovery(request, plan, result);
+}
+
+absl::StatusOr<proto::Inode> Namespace::OpenWriteLocked(const proto::OpenWriteRequest& request,
+                                                        bool* needs_recovery,
+                                                        RecoveryPlan* plan) {
+  const uint64_t ino = request.ino();
+  const uint64_t mount_id = request.mount_id();
+  TouchMount(mount_id);
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+  RETURN_IF_ERROR(CheckRegular(*inode));
+  uint64_t holder = LiveLeaseHolder(ino);
+  if (holder != 0 && holder != mount_id) {
+    return PosixError(EBUSY, absl::StrCat("file is open for write by mount ", holder));
+  }
+  const bool wal = inode->attr().kind() == proto::KIND_WAL;
+  if (holder != mount_id && !wal && inode->attr().size() > 0) {
+    return PosixError(EPERM, "block file is sealed and immutable");
+  }
+  if (request.truncate() && wal && inode->segments_size() > 0) {
+    DropSegments(txn, inode);
+    inode->mutable_attr()->set_mtime_ns(NowNs());
+    inode->mutable_attr()->set_ctime_ns(NowNs());
+  }
+  const proto::Segment* open = OpenLastSegment(*inode);
+  if (holder != mount_id && open != nullptr) {
+    *needs_recovery = true;
+    *plan = PlanRecovery(*open);
+    leases_[ino] = mount_id;
+    return proto::Inode();
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  leases_[ino] = mount_id;
+  ++pins_[ino][mount_id];
+  return ReplyInode(*inode);
+}
+
+absl::StatusOr<Namespace::RecoveryResult> Namespace::RecoverReplicas(const RecoveryPlan& plan) {
+  RecoveryResult result;
+  if (plan.replicas.empty()) return result;
+  struct Answer {
+    uint64_t server_id;
+    std::string address;
+    proto::SegmentInfoResponse info;
+  };
+  std::vector<Answer> answers;
+  // Fence first (a higher epoch), then read lengths: a writer that is
+  // still alive can no longer add bytes behind the lengths we read.
+  const uint64_t fence_epoch = plan.epoch + 1;
+  for (const auto& replica : plan.replicas) {
+    auto info = segment_servers_->Fence(replica.address(), plan.segment_id, fence_epoch);
+    if (info.ok()) answers.push_back({replica.server_id(), replica.address(), *info});
+  }
+  result.epoch = fence_epoch;
+  // Every acked byte is on ack_quorum replicas, so any R - AQ + 1 of them
+  // include one that has it.
+  // A corrupt replica does not count: the acked bytes it holds may be the
+  // only copy among the answers, and it can neither give nor prove them.
+  size_t replicas = plan.replicas.size();
+  size_t needed = replicas >= plan.ack_quorum && plan.ack_quorum > 0
+                      ? replicas - plan.ack_quorum + 1 : 1;
+  size_t sound = std::count_if(answers.begin(), answers.end(),
+                               [](const Answer& a) { return !a.info.corrupt(); });
+  if (sound < needed) {
+    return absl::UnavailableError(absl::StrCat("recovering segment ", plan.segment_id, ": ",
+                                               sound, " of ", replicas,
+                                               " replicas answered without corruption, need ",
+                                               needed));
+  }
+  // A replica the writer already sealed fixes the length; else the longest
+  // durable prefix wins. A corrupt replica (a chunk failed its checksum)
+  // never decides the length.
+  bool any_sealed = false;
+  uint64_t length = 0;
+  for (const auto& answer : answers) {
+    if (answer.info.corrupt()) continue;
+    if (answer.info.sealed()) {
+      length = any_sealed ? std::max(length, answer.info.length()) : answer.info.length();
+      any_sealed = true;
+    } else if (!any_sealed) {
+      length = std::max(length, answer.info.durable_length());
+    }
+  }
+  std::vector<const Answer*> behind;  // shorter or corrupt: copied below
+  std::vector<std::string> sources;
+  for (const auto& answer : answers) {
+    if (answer.info.corrupt() || answer.info.length() < length) {
+      behind.push_back(&answer);
+      continue;
+    }
+    uint64_t epoch = std::max(fence_epoch, answer.info.epoch());
+    auto sealed = segment_servers_->Seal(answer.address, plan.segment_id, epoch, length);
+    if (sealed.ok()) {
+      result.kept_server_ids.push_back(answer.server_id);
+      sources.push_back(answer.address);
+    }
+  }
+  if (result.kept_server_ids.empty()) {
+    return absl::UnavailableError(absl::StrCat("recovering segment ", plan.segment_id,
+                                               ": no replica could be sealed at ", length));
+  }
+  // Bring the replicas that are behind up to the recovered length by
+  // copying the sealed segment to them (the tail is copied with the rest),
+  // so the file keeps its replication.
+  std::vector<RereplicationTask> copies;
+  for (const Answer* answer : behind) {
+    RereplicationTask task;
+    task.segment_id = plan.segment_id;
+    task.epoch = fence_epoch;
+    task.length = length;
+    task.source_addresses = sources;
+    task.target_server_id = answer->server_id;
+    task.target_address = answer->address;
+    copies.push_back(std::move(task));
+  }
+  if (!copies.empty()) {
+    std::vector<absl::Status> copied = segment_servers_->CopySegments(
+        copies, kRecoveryCopyTimeoutBase +
+                    absl::Seconds(static_cast<int64_t>(length / kRecoveryCopyBytesPerSecond)));
+    for (size_t i = 0; i < copies.size(); ++i) {
+      if (copied[i].ok()) {
+        result.kept_server_ids.push_back(copies[i].target_server_id);
+      } else {
+        LOG(WARNING) << "recovering segment " << plan.segment_id << ": copy to "
+                     << copies[i].target_address << " failed (re-replication will retry): "
+                     << copied[i];
+      }
+    }
+  }
+  result.length = length;
+  return result;
+}
+
+absl::StatusOr<proto::Inode> Namespace::FinishRecovery(
+    const proto::OpenWriteRequest& request, const RecoveryPlan& plan,
+    const absl::StatusOr<RecoveryResult>& result) {
+  const uint64_t ino = request.ino();
+  auto lease = leases_.find(ino);
+  const bool have_lease = lease != leases_.end() && lease->second == request.mount_id();
+  auto give_up = [&](absl::Status status) {
+    if (have_lease) leases_.erase(ino);
+    return status;
+  };
+  if (!result.ok()) return give_up(result.status());
+  if (!have_lease) return PosixError(EBUSY, "lease lost during recovery");
+  Txn txn(db_);
+  auto inode_or = txn.Get(ino);
+  if (!inode_or.ok()) return give_up(inode_or.status());
+  proto::Inode* inode = *inode_or;
+  const proto::Segment* open = OpenLastSegment(*inode);
+  if (open == nullptr || open->id() != plan.segment_id) {
+    return give_up(PosixError(EAGAIN, "segment changed during recovery; retry"));
+  }
+  proto::Segment* segment = inode->mutable_segments(inode->segments_size() - 1);
+  segment->set_length(result->length);
+  segment->set_sealed(true);
+  if (result->epoch != 0) segment->set_epoch(result->epoch);
+  segment->clear_replicas();
+  for (uint64_t server_id : result->kept_server_ids) segment->add_replicas()->set_server_id(server_id);
+  UpdateOffsets(inode);
+  txn.Put(inode);
+  absl::Status committed = txn.Commit();
+  if (!committed.ok()) return give_up(committed);
+  if (inode->attr().kind() != proto::KIND_WAL && inode->attr().size() > 0) {
+    return give_up(PosixError(EPERM, "block file is sealed and immutable"));
+  }
+  ++pins_[ino][request.mount_id()];
+  return ReplyInode(*inode);
+}
+
+absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequest& request) {
+  const uint64_t ino = request.ino();
+  const uint64_t mount_id = request.mount_id();
+  absl::MutexLock lock(&mu_);
+  TouchMount(mount_id);
+  ReportServersFailing(request.failed_servers());
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kSealSegment));
+  if (recorded.has_value()) {
+    // Applied before meta restarted: the writer goes on with the segment
+    // it was given, so it takes its lease back as an unanswered seal's
+    // writer would (below), unless somebody else holds it by now.
+    // The record holds no reply: the inode as it is now is the answer
+    // (the writer holds the lease, so nothing has changed it since), and
+    // a record per seal stays small however long the segment list grows.
+    if (!request.close() && LiveLeaseHolder(ino) == 0) leases_[ino] = mount_id;
+    Txn txn(db_);
+    ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+    return ReplyInode(*inode);
+  }
+  Txn txn(db_);
+  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+  RETURN_IF_ERROR(CheckRegular(*inode));
+  const proto::Segment* open = OpenLastSegment(*inode);
+  uint64_t holder = LiveLeaseHolder(ino);
+  if (holder != mount_id) {
+    // With no live lease (meta restarted, or the lease lapsed) a writer may
+    // take it back while its segment is still the open last one: nobody has
+    // recovered the file meanwhile.
+    uint64_t sealed_length = 0;
+    for (const auto& segment : inode->segments()) {
+      if (segment.sealed()) sealed_length += segment.length();
+    }
+    bool same_open = request.segment_id() != 0 && open != nullptr &&
+                     open->id() == request.segment_id();
+    bool nothing_open = request.segment_id() == 0 && open == nullptr;
+    bool readopt = holder == 0 && (same_open || nothing_open) &&
+                   sealed_length == request.sealed_file_length();
+    if (!readopt) {
+      return PosixError(EBUSY, absl::StrCat("mount ", mount_id, " holds no lease on ", ino));
+    }
+    leases_[ino] = mount_id;
+  }
+  if (request.segment_id() != 0) {
+    const proto::Segment* last =
+        inode->segments_size() > 0 ? &inode->segments(inode->segments_size() - 1) : nullptr;
+    bool already_sealed = last != nullptr && last->id() == request.segment_id() &&
+                          last->sealed() && last->length() == request.sealed_length();
+    if (!already_sealed) {  // a retry of a seal that was recorded is fine
+      if (open == nullptr || open->id() != request.segment_id()) {
+        return PosixError(ESTALE, absl::StrCat("segment ", request.segment_id(),
+                                               " is not the open last segment of ", ino));
+      }
+      proto::Segment* segment = inode->mutable_segments(inode->segments_size() - 1);
+      segment->set_length(request.sealed_length());
+      segment->set_sealed(true);
+      DropReplicas(segment, request.failed_servers());
+      if (request.sealed_length() == 0) {
+        // An empty sealed segment holds nothing: forget it (its replicas may
+        // never have been sealed on their servers) and delete its replicas.
+        for (const auto& replica : segment->replicas()) {
+          txn.batch().AddPendingDeletion(replica.server_id(), segment->id());
+        }
+        inode->mutable_segments()->RemoveLast();
+      }
+      UpdateOffsets(inode);
+      txn.Put(inode);
+    }
+  } else if (open != nullptr) {
+    return PosixError(ESTALE, absl::StrCat("segment ", open->id(), " of ", ino,
+                                           " is open: seal it by id"));
+  }
+  auto reply_bytes = [] { return std::string(); };  // replayed from the inode
+  if (!request.close() && request.keep_lease()) {
+    // Sealed at a flush (close(2) of a descriptor): the writer keeps its
+    // lease and asks for a new segment only if it writes again.
+    RecordCall(txn, request.call(), MessageType::kSealSegment, reply_bytes);
+    RETURN_IF_ERROR(txn.Commit());
+    return ReplyInode(*inode);
+  }
+  if (!request.close()) {
+    std::vector<uint64_t> excluded(request.failed_servers().begin(),
+                                   request.failed_servers().end());
+    absl::Status appended = AppendSegment(txn, inode, excluded);
+    if (!appended.ok()) {
+      // Keep the seal: the writer may retry with segment_id 0.
+      RETURN_IF_ERROR(txn.Commit());
+      return appended;
+    }
+    RecordCall(txn, request.call(), MessageType::kSealSegment, reply_bytes);
+    RETURN_IF_ERROR(txn.Commit());
+    return ReplyInode(*inode);
+  }
+  int64_t now = NowNs();
+  inode->mutable_attr()->set_mtime_ns(request.mtime_ns() != 0 ? request.mtime_ns() : now);
+  inode->mutable_attr()->set_ctime_ns(now);
+  txn.Put(inode);
+  RecordCall(txn, request.call(), MessageType::kSealSegment, reply_bytes);
+  RETURN_IF_ERROR(txn.Commit());
+  leases_.erase(ino);
+  Unpin(ino, mount_id);
+  proto::Inode reply = ReplyInode(*inode);
+  RETURN_IF_ERROR(MaybeDeleteOrphan(ino));
+  return reply;
+}
+
+}  // namespace logfs::store
+
+// Forced lease recovery (`logfs recover PATH`).
+namespace logfs::store {
+namespace {
+// Holds the lease while meta itself recovers a file; never a real mount id
+// (those count up from 1).
+constexpr uint64_t kRecoveryMountId = std::numeric_limits<uint64_t>::max();
+}  // namespace
+
+Namespace::RecoveryPlan Namespace::PlanRecovery(const proto::Segment& open) const {
+  RecoveryPlan plan;
+  plan.segment_id = open.id();
+  plan.epoch = open.epoch();
+  plan.ack_quorum = open.ack_quorum();
+  proto::Segment with_addresses = open;
+  FillAddresses(&with_addresses);
+  plan.replicas.assign(with_addresses.replicas().begin(), with_addresses.replicas().end());
+  return plan;
+}
+
+absl::StatusOr<proto::Inode> Namespace::RecoverLease(uint64_t ino, bool only_if_unleased) {
+  RecoveryPlan plan;
+  {
+    absl::MutexLock lock(&mu_);
+    Txn txn(db_);
+    ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+    RETURN_IF_ERROR(CheckRegular(*inode));
+    if (only_if_unleased && LiveLeaseHolder(ino) != 0) return ReplyInode(*inode);
+    leases_.erase(ino);  // revoked: the holder's next SealSegment gets EBUSY
+    const proto::Segment* open = OpenLastSegment(*inode);
+    if (open == nullptr) return ReplyInode(*inode);
+    plan = PlanRecovery(*open);
+    // Keep other mounts out while the replicas are sealed.
+    TouchMount(kRecoveryMountId);
+    leases_[ino] = kRecoveryMountId;
+  }
+  absl::StatusOr<RecoveryResult> result = RecoverReplicas(plan);
+  absl::MutexLock lock(&mu_);
+  proto::OpenWriteRequest as_recovery;
+  as_recovery.set_ino(ino);
+  as_recovery.set_mount_id(kRecoveryMountId);
+  auto inode = FinishRecovery(as_recovery, plan, result);
+  if (!inode.ok() && ErrnoFromStatus(inode.status()) == EPERM) {
+    // A sealed block file: recovered all the same (OpenWrite's EPERM).
+    Txn txn(db_);
+    ASSIGN_OR_RETURN(proto::Inode * sealed, txn.Get(ino));
+    inode = ReplyInode(*sealed);
+  }
+  // Recovery keeps neither the lease nor the pin FinishRecovery took.
+  auto lease = leases_.find(ino);
+  if (lease != leases_.end() && lease->second == kRecoveryMountId) leases_.erase(lease);
+  if (inode.ok()) Unpin(ino, kRecoveryMountId);
+  return inode;
+}
+
+}  // namespace logfs::store

@@ -1,0 +1,75 @@
+#include "store/meta/rereplicator.h"
+
+#include <glog/logging.h>
+
+#include "absl/time/time.h"
+#include "src/status/macros.h"
+
+namespace logfs::store {
+
+Rereplicator::Rereplicator(Namespace* ns, CopyFn copy, RereplicatorOptions options)
+    : ns_(ns), copy_(std::move(copy)), options_(options) {}
+
+Rereplicator::~Rereplicator() { Stop(); }
+
+void Rereplicator::Start() {
+  if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+}
+
+void Rereplicator::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void Rereplicator::Loop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Milliseconds(options_.interval_ms));
+      if (stop_) return;
+    }
+    auto added = RunPass();
+    if (!added.ok()) {
+      LOG(WARNING) << "re-replication pass: " << added.status();
+    } else if (*added > 0) {
+      LOG(INFO) << "re-replication added " << *added << " replicas";
+    }
+  }
+}
+
+absl::StatusOr<size_t> Rereplicator::RunPass() {
+  // Replicas that servers report lost leave their segments first, so this
+  // very pass can copy them again.
+  auto reconciled = ns_->ReconcileReplicaReports();
+  if (!reconciled.ok()) {
+    LOG(WARNING) << "reconciling replica reports: " << reconciled.status();
+  } else if (reconciled->dropped > 0 || reconciled->strays > 0) {
+    LOG(INFO) << "replica reports of " << reconciled->servers << " servers: dropped "
+              << reconciled->dropped << " lost replicas, " << reconciled->strays
+              << " strays to delete";
+  }
+  ASSIGN_OR_RETURN(RereplicationPlan plan,
+                   ns_->PlanRereplication(cursor_ino_, options_.inodes_per_pass,
+                                          options_.copies_per_pass));
+  cursor_ino_ = plan.next_ino;
+  if (plan.tasks.empty()) return 0;
+  std::vector<absl::Status> copied = copy_(plan.tasks);
+  size_t added = 0;
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    const RereplicationTask& task = plan.tasks[i];
+    absl::Status status = i < copied.size() ? copied[i] : absl::InternalError("no copy result");
+    if (status.ok()) status = ns_->CommitReplica(task);
+    if (status.ok()) {
+      ++added;
+    } else {
+      LOG(WARNING) << "re-replicating segment " << task.segment_id << " of inode " << task.ino
+                   << " to " << task.target_address << ": " << status;
+    }
+  }
+  return added;
+}
+
+}  // namespace logfs::store

@@ -1,0 +1,70 @@
+// Meta's re-replication loop (docs/rpc.md "Re-replication"): every
+// `interval_ms` it plans copies of under-replicated sealed segments from a
+// cursor over the inodes (Namespace::PlanRereplication), has the target
+// servers make them (CopyFn: CopySegment RPCs), and records each finished
+// copy (Namespace::CommitReplica). Work per pass is bounded by
+// `inodes_per_pass` and `copies_per_pass`; a pass waits for its copies, so
+// passes never overlap and a target gets at most `copies_per_pass` copies
+// from meta at once.
+//
+// Thread-safety: Start and Stop from one thread. RunPass is for tests and
+// must not run while the loop runs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "store/meta/namespace.h"
+#include "store/meta/rereplication_task.h"
+
+namespace logfs::store {
+
+struct RereplicatorOptions {
+  int interval_ms = 2500;          // between passes
+  size_t inodes_per_pass = 4096;   // inodes looked at per pass
+  size_t copies_per_pass = 8;      // copies started per pass
+};
+
+class Rereplicator {
+ public:
+  // Runs the copies of `tasks` (all at once) and returns one status per
+  // task, in order. Blocks until every copy answered or timed out.
+  using CopyFn = std::function<std::vector<absl::Status>(const std::vector<RereplicationTask>&)>;
+
+  // Keeps `ns`, which must outlive this object. Does not start the loop.
+  Rereplicator(Namespace* ns, CopyFn copy, RereplicatorOptions options);
+  ~Rereplicator();  // Stop()
+
+  void Start() ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends the loop after the pass in flight (fail its copies first to make
+  // that quick) and joins it. Idempotent.
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // One pass from the cursor: reconcile the replica reports that came in
+  // (Namespace::ReconcileReplicaReports), plan, copy, commit. Returns the
+  // replicas added; errors of the plan (database). Failed copies are
+  // logged and retried by a later pass.
+  absl::StatusOr<size_t> RunPass();
+
+ private:
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Immutable after construction.
+  Namespace* const ns_;
+  const CopyFn copy_;
+  const RereplicatorOptions options_;
+
+  // Used by the pass thread only (or RunPass in tests).
+  uint64_t cursor_ino_ = 0;
+
+  std::thread thread_;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace logfs::store

@@ -1,0 +1,23 @@
+#include "store/rpc/client_pool.h"
+
+namespace logfs::store {
+
+ClientPool::~ClientPool() { ShutdownAll(); }
+
+std::shared_ptr<RpcClient> ClientPool::Get(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  auto& client = clients_[address];
+  if (client == nullptr) client = RpcClient::Create(io_, address);
+  return client;
+}
+
+void ClientPool::ShutdownAll() {
+  absl::flat_hash_map<std::string, std::shared_ptr<RpcClient>> clients;
+  {
+    absl::MutexLock lock(&mu_);
+    clients.swap(clients_);
+  }
+  for (auto& [address, client] : clients) client->Shutdown();
+}
+
+}  // namespace logfs::store

@@ -1,0 +1,37 @@
+// One RpcClient per server address, shared by every caller in a process
+// (so calls to one server multiplex on one connection). Thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <asio.hpp>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "store/rpc/rpc_client.h"
+
+namespace logfs::store {
+
+class ClientPool {
+ public:
+  // `io` must outlive the pool and the clients it hands out.
+  explicit ClientPool(asio::io_context& io) : io_(io) {}
+  ~ClientPool();
+
+  // The client for "host:port", created on first use. Never null.
+  std::shared_ptr<RpcClient> Get(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The io_context the clients run on (for timers of their users).
+  asio::io_context& io() { return io_; }
+
+  // Shuts every client down (pending calls fail with kUnavailable).
+  void ShutdownAll() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  asio::io_context& io_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<RpcClient>> clients_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace logfs::store

@@ -1,0 +1,95 @@
+// The read buffer of an RPC connection (store/rpc/rpc_server.cc,
+// store/rpc/rpc_client.cc): one read of up to kFrameBufferBytes usually brings a
+// whole small frame, header and body, and sometimes several, so a frame
+// costs one recv instead of one for its header and one for its body. A
+// body larger than what is buffered is read by the caller straight into
+// the frame's strings (no copy through the buffer).
+//
+// Not thread-safe: owned by one connection's read loop.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include <asio.hpp>
+
+#include "store/format/frame.h"
+
+namespace logfs::store {
+
+inline constexpr size_t kFrameBufferBytes = 64u << 10;
+
+class FrameBuffer {
+ public:
+  // The free space at the buffer's end, for the next read (never empty).
+  asio::mutable_buffer Space() {
+    if (begin_ == end_) begin_ = end_ = 0;
+    if (end_ == kFrameBufferBytes) {  // move what is left to the front
+      std::memmove(bytes_.get(), bytes_.get() + begin_, end_ - begin_);
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    return asio::buffer(bytes_.get() + end_, kFrameBufferBytes - end_);
+  }
+  // Drops everything buffered (a new connection).
+  void Reset() { begin_ = end_ = 0; }
+  // `n` bytes were read into Space().
+  void Commit(size_t n) { end_ += n; }
+  size_t buffered() const { return end_ - begin_; }
+
+  // Whether a whole next frame (header and body) is buffered. A header
+  // that does not decode counts as no frame: the caller finds it bad when
+  // it takes it.
+  bool HasWholeFrame() const {
+    if (buffered() < kFrameHeaderBytes) return false;
+    auto header = DecodeFrameHeader(bytes_.get() + begin_);
+    if (!header.ok()) return false;
+    return buffered() - kFrameHeaderBytes >=
+           static_cast<size_t>(header->message_bytes) + header->data_bytes;
+  }
+
+  // Takes a whole frame header if one is buffered.
+  bool TakeHeader(char header[kFrameHeaderBytes]) {
+    if (buffered() < kFrameHeaderBytes) return false;
+    std::memcpy(header, bytes_.get() + begin_, kFrameHeaderBytes);
+    begin_ += kFrameHeaderBytes;
+    return true;
+  }
+
+  // Moves buffered bytes into `message` then `data` (sized by the caller),
+  // from body offset `filled`; returns the new offset.
+  size_t TakeBody(std::string& message, std::string& data, size_t filled) {
+    filled = Fill(message, 0, filled);
+    return Fill(data, message.size(), filled);
+  }
+
+ private:
+  // Fills `part`, which starts at body offset `part_start`.
+  size_t Fill(std::string& part, size_t part_start, size_t filled) {
+    if (filled < part_start || filled >= part_start + part.size()) return filled;
+    const size_t n = std::min(buffered(), part_start + part.size() - filled);
+    std::memcpy(part.data() + (filled - part_start), bytes_.get() + begin_, n);
+    begin_ += n;
+    return filled + n;
+  }
+
+  std::unique_ptr<char[]> bytes_{new char[kFrameBufferBytes]};
+  size_t begin_ = 0;  // first unread byte
+  size_t end_ = 0;    // one past the last byte read
+};
+
+// The buffers for the part of a body not yet filled: [filled, end) over
+// `message` then `data`.
+inline std::array<asio::mutable_buffer, 2> RemainingBody(std::string& message, std::string& data,
+                                                         size_t filled) {
+  const size_t in_message = std::min(filled, message.size());
+  const size_t in_data = filled - in_message;
+  return {asio::buffer(message.data() + in_message, message.size() - in_message),
+          asio::buffer(data.data() + in_data, data.size() - in_data)};
+}
+
+}  // namespace logfs::store

@@ -1,0 +1,26 @@
+// Sends the same request to several servers at once and waits for every
+// answer (or its deadline). Blocks the caller: not for io threads.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "google/protobuf/message_lite.h"
+#include "store/rpc/client_pool.h"
+#include "store/format/frame.h"
+
+namespace logfs::store {
+
+struct CallResult {
+  absl::Status status;
+  Frame response;
+};
+
+// One result per address, in order.
+std::vector<CallResult> CallEach(ClientPool& pool, const std::vector<std::string>& addresses,
+                                 MessageType type, const google::protobuf::MessageLite& request,
+                                 absl::Duration timeout);
+
+}  // namespace logfs::store

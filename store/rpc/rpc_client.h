@@ -1,0 +1,179 @@
+// A client connection to one logfs server (meta or segd). Requests are
+// multiplexed on one TCP connection by request id; responses may arrive in
+// any order, and each completes its own call. The connection is opened on
+// first use and re-opened on the next call after it breaks.
+//
+// A call's frame is written from the caller's thread when the socket is
+// idle (no io thread wake-up), with no lock held across the sendmsg; frames
+// queued meanwhile by other callers leave in the same gathered write.
+//
+// Thread-safe: any thread may call. Callbacks run on an io thread of the
+// io_context given at construction and must not block.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "google/protobuf/message_lite.h"
+#include "store/format/frame.h"
+#include "store/rpc/frame_buffer.h"
+#include "store/rpc/outgoing_frame.h"
+
+namespace logfs::store {
+
+class CallBatch;
+
+class RpcClient : public std::enable_shared_from_this<RpcClient> {
+ public:
+  // `status` is OK and `response` the response frame on success. Errors:
+  // kUnavailable (cannot connect, connection lost), kDeadlineExceeded
+  // (no response within the call's timeout), or the server's error.
+  using Callback = std::function<void(absl::Status status, Frame response)>;
+
+  // `io` must outlive the client. `address` is "host:port".
+  static std::shared_ptr<RpcClient> Create(asio::io_context& io, std::string address);
+  ~RpcClient();
+
+  // Sends one request; `done` runs exactly once. With a `batch`, the
+  // request is queued in call order and this thread does not write it: the
+  // batch's Flush does, unless another writer of this connection (another
+  // caller's Flush, the io thread, a connect) takes it first. `done` may
+  // still run before the Flush (shutdown, deadline).
+  void AsyncCall(MessageType type, const google::protobuf::MessageLite& request,
+                 std::string data, absl::Duration timeout, Callback done,
+                 CallBatch* batch = nullptr);
+  // The same with a data section shared with other calls (the fan-out of
+  // one append to every replica): kept alive, never copied, until sent.
+  void AsyncCallShared(MessageType type, const google::protobuf::MessageLite& request,
+                       std::shared_ptr<const std::string> data, absl::Duration timeout,
+                       Callback done, CallBatch* batch = nullptr);
+
+  // Writes the queued requests unless another thread is writing them:
+  // gathered sendmsgs from this thread (no lock held across them) until the
+  // queue is empty, the socket is full, or a few passes are done; the io
+  // thread writes what is left. Any thread may call, io threads included.
+  // Never blocks; a failed send fails the connection, and the calls learn
+  // it through their callbacks (kUnavailable). While a caller's sendmsg is
+  // in progress, a Fail() on the io thread waits for it to return before it
+  // closes the socket.
+  void Flush() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Blocking call: sends `request` (+`data`) and parses the response into
+  // `response`; returns the response frame's data in `*response_data` if
+  // given. Must not be called from an io thread of this client's io_context.
+  absl::Status Call(MessageType type, const google::protobuf::MessageLite& request,
+                    google::protobuf::MessageLite* response, absl::Duration timeout,
+                    std::string data = {}, std::string* response_data = nullptr);
+
+  const std::string& address() const { return address_; }
+
+  // Closes the connection and fails every pending call with kUnavailable.
+  void Shutdown();
+  // Whether Shutdown was called (its calls fail for good, not for a while).
+  bool is_shut_down() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return shutdown_;
+  }
+
+ private:
+  struct Pending {
+    Callback done;
+    absl::Time deadline;
+  };
+  enum class State { kDisconnected, kConnecting, kConnected };
+
+  RpcClient(asio::io_context& io, std::string address);
+  void Connect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnConnected(asio::error_code ec);
+  void ReadMore();
+  void Drain(uint64_t generation);
+  // Completes the response in header_/message_/data_; false if it was bad
+  // (the connection is failed).
+  bool OnResponse();
+  bool IsCurrent(uint64_t generation) ABSL_LOCKS_EXCLUDED(mu_);
+  void WriteNext();
+  void Fail(const absl::Status& status);
+  void ArmTimer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnTimer();
+  void Complete(uint64_t request_id, absl::Status status, Frame frame);
+  void Send(MessageType type, std::shared_ptr<OutgoingFrame> out, absl::Duration timeout,
+            Callback done, CallBatch* batch);
+
+  // Immutable after construction.
+  asio::io_context& io_;
+  const std::string address_;
+  asio::strand<asio::io_context::executor_type> strand_;
+
+  // Used only on strand_, except Flush's sendmsg on the fd from a caller's
+  // thread while inline_writer_ is set (Fail() waits for it to clear
+  // before it closes the socket).
+  asio::ip::tcp::socket socket_;
+  asio::steady_timer timer_;
+  FrameBuffer buffer_;
+  char header_[kFrameHeaderBytes];
+  FrameHeader decoded_;
+  std::string message_;
+  std::string data_;
+
+  absl::Mutex mu_;
+  State state_ ABSL_GUARDED_BY(mu_) = State::kDisconnected;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t connection_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<OutgoingFrame>> queue_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;  // a thread owns the socket's writes
+  bool inline_writer_ ABSL_GUARDED_BY(mu_) = false;  // ... and it is a caller's Flush
+  bool timer_armed_ ABSL_GUARDED_BY(mu_) = false;
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Requests queued under a caller's own lock, so that they keep its order,
+// and written once the caller has released it: Flush (or the destructor)
+// calls RpcClient::Flush on each connection the batch queued a request on,
+// so requests queued together leave in gathered writes. A FileWriter fans
+// an append out to its replicas this way, so that neither the io thread
+// (answers) nor other writers wait on its lock during the sends. The owner
+// must flush before it waits for an answer to a request of the batch.
+// Not thread-safe: owned by one thread, usually on its stack.
+class CallBatch {
+ public:
+  CallBatch() = default;
+  CallBatch(const CallBatch&) = delete;
+  CallBatch& operator=(const CallBatch&) = delete;
+  ~CallBatch();
+
+  // Flushes every connection the batch queued a request on since the last
+  // Flush.
+  void Flush();
+
+ private:
+  friend class RpcClient;
+  // Remembers a connection with a queued request of this batch.
+  void Add(std::shared_ptr<RpcClient> client);
+
+  std::vector<std::shared_ptr<RpcClient>> clients_;
+};
+
+// Converts an ErrorResponse frame body to a Status, marked as the
+// server's answer (IsServerAnswer).
+absl::Status StatusFromErrorFrame(const Frame& frame);
+
+// Whether a failed call's status is the server's own answer (an error
+// frame), as opposed to a failure of the transport (kUnavailable: cannot
+// connect, connection lost, client shut down; kDeadlineExceeded: no answer
+// in time), after which the request may or may not have been applied.
+// Survives copies of the status, not a rewrap into a new one.
+bool IsServerAnswer(const absl::Status& status);
+
+}  // namespace logfs::store

@@ -1,0 +1,130 @@
+// A TCP server for logfs frames (docs/wire_format.md). Each accepted
+// connection reads frames in order and hands each request to the handler on
+// the connection's io thread; the handler replies through a Responder,
+// immediately or later from any thread. Responses may go out in any order.
+//
+// Bad frames (wrong magic, version, flags, oversized length, bad checksum,
+// unknown type, truncated body) close that connection with a logged reason;
+// other connections keep being served.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "google/protobuf/message_lite.h"
+#include "store/format/frame.h"
+
+namespace logfs::store {
+
+class ServerConnection;
+
+// Sends the one response to one request. Copyable handle; thread-safe.
+// Replying twice is a bug (CHECK). A Responder dropped without a reply
+// sends kInternal so the caller is never left waiting.
+class Responder {
+ public:
+  Responder(std::shared_ptr<ServerConnection> conn, MessageType type, uint64_t request_id);
+
+  void Reply(const google::protobuf::MessageLite& response, std::string data = {}) const;
+  void ReplyError(const absl::Status& status) const;
+
+  uint64_t request_id() const { return state_->request_id; }
+
+ private:
+  struct State {
+    std::shared_ptr<ServerConnection> conn;
+    MessageType type;
+    uint64_t request_id;
+    std::atomic<bool> replied{false};
+    ~State();
+  };
+  std::shared_ptr<State> state_;
+};
+
+// Holds back the responses this thread sends while it is in scope and, when
+// the outermost one ends, writes each connection's held responses with one
+// sendmsg: a group commit round that answers 8 appends of one client then
+// costs one send (and one wake-up of the client) instead of 8. The reply
+// side of group commit, as BookKeeper's journal hands a batch of acks to
+// the network at once. Nests. Responses other threads send meanwhile on a
+// connection with held responses queue behind them and go out in the same
+// write, in order.
+//
+// Use only where the thread does not then wait for a peer: held responses
+// are not on the wire until the scope ends.
+class ResponseBatch {
+ public:
+  ResponseBatch();
+  ~ResponseBatch();  // flushes if outermost
+  ResponseBatch(const ResponseBatch&) = delete;
+  ResponseBatch& operator=(const ResponseBatch&) = delete;
+};
+
+// Decides what to do with one request. Runs on an io thread; must not block
+// for long (disk writes of one request are fine, waits on peers are not).
+using RequestHandler = std::function<void(Frame request, Responder responder)>;
+
+// Returns true for the request types this server serves; others close the
+// connection as garbage.
+using TypeFilter = std::function<bool(uint16_t type)>;
+
+class RpcServer {
+ public:
+  // Does not take ownership of `io`, which must outlive the server.
+  RpcServer(asio::io_context& io, RequestHandler handler, TypeFilter filter);
+  ~RpcServer();
+
+  // Binds and listens on "host:port" (port 0 picks a free one).
+  // kUnavailable with the reason when the address is busy or invalid.
+  absl::Status Listen(const std::string& address);
+
+  // "host:port" actually bound. Valid after Listen.
+  std::string bound_address() const;
+
+  // Stops accepting and closes every connection.
+  void Stop();
+
+  // Called once, on an io thread, when an accepted connection closes, with
+  // the id its requests carried in Frame::connection_id. Set before Listen.
+  void SetConnectionClosedHandler(std::function<void(uint64_t connection_id)> handler) {
+    connection_closed_ = std::move(handler);
+  }
+
+  // Counters for tests and metrics.
+  uint64_t bad_frames() const { return bad_frames_.load(); }
+  uint64_t responses() const { return responses_.load(); }
+  // Socket writes that carried responses: fewer than responses() when
+  // ResponseBatch or a busy socket put several in one write.
+  uint64_t response_writes() const { return response_writes_.load(); }
+
+ private:
+  void Accept();
+
+  asio::io_context& io_;
+  RequestHandler handler_;
+  TypeFilter filter_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::atomic<uint64_t> bad_frames_{0};
+  std::atomic<uint64_t> responses_{0};
+  std::atomic<uint64_t> response_writes_{0};
+  std::atomic<uint64_t> next_connection_id_{1};
+  std::function<void(uint64_t)> connection_closed_;
+  absl::Mutex connections_mu_;
+  std::vector<std::weak_ptr<ServerConnection>> connections_ ABSL_GUARDED_BY(connections_mu_);
+  bool stopped_ ABSL_GUARDED_BY(connections_mu_) = false;
+  friend class ServerConnection;
+};
+
+// Parses "host:port" into an endpoint (numeric hosts and "localhost").
+absl::StatusOr<asio::ip::tcp::endpoint> ParseEndpoint(const std::string& address);
+
+}  // namespace logfs::store

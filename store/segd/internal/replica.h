@@ -1,0 +1,95 @@
+// Private to store/replica_store*.cc and store/segd/internal/replica.cc: one
+// replica's in-memory state and the file operations that must run under
+// its lock (writing at the end, rolling back, cutting at a seal). Its two
+// descriptors are owned: closed when the last holder drops it.
+//
+// Thread-safety: fields marked ABSL_GUARDED_BY(mu) need `mu`; the fds and
+// segment_id are immutable.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "store/segd/replica_store.h"
+
+namespace logfs::store {
+
+struct ReplicaStore::Replica {
+  Replica(uint64_t id, int file_fd, int chunk_crc_fd)
+      : segment_id(id), fd(file_fd), crc_fd(chunk_crc_fd) {}
+  ~Replica();
+
+  ReplicaInfo Snapshot() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return ReplicaInfo{segment_id, epoch, length, durable_length, sealed, corrupt};
+  }
+  // kNotFound once deleted; the sticky failure once failed.
+  absl::Status Usable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Usable(), and kDataLoss once corrupt: whether its bytes may be served
+  // or extended.
+  absl::Status Servable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  // Writes `data` at `length` with the CRCs of the whole chunks it
+  // completes and raises `length` (the last partial chunk's CRC stays in
+  // tail_crc). On failure both files are cut back (or, if that
+  // fails, the replica is marked failed) and the error is returned.
+  absl::Status WriteAtEnd(absl::string_view data) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  // Writes the partial last chunk's CRC (kept in memory while the replica
+  // is open) to the .crc file, which then covers every byte.
+  absl::Status WriteTailCrc() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  // Undoes writes past `old_length` (whose last partial chunk had
+  // `old_tail_crc`): cuts both files back, or marks the replica failed if
+  // that fails. No CRC check: the bytes cut were never acknowledged.
+  void RollBackTo(uint64_t old_length, uint32_t old_tail_crc) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  // Cuts the replica to `new_length` < length, data and CRCs. The chunk the
+  // cut lands in is verified first (a CRC is never recomputed over damaged
+  // bytes): if it is bad the replica is marked corrupt and kDataLoss
+  // returned. Syscall errors before anything changed are returned as is;
+  // after the data file was cut they mark the replica failed.
+  absl::Status CutTo(uint64_t new_length, uint64_t server_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  // Marks the replica corrupt at `chunk` (once; later calls keep the first
+  // reason) and returns its kDataLoss.
+  absl::Status SetCorrupt(uint64_t server_id, uint64_t chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  // fdatasyncs the data file, then the .crc file. Returns 0, or the errno
+  // of the first that failed. No lock needed (the fds are immutable).
+  int SyncFiles() const;
+
+  // Immutable after construction. The fds stay open as long as anyone holds
+  // the Replica, so a sync in flight never touches a reused descriptor.
+  const uint64_t segment_id;
+  const int fd;      // <id>.seg
+  const int crc_fd;  // <id>.crc
+
+  mutable absl::Mutex mu;
+  uint64_t epoch ABSL_GUARDED_BY(mu) = 0;
+  uint64_t length ABSL_GUARDED_BY(mu) = 0;
+  uint64_t durable_length ABSL_GUARDED_BY(mu) = 0;
+  bool sealed ABSL_GUARDED_BY(mu) = false;
+  bool deleted ABSL_GUARDED_BY(mu) = false;
+  absl::Status failure ABSL_GUARDED_BY(mu);  // sticky, set by a failed fdatasync
+  // CRC32C of the last partial chunk (the bytes past the last full chunk);
+  // 0 when length is a multiple of kCrcChunkBytes. Readers take it with
+  // `length`, since the .crc file's entry may already cover later appends.
+  uint32_t tail_crc ABSL_GUARDED_BY(mu) = 0;
+  bool corrupt ABSL_GUARDED_BY(mu) = false;
+  absl::Status corruption ABSL_GUARDED_BY(mu);  // why, once corrupt
+  // Seals that cut the replica. A read compares it with its snapshot to
+  // tell a concurrent cut (retry) from damage on disk.
+  uint64_t cuts ABSL_GUARDED_BY(mu) = 0;
+};
+
+// What a Read saw of a replica under its lock.
+struct ReplicaStore::ReadSnapshot {
+  uint64_t length = 0;
+  bool sealed = false;
+  uint32_t tail_crc = 0;
+  uint64_t cuts = 0;
+};
+
+}  // namespace logfs::store

@@ -1,0 +1,85 @@
+// The segment server (`logfs segd`): stores segment replicas as local files
+// under its data dir and serves CreateSegment / Append / Sync / Read /
+// SegmentInfo / Seal / DeleteSegment / CopySegment over TCP
+// (docs/wire_format.md; CopySegment runs on a copier thread), and hands
+// out descriptors of sealed replicas to readers on the same host over a
+// Unix socket (short-circuit reads). It
+// registers with meta at start and heartbeats to it; the heartbeat reply
+// names replicas to delete.
+//
+// Durability: an Append is answered once the replica's durable length
+// (bytes on disk past a cache flush) covers it — at once after one shared
+// journal sync when the request asks for sync, otherwise within
+// `sync_interval_ms`. One sync thread serves every segment and every append
+// also goes to one journal file, so a round costs one durable write however
+// many segments it covers (group commit, as BookKeeper's journal).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <asio.hpp>
+
+#include "absl/status/statusor.h"
+
+namespace logfs::store {
+
+struct SegmentServerOptions {
+  std::string data_dir;        // created if missing
+  std::string listen_address;  // "host:port"; port 0 picks one
+  std::string meta_address;    // "host:port" of meta
+  int sync_interval_ms = 5;    // max time an un-synced append waits
+  uint64_t journal_bytes = 64u << 20;  // <data_dir>/journal (store/segd/journal.h)
+  int heartbeat_interval_ms = 1000;
+  int rpc_timeout_ms = 5000;   // for calls to meta
+  // "host:port" registered with meta, for clients to reach this server.
+  // Empty: the bound address (fine unless listening on 0.0.0.0).
+  std::string advertise_address;
+  size_t sync_waiters_max = 1 << 16;  // appends waiting for durability
+  // Unix socket for short-circuit reads (store/segd/short_circuit_server.h);
+  // empty: off.
+  std::string short_circuit_socket;
+  // The identity to take when the data dir has none (a replaced, empty
+  // disk restarted as the server it replaces): meta then learns from
+  // this server's replica report that it lost every replica and copies
+  // them back. 0: the data dir's, else a new one from meta. A data dir
+  // that belongs to another id is refused (kFailedPrecondition).
+  uint64_t server_id = 0;
+};
+
+// Monotonic counters, for tests and metrics.
+struct SegmentServerCounters {
+  uint64_t appends = 0;      // appends accepted (written or exact resends)
+  uint64_t fdatasyncs = 0;   // replica-file fdatasyncs plus journal syncs
+  uint64_t sync_rounds = 0;  // group-commit rounds that synced the journal
+  uint64_t heartbeats = 0;   // heartbeats sent to meta
+  uint64_t responses = 0;        // RPC responses sent
+  uint64_t response_writes = 0;  // socket writes that carried them
+};
+
+class SegmentServer {
+ public:
+  // Opens the data dir, listens and registers with meta. Errors:
+  // kFailedPrecondition (data dir not usable or of another server id;
+  // meta refused the id because another live process holds it),
+  // kUnavailable (address busy, meta unreachable). `io` must outlive the server; the caller runs it.
+  static absl::StatusOr<std::unique_ptr<SegmentServer>> Start(
+      const SegmentServerOptions& options, asio::io_context& io);
+  virtual ~SegmentServer() = default;
+
+  // "host:port" actually bound.
+  virtual std::string bound_address() const = 0;
+
+  // The id meta assigned (kept in the data dir across restarts).
+  virtual uint64_t server_id() const = 0;
+
+  virtual SegmentServerCounters counters() const = 0;
+
+  // Stops serving; pending requests are answered with an error
+  // (kUnavailable). Joins the server's own threads; idempotent. The
+  // destructor calls it.
+  virtual void Stop() = 0;
+};
+
+}  // namespace logfs::store

@@ -1,0 +1,199 @@
+#include "store/segd/segment_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "src/util/crc32c.h"
+#include "store/format/logfs.pb.h"
+#include "store/rpc/unix_socket.h"
+
+namespace logfs::store {
+namespace {
+
+// This io thread has registered synced appends whose round is not
+// requested yet (SegmentService::Append). Handle requests it after the
+// last request of the burst (more_buffered false), which the server hands
+// to this same thread right after the others (Frame::more_buffered). If
+// that request never comes, its frame was bad and the server closed the
+// connection, so no one waits for those answers; the sync thread's tick,
+// or the next request this thread handles, makes the appends durable.
+thread_local bool sync_owed = false;
+
+proto::SegmentInfoResponse ToProto(const ReplicaInfo& info) {
+  proto::SegmentInfoResponse response;
+  response.set_segment_id(info.segment_id);
+  response.set_epoch(info.epoch);
+  response.set_length(info.length);
+  response.set_durable_length(info.durable_length);
+  response.set_sealed(info.sealed);
+  response.set_corrupt(info.corrupt);
+  return response;
+}
+
+void ReplyInfo(const Responder& responder, const absl::StatusOr<ReplicaInfo>& info) {
+  if (!info.ok()) return responder.ReplyError(info.status());
+  responder.Reply(ToProto(*info));
+}
+
+// Answers a waiter of the SyncThread.
+SyncThread::Callback ReplyWhenDurable(const Responder& responder) {
+  return [responder](absl::StatusOr<ReplicaInfo> info) { ReplyInfo(responder, info); };
+}
+
+template <typename Message>
+bool Parse(const Frame& request, const Responder& responder, Message* message) {
+  if (message->ParseFromString(request.message)) return true;
+  responder.ReplyError(absl::InvalidArgumentError(
+      absl::StrCat("unparseable request of type ", static_cast<int>(request.type))));
+  return false;
+}
+
+}  // namespace
+
+SegmentService::SegmentService(ReplicaStore* store, SyncThread* sync_thread,
+                               SegmentCopier* copier)
+    : store_(store), sync_thread_(sync_thread), copier_(copier), boot_id_(HostBootId()) {}
+
+void SegmentService::Handle(Frame request, Responder responder) {
+  Dispatch(request, responder);
+  if (!request.more_buffered && sync_owed) {
+    // The last request of what one read brought: one round for the synced
+    // appends before it, led by this thread unless one is in flight.
+    sync_owed = false;
+    sync_thread_->RequestRound(/*may_lead=*/true);
+  }
+}
+
+void SegmentService::Dispatch(const Frame& request, const Responder& responder) {
+  if (stopped_.load()) {
+    return responder.ReplyError(absl::UnavailableError("segment server is stopping"));
+  }
+  switch (request.type) {
+    case MessageType::kCreateSegment: return CreateSegment(request, responder);
+    case MessageType::kAppend: return Append(request, responder);
+    case MessageType::kSync: return Sync(request, responder);
+    case MessageType::kRead: return Read(request, responder);
+    case MessageType::kSegmentInfo: return SegmentInfo(request, responder);
+    case MessageType::kSeal: return Seal(request, responder);
+    case MessageType::kDeleteSegment: return DeleteSegment(request, responder);
+    case MessageType::kCopySegment: return CopySegment(request, responder);
+    case MessageType::kServerStats: return ServerStats(responder);
+    case MessageType::kShortCircuitInfo: return ShortCircuitInfo(responder);
+    default:
+      return responder.ReplyError(absl::UnimplementedError(
+          absl::StrCat("segment server does not serve type ", static_cast<int>(request.type))));
+  }
+}
+
+void SegmentService::CreateSegment(const Frame& request, const Responder& responder) {
+  proto::CreateSegmentRequest req;
+  if (!Parse(request, responder, &req)) return;
+  ReplyInfo(responder, store_->Create(req.segment_id(), req.epoch()));
+}
+
+void SegmentService::Append(const Frame& request, const Responder& responder) {
+  proto::AppendRequest req;
+  if (!Parse(request, responder, &req)) return;
+  auto info = store_->Append(req.segment_id(), req.epoch(), req.offset(), request.data,
+                             req.crc32c());
+  if (!info.ok()) return responder.ReplyError(info.status());
+  appends_.fetch_add(1);
+  // Requests that came in the same read as later ones (a burst from a
+  // client with many writers) owe their round to the last of them, which
+  // Handle starts once it has taken them all: one round for the burst,
+  // not one that the sync thread starts for the first append while this
+  // thread is still taking the rest.
+  const bool owe = req.sync() && (request.more_buffered || sync_owed);
+  sync_owed = sync_owed || owe;
+  // A lone append leads its round on this thread only if nothing more of
+  // this connection is buffered: the io thread must not sit in a round
+  // while the rest of a request waits to be read.
+  sync_thread_->WaitDurable(req.segment_id(), req.offset() + request.data.size(),
+                            req.sync() && !owe, ReplyWhenDurable(responder),
+                            /*may_lead=*/!request.more_bytes_buffered);
+}
+
+void SegmentService::Sync(const Frame& request, const Responder& responder) {
+  proto::SyncRequest req;
+  if (!Parse(request, responder, &req)) return;
+  auto info = store_->Info(req.segment_id());
+  if (!info.ok()) return responder.ReplyError(info.status());
+  if (req.epoch() < info->epoch) {
+    return responder.ReplyError(absl::FailedPreconditionError(absl::StrCat(
+        "segment ", req.segment_id(), " is fenced: epoch ", req.epoch(), " < ", info->epoch)));
+  }
+  sync_thread_->WaitDurable(req.segment_id(), info->length, /*sync=*/true,
+                            ReplyWhenDurable(responder));
+}
+
+void SegmentService::Stop() {
+  stopped_.store(true);
+  read_pool_.stop();
+  read_pool_.join();
+}
+
+void SegmentService::Read(const Frame& request, const Responder& responder) {
+  proto::ReadRequest req;
+  if (!Parse(request, responder, &req)) return;
+  asio::post(read_pool_, [this, req, responder] {
+    auto read = store_->Read(req.segment_id(), req.offset(), req.length());
+    if (!read.ok()) return responder.ReplyError(read.status());
+    proto::ReadResponse response;
+    response.set_length(read->length);
+    response.set_sealed(read->sealed);
+    response.set_crc32c(util::Crc32c(read->data.data(), read->data.size()));
+    responder.Reply(response, std::move(read->data));
+  });
+}
+
+void SegmentService::SegmentInfo(const Frame& request, const Responder& responder) {
+  proto::SegmentInfoRequest req;
+  if (!Parse(request, responder, &req)) return;
+  ReplyInfo(responder, store_->Info(req.segment_id()));
+}
+
+void SegmentService::Seal(const Frame& request, const Responder& responder) {
+  proto::SealRequest req;
+  if (!Parse(request, responder, &req)) return;
+  auto info = store_->Seal(req.segment_id(), req.epoch(), req.length());
+  // Waiters past the sealed length fail now; those below it are durable.
+  sync_thread_->Recheck(req.segment_id());
+  ReplyInfo(responder, info);
+}
+
+void SegmentService::DeleteSegment(const Frame& request, const Responder& responder) {
+  proto::DeleteSegmentRequest req;
+  if (!Parse(request, responder, &req)) return;
+  absl::Status status = store_->Delete(req.segment_id());
+  sync_thread_->Recheck(req.segment_id());
+  if (!status.ok()) return responder.ReplyError(status);
+  responder.Reply(proto::Empty());
+}
+
+void SegmentService::ServerStats(const Responder& responder) {
+  proto::ServerStatsResponse response;
+  response.set_appends(appends_.load());
+  response.set_fdatasyncs(store_->fdatasync_count());
+  response.set_sync_rounds(sync_thread_->sync_rounds());
+  response.set_journal_wraps(store_->journal_wraps());
+  response.set_server_id(store_->server_id());
+  response.set_incarnation(incarnation_);
+  responder.Reply(response);
+}
+
+void SegmentService::ShortCircuitInfo(const Responder& responder) {
+  proto::ShortCircuitInfoResponse response;
+  response.set_boot_id(boot_id_);
+  response.set_socket_path(short_circuit_socket_);
+  responder.Reply(response);
+}
+
+// The copy runs on the copier's thread, never on this io thread.
+void SegmentService::CopySegment(const Frame& request, const Responder& responder) {
+  proto::CopySegmentRequest req;
+  if (!Parse(request, responder, &req)) return;
+  if (copier_ == nullptr) return responder.ReplyError(absl::UnimplementedError("no copier"));
+  copier_->Enqueue(std::move(req), [responder](absl::StatusOr<ReplicaInfo> info) {
+    ReplyInfo(responder, info);
+  });
+}
+
+}  // namespace logfs::store

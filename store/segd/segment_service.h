@@ -1,0 +1,82 @@
+// The segment server's request handler: decodes each segd request, runs it
+// against the ReplicaStore and answers through the Responder, as
+// docs/rpc.md ("Segment server") says. Appends and Syncs are answered by
+// the SyncThread once durable; everything else is answered inline.
+//
+// Thread-safety: Handle may be called concurrently from any io thread.
+// Requests of one connection arrive in order and Append runs inline, so
+// one connection's appends reach the replica in the order they were sent.
+// Reads run on a pool of their own: a pread of up to 8 MiB from a cold
+// disk must not hold the io thread (one by default) and with it every
+// other connection's appends (DESIGN §5: a large response must not hold
+// back small ones).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include <asio.hpp>
+
+#include "store/format/frame.h"
+#include "store/segd/replica_store.h"
+#include "store/rpc/rpc_server.h"
+#include "store/segd/segment_copier.h"
+#include "store/segd/sync_thread.h"
+
+namespace logfs::store {
+
+class SegmentService {
+ public:
+  // Keeps the pointers; they must outlive every Handle call. Without a
+  // `copier`, CopySegment is kUnimplemented.
+  SegmentService(ReplicaStore* store, SyncThread* sync_thread,
+                 SegmentCopier* copier = nullptr);
+
+  // What ShortCircuitInfo answers: the short-circuit socket's path (empty:
+  // off). Call before serving.
+  void set_short_circuit_socket(std::string path) { short_circuit_socket_ = std::move(path); }
+  // This process's incarnation (store/segd/meta_registration.h), which ServerStats
+  // reports with the server id. Call before serving.
+  void set_incarnation(uint64_t incarnation) { incarnation_ = incarnation; }
+
+  // Serves one request. Bad messages get kInvalidArgument; after Stop every
+  // request gets kUnavailable.
+  void Handle(Frame request, Responder responder);
+
+  // Refuses new requests from now on (kUnavailable); reads running
+  // finish, and reads not yet started are dropped, so their callers get
+  // the Responder's kInternal "request dropped without a reply".
+  void Stop();
+
+  // Appends executed (accepted by the store) so far.
+  uint64_t appends() const { return appends_.load(); }
+
+ private:
+  void Dispatch(const Frame& request, const Responder& responder);
+  void CreateSegment(const Frame& request, const Responder& responder);
+  void Append(const Frame& request, const Responder& responder);
+  void Sync(const Frame& request, const Responder& responder);
+  void Read(const Frame& request, const Responder& responder);
+  void SegmentInfo(const Frame& request, const Responder& responder);
+  void Seal(const Frame& request, const Responder& responder);
+  void DeleteSegment(const Frame& request, const Responder& responder);
+  void CopySegment(const Frame& request, const Responder& responder);
+  void ServerStats(const Responder& responder);
+  void ShortCircuitInfo(const Responder& responder);
+
+  // Immutable after construction.
+  ReplicaStore* const store_;
+  SyncThread* const sync_thread_;
+  SegmentCopier* const copier_;
+  const std::string boot_id_;
+  std::string short_circuit_socket_;  // set before serving
+  uint64_t incarnation_ = 0;          // set before serving
+  asio::thread_pool read_pool_{2};
+
+  // Internally synchronized.
+  std::atomic<bool> stopped_{false};
+  std::atomic<uint64_t> appends_{0};
+};
+
+}  // namespace logfs::store
