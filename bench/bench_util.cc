@@ -79,7 +79,7 @@ std::optional<std::string> GetXattr(const std::string& path, const std::string& 
 }
 
 absl::StatusOr<std::map<std::string, uint64_t>> SegdCounters(const std::string& meta_address) {
-  store::AdminClient admin(meta_address, absl::Seconds(5));
+  client::AdminClient admin(meta_address, absl::Seconds(5));
   auto servers = admin.ListServers();
   if (!servers.ok()) return servers.status();
   std::map<std::string, uint64_t> sum;

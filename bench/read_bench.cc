@@ -130,7 +130,7 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
   if (o.cache == "block" || o.cache == "all") phases.push_back("block");
   // A logfs mount answers the stats xattr; only then is there a block cache
   // to empty (setting the xattr elsewhere would store it).
-  const bool on_logfs = GetXattr(o.dir, store::kStatsXattr).has_value();
+  const bool on_logfs = GetXattr(o.dir, format::kStatsXattr).has_value();
   const bool timed = o.seconds > 0;
   const uint64_t ops = o.ops > 0 ? o.ops : (timed ? 0 : 1000);
   for (const std::string& phase : phases) {
@@ -138,8 +138,8 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
     if (phase == "cold") {
       absl::Status dropped = DropKernelCaches();
       if (!dropped.ok()) return dropped;
-      if (on_logfs && setxattr(o.dir.c_str(), store::kDropBlockCacheXattr, "1", 1, 0) != 0) {
-        return absl::ErrnoToStatus(errno, "setxattr " + std::string(store::kDropBlockCacheXattr));
+      if (on_logfs && setxattr(o.dir.c_str(), format::kDropBlockCacheXattr, "1", 1, 0) != 0) {
+        return absl::ErrnoToStatus(errno, "setxattr " + std::string(format::kDropBlockCacheXattr));
       }
     }
     for (int i = 0; i < o.files; ++i) {
@@ -168,7 +168,7 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
         fds.push_back(fd);
       }
     }
-    auto stats_before = ParseCounters(GetXattr(o.dir, store::kStatsXattr).value_or(""));
+    auto stats_before = ParseCounters(GetXattr(o.dir, format::kStatsXattr).value_or(""));
     // Cold reads never touch a span twice: the threads share one shuffled
     // list of every span-aligned offset, so a read cannot be served by what
     // an earlier one brought into a cache (the phase ends early if the list
@@ -232,7 +232,7 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
       close_all();
       return error;
     }
-    auto stats_after = ParseCounters(GetXattr(o.dir, store::kStatsXattr).value_or(""));
+    auto stats_after = ParseCounters(GetXattr(o.dir, format::kStatsXattr).value_or(""));
     LatencyHistogram all;
     for (auto& h : histograms) all.Merge(h);
     const uint64_t bytes_per_op = std::max(o.scan_bytes, o.read_bytes);

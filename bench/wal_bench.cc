@@ -74,10 +74,10 @@ class PosixTarget : public WalTarget {
     return std::make_unique<PosixFile>(fd);
   }
   std::string meta_address() override {
-    return GetXattr(dir_, store::kMetaAddressXattr).value_or("");
+    return GetXattr(dir_, format::kMetaAddressXattr).value_or("");
   }
   std::optional<std::string> writer_counters() override {
-    return GetXattr(dir_, store::kStatsXattr);
+    return GetXattr(dir_, format::kStatsXattr);
   }
   bool in_process() const override { return false; }
 
@@ -123,7 +123,7 @@ class LibraryTarget : public WalTarget {
     if (!dir.ok()) return dir.status();
     target->dir_ino_ = dir->ino();
     target->dir_name_ = name;
-    status = target->mount_.SetXattr(target->dir_ino_, store::kKindXattr, "wal", 0);
+    status = target->mount_.SetXattr(target->dir_ino_, format::kKindXattr, "wal", 0);
     if (!status.ok()) return status;
     return target;
   }

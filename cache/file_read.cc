@@ -38,10 +38,10 @@ namespace {
 // blocks.
 absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
                                const proto::Segment& segment, uint64_t from, uint64_t to,
-                               const store::BadReplicaReporter& reporter, ReadBuffer* out) {
+                               const client::BadReplicaReporter& reporter, ReadBuffer* out) {
   const uint64_t block_bytes = cache.block_bytes();
   const uint64_t first = from / block_bytes, last = (to - 1) / block_bytes;
-  const uint64_t max_run = std::max<uint64_t>(1, store::kReadBytesMax / block_bytes);
+  const uint64_t max_run = std::max<uint64_t>(1, segd::kReadBytesMax / block_bytes);
   // A block holds min(block_bytes, what the segment has from its start).
   auto expected_size = [&](uint64_t b) {
     return std::min(block_bytes, segment.length() - b * block_bytes);
@@ -101,7 +101,7 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
 
 absl::Status ReadFile(BlockCache* cache, SegmentReader& reader,
                       const std::vector<proto::Segment>& segments, uint64_t file_length,
-                      uint64_t offset, uint64_t size, const store::BadReplicaReporter& reporter,
+                      uint64_t offset, uint64_t size, const client::BadReplicaReporter& reporter,
                       ReadBuffer* out) {
   if (offset >= file_length) return absl::OkStatus();
   const uint64_t end = std::min(file_length, offset + size);

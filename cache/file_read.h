@@ -54,7 +54,7 @@ class ReadBuffer {
 // caller for the replica reads.
 absl::Status ReadFile(BlockCache* cache, SegmentReader& reader,
                       const std::vector<proto::Segment>& segments, uint64_t file_length,
-                      uint64_t offset, uint64_t size, const store::BadReplicaReporter& reporter,
+                      uint64_t offset, uint64_t size, const client::BadReplicaReporter& reporter,
                       ReadBuffer* out);
 
 }  // namespace logfs::cache

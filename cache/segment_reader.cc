@@ -13,42 +13,42 @@
 
 namespace logfs::cache {
 
-absl::StatusOr<std::string> ReadVerifiedReplica(const store::ReplicaFiles& files,
-                                                uint64_t offset, uint64_t size) {
+absl::StatusOr<std::string> ReadVerifiedReplica(const segd::ReplicaFiles& files, uint64_t offset,
+                                                uint64_t size) {
   if (offset + size > files.length) {
     return absl::OutOfRangeError(absl::StrCat("read to ", offset + size, " past the replica's ",
                                               files.length, " bytes"));
   }
-  const uint64_t first = offset / store::kCrcChunkBytes;
-  const uint64_t count = store::ChunkCount(offset + size) - first;
-  const uint64_t from = store::ChunkStart(first);
-  const uint64_t to = std::min(files.length, store::ChunkStart(first + count));
-  ASSIGN_OR_RETURN(std::string data, store::PreadUpTo(files.data.get(), from, to - from));
+  const uint64_t first = offset / format::kCrcChunkBytes;
+  const uint64_t count = format::ChunkCount(offset + size) - first;
+  const uint64_t from = format::ChunkStart(first);
+  const uint64_t to = std::min(files.length, format::ChunkStart(first + count));
+  ASSIGN_OR_RETURN(std::string data, segd::PreadUpTo(files.data.get(), from, to - from));
   if (data.size() != to - from) {
     return absl::DataLossError(absl::StrCat("replica file ends at ", from + data.size(),
                                             ", before its sealed length ", files.length));
   }
   ASSIGN_OR_RETURN(std::vector<uint32_t> crcs,
-                   store::ReadChunkCrcs(files.crc.get(), first, count));
-  if (auto bad = store::FirstBadChunk(data, crcs); bad.has_value()) {
+                   format::ReadChunkCrcs(files.crc.get(), first, count));
+  if (auto bad = format::FirstBadChunk(data, crcs); bad.has_value()) {
     return absl::DataLossError(absl::StrCat("chunk ", first + *bad, " fails its CRC"));
   }
   if (from == offset && data.size() == size) return data;
   return data.substr(offset - from, size);
 }
 
-SegmentReader::SegmentReader(store::ClientPool& pool, SegmentReaderOptions options)
+SegmentReader::SegmentReader(rpc::ClientPool& pool, SegmentReaderOptions options)
     : pool_(pool),
       options_(std::move(options)),
-      boot_id_(store::HostBootId()),
+      boot_id_(rpc::HostBootId()),
       replica_cache_(options_.replica_cache) {}
 
 absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, uint64_t offset,
                                                 uint64_t size,
-                                                const store::BadReplicaReporter& reporter) {
+                                                const client::BadReplicaReporter& reporter) {
   if (!options_.short_circuit || !segment.sealed() || boot_id_.empty()) {
     remote_reads_.fetch_add(1, std::memory_order_relaxed);
-    return store::ReadSegmentRange(pool_, segment, offset, size, options_.timeout, reporter);
+    return client::ReadSegmentRange(pool_, segment, offset, size, options_.timeout, reporter);
   }
   uint64_t bad_server = 0;
   auto local = ReadShortCircuit(segment, offset, size, &bad_server);
@@ -59,13 +59,13 @@ absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, u
   }
   remote_reads_.fetch_add(1, std::memory_order_relaxed);
   if (absl::IsNotFound(local.status())) {
-    return store::ReadSegmentRange(pool_, segment, offset, size, options_.timeout, reporter);
+    return client::ReadSegmentRange(pool_, segment, offset, size, options_.timeout, reporter);
   }
   short_circuit_failures_.fetch_add(1, std::memory_order_relaxed);
   LOG(WARNING) << "short-circuit read of segment " << segment.id()
                << " failed, reading over TCP: " << local.status();
   if (bad_server == 0) {
-    return store::ReadSegmentRange(pool_, segment, offset, size, options_.timeout, reporter);
+    return client::ReadSegmentRange(pool_, segment, offset, size, options_.timeout, reporter);
   }
   // The replica that failed its CRC is read over TCP first, so its server
   // checks its copy, marks it corrupt and the reporter tells meta; the
@@ -75,7 +75,7 @@ absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, u
   std::stable_partition(replicas->begin(), replicas->end(), [bad_server](const proto::Replica& r) {
     return r.server_id() == bad_server;
   });
-  return store::ReadSegmentRange(pool_, reordered, offset, size, options_.timeout, reporter);
+  return client::ReadSegmentRange(pool_, reordered, offset, size, options_.timeout, reporter);
 }
 
 // Reads from the first replica on this host that opens and reads cleanly:
@@ -137,8 +137,8 @@ std::string SegmentReader::LocalSocket(const std::string& address) {
     }
   }
   proto::ShortCircuitInfoResponse info;
-  absl::Status s = pool_.Get(address)->Call(store::MessageType::kShortCircuitInfo,
-                                            proto::Empty(), &info, options_.timeout);
+  absl::Status s = pool_.Get(address)->Call(format::MessageType::kShortCircuitInfo, proto::Empty(),
+                                            &info, options_.timeout);
   ServerInfo learned;
   if (!s.ok()) {
     learned.retry_after = now + kRetryAfterFailure;
@@ -158,24 +158,24 @@ void SegmentReader::ForgetServer(const std::string& address) {
   info.retry_after = absl::Now() + kRetryAfterFailure;
 }
 
-absl::StatusOr<store::ReplicaFiles> SegmentReader::OpenLocal(const std::string& socket_path,
-                                                             uint64_t segment_id) {
+absl::StatusOr<segd::ReplicaFiles> SegmentReader::OpenLocal(const std::string& socket_path,
+                                                            uint64_t segment_id) {
   // A local exchange: a short deadline, so a stuck server costs little
   // before the read goes over TCP.
   const absl::Duration timeout = std::min(options_.timeout, kLocalTimeout);
-  ASSIGN_OR_RETURN(util::UniqueFd socket, store::ConnectUnix(socket_path, timeout));
+  ASSIGN_OR_RETURN(util::UniqueFd socket, rpc::ConnectUnix(socket_path, timeout));
   proto::ShortCircuitOpenRequest request;
   request.set_segment_id(segment_id);
-  RETURN_IF_ERROR(store::SendUnixFrame(socket.get(), 0, store::MessageType::kShortCircuitOpen, 1,
-                                       request.SerializeAsString(), {}));
-  ASSIGN_OR_RETURN(store::UnixFrame reply,
-                   store::ReceiveUnixFrame(socket.get(), absl::Now() + timeout));
-  if (reply.frame.flags & store::kFlagError) return store::StatusFromErrorFrame(reply.frame);
+  RETURN_IF_ERROR(rpc::SendUnixFrame(socket.get(), 0, format::MessageType::kShortCircuitOpen, 1,
+                                     request.SerializeAsString(), {}));
+  ASSIGN_OR_RETURN(rpc::UnixFrame reply,
+                   rpc::ReceiveUnixFrame(socket.get(), absl::Now() + timeout));
+  if (reply.frame.flags & format::kFlagError) return rpc::StatusFromErrorFrame(reply.frame);
   proto::ShortCircuitOpenResponse response;
   if (!response.ParseFromString(reply.frame.message) || reply.fds.size() != 2) {
     return absl::InternalError(absl::StrCat("bad ShortCircuitOpen reply from ", socket_path));
   }
-  store::ReplicaFiles files;
+  segd::ReplicaFiles files;
   files.data = std::move(reply.fds[0]);
   files.crc = std::move(reply.fds[1]);
   files.length = response.length();

@@ -4,7 +4,7 @@
 // files once (store/segd/short_circuit_server.h), the ReplicaCache keeps them,
 // and reads are a pread plus a CRC check here, with no round trip
 // (short-circuit local reads, as HDFS's). Otherwise, or when that fails,
-// the replicas are read over TCP in order (store::ReadSegmentRange), which
+// the replicas are read over TCP in order (client::ReadSegmentRange), which
 // also reports a corrupt replica to meta: a short-circuit read that finds
 // a bad CRC falls back to that path starting with the bad replica, so its
 // server checks its copy itself and meta hears of it.
@@ -44,12 +44,12 @@ struct SegmentReaderStats {
 class SegmentReader {
  public:
   // `pool` must outlive the reader.
-  SegmentReader(store::ClientPool& pool, SegmentReaderOptions options);
+  SegmentReader(rpc::ClientPool& pool, SegmentReaderOptions options);
 
   // Bytes [offset, offset + size) of `segment`, all of which its readable
   // length holds. kUnavailable (EIO) when no replica can serve them.
   absl::StatusOr<std::string> Read(const proto::Segment& segment, uint64_t offset, uint64_t size,
-                                   const store::BadReplicaReporter& reporter);
+                                   const client::BadReplicaReporter& reporter);
 
   // Closes cached replicas idle past their limit (call now and then).
   void Trim() { replica_cache_.Trim(); }
@@ -75,10 +75,9 @@ class SegmentReader {
   std::string LocalSocket(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
   // After a failed open: no short-circuit through that server for a while.
   void ForgetServer(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<store::ReplicaFiles> OpenLocal(const std::string& socket_path,
-                                                uint64_t segment_id);
+  absl::StatusOr<segd::ReplicaFiles> OpenLocal(const std::string& socket_path, uint64_t segment_id);
 
-  store::ClientPool& pool_;
+  rpc::ClientPool& pool_;
   const SegmentReaderOptions options_;
   const std::string boot_id_;
   ReplicaCache replica_cache_;
@@ -92,7 +91,7 @@ class SegmentReader {
 // descriptors, after checking the CRC of every chunk they touch (layout:
 // store/format/chunk_crc.h). kOutOfRange past its length; kDataLoss if a CRC
 // differs or a file is shorter than the length says; errno statuses.
-absl::StatusOr<std::string> ReadVerifiedReplica(const store::ReplicaFiles& files,
-                                                uint64_t offset, uint64_t size);
+absl::StatusOr<std::string> ReadVerifiedReplica(const segd::ReplicaFiles& files, uint64_t offset,
+                                                uint64_t size);
 
 }  // namespace logfs::cache

@@ -34,10 +34,10 @@ class ShortCircuitTest : public testing::Test {
     ASSERT_NE(nullptr, ::mkdtemp(tmpl));
     dir_ = tmpl;
     ASSERT_EQ(0, ::chmod(dir_.c_str(), 0755));  // an unprivileged peer must reach the socket
-    auto store = store::ReplicaStore::Open(store::ReplicaStoreOptions{dir_ + "/data", 1u << 20});
+    auto store = segd::ReplicaStore::Open(segd::ReplicaStoreOptions{dir_ + "/data", 1u << 20});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
-    auto server = store::ShortCircuitServer::Start(socket_path(), store_.get());
+    auto server = segd::ShortCircuitServer::Start(socket_path(), store_.get());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
   }
@@ -58,18 +58,17 @@ class ShortCircuitTest : public testing::Test {
   }
 
   // Asks the server for `id` as SegmentReader does.
-  absl::StatusOr<store::ReplicaFiles> Open(uint64_t id) {
-    auto socket = store::ConnectUnix(socket_path(), absl::Seconds(2));
+  absl::StatusOr<segd::ReplicaFiles> Open(uint64_t id) {
+    auto socket = rpc::ConnectUnix(socket_path(), absl::Seconds(2));
     if (!socket.ok()) return socket.status();
     proto::ShortCircuitOpenRequest request;
     request.set_segment_id(id);
-    absl::Status sent = store::SendUnixFrame(socket->get(), 0,
-                                             store::MessageType::kShortCircuitOpen, 9,
-                                             request.SerializeAsString(), {});
+    absl::Status sent = rpc::SendUnixFrame(socket->get(), 0, format::MessageType::kShortCircuitOpen,
+                                           9, request.SerializeAsString(), {});
     if (!sent.ok()) return sent;
-    auto reply = store::ReceiveUnixFrame(socket->get(), absl::Now() + absl::Seconds(2));
+    auto reply = rpc::ReceiveUnixFrame(socket->get(), absl::Now() + absl::Seconds(2));
     if (!reply.ok()) return reply.status();
-    if (reply->frame.flags & store::kFlagError) {
+    if (reply->frame.flags & format::kFlagError) {
       proto::ErrorResponse error;
       error.ParseFromString(reply->frame.message);
       return absl::Status(static_cast<absl::StatusCode>(error.code()), error.message());
@@ -78,7 +77,7 @@ class ShortCircuitTest : public testing::Test {
     proto::ShortCircuitOpenResponse response;
     EXPECT_TRUE(response.ParseFromString(reply->frame.message));
     EXPECT_EQ(2u, reply->fds.size());
-    store::ReplicaFiles files;
+    segd::ReplicaFiles files;
     files.data = std::move(reply->fds[0]);
     files.crc = std::move(reply->fds[1]);
     files.length = response.length();
@@ -86,8 +85,8 @@ class ShortCircuitTest : public testing::Test {
   }
 
   std::string dir_;
-  std::unique_ptr<store::ReplicaStore> store_;
-  std::unique_ptr<store::ShortCircuitServer> server_;
+  std::unique_ptr<segd::ReplicaStore> store_;
+  std::unique_ptr<segd::ShortCircuitServer> server_;
 };
 
 TEST_F(ShortCircuitTest, SealedReplicaComesBackReadOnlyAndVerified) {
@@ -134,7 +133,7 @@ TEST_F(ShortCircuitTest, OnlySealedKnownReplicasAreHandedOut) {
 
 TEST_F(ShortCircuitTest, GarbageClosesOnlyThatConnection) {
   MakeReplica(9, "sealed bytes");
-  auto socket = store::ConnectUnix(socket_path(), absl::Seconds(2));
+  auto socket = rpc::ConnectUnix(socket_path(), absl::Seconds(2));
   ASSERT_TRUE(socket.ok()) << socket.status();
   const std::string garbage(100, 'G');
   ASSERT_EQ(static_cast<ssize_t>(garbage.size()),
@@ -143,12 +142,12 @@ TEST_F(ShortCircuitTest, GarbageClosesOnlyThatConnection) {
   const ssize_t got = ::recv(socket->get(), &byte, 1, 0);  // closed by the server
   EXPECT_TRUE(got == 0 || (got < 0 && errno == ECONNRESET)) << got;
   // A request of another type gets an error reply, not a crash.
-  auto other = store::ConnectUnix(socket_path(), absl::Seconds(2));
+  auto other = rpc::ConnectUnix(socket_path(), absl::Seconds(2));
   ASSERT_TRUE(other.ok());
-  ASSERT_TRUE(store::SendUnixFrame(other->get(), 0, store::MessageType::kRead, 1, "", {}).ok());
-  auto reply = store::ReceiveUnixFrame(other->get(), absl::Now() + absl::Seconds(2));
+  ASSERT_TRUE(rpc::SendUnixFrame(other->get(), 0, format::MessageType::kRead, 1, "", {}).ok());
+  auto reply = rpc::ReceiveUnixFrame(other->get(), absl::Now() + absl::Seconds(2));
   ASSERT_TRUE(reply.ok()) << reply.status();
-  EXPECT_TRUE(reply->frame.flags & store::kFlagError);
+  EXPECT_TRUE(reply->frame.flags & format::kFlagError);
   // The server still serves.
   auto files = Open(9);
   ASSERT_TRUE(files.ok()) << files.status();
@@ -174,11 +173,11 @@ TEST_F(ShortCircuitTest, OtherUsersArePermissionDenied) {
 TEST_F(ShortCircuitTest, SilentClientHoldsTheServerOnlyUntilItsDeadline) {
   MakeReplica(11, "bytes");
   server_.reset();  // again, with a short deadline per connection
-  auto server = store::ShortCircuitServer::Start(socket_path(), store_.get(),
-                                                 absl::Milliseconds(200));
+  auto server =
+      segd::ShortCircuitServer::Start(socket_path(), store_.get(), absl::Milliseconds(200));
   ASSERT_TRUE(server.ok()) << server.status();
   server_ = std::move(*server);
-  auto silent = store::ConnectUnix(socket_path(), absl::Seconds(2));
+  auto silent = rpc::ConnectUnix(socket_path(), absl::Seconds(2));
   ASSERT_TRUE(silent.ok());
   ASSERT_EQ(1, ::send(silent->get(), "L", 1, MSG_NOSIGNAL));  // a header that never ends
   auto files = Open(11);  // served once the silent one's 200 ms are up
@@ -186,8 +185,8 @@ TEST_F(ShortCircuitTest, SilentClientHoldsTheServerOnlyUntilItsDeadline) {
   EXPECT_EQ(5u, files->length);
 }
 
-store::ReplicaFiles DevNull(uint64_t length) {
-  store::ReplicaFiles files;
+segd::ReplicaFiles DevNull(uint64_t length) {
+  segd::ReplicaFiles files;
   files.data.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   files.length = length;
   return files;

@@ -17,12 +17,12 @@
 namespace logfs::fuse {
 namespace {
 
-using store::kDurableLengthXattr;
-using store::kMetaAddressXattr;
-using store::kMountPidXattr;
-using store::kSegmentsXattr;
-using store::kStatsXattr;
-using store::kDropBlockCacheXattr;
+using format::kDropBlockCacheXattr;
+using format::kDurableLengthXattr;
+using format::kMetaAddressXattr;
+using format::kMountPidXattr;
+using format::kSegmentsXattr;
+using format::kStatsXattr;
 
 bool HasOpenSegment(const proto::Inode& inode) {
   return inode.segments_size() > 0 && !inode.segments().rbegin()[0].sealed();
@@ -61,8 +61,8 @@ absl::Status Mount::Connect() {
   gethostname(host, sizeof(host) - 1);
   request.set_host(host);
   proto::NewMountResponse response;
-  absl::Status s = meta_->Call(store::MessageType::kNewMount, request, &response,
-                               options_.rpc_timeout);
+  absl::Status s =
+      meta_->Call(format::MessageType::kNewMount, request, &response, options_.rpc_timeout);
   if (!s.ok()) {
     return absl::UnavailableError(
         absl::StrCat("cannot reach meta at ", options_.meta_address, ": ", s.message()));
@@ -99,31 +99,31 @@ void Mount::HeartbeatLoop() {
       }
     }
     proto::Empty response;
-    absl::Status s = meta_->Call(store::MessageType::kMountHeartbeat, request, &response,
-                                 options_.rpc_timeout);
+    absl::Status s =
+        meta_->Call(format::MessageType::kMountHeartbeat, request, &response, options_.rpc_timeout);
     if (!s.ok()) LOG(WARNING) << "mount heartbeat to meta failed: " << s;
     segment_reader_->Trim();  // closes replicas idle past their limit
   }
 }
 
-store::MetaRetryOptions Mount::MetaRetry() const {
-  store::MetaRetryOptions retry;
+client::MetaRetryOptions Mount::MetaRetry() const {
+  client::MetaRetryOptions retry;
   retry.attempt_timeout = options_.rpc_timeout;
   retry.retry_window = options_.meta_retry;
   return retry;
 }
 
 template <typename Response>
-absl::Status Mount::MetaCall(store::MessageType type,
-                             const google::protobuf::MessageLite& request, Response* response) {
-  store::MetaRetryOptions retry = MetaRetry();
+absl::Status Mount::MetaCall(format::MessageType type, const google::protobuf::MessageLite& request,
+                             Response* response) {
+  client::MetaRetryOptions retry = MetaRetry();
   // These pin the inode (and take the lease) in meta's memory and carry no
   // call id: one that timed out may have been applied, and a second would
   // pin twice, or unpin another descriptor's pin.
-  retry.retry_timeouts = type != store::MessageType::kOpen &&
-                         type != store::MessageType::kRelease &&
-                         type != store::MessageType::kOpenWrite;
-  return store::CallMeta(*meta_, type, request, response, retry);
+  retry.retry_timeouts = type != format::MessageType::kOpen &&
+                         type != format::MessageType::kRelease &&
+                         type != format::MessageType::kOpenWrite;
+  return client::CallMeta(*meta_, type, request, response, retry);
 }
 
 proto::CallId Mount::NextCallId() {
@@ -137,7 +137,7 @@ absl::StatusOr<proto::Inode> Mount::GetInode(uint64_t ino) {
   proto::GetAttrRequest request;
   request.set_ino(ino);
   proto::InodeResponse response;
-  RETURN_IF_ERROR(MetaCall(store::MessageType::kGetInode, request, &response));
+  RETURN_IF_ERROR(MetaCall(format::MessageType::kGetInode, request, &response));
   return std::move(*response.mutable_inode());
 }
 
@@ -151,7 +151,7 @@ uint64_t Mount::LiveLength(proto::Inode& inode) {
   if (!HasOpenSegment(inode)) return SealedLength(inode);
   proto::Segment& open = *inode.mutable_segments()->rbegin();
   uint32_t quorum = open.ack_quorum() != 0 ? open.ack_quorum() : inode.ack_quorum();
-  open.set_length(store::AckedLengthOfOpenSegment(pool_, open, quorum, options_.rpc_timeout));
+  open.set_length(client::AckedLengthOfOpenSegment(pool_, open, quorum, options_.rpc_timeout));
   return SealedLength(inode);
 }
 
@@ -162,7 +162,7 @@ absl::StatusOr<proto::Attr> Mount::Lookup(uint64_t parent, const std::string& na
   request.set_parent(parent);
   request.set_name(name);
   proto::AttrResponse response;
-  RETURN_IF_ERROR(MetaCall(store::MessageType::kLookup, request, &response));
+  RETURN_IF_ERROR(MetaCall(format::MessageType::kLookup, request, &response));
   // Meta's answer names the inode and its attributes at once: asking for
   // them again by inode would race with a rename that replaces the name.
   return WithLiveSize(std::move(*response.mutable_attr()));
@@ -172,7 +172,7 @@ absl::StatusOr<proto::Attr> Mount::GetAttr(uint64_t ino) {
   proto::GetAttrRequest request;
   request.set_ino(ino);
   proto::AttrResponse response;
-  RETURN_IF_ERROR(MetaCall(store::MessageType::kGetAttr, request, &response));
+  RETURN_IF_ERROR(MetaCall(format::MessageType::kGetAttr, request, &response));
   return WithLiveSize(std::move(*response.mutable_attr()));
 }
 
@@ -216,7 +216,7 @@ absl::StatusOr<proto::Attr> Mount::SetAttr(const proto::SetAttrRequest& in) {
     }
   }
   proto::AttrResponse response;
-  RETURN_IF_ERROR(MetaCall(store::MessageType::kSetAttr, request, &response));
+  RETURN_IF_ERROR(MetaCall(format::MessageType::kSetAttr, request, &response));
   return GetAttr(request.ino());
 }
 
@@ -232,7 +232,7 @@ absl::StatusOr<proto::Attr> Mount::Create(uint64_t parent, const std::string& na
   request.set_symlink_target(symlink_target);
   *request.mutable_call() = NextCallId();
   proto::AttrResponse response;
-  RETURN_IF_ERROR(MetaCall(store::MessageType::kCreate, request, &response));
+  RETURN_IF_ERROR(MetaCall(format::MessageType::kCreate, request, &response));
   return response.attr();
 }
 
@@ -243,7 +243,7 @@ absl::Status Mount::Unlink(uint64_t parent, const std::string& name, bool direct
   request.set_directory(directory);
   *request.mutable_call() = NextCallId();
   proto::Empty response;
-  return MetaCall(store::MessageType::kUnlink, request, &response);
+  return MetaCall(format::MessageType::kUnlink, request, &response);
 }
 
 absl::Status Mount::Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
@@ -256,14 +256,14 @@ absl::Status Mount::Rename(uint64_t parent, const std::string& name, uint64_t ne
   request.set_flags(flags);
   *request.mutable_call() = NextCallId();
   proto::Empty response;
-  return MetaCall(store::MessageType::kRename, request, &response);
+  return MetaCall(format::MessageType::kRename, request, &response);
 }
 
 absl::StatusOr<std::string> Mount::Readlink(uint64_t ino) {
   proto::GetAttrRequest request;
   request.set_ino(ino);
   proto::ReadlinkResponse response;
-  RETURN_IF_ERROR(MetaCall(store::MessageType::kReadlink, request, &response));
+  RETURN_IF_ERROR(MetaCall(format::MessageType::kReadlink, request, &response));
   return response.target();
 }
 
@@ -273,14 +273,14 @@ absl::StatusOr<proto::ReaddirResponse> Mount::Readdir(uint64_t ino,
   request.set_ino(ino);
   request.set_start_after(start_after);
   proto::ReaddirResponse response;
-  RETURN_IF_ERROR(MetaCall(store::MessageType::kReaddir, request, &response));
+  RETURN_IF_ERROR(MetaCall(format::MessageType::kReaddir, request, &response));
   return response;
 }
 
 absl::StatusOr<proto::StatFsResponse> Mount::StatFs() {
   proto::Empty request;
   proto::StatFsResponse response;
-  RETURN_IF_ERROR(MetaCall(store::MessageType::kStatFs, request, &response));
+  RETURN_IF_ERROR(MetaCall(format::MessageType::kStatFs, request, &response));
   return response;
 }
 
@@ -341,7 +341,7 @@ absl::StatusOr<std::string> Mount::GetXattr(uint64_t ino, const std::string& nam
   request.set_ino(ino);
   request.set_name(name);
   proto::GetXattrResponse response;
-  RETURN_IF_ERROR(MetaCall(store::MessageType::kGetXattr, request, &response));
+  RETURN_IF_ERROR(MetaCall(format::MessageType::kGetXattr, request, &response));
   return response.value();
 }
 
@@ -349,7 +349,7 @@ absl::StatusOr<std::vector<std::string>> Mount::ListXattr(uint64_t ino) {
   proto::GetAttrRequest request;
   request.set_ino(ino);
   proto::ListXattrResponse response;
-  RETURN_IF_ERROR(MetaCall(store::MessageType::kListXattr, request, &response));
+  RETURN_IF_ERROR(MetaCall(format::MessageType::kListXattr, request, &response));
   return std::vector<std::string>(response.names().begin(), response.names().end());
 }
 
@@ -366,7 +366,7 @@ absl::Status Mount::SetXattr(uint64_t ino, const std::string& name, const std::s
   request.set_flags(flags);
   *request.mutable_call() = NextCallId();
   proto::Empty response;
-  return MetaCall(store::MessageType::kSetXattr, request, &response);
+  return MetaCall(format::MessageType::kSetXattr, request, &response);
 }
 
 absl::Status Mount::RemoveXattr(uint64_t ino, const std::string& name) {
@@ -375,7 +375,7 @@ absl::Status Mount::RemoveXattr(uint64_t ino, const std::string& name) {
   request.set_name(name);
   *request.mutable_call() = NextCallId();
   proto::Empty response;
-  return MetaCall(store::MessageType::kRemoveXattr, request, &response);
+  return MetaCall(format::MessageType::kRemoveXattr, request, &response);
 }
 
 // ---------------------------------------------------------------- files
@@ -428,7 +428,7 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t i
   request.set_mount_id(mount_id_);
   request.set_truncate(truncate);
   proto::InodeResponse response;
-  absl::Status opened = MetaCall(store::MessageType::kOpenWrite, request, &response);
+  absl::Status opened = MetaCall(format::MessageType::kOpenWrite, request, &response);
   absl::MutexLock lock(&mu_);
   if (!opened.ok()) {
     writers_.erase(ino);
@@ -478,7 +478,7 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Mount::Open(uint64_t ino, int flags) {
   request.set_ino(ino);
   request.set_mount_id(mount_id_);
   proto::InodeResponse response;
-  RETURN_IF_ERROR(MetaCall(store::MessageType::kOpen, request, &response));
+  RETURN_IF_ERROR(MetaCall(format::MessageType::kOpen, request, &response));
   file->kind = response.inode().attr().kind();
   file->growing = response.inode().attr().open_for_write() || HasOpenSegment(response.inode()) ||
                   FindWriter(ino) != nullptr;
@@ -576,7 +576,7 @@ absl::Status Mount::Release(std::unique_ptr<OpenFile> file) {
   request.set_ino(file->ino);
   request.set_mount_id(mount_id_);
   proto::Empty response;
-  return MetaCall(store::MessageType::kRelease, request, &response);
+  return MetaCall(format::MessageType::kRelease, request, &response);
 }
 
 }  // namespace logfs::fuse

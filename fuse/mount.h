@@ -157,24 +157,24 @@ class Mount {
   // Every meta call of the mount but the heartbeat: retried through a meta
   // restart (store/client/meta_retry.h).
   template <typename Response>
-  absl::Status MetaCall(store::MessageType type, const google::protobuf::MessageLite& request,
+  absl::Status MetaCall(format::MessageType type, const google::protobuf::MessageLite& request,
                         Response* response);
   // A fresh id for one change in meta (exactly-once across retries).
   proto::CallId NextCallId();
-  store::MetaRetryOptions MetaRetry() const;
+  client::MetaRetryOptions MetaRetry() const;
 
   // Immutable after construction / Connect.
   const MountOptions options_;
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> io_threads_;
-  store::ClientPool pool_;
+  rpc::ClientPool pool_;
   // Writers' recoveries (blocking calls, never on io threads); joined by
   // Shutdown before pool_ shuts down.
   asio::thread_pool recovery_pool_{2};
   std::unique_ptr<cache::BlockCache> block_cache_;  // null when disabled
   std::unique_ptr<cache::SegmentReader> segment_reader_;
-  std::shared_ptr<store::RpcClient> meta_;
+  std::shared_ptr<rpc::RpcClient> meta_;
   uint64_t mount_id_ = 0;
   std::atomic<uint64_t> last_call_seq_{0};  // of NextCallId
   std::thread heartbeat_thread_;

@@ -346,7 +346,7 @@ void ReplyXattrValue(fuse_req_t req, const std::string& value, size_t size) {
 
 void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
                 size_t size, int flags) noexcept {
-  if (name == std::string_view(store::kDropBlockCacheXattr) && fuse_req_ctx(req)->uid != 0) {
+  if (name == std::string_view(format::kDropBlockCacheXattr) && fuse_req_ctx(req)->uid != 0) {
     fuse_reply_err(req, EPERM);
     return;
   }

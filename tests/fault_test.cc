@@ -176,8 +176,8 @@ TEST_F(FaultTest, GarbageTruncatedAndOversizedFramesToEveryServer) {
   RunTrial("garbage-frames", [&] {
     std::string garbage(100, 'x');
     std::string truncated =
-        store::EncodeFrame(0, store::MessageType::kAppend, 1, "message", "data").substr(0, 30);
-    std::string oversized = store::EncodeFrame(0, store::MessageType::kLookup, 1, "", "");
+        format::EncodeFrame(0, format::MessageType::kAppend, 1, "message", "data").substr(0, 30);
+    std::string oversized = format::EncodeFrame(0, format::MessageType::kLookup, 1, "", "");
     oversized[19] = 0x7f;  // message_bytes far over the limit
     std::vector<std::string> targets = {cluster_->cluster().meta_address()};
     for (int i = 0; i < 5; ++i) targets.push_back(cluster_->cluster().segd_address(i));

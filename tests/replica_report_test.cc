@@ -64,7 +64,7 @@ class SegdClient {
   explicit SegdClient(const std::string& address)
       : work_(asio::make_work_guard(io_)),
         thread_([this] { io_.run(); }),
-        client_(store::RpcClient::Create(io_, address)) {}
+        client_(rpc::RpcClient::Create(io_, address)) {}
   ~SegdClient() {
     client_->Shutdown();
     work_.reset();
@@ -76,7 +76,7 @@ class SegdClient {
     request.set_segment_id(segment_id);
     request.set_epoch(1);
     proto::SegmentInfoResponse response;
-    return client_->Call(store::MessageType::kCreateSegment, request, &response, absl::Seconds(5));
+    return client_->Call(format::MessageType::kCreateSegment, request, &response, absl::Seconds(5));
   }
   absl::Status Seal(uint64_t segment_id) {
     proto::SealRequest request;
@@ -84,14 +84,14 @@ class SegdClient {
     request.set_epoch(1);
     request.set_length(0);
     proto::SegmentInfoResponse response;
-    return client_->Call(store::MessageType::kSeal, request, &response, absl::Seconds(5));
+    return client_->Call(format::MessageType::kSeal, request, &response, absl::Seconds(5));
   }
 
  private:
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   std::thread thread_;
-  std::shared_ptr<store::RpcClient> client_;
+  std::shared_ptr<rpc::RpcClient> client_;
 };
 
 TEST(ReplicaReportTest, WipedServerRestartedUnderItsIdGetsItsReplicasBack) {

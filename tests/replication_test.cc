@@ -137,7 +137,7 @@ TEST(ReplicationTest, AnAppendAloneInTheMountIsSyncedAtOnceByTheAckQuorum) {
   auto mc = MountedCluster::Start(options);
   ASSERT_TRUE(mc.ok()) << mc.status();
   MakeWalDir(**mc, "wal");
-  store::AdminClient admin((*mc)->cluster().meta_address(), absl::Seconds(10));
+  client::AdminClient admin((*mc)->cluster().meta_address(), absl::Seconds(10));
   auto rounds = [&] {
     std::vector<uint64_t> out;
     for (int i = 0; i < (*mc)->cluster().segment_servers(); ++i) {

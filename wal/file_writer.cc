@@ -30,14 +30,14 @@ std::atomic<int> busy_writers{0};
 }  // namespace
 
 std::shared_ptr<FileWriter> FileWriter::Create(FileWriterOptions options, proto::Inode inode,
-                                               std::shared_ptr<store::RpcClient> meta,
-                                               store::ClientPool* pool) {
+                                               std::shared_ptr<rpc::RpcClient> meta,
+                                               rpc::ClientPool* pool) {
   return std::shared_ptr<FileWriter>(
       new FileWriter(std::move(options), std::move(inode), std::move(meta), pool));
 }
 
 FileWriter::FileWriter(FileWriterOptions options, proto::Inode inode,
-                       std::shared_ptr<store::RpcClient> meta, store::ClientPool* pool)
+                       std::shared_ptr<rpc::RpcClient> meta, rpc::ClientPool* pool)
     : options_(std::move(options)),
       ino_(inode.attr().ino()),
       kind_(inode.attr().kind()),
@@ -99,7 +99,7 @@ bool FileWriter::CanAcceptLocked() const {
 }
 
 absl::Status FileWriter::Write(std::optional<uint64_t> offset, absl::string_view data) {
-  store::CallBatch sends;
+  rpc::CallBatch sends;
   absl::Status status = WriteInternal(offset, data, &sends);
   sends.Flush();  // the appends, now that mu_ is free
   RunFailedWaiters();
@@ -107,7 +107,7 @@ absl::Status FileWriter::Write(std::optional<uint64_t> offset, absl::string_view
 }
 
 absl::Status FileWriter::WriteInternal(std::optional<uint64_t> offset, absl::string_view data,
-                                       store::CallBatch* sends) {
+                                       rpc::CallBatch* sends) {
   absl::MutexLock lock(&mu_);
   if (!mu_.AwaitWithTimeout(absl::Condition(this, &FileWriter::CanAcceptLocked),
                             options_.fsync_timeout)) {
@@ -137,7 +137,7 @@ absl::Status FileWriter::WriteInternal(std::optional<uint64_t> offset, absl::str
   return absl::OkStatus();
 }
 
-void FileWriter::SendBufferLocked(store::CallBatch* sends) {
+void FileWriter::SendBufferLocked(rpc::CallBatch* sends) {
   // While a recovery rolls away from open_, new bytes wait in buffer_ and
   // go to the next segment with the re-sent tail.
   if (buffer_.empty() || !open_.has_value() || recovering_) return;
@@ -181,12 +181,12 @@ void FileWriter::SendBufferLocked(store::CallBatch* sends) {
       if (eager_left > 0) --eager_left;
       uint64_t segment_id = open_->id();
       pool_->Get(replicas_[r].address)
-          ->AsyncCallShared(store::MessageType::kAppend, request, chunk, options_.replica_timeout,
-                            [self, segment_id, r](absl::Status s, store::Frame f) {
-                              self->OnReplicaResponse(segment_id, r, std::move(s), f.message,
-                                                      false);
-                            },
-                            sends);
+          ->AsyncCallShared(
+              format::MessageType::kAppend, request, chunk, options_.replica_timeout,
+              [self, segment_id, r](absl::Status s, format::Frame f) {
+                self->OnReplicaResponse(segment_id, r, std::move(s), f.message, false);
+              },
+              sends);
     }
   }
   UpdateBusyLocked();
@@ -196,7 +196,7 @@ void FileWriter::Sync(SyncCallback done) {
   GlobalWriterCounters().syncs.fetch_add(1, std::memory_order_relaxed);
   std::vector<SyncCallback> ready;
   absl::Status error;
-  store::CallBatch sends;  // written after mu_ is released
+  rpc::CallBatch sends;  // written after mu_ is released
   {
     absl::MutexLock lock(&mu_);
     if (!error_.ok()) {
@@ -222,12 +222,12 @@ void FileWriter::Sync(SyncCallback done) {
   for (auto& cb : ready) cb(absl::OkStatus());
 }
 
-void FileWriter::RequestSyncRoundLocked(store::CallBatch* sends) {
+void FileWriter::RequestSyncRoundLocked(rpc::CallBatch* sends) {
   if (EagerSync() || sync_round_replies_ != 0) return;
   StartSyncRoundLocked(sends);
 }
 
-void FileWriter::StartSyncRoundLocked(store::CallBatch* sends) {
+void FileWriter::StartSyncRoundLocked(rpc::CallBatch* sends) {
   if (!open_.has_value() || recovering_) return;  // Recover() starts one after
   GlobalWriterCounters().sync_rounds.fetch_add(1, std::memory_order_relaxed);
   proto::SyncRequest request;
@@ -239,11 +239,12 @@ void FileWriter::StartSyncRoundLocked(store::CallBatch* sends) {
     if (replicas_[r].failed) continue;
     ++sync_round_replies_;
     pool_->Get(replicas_[r].address)
-        ->AsyncCall(store::MessageType::kSync, request, {}, options_.replica_timeout,
-                    [self, segment_id, r](absl::Status s, store::Frame f) {
-                      self->OnReplicaResponse(segment_id, r, std::move(s), f.message, true);
-                    },
-                    sends);
+        ->AsyncCall(
+            format::MessageType::kSync, request, {}, options_.replica_timeout,
+            [self, segment_id, r](absl::Status s, format::Frame f) {
+              self->OnReplicaResponse(segment_id, r, std::move(s), f.message, true);
+            },
+            sends);
   }
 }
 
@@ -251,7 +252,7 @@ void FileWriter::OnReplicaResponse(uint64_t segment_id, size_t replica, absl::St
                                    const std::string& message, bool sync_round) {
   std::vector<SyncCallback> ready;
   absl::Status error;
-  store::CallBatch sends;  // a next sync round, written after mu_ is released
+  rpc::CallBatch sends;  // a next sync round, written after mu_ is released
   {
     absl::MutexLock lock(&mu_);
     bool current = open_.has_value() && open_->id() == segment_id;
@@ -371,8 +372,8 @@ absl::Status FileWriter::SealOpenSegmentLocked(uint64_t length) {
   uint64_t segment_id = open_->id();
   seal_in_flight_ = true;
   mu_.Unlock();
-  auto results = store::CallEach(*pool_, live, store::MessageType::kSeal, request,
-                                 options_.replica_timeout);
+  auto results =
+      rpc::CallEach(*pool_, live, format::MessageType::kSeal, request, options_.replica_timeout);
   mu_.Lock();
   seal_in_flight_ = false;
   uint32_t sealed = 0;
@@ -427,13 +428,13 @@ absl::StatusOr<proto::Inode> FileWriter::MetaSeal(uint64_t segment_id, uint64_t 
   // close in that window would otherwise fail the writer with EIO. The
   // call id makes a seal that meta applied before it died answered, not
   // refused, on the retry.
-  RETURN_IF_ERROR(store::CallMeta(*meta_, store::MessageType::kSealSegment, request, &response,
-                                  MetaRetry()));
+  RETURN_IF_ERROR(
+      client::CallMeta(*meta_, format::MessageType::kSealSegment, request, &response, MetaRetry()));
   return std::move(*response.mutable_inode());
 }
 
-store::MetaRetryOptions FileWriter::MetaRetry() const {
-  store::MetaRetryOptions retry;
+client::MetaRetryOptions FileWriter::MetaRetry() const {
+  client::MetaRetryOptions retry;
   retry.attempt_timeout = options_.meta_timeout;
   retry.retry_window = options_.meta_retry;
   return retry;
@@ -443,8 +444,8 @@ std::vector<uint64_t> FileWriter::CreateReplicas(const proto::Segment& segment) 
   proto::CreateSegmentRequest request;
   request.set_segment_id(segment.id());
   request.set_epoch(segment.epoch());
-  auto results = store::CallEach(*pool_, Addresses(segment), store::MessageType::kCreateSegment,
-                                 request, options_.replica_timeout);
+  auto results = rpc::CallEach(*pool_, Addresses(segment), format::MessageType::kCreateSegment,
+                               request, options_.replica_timeout);
   std::vector<uint64_t> failed;
   for (size_t i = 0; i < results.size(); ++i) {
     if (!results[i].status.ok()) {
@@ -609,8 +610,8 @@ absl::StatusOr<std::vector<size_t>> FileWriter::SealSurvivorsLocked(uint64_t* se
   proto::SegmentInfoRequest info_request;
   info_request.set_segment_id(segment.id());
   mu_.Unlock();
-  auto infos = store::CallEach(*pool_, addresses, store::MessageType::kSegmentInfo,
-                               info_request, options_.replica_timeout);
+  auto infos = rpc::CallEach(*pool_, addresses, format::MessageType::kSegmentInfo, info_request,
+                             options_.replica_timeout);
   mu_.Lock();
   const uint64_t acked_in_segment =
       acked_ > segment.file_offset() ? acked_ - segment.file_offset() : 0;
@@ -660,7 +661,7 @@ absl::StatusOr<std::vector<size_t>> FileWriter::SealSurvivorsLocked(uint64_t* se
       append.set_sync(true);
       append.set_crc32c(util::Crc32c(missing.data(), missing.size()));
       proto::SegmentInfoResponse ignored;
-      s = pool_->Get(address)->Call(store::MessageType::kAppend, append, &ignored,
+      s = pool_->Get(address)->Call(format::MessageType::kAppend, append, &ignored,
                                     options_.replica_timeout, std::move(missing));
     }
     if (s.ok()) {
@@ -669,7 +670,7 @@ absl::StatusOr<std::vector<size_t>> FileWriter::SealSurvivorsLocked(uint64_t* se
       seal.set_epoch(segment.epoch());
       seal.set_length(length);
       proto::SegmentInfoResponse ignored;
-      s = pool_->Get(address)->Call(store::MessageType::kSeal, seal, &ignored,
+      s = pool_->Get(address)->Call(format::MessageType::kSeal, seal, &ignored,
                                     options_.replica_timeout);
     }
     mu_.Lock();
@@ -872,9 +873,9 @@ void FileWriter::SealReplicasAsync(SyncCallback done) {
   auto shared_done = std::make_shared<SyncCallback>(std::move(done));
   for (const auto& [address, server_id] : live) {
     pool_->Get(address)->AsyncCall(
-        store::MessageType::kSeal, request, {}, options_.replica_timeout,
+        format::MessageType::kSeal, request, {}, options_.replica_timeout,
         [self, round, request, quorum, shared_done, server_id = server_id](absl::Status s,
-                                                                           store::Frame) {
+                                                                           format::Frame) {
           bool last;
           {
             absl::MutexLock lock(&round->mu);
@@ -921,9 +922,9 @@ void FileWriter::FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Sta
   FillSealRequest(failed_servers, &request);
   if (options_.next_call_id) *request.mutable_call() = options_.next_call_id();
   auto self = shared_from_this();
-  store::AsyncCallMeta(
-      pool_->io(), meta_, store::MessageType::kSealSegment, request, MetaRetry(),
-      [self, segment_id, length, done = std::move(done)](absl::Status s, store::Frame) {
+  client::AsyncCallMeta(
+      pool_->io(), meta_, format::MessageType::kSealSegment, request, MetaRetry(),
+      [self, segment_id, length, done = std::move(done)](absl::Status s, format::Frame) {
         {
           absl::MutexLock lock(&self->mu_);
           if (s.ok() && self->open_.has_value() && self->open_->id() == segment_id) {
@@ -985,8 +986,8 @@ absl::Status FileWriter::TruncateToZero() {
     request.set_size(0);
     if (options_.next_call_id) *request.mutable_call() = options_.next_call_id();
     proto::AttrResponse response;
-    status = store::CallMeta(*meta_, store::MessageType::kSetAttr, request, &response,
-                             MetaRetry());
+    status =
+        client::CallMeta(*meta_, format::MessageType::kSetAttr, request, &response, MetaRetry());
     mu_.Lock();
     rolling_ = false;
     if (!status.ok()) {

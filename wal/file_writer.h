@@ -68,8 +68,8 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   // lease is held; Close releases it. `meta` and `pool` must outlive the
   // writer.
   static std::shared_ptr<FileWriter> Create(FileWriterOptions options, proto::Inode inode,
-                                            std::shared_ptr<store::RpcClient> meta,
-                                            store::ClientPool* pool);
+                                            std::shared_ptr<rpc::RpcClient> meta,
+                                            rpc::ClientPool* pool);
   ~FileWriter();
 
   // Appends `data` at `offset`, or at the current end when `offset` is
@@ -123,8 +123,8 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
     bool failed = false;
   };
 
-  FileWriter(FileWriterOptions options, proto::Inode inode,
-             std::shared_ptr<store::RpcClient> meta, store::ClientPool* pool);
+  FileWriter(FileWriterOptions options, proto::Inode inode, std::shared_ptr<rpc::RpcClient> meta,
+             rpc::ClientPool* pool);
   // Keeps busy_ (and the mount's count of busy writers) equal to "bytes
   // sent to the replicas and not yet acked, no error": call after acked_,
   // sent_, open_, error_ or closed_ change. A stale true only turns the
@@ -133,7 +133,7 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
 
   bool CanAcceptLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteInternal(std::optional<uint64_t> offset, absl::string_view data,
-                             store::CallBatch* sends) ABSL_LOCKS_EXCLUDED(mu_);
+                             rpc::CallBatch* sends) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CloseInternal() ABSL_LOCKS_EXCLUDED(mu_);
   // Sends buffer_ to every live replica of open_. With `sends` (Write,
   // Sync, replies), the calls are only queued, in order, and the caller
@@ -141,13 +141,11 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   // held across those sendmsgs, so the io thread never waits on mu_ for
   // them. Without (rolls, seals, close, recovery: rare), they are written
   // at once, under mu_.
-  void SendBufferLocked(store::CallBatch* sends = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StartSyncRoundLocked(store::CallBatch* sends = nullptr)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SendBufferLocked(rpc::CallBatch* sends = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartSyncRoundLocked(rpc::CallBatch* sends = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts a Sync round for waiting syncs unless one is in flight or the
   // appends already ask for sync (EagerSync).
-  void RequestSyncRoundLocked(store::CallBatch* sends = nullptr)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RequestSyncRoundLocked(rpc::CallBatch* sends = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // WAL files: every append asks the segment servers to fdatasync at once
   // (their group commit shares the fdatasync), so an fsync waits only for
   // the appends' answers. When no append of the mount is in flight (one
@@ -197,7 +195,7 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
                                         int64_t mtime_ns,
                                         const std::vector<uint64_t>& failed_servers)
       ABSL_LOCKS_EXCLUDED(mu_);
-  store::MetaRetryOptions MetaRetry() const;
+  client::MetaRetryOptions MetaRetry() const;
   // Creates the segment's replicas; returns the servers that failed.
   std::vector<uint64_t> CreateReplicas(const proto::Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
   void SealReplicasAsync(SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
@@ -213,8 +211,8 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   const FileWriterOptions options_;
   const uint64_t ino_;
   const proto::FileKind kind_;
-  const std::shared_ptr<store::RpcClient> meta_;
-  store::ClientPool* const pool_;
+  const std::shared_ptr<rpc::RpcClient> meta_;
+  rpc::ClientPool* const pool_;
 
   mutable absl::Mutex mu_;
   std::vector<proto::Segment> sealed_ ABSL_GUARDED_BY(mu_);

@@ -30,16 +30,16 @@ int StatusMain(int argc, char** argv) {
   InitProcess(&argc, &argv, "logfs status --meta=HOST:PORT",
               {{}, {"meta", "rpc_timeout_ms"}});
   if (!RequireMeta("status")) return 1;
-  store::ClusterStatusOptions options;
+  admin::ClusterStatusOptions options;
   options.meta_address = FLAGS_meta;
   options.rpc_timeout_ms = FLAGS_rpc_timeout_ms;
-  auto status = store::GetClusterStatus(options);
+  auto status = admin::GetClusterStatus(options);
   if (!status.ok()) {
     std::fprintf(stderr, "logfs status: cannot ask meta at %s: %s\n", FLAGS_meta.c_str(),
                  std::string(status.status().message()).c_str());
     return 1;
   }
-  std::fputs(store::FormatClusterStatus(*status).c_str(), stdout);
+  std::fputs(admin::FormatClusterStatus(*status).c_str(), stdout);
   return 0;
 }
 
@@ -47,16 +47,16 @@ int FsckMain(int argc, char** argv) {
   InitProcess(&argc, &argv, "logfs fsck --meta=HOST:PORT",
               {{}, {"meta", "rpc_timeout_ms"}});
   if (!RequireMeta("fsck")) return 2;
-  store::FsckOptions options;
+  admin::FsckOptions options;
   options.meta_address = FLAGS_meta;
   options.rpc_timeout_ms = FLAGS_rpc_timeout_ms;
-  auto report = store::RunFsck(options);
+  auto report = admin::RunFsck(options);
   if (!report.ok()) {
     std::fprintf(stderr, "logfs fsck: cannot ask meta at %s: %s\n", FLAGS_meta.c_str(),
                  std::string(report.status().message()).c_str());
     return 2;
   }
-  std::fputs(store::FormatFsck(*report).c_str(), stdout);
+  std::fputs(admin::FormatFsck(*report).c_str(), stdout);
   return report->problems.empty() ? 0 : 1;
 }
 

@@ -294,7 +294,7 @@ int UmountMain(int argc, char** argv) {
   }
   mountpoint = resolved;
   char pid_buf[32] = {0};
-  ssize_t n = getxattr(mountpoint.c_str(), store::kMountPidXattr, pid_buf, sizeof(pid_buf) - 1);
+  ssize_t n = getxattr(mountpoint.c_str(), format::kMountPidXattr, pid_buf, sizeof(pid_buf) - 1);
   pid_t daemon = n > 0 ? static_cast<pid_t>(std::atoi(pid_buf)) : -1;
   auto pid = cluster::Spawn({"/bin/fusermount3", "-u", mountpoint}, "");
   int status = 1;

@@ -33,14 +33,14 @@ int RecoverMain(int argc, char** argv) {
   std::string meta = FLAGS_meta;
   if (meta.empty()) {
     char buf[256] = {0};
-    ssize_t n = getxattr(path, store::kMetaAddressXattr, buf, sizeof(buf) - 1);
+    ssize_t n = getxattr(path, format::kMetaAddressXattr, buf, sizeof(buf) - 1);
     if (n <= 0) {
       std::fprintf(stderr, "logfs recover: %s is not on a logfs mount (give --meta)\n", path);
       return 1;
     }
     meta.assign(buf, n);
   }
-  store::AdminClient admin(meta, absl::Milliseconds(FLAGS_rpc_timeout_ms));
+  client::AdminClient admin(meta, absl::Milliseconds(FLAGS_rpc_timeout_ms));
   auto inode = admin.RecoverLease(st.st_ino);
   if (!inode.ok()) {
     std::fprintf(stderr, "logfs recover: %s: %s\n", path,

@@ -139,7 +139,7 @@ int MetaMain(int argc, char** argv) {
   sigset_t signals = BlockTerminationSignals();
   asio::io_context io;
   IoThreads threads(io, FLAGS_io_threads);
-  store::MetaServerOptions options;
+  meta::MetaServerOptions options;
   options.data_dir = FLAGS_data_dir;
   options.listen_address = FLAGS_listen;
   options.dead_server_ms = FLAGS_dead_server_ms;
@@ -149,7 +149,7 @@ int MetaMain(int argc, char** argv) {
   options.TEST_exit_before_reply_to_change = FLAGS_TEST_exit_before_reply_to_change;
   options.replica_report_interval_ms = FLAGS_replica_report_interval_ms;
   options.stray_replica_grace_ms = FLAGS_stray_replica_grace_ms;
-  auto server = store::MetaServer::Start(options, io);
+  auto server = meta::MetaServer::Start(options, io);
   if (!server.ok()) return Fail("meta", server.status());
   return Serve("meta", **server, signals, threads);
 }
@@ -166,7 +166,7 @@ int SegdMain(int argc, char** argv) {
   sigset_t signals = BlockTerminationSignals();
   asio::io_context io;
   IoThreads threads(io, FLAGS_io_threads);
-  store::SegmentServerOptions options;
+  segd::SegmentServerOptions options;
   options.data_dir = FLAGS_data_dir;
   options.listen_address = FLAGS_listen;
   options.meta_address = FLAGS_meta;
@@ -184,7 +184,7 @@ int SegdMain(int argc, char** argv) {
       options.short_circuit_socket = (error ? FLAGS_data_dir : dir.string()) + "/segd.sock";
     }
   }
-  auto server = store::SegmentServer::Start(options, io);
+  auto server = segd::SegmentServer::Start(options, io);
   if (!server.ok()) return Fail("segd", server.status());
   return Serve("segd", **server, signals, threads);
 }

@@ -7,7 +7,7 @@
 #include "src/status/macros.h"
 #include "store/client/admin_client.h"
 
-namespace logfs::store {
+namespace logfs::admin {
 namespace {
 
 std::string Bytes(uint64_t bytes) {
@@ -18,7 +18,7 @@ std::string Bytes(uint64_t bytes) {
 }  // namespace
 
 absl::StatusOr<ClusterStatus> GetClusterStatus(const ClusterStatusOptions& options) {
-  AdminClient client(options.meta_address, absl::Milliseconds(options.rpc_timeout_ms));
+  client::AdminClient client(options.meta_address, absl::Milliseconds(options.rpc_timeout_ms));
   ClusterStatus status;
   ASSIGN_OR_RETURN(status.servers, client.ListServers());
   ASSIGN_OR_RETURN(status.statfs, client.StatFs());
@@ -78,4 +78,4 @@ std::string FormatClusterStatus(const ClusterStatus& status) {
   return out;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::admin

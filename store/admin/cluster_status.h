@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "store/format/logfs.pb.h"
 
-namespace logfs::store {
+namespace logfs::admin {
 
 struct ClusterStatusOptions {
   std::string meta_address;  // "host:port"
@@ -36,4 +36,4 @@ absl::StatusOr<ClusterStatus> GetClusterStatus(const ClusterStatusOptions& optio
 // server meta has not heard from since it started) and the counts.
 std::string FormatClusterStatus(const ClusterStatus& status);
 
-}  // namespace logfs::store
+}  // namespace logfs::admin

@@ -6,10 +6,10 @@
 #include "src/status/macros.h"
 #include "store/client/admin_client.h"
 
-namespace logfs::store {
+namespace logfs::admin {
 namespace {
 
-ReplicaCheck CheckReplica(AdminClient& client, const std::map<uint64_t, bool>& live,
+ReplicaCheck CheckReplica(client::AdminClient& client, const std::map<uint64_t, bool>& live,
                           const proto::Segment& segment, const proto::Replica& replica) {
   ReplicaCheck check;
   check.server_id = replica.server_id();
@@ -43,7 +43,7 @@ std::string Describe(const ReplicaCheck& r) {
 }  // namespace
 
 absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options) {
-  AdminClient client(options.meta_address, absl::Milliseconds(options.rpc_timeout_ms));
+  client::AdminClient client(options.meta_address, absl::Milliseconds(options.rpc_timeout_ms));
   ASSIGN_OR_RETURN(proto::ListServersResponse servers, client.ListServers());
   std::map<uint64_t, bool> live;
   for (const auto& server : servers.servers()) live[server.server_id()] = server.live();
@@ -88,4 +88,4 @@ std::string FormatFsck(const FsckReport& report) {
   return out;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::admin

@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "store/format/logfs.pb.h"
 
-namespace logfs::store {
+namespace logfs::admin {
 
 struct FsckOptions {
   std::string meta_address;  // "host:port"
@@ -55,4 +55,4 @@ absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options);
 // line.
 std::string FormatFsck(const FsckReport& report);
 
-}  // namespace logfs::store
+}  // namespace logfs::admin

@@ -4,7 +4,7 @@
 #include "src/status/macros.h"
 #include "store/format/message_type.h"
 
-namespace logfs::store {
+namespace logfs::client {
 
 AdminClient::AdminClient(std::string meta_address, absl::Duration timeout)
     : meta_address_(std::move(meta_address)),
@@ -26,7 +26,7 @@ absl::StatusOr<proto::ListServersResponse> AdminClient::ListServers() {
   for (size_t page = 0; page < kAdminPagesMax; ++page) {
     proto::ListServersResponse response;
     RETURN_IF_ERROR(clients_.Get(meta_address_)
-                        ->Call(MessageType::kListServers, request, &response, timeout_));
+                        ->Call(format::MessageType::kListServers, request, &response, timeout_));
     for (auto& server : *response.mutable_servers()) *all.add_servers() = std::move(server);
     if (response.next_server_id() == 0) return all;
     if (response.next_server_id() <= request.start_server_id()) {
@@ -39,8 +39,8 @@ absl::StatusOr<proto::ListServersResponse> AdminClient::ListServers() {
 
 absl::StatusOr<proto::StatFsResponse> AdminClient::StatFs() {
   proto::StatFsResponse response;
-  RETURN_IF_ERROR(
-      clients_.Get(meta_address_)->Call(MessageType::kStatFs, proto::Empty(), &response, timeout_));
+  RETURN_IF_ERROR(clients_.Get(meta_address_)
+                      ->Call(format::MessageType::kStatFs, proto::Empty(), &response, timeout_));
   return response;
 }
 
@@ -48,8 +48,8 @@ absl::StatusOr<proto::Inode> AdminClient::RecoverLease(uint64_t ino) {
   proto::RecoverLeaseRequest request;
   request.set_ino(ino);
   proto::InodeResponse response;
-  RETURN_IF_ERROR(
-      clients_.Get(meta_address_)->Call(MessageType::kRecoverLease, request, &response, timeout_));
+  RETURN_IF_ERROR(clients_.Get(meta_address_)
+                      ->Call(format::MessageType::kRecoverLease, request, &response, timeout_));
   return std::move(*response.mutable_inode());
 }
 
@@ -60,7 +60,7 @@ absl::Status AdminClient::ForEachFile(const std::function<void(const proto::Inod
     request.set_start_ino(start_ino);
     proto::ListSegmentsResponse response;
     RETURN_IF_ERROR(clients_.Get(meta_address_)
-                        ->Call(MessageType::kListSegments, request, &response, timeout_));
+                        ->Call(format::MessageType::kListSegments, request, &response, timeout_));
     for (const auto& file : response.files()) fn(file);
     if (response.next_ino() == 0) return absl::OkStatus();
     if (response.next_ino() <= start_ino) return absl::InternalError("ListSegments went backwards");
@@ -75,15 +75,15 @@ absl::StatusOr<proto::SegmentInfoResponse> AdminClient::SegmentInfo(const std::s
   request.set_segment_id(segment_id);
   proto::SegmentInfoResponse response;
   RETURN_IF_ERROR(
-      clients_.Get(address)->Call(MessageType::kSegmentInfo, request, &response, timeout_));
+      clients_.Get(address)->Call(format::MessageType::kSegmentInfo, request, &response, timeout_));
   return response;
 }
 
 absl::StatusOr<proto::ServerStatsResponse> AdminClient::ServerStats(const std::string& address) {
   proto::ServerStatsResponse response;
-  RETURN_IF_ERROR(
-      clients_.Get(address)->Call(MessageType::kServerStats, proto::Empty(), &response, timeout_));
+  RETURN_IF_ERROR(clients_.Get(address)->Call(format::MessageType::kServerStats, proto::Empty(),
+                                              &response, timeout_));
   return response;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::client

@@ -20,7 +20,7 @@
 #include "store/rpc/client_pool.h"
 #include "store/format/logfs.pb.h"
 
-namespace logfs::store {
+namespace logfs::client {
 
 // Pages fetched at most by ForEachFile and ListServers (bounds a run on a
 // huge namespace).
@@ -53,8 +53,8 @@ class AdminClient {
   const absl::Duration timeout_;
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  ClientPool clients_;
+  rpc::ClientPool clients_;
   std::thread io_thread_;
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::client

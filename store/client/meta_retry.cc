@@ -9,10 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
-namespace logfs::store {
+namespace logfs::client {
 namespace {
 
-absl::Status Unreachable(RpcClient& meta, absl::Time start, const absl::Status& last) {
+absl::Status Unreachable(rpc::RpcClient& meta, absl::Time start, const absl::Status& last) {
   return absl::UnavailableError(absl::StrCat("meta at ", meta.address(), " unreachable for ",
                                              absl::FormatDuration(absl::Now() - start), ": ",
                                              last.message()));
@@ -37,9 +37,9 @@ NextAttempt PlanNextAttempt(const MetaRetryOptions& options, absl::Time start, i
 // One call in flight in AsyncCallMeta, kept alive by its callbacks.
 class AsyncMetaCall : public std::enable_shared_from_this<AsyncMetaCall> {
  public:
-  AsyncMetaCall(asio::io_context& io, std::shared_ptr<RpcClient> meta, MessageType type,
-                const google::protobuf::MessageLite& request, const MetaRetryOptions& options,
-                RpcClient::Callback done)
+  AsyncMetaCall(asio::io_context& io, std::shared_ptr<rpc::RpcClient> meta,
+                format::MessageType type, const google::protobuf::MessageLite& request,
+                const MetaRetryOptions& options, rpc::RpcClient::Callback done)
       : meta_(std::move(meta)),
         type_(type),
         request_(request.New()),
@@ -53,13 +53,13 @@ class AsyncMetaCall : public std::enable_shared_from_this<AsyncMetaCall> {
   void Attempt(absl::Duration timeout) {
     ++attempts_;
     meta_->AsyncCall(type_, *request_, {}, timeout,
-                     [self = shared_from_this()](absl::Status s, Frame frame) {
+                     [self = shared_from_this()](absl::Status s, format::Frame frame) {
                        self->OnAnswer(std::move(s), std::move(frame));
                      });
   }
 
  private:
-  void OnAnswer(absl::Status status, Frame frame) {
+  void OnAnswer(absl::Status status, format::Frame frame) {
     if (status.ok() || !IsRetryableMetaFailure(status, *meta_, options_.retry_timeouts)) {
       done_(std::move(status), std::move(frame));
       return;
@@ -84,11 +84,11 @@ class AsyncMetaCall : public std::enable_shared_from_this<AsyncMetaCall> {
     });
   }
 
-  const std::shared_ptr<RpcClient> meta_;
-  const MessageType type_;
+  const std::shared_ptr<rpc::RpcClient> meta_;
+  const format::MessageType type_;
   const std::unique_ptr<google::protobuf::MessageLite> request_;
   const MetaRetryOptions options_;
-  RpcClient::Callback done_;
+  rpc::RpcClient::Callback done_;
   const absl::Time start_;
   asio::steady_timer timer_;
   int attempts_ = 0;
@@ -105,15 +105,15 @@ absl::Duration MetaRetryDelay(int attempt) {
   return delay * part(random);
 }
 
-bool IsRetryableMetaFailure(const absl::Status& status, RpcClient& meta, bool retry_timeouts) {
-  if (IsServerAnswer(status)) return false;
+bool IsRetryableMetaFailure(const absl::Status& status, rpc::RpcClient& meta, bool retry_timeouts) {
+  if (rpc::IsServerAnswer(status)) return false;
   const bool timed_out = absl::IsDeadlineExceeded(status);
   if (!absl::IsUnavailable(status) && !timed_out) return false;
   if (timed_out && !retry_timeouts) return false;
   return !meta.is_shut_down();
 }
 
-absl::Status CallMeta(RpcClient& meta, MessageType type,
+absl::Status CallMeta(rpc::RpcClient& meta, format::MessageType type,
                       const google::protobuf::MessageLite& request,
                       google::protobuf::MessageLite* response, const MetaRetryOptions& options) {
   const absl::Time start = absl::Now();
@@ -139,12 +139,12 @@ absl::Status CallMeta(RpcClient& meta, MessageType type,
   }
 }
 
-void AsyncCallMeta(asio::io_context& io, std::shared_ptr<RpcClient> meta, MessageType type,
-                   const google::protobuf::MessageLite& request, const MetaRetryOptions& options,
-                   RpcClient::Callback done) {
+void AsyncCallMeta(asio::io_context& io, std::shared_ptr<rpc::RpcClient> meta,
+                   format::MessageType type, const google::protobuf::MessageLite& request,
+                   const MetaRetryOptions& options, rpc::RpcClient::Callback done) {
   auto call = std::make_shared<AsyncMetaCall>(io, std::move(meta), type, request, options,
                                               std::move(done));
   call->Attempt(options.attempt_timeout);
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::client

@@ -20,7 +20,7 @@
 #include "store/format/message_type.h"
 #include "store/rpc/rpc_client.h"
 
-namespace logfs::store {
+namespace logfs::client {
 
 struct MetaRetryOptions {
   // Deadline of one attempt.
@@ -58,7 +58,7 @@ absl::Duration MetaRetryDelay(int attempt);
 // Whether a failed attempt is worth another: a transport failure
 // (kUnavailable or kDeadlineExceeded that is not meta's own answer, see
 // IsServerAnswer) on a client that is not shut down.
-bool IsRetryableMetaFailure(const absl::Status& status, RpcClient& meta,
+bool IsRetryableMetaFailure(const absl::Status& status, rpc::RpcClient& meta,
                             bool retry_timeouts = true);
 
 // Blocking call with retries (RpcClient::Call otherwise). Returns OK with
@@ -66,7 +66,7 @@ bool IsRetryableMetaFailure(const absl::Status& status, RpcClient& meta,
 // once the window is over, kUnavailable "meta at ADDR unreachable for
 // DURATION: last failure" (EIO at the FUSE layer). A client that is shut
 // down fails at once. Must not run on an io thread of `meta`.
-absl::Status CallMeta(RpcClient& meta, MessageType type,
+absl::Status CallMeta(rpc::RpcClient& meta, format::MessageType type,
                       const google::protobuf::MessageLite& request,
                       google::protobuf::MessageLite* response, const MetaRetryOptions& options);
 
@@ -74,8 +74,8 @@ absl::Status CallMeta(RpcClient& meta, MessageType type,
 // once, on an io thread (of `io` or of `meta`'s io_context; they may be
 // the same), never inline. The pauses are timers on `io`: a call pausing
 // when `io` stops (at shutdown) never completes. `request` is copied.
-void AsyncCallMeta(asio::io_context& io, std::shared_ptr<RpcClient> meta, MessageType type,
-                   const google::protobuf::MessageLite& request, const MetaRetryOptions& options,
-                   RpcClient::Callback done);
+void AsyncCallMeta(asio::io_context& io, std::shared_ptr<rpc::RpcClient> meta,
+                   format::MessageType type, const google::protobuf::MessageLite& request,
+                   const MetaRetryOptions& options, rpc::RpcClient::Callback done);
 
-}  // namespace logfs::store
+}  // namespace logfs::client

@@ -18,7 +18,7 @@
 #include "store/format/logfs.pb.h"
 #include "store/rpc/rpc_server.h"
 
-namespace logfs::store {
+namespace logfs::client {
 namespace {
 
 class IoThread {
@@ -42,14 +42,14 @@ class FakeMeta {
  public:
   FakeMeta(const std::string& address, absl::Status error)
       : error_(std::move(error)), io_(std::make_unique<IoThread>()) {
-    server_ = std::make_unique<RpcServer>(
+    server_ = std::make_unique<rpc::RpcServer>(
         io_->io(),
-        [this](Frame, Responder r) {
+        [this](format::Frame, rpc::Responder r) {
           ++requests_;
           if (!error_.ok()) return r.ReplyError(error_);
           r.Reply(proto::StatFsResponse());
         },
-        IsMetaType);
+        format::IsMetaType);
     absl::Status listening = server_->Listen(address);
     EXPECT_TRUE(listening.ok()) << listening;
   }
@@ -65,7 +65,7 @@ class FakeMeta {
   const absl::Status error_;
   std::atomic<int> requests_{0};
   std::unique_ptr<IoThread> io_;
-  std::unique_ptr<RpcServer> server_;
+  std::unique_ptr<rpc::RpcServer> server_;
 };
 
 // A loopback address nothing listens on (a server's, once it is gone).
@@ -85,10 +85,10 @@ TEST(MetaRetryTest, UnreachableMetaFailsAfterTheWindow) {
   // Goal: connection refused is retried until the window is over, then the
   // call fails with kUnavailable saying meta is unreachable.
   IoThread io;
-  auto client = RpcClient::Create(io.io(), FreeAddress());
+  auto client = rpc::RpcClient::Create(io.io(), FreeAddress());
   proto::StatFsResponse response;
   const absl::Time start = absl::Now();
-  absl::Status s = CallMeta(*client, MessageType::kStatFs, proto::Empty(), &response,
+  absl::Status s = CallMeta(*client, format::MessageType::kStatFs, proto::Empty(), &response,
                             Options(absl::Milliseconds(600)));
   const absl::Duration took = absl::Now() - start;
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;
@@ -100,10 +100,10 @@ TEST(MetaRetryTest, UnreachableMetaFailsAfterTheWindow) {
 
 TEST(MetaRetryTest, ZeroWindowFailsAtOnce) {
   IoThread io;
-  auto client = RpcClient::Create(io.io(), FreeAddress());
+  auto client = rpc::RpcClient::Create(io.io(), FreeAddress());
   proto::StatFsResponse response;
   const absl::Time start = absl::Now();
-  absl::Status s = CallMeta(*client, MessageType::kStatFs, proto::Empty(), &response,
+  absl::Status s = CallMeta(*client, format::MessageType::kStatFs, proto::Empty(), &response,
                             Options(absl::ZeroDuration()));
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;
   EXPECT_LT(absl::Now() - start, absl::Milliseconds(400));
@@ -115,12 +115,12 @@ TEST(MetaRetryTest, MetaAnswerIsFinalEvenWhenUnavailable) {
   // segment servers") is not retried: it is an answer, not a lost call.
   FakeMeta meta("127.0.0.1:0", absl::UnavailableError("need 3 live segment servers"));
   IoThread io;
-  auto client = RpcClient::Create(io.io(), meta.address());
+  auto client = rpc::RpcClient::Create(io.io(), meta.address());
   proto::StatFsResponse response;
-  absl::Status s = CallMeta(*client, MessageType::kStatFs, proto::Empty(), &response,
+  absl::Status s = CallMeta(*client, format::MessageType::kStatFs, proto::Empty(), &response,
                             Options(absl::Seconds(10)));
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;
-  EXPECT_TRUE(IsServerAnswer(s));
+  EXPECT_TRUE(rpc::IsServerAnswer(s));
   EXPECT_EQ("need 3 live segment servers", s.message());
   EXPECT_EQ(1, meta.requests());
   client->Shutdown();
@@ -131,7 +131,7 @@ TEST(MetaRetryTest, MetaThatComesBackWithinTheWindowAnswers) {
   // call that was made while it was down, blocking and asynchronous alike.
   const std::string address = FreeAddress();
   IoThread io;
-  auto client = RpcClient::Create(io.io(), address);
+  auto client = rpc::RpcClient::Create(io.io(), address);
   std::unique_ptr<FakeMeta> meta;
   std::thread restart([&] {
     absl::SleepFor(absl::Milliseconds(300));  // the restart's duration
@@ -139,13 +139,13 @@ TEST(MetaRetryTest, MetaThatComesBackWithinTheWindowAnswers) {
   });
   std::atomic<bool> async_done{false};
   absl::Status async_status = absl::UnknownError("not run");
-  AsyncCallMeta(io.io(), client, MessageType::kStatFs, proto::Empty(),
-                Options(absl::Seconds(10)), [&](absl::Status s, Frame) {
+  AsyncCallMeta(io.io(), client, format::MessageType::kStatFs, proto::Empty(),
+                Options(absl::Seconds(10)), [&](absl::Status s, format::Frame) {
                   async_status = s;
                   async_done.store(true);
                 });
   proto::StatFsResponse response;
-  absl::Status s = CallMeta(*client, MessageType::kStatFs, proto::Empty(), &response,
+  absl::Status s = CallMeta(*client, format::MessageType::kStatFs, proto::Empty(), &response,
                             Options(absl::Seconds(10)));
   restart.join();
   EXPECT_TRUE(s.ok()) << s;
@@ -174,4 +174,4 @@ TEST(MetaRetryTest, BackoffDoublesToItsCapWithJitter) {
 }
 
 }  // namespace
-}  // namespace logfs::store
+}  // namespace logfs::client

@@ -10,7 +10,7 @@
 #include "src/util/crc32c.h"
 #include "store/rpc/parallel_call.h"
 
-namespace logfs::store {
+namespace logfs::client {
 namespace {
 
 // Tells meta (asynchronously) that `replica` of `segment` failed its
@@ -24,8 +24,8 @@ void ReportBadReplica(const BadReplicaReporter& reporter, const proto::Segment& 
   request.set_reason(std::string(status.message()));
   request.set_ino(reporter.ino);
   reporter.meta->AsyncCall(
-      MessageType::kReportBadReplica, request, {}, reporter.timeout,
-      [segment_id = segment.id(), address = replica.address()](absl::Status s, Frame) {
+      format::MessageType::kReportBadReplica, request, {}, reporter.timeout,
+      [segment_id = segment.id(), address = replica.address()](absl::Status s, format::Frame) {
         if (s.ok()) return;
         LOG(WARNING) << "reporting bad replica of segment " << segment_id << " on " << address
                      << " to meta: " << s;
@@ -34,9 +34,8 @@ void ReportBadReplica(const BadReplicaReporter& reporter, const proto::Segment& 
 
 }  // namespace
 
-absl::StatusOr<std::string> ReadSegmentRange(ClientPool& pool, const proto::Segment& segment,
-                                             uint64_t offset, uint64_t size,
-                                             absl::Duration timeout,
+absl::StatusOr<std::string> ReadSegmentRange(rpc::ClientPool& pool, const proto::Segment& segment,
+                                             uint64_t offset, uint64_t size, absl::Duration timeout,
                                              const BadReplicaReporter& reporter) {
   proto::ReadRequest request;
   request.set_segment_id(segment.id());
@@ -47,7 +46,7 @@ absl::StatusOr<std::string> ReadSegmentRange(ClientPool& pool, const proto::Segm
     proto::ReadResponse response;
     std::string data;
     absl::Status s = pool.Get(replica.address())
-                         ->Call(MessageType::kRead, request, &response, timeout, {}, &data);
+                         ->Call(format::MessageType::kRead, request, &response, timeout, {}, &data);
     // The server's own kDataLoss: its copy failed its chunk CRCs (a bad
     // response checksum below is the wire's fault, not the replica's).
     if (absl::IsDataLoss(s)) ReportBadReplica(reporter, segment, replica, s);
@@ -66,14 +65,15 @@ absl::StatusOr<std::string> ReadSegmentRange(ClientPool& pool, const proto::Segm
                                       " can serve the read: ", last.message()));
 }
 
-uint64_t AckedLengthOfOpenSegment(ClientPool& pool, const proto::Segment& segment,
+uint64_t AckedLengthOfOpenSegment(rpc::ClientPool& pool, const proto::Segment& segment,
                                   uint32_t ack_quorum, absl::Duration timeout) {
   std::vector<std::string> addresses;
   for (const auto& r : segment.replicas()) addresses.push_back(r.address());
   proto::SegmentInfoRequest request;
   request.set_segment_id(segment.id());
   std::vector<uint64_t> durable;
-  for (const auto& r : CallEach(pool, addresses, MessageType::kSegmentInfo, request, timeout)) {
+  for (const auto& r :
+       rpc::CallEach(pool, addresses, format::MessageType::kSegmentInfo, request, timeout)) {
     proto::SegmentInfoResponse info;
     if (r.status.ok() && info.ParseFromString(r.response.message)) {
       durable.push_back(info.durable_length());
@@ -87,4 +87,4 @@ uint64_t AckedLengthOfOpenSegment(ClientPool& pool, const proto::Segment& segmen
   return durable[ack_quorum - 1];
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::client

@@ -14,13 +14,13 @@
 #include "store/format/logfs.pb.h"
 #include "store/rpc/rpc_client.h"
 
-namespace logfs::store {
+namespace logfs::client {
 
 // Where ReadSegmentRange reports bad replicas: meta's ReportBadReplica for the
 // file `ino`. Best effort: sent without waiting, errors only logged. A null
 // `meta` reports nothing.
 struct BadReplicaReporter {
-  std::shared_ptr<RpcClient> meta;
+  std::shared_ptr<rpc::RpcClient> meta;
   uint64_t ino = 0;
   absl::Duration timeout = absl::Seconds(10);
 };
@@ -29,14 +29,13 @@ struct BadReplicaReporter {
 // replicas that has all of them with a good checksum. kUnavailable (EIO)
 // when none can serve them; a replica whose server reports kDataLoss is
 // reported to meta through `reporter`, which is not kept.
-absl::StatusOr<std::string> ReadSegmentRange(ClientPool& pool, const proto::Segment& segment,
-                                             uint64_t offset, uint64_t size,
-                                             absl::Duration timeout,
+absl::StatusOr<std::string> ReadSegmentRange(rpc::ClientPool& pool, const proto::Segment& segment,
+                                             uint64_t offset, uint64_t size, absl::Duration timeout,
                                              const BadReplicaReporter& reporter);
 
 // The acked length of an open segment: the ack-quorum-th largest durable
 // length among its replicas (DESIGN §4). Unreachable replicas count as 0.
-uint64_t AckedLengthOfOpenSegment(ClientPool& pool, const proto::Segment& segment,
+uint64_t AckedLengthOfOpenSegment(rpc::ClientPool& pool, const proto::Segment& segment,
                                   uint32_t ack_quorum, absl::Duration timeout);
 
-}  // namespace logfs::store
+}  // namespace logfs::client

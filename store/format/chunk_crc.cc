@@ -11,7 +11,7 @@
 #include "src/util/crc32c.h"
 #include "store/segd/replica_files.h"
 
-namespace logfs::store {
+namespace logfs::format {
 
 ChunkCrcUpdate ExtendChunkCrcs(uint64_t length, uint32_t tail_crc, absl::string_view data) {
   ChunkCrcUpdate update;
@@ -50,13 +50,13 @@ absl::Status WriteChunkCrcs(int crc_fd, uint64_t first_chunk, const std::vector<
   if (crcs.empty()) return absl::OkStatus();
   std::string encoded(crcs.size() * kCrcBytes, '\0');
   for (size_t i = 0; i < crcs.size(); ++i) util::EncodeFixed32(&encoded[i * kCrcBytes], crcs[i]);
-  return PwriteAll(crc_fd, encoded, first_chunk * kCrcBytes);
+  return segd::PwriteAll(crc_fd, encoded, first_chunk * kCrcBytes);
 }
 
 absl::StatusOr<std::vector<uint32_t>> ReadChunkCrcs(int crc_fd, uint64_t first_chunk,
                                                     uint64_t count) {
   ASSIGN_OR_RETURN(std::string encoded,
-                   PreadUpTo(crc_fd, first_chunk * kCrcBytes, count * kCrcBytes));
+                   segd::PreadUpTo(crc_fd, first_chunk * kCrcBytes, count * kCrcBytes));
   if (encoded.size() != count * kCrcBytes) {
     return absl::DataLossError(absl::StrCat("crc file ends before chunk ",
                                             first_chunk + encoded.size() / kCrcBytes));
@@ -76,7 +76,7 @@ constexpr uint64_t kRebuildChunksPerRead = 64;
 absl::StatusOr<uint64_t> RewriteChangedCrcs(int crc_fd, uint64_t first_chunk,
                                             const std::vector<uint32_t>& fresh) {
   ASSIGN_OR_RETURN(std::string encoded,
-                   PreadUpTo(crc_fd, first_chunk * kCrcBytes, fresh.size() * kCrcBytes));
+                   segd::PreadUpTo(crc_fd, first_chunk * kCrcBytes, fresh.size() * kCrcBytes));
   uint64_t changed = 0;
   for (size_t i = 0; i < fresh.size(); ++i) {
     bool stored = (i + 1) * kCrcBytes <= encoded.size();
@@ -95,7 +95,8 @@ absl::StatusOr<RebuildResult> RebuildChunkCrcs(int data_fd, int crc_fd, uint64_t
   for (uint64_t first = 0; first < chunks; first += kRebuildChunksPerRead) {
     uint64_t from = ChunkStart(first);
     uint64_t to = std::min(length, ChunkStart(first + kRebuildChunksPerRead));
-    ASSIGN_OR_RETURN(std::string data, PreadUpTo(data_fd, from, static_cast<size_t>(to - from)));
+    ASSIGN_OR_RETURN(std::string data,
+                     segd::PreadUpTo(data_fd, from, static_cast<size_t>(to - from)));
     if (data.size() != to - from) {
       return absl::DataLossError(absl::StrCat("data file ends at ", from + data.size(),
                                               " before its length ", length));
@@ -106,9 +107,9 @@ absl::StatusOr<RebuildResult> RebuildChunkCrcs(int data_fd, int crc_fd, uint64_t
     if (to == length) result.tail_crc = update.tail_crc;
   }
   if (::ftruncate(crc_fd, static_cast<off_t>(CrcFileBytes(length))) != 0) {
-    return SyscallError(errno, "ftruncate crc file");
+    return segd::SyscallError(errno, "ftruncate crc file");
   }
   return result;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::format

@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace logfs::store {
+namespace logfs::format {
 
 // 64 KiB: one CRC costs 4 bytes of .crc file per chunk (1/16384 of the
 // data), and a read verifies at most one extra chunk at each end.
@@ -73,4 +73,4 @@ struct RebuildResult {
 };
 absl::StatusOr<RebuildResult> RebuildChunkCrcs(int data_fd, int crc_fd, uint64_t length);
 
-}  // namespace logfs::store
+}  // namespace logfs::format

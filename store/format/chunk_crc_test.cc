@@ -7,7 +7,7 @@
 
 #include "src/util/crc32c.h"
 
-namespace logfs::store {
+namespace logfs::format {
 namespace {
 
 std::string Bytes(size_t n) {
@@ -58,4 +58,4 @@ TEST(ChunkCrcTest, FirstBadChunkFindsTheFlippedChunk) {
 }
 
 }  // namespace
-}  // namespace logfs::store
+}  // namespace logfs::format

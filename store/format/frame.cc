@@ -6,7 +6,7 @@
 #include "src/util/coding.h"
 #include "src/util/crc32c.h"
 
-namespace logfs::store {
+namespace logfs::format {
 namespace {
 constexpr size_t kChecksummedHeaderBytes = 24;
 
@@ -82,4 +82,4 @@ std::string EncodeFrame(uint8_t flags, MessageType type, uint64_t request_id,
   return out;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::format

@@ -20,7 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "store/format/message_type.h"
 
-namespace logfs::store {
+namespace logfs::format {
 
 inline constexpr uint32_t kFrameMagic = 0x5346474C;  // "LGFS"
 inline constexpr uint8_t kFrameVersion = 1;
@@ -81,4 +81,4 @@ absl::Status VerifyFrameChecksum(const char header[kFrameHeaderBytes],
 std::string EncodeFrame(uint8_t flags, MessageType type, uint64_t request_id,
                         const std::string& message, const std::string& data);
 
-}  // namespace logfs::store
+}  // namespace logfs::format

@@ -7,7 +7,7 @@
 #include "src/util/coding.h"
 #include "src/util/crc32c.h"
 
-namespace logfs::store {
+namespace logfs::format {
 namespace {
 
 TEST(Crc32cTest, KnownVectors) {
@@ -74,4 +74,4 @@ TEST(FrameTest, FlippedBodyByteFailsChecksum) {
 }
 
 }  // namespace
-}  // namespace logfs::store
+}  // namespace logfs::format

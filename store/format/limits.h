@@ -11,7 +11,7 @@
 
 #include "store/format/frame.h"
 
-namespace logfs::store {
+namespace logfs::format {
 
 // ---------------------------------------------------------------- limits
 
@@ -125,4 +125,4 @@ static_assert(internal::LengthFieldBytes(kXattrValueBytesMax) <= kMaxMessageByte
 static_assert(kXattrValueBytesMax + kXattrNameBytesMax <= kXattrBytesPerInodeMax,
               "one xattr of the largest size must fit in an inode");
 
-}  // namespace logfs::store
+}  // namespace logfs::format

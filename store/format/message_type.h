@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace logfs::store {
+namespace logfs::format {
 
 enum class MessageType : uint16_t {
   kInvalid = 0,
@@ -58,4 +58,4 @@ inline bool IsSegdType(uint16_t t) {
   return t >= 100 && t < static_cast<uint16_t>(MessageType::kSegdTypeEnd);
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::format

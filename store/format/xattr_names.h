@@ -3,7 +3,7 @@
 // computed ones) and the tools (which read them). See docs/rpc.md.
 #pragma once
 
-namespace logfs::store {
+namespace logfs::format {
 
 inline constexpr char kLogfsXattrPrefix[] = "user.logfs.";
 // Settable on directories (inherited) and on files without data.
@@ -22,4 +22,4 @@ inline constexpr char kStatsXattr[] = "user.logfs.stats";
 // mount's block cache, as /proc/sys/vm/drop_caches does the kernel's.
 inline constexpr char kDropBlockCacheXattr[] = "user.logfs.drop_block_cache";
 
-}  // namespace logfs::store
+}  // namespace logfs::format

@@ -25,7 +25,7 @@
 #include "store/rpc/rpc_server.h"
 #include "store/meta/segd_api.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 // The RocksDB directory inside --data_dir (docs/metadata_format.md).
@@ -42,7 +42,7 @@ constexpr int kRereplicationIntervalMsMax = 10000;
 // Response> and replies. An unparseable request is answered with
 // kInvalidArgument; the connection stays open.
 template <typename Request, typename Fn>
-void Serve(const Frame& frame, const Responder& responder, Fn fn) {
+void Serve(const format::Frame& frame, const rpc::Responder& responder, Fn fn) {
   Request request;
   if (!request.ParseFromString(frame.message)) {
     responder.ReplyError(absl::InvalidArgumentError(absl::StrCat(
@@ -94,8 +94,9 @@ class MetaServerImpl : public MetaServer {
     ns_options.replica_report_interval_ms = options_.replica_report_interval_ms;
     ns_options.stray_replica_grace_ms = options_.stray_replica_grace_ms;
     ASSIGN_OR_RETURN(ns_, Namespace::Open(db_.get(), segment_servers_.get(), ns_options));
-    server_ = std::make_unique<RpcServer>(
-        io_, [this](Frame frame, Responder responder) { Handle(frame, responder); }, IsMetaType);
+    server_ = std::make_unique<rpc::RpcServer>(
+        io_, [this](format::Frame frame, rpc::Responder responder) { Handle(frame, responder); },
+        format::IsMetaType);
     server_->SetConnectionClosedHandler([this](uint64_t connection) {
       uint64_t mount_id = 0;
       {
@@ -187,21 +188,21 @@ class MetaServerImpl : public MetaServer {
     const int64_t chunk_ms = options_.rpc_timeout_ms;
     auto copy = [this, chunk_ms](const std::vector<RereplicationTask>& tasks) {
       int64_t chunks = 2;
-      for (const auto& task : tasks) chunks += 1 + task.length / kReadBytesMax;
+      for (const auto& task : tasks) chunks += 1 + task.length / segd::kReadBytesMax;
       return segment_servers_->CopySegments(tasks, absl::Milliseconds(chunk_ms * chunks));
     };
     rereplicator_ = std::make_unique<Rereplicator>(ns_.get(), copy, options);
     rereplicator_->Start();
   }
 
-  void Handle(const Frame& frame, const Responder& r) {
+  void Handle(const format::Frame& frame, const rpc::Responder& r) {
     if (stopped_.load()) {
       r.ReplyError(absl::UnavailableError("meta is stopping"));
       return;
     }
     Namespace& ns = *ns_;
     switch (frame.type) {
-      case MessageType::kRegisterServer:
+      case format::MessageType::kRegisterServer:
         return Serve<proto::RegisterServerRequest>(frame, r, [&](const auto& q)
             -> absl::StatusOr<proto::RegisterServerResponse> {
           ASSIGN_OR_RETURN(uint64_t id, ns.RegisterServer(q));
@@ -210,10 +211,10 @@ class MetaServerImpl : public MetaServer {
           response.set_cluster_id(ns.cluster_id());
           return response;
         });
-      case MessageType::kHeartbeat:
+      case format::MessageType::kHeartbeat:
         return Serve<proto::HeartbeatRequest>(frame, r,
                                               [&](const auto& q) { return ns.Heartbeat(q); });
-      case MessageType::kNewMount:
+      case format::MessageType::kNewMount:
         return Serve<proto::NewMountRequest>(frame, r, [&](const auto&)
             -> absl::StatusOr<proto::NewMountResponse> {
           ASSIGN_OR_RETURN(uint64_t id, ns.NewMount());
@@ -222,37 +223,37 @@ class MetaServerImpl : public MetaServer {
           response.set_mount_id(id);
           return response;
         });
-      case MessageType::kMountHeartbeat:
+      case format::MessageType::kMountHeartbeat:
         return Serve<proto::MountHeartbeatRequest>(frame, r, [&](const auto& q) {
           RememberSession(frame.connection_id, q.mount_id());
           return ToEmpty(ns.MountHeartbeat(
               q.mount_id(), std::vector<uint64_t>(q.writing_inos().begin(),
                                                   q.writing_inos().end())));
         });
-      case MessageType::kLookup:
+      case format::MessageType::kLookup:
         return Serve<proto::LookupRequest>(frame, r, [&](const auto& q) {
           return AttrReply(ns.Lookup(q.parent(), q.name()));
         });
-      case MessageType::kGetAttr:
+      case format::MessageType::kGetAttr:
         return Serve<proto::GetAttrRequest>(
             frame, r, [&](const auto& q) { return AttrReply(ns.GetAttr(q.ino())); });
-      case MessageType::kGetInode:
+      case format::MessageType::kGetInode:
         return Serve<proto::GetAttrRequest>(
             frame, r, [&](const auto& q) { return InodeReply(ns.GetInode(q.ino())); });
-      case MessageType::kSetAttr:
+      case format::MessageType::kSetAttr:
         return Serve<proto::SetAttrRequest>(frame, r, [&](const auto& q) {
           return TEST_AfterChange(q.call(), AttrReply(ns.SetAttr(q)));
         });
-      case MessageType::kCreate:
+      case format::MessageType::kCreate:
         return Serve<proto::CreateRequest>(frame, r, [&](const auto& q) {
           return TEST_AfterChange(q.call(), AttrReply(ns.Create(q)));
         });
-      case MessageType::kUnlink:
+      case format::MessageType::kUnlink:
         return Serve<proto::UnlinkRequest>(frame, r, [&](const auto& q) {
           return TEST_AfterChange(q.call(),
                                   ToEmpty(ns.Unlink(q.parent(), q.name(), q.directory(), q.call())));
         });
-      case MessageType::kRename:
+      case format::MessageType::kRename:
         return Serve<proto::RenameRequest>(frame, r, [&](const auto& q) {
           return TEST_AfterChange(q.call(), ToEmpty(ns.Rename(q)));
         });
@@ -261,10 +262,10 @@ class MetaServerImpl : public MetaServer {
     }
   }
 
-  void HandleMore(const Frame& frame, const Responder& r) {
+  void HandleMore(const format::Frame& frame, const rpc::Responder& r) {
     Namespace& ns = *ns_;
     switch (frame.type) {
-      case MessageType::kReadlink:
+      case format::MessageType::kReadlink:
         return Serve<proto::GetAttrRequest>(frame, r, [&](const auto& q)
             -> absl::StatusOr<proto::ReadlinkResponse> {
           ASSIGN_OR_RETURN(std::string target, ns.Readlink(q.ino()));
@@ -272,14 +273,14 @@ class MetaServerImpl : public MetaServer {
           response.set_target(std::move(target));
           return response;
         });
-      case MessageType::kReaddir:
+      case format::MessageType::kReaddir:
         return Serve<proto::ReaddirRequest>(
             frame, r, [&](const auto& q) { return ns.Readdir(q.ino(), q.start_after()); });
-      case MessageType::kSetXattr:
+      case format::MessageType::kSetXattr:
         return Serve<proto::SetXattrRequest>(frame, r, [&](const auto& q) {
           return TEST_AfterChange(q.call(), ToEmpty(ns.SetXattr(q)));
         });
-      case MessageType::kGetXattr:
+      case format::MessageType::kGetXattr:
         return Serve<proto::GetXattrRequest>(frame, r, [&](const auto& q)
             -> absl::StatusOr<proto::GetXattrResponse> {
           ASSIGN_OR_RETURN(std::string value, ns.GetXattr(q.ino(), q.name()));
@@ -287,7 +288,7 @@ class MetaServerImpl : public MetaServer {
           response.set_value(std::move(value));
           return response;
         });
-      case MessageType::kListXattr:
+      case format::MessageType::kListXattr:
         return Serve<proto::GetAttrRequest>(frame, r, [&](const auto& q)
             -> absl::StatusOr<proto::ListXattrResponse> {
           ASSIGN_OR_RETURN(auto names, ns.ListXattr(q.ino()));
@@ -295,37 +296,37 @@ class MetaServerImpl : public MetaServer {
           for (auto& name : names) response.add_names(std::move(name));
           return response;
         });
-      case MessageType::kRemoveXattr:
+      case format::MessageType::kRemoveXattr:
         return Serve<proto::GetXattrRequest>(frame, r, [&](const auto& q) {
           return TEST_AfterChange(q.call(), ToEmpty(ns.RemoveXattr(q.ino(), q.name(), q.call())));
         });
-      case MessageType::kStatFs:
+      case format::MessageType::kStatFs:
         return Serve<proto::Empty>(frame, r, [&](const auto&) { return ns.StatFs(); });
-      case MessageType::kOpen:
+      case format::MessageType::kOpen:
         return Serve<proto::OpenRequest>(frame, r, [&](const auto& q) {
           return InodeReply(ns.Open(q.ino(), q.mount_id()));
         });
-      case MessageType::kRelease:
+      case format::MessageType::kRelease:
         return Serve<proto::ReleaseRequest>(frame, r, [&](const auto& q) {
           return ToEmpty(ns.Release(q.ino(), q.mount_id()));
         });
-      case MessageType::kOpenWrite:
+      case format::MessageType::kOpenWrite:
         return Serve<proto::OpenWriteRequest>(
             frame, r, [&](const auto& q) { return InodeReply(ns.OpenWrite(q)); });
-      case MessageType::kRecoverLease:
+      case format::MessageType::kRecoverLease:
         return Serve<proto::RecoverLeaseRequest>(
             frame, r, [&](const auto& q) { return InodeReply(ns.RecoverLease(q.ino())); });
-      case MessageType::kListServers:
+      case format::MessageType::kListServers:
         return Serve<proto::ListServersRequest>(
             frame, r, [&](const auto& q) { return ns.ListServers(q.start_server_id()); });
-      case MessageType::kListSegments:
+      case format::MessageType::kListSegments:
         return Serve<proto::ListSegmentsRequest>(frame, r, [&](const auto& q) {
           return ns.ListSegments(q.start_ino(), q.max_inodes());
         });
-      case MessageType::kSealSegment:
+      case format::MessageType::kSealSegment:
         return Serve<proto::SealSegmentRequest>(
             frame, r, [&](const auto& q) { return InodeReply(ns.SealSegment(q)); });
-      case MessageType::kReportBadReplica:
+      case format::MessageType::kReportBadReplica:
         return Serve<proto::ReportBadReplicaRequest>(
             frame, r, [&](const auto& q) { return ToEmpty(ns.ReportBadReplica(q)); });
       default:
@@ -381,7 +382,7 @@ class MetaServerImpl : public MetaServer {
   std::unique_ptr<RpcSegmentServerApi> segment_servers_;
   std::unique_ptr<Namespace> ns_;
   std::unique_ptr<Rereplicator> rereplicator_;
-  std::unique_ptr<RpcServer> server_;
+  std::unique_ptr<rpc::RpcServer> server_;
 
   std::atomic<bool> stopped_{false};
   std::atomic<int> TEST_changes_{0};  // changes with a call id handled
@@ -405,4 +406,4 @@ absl::StatusOr<std::unique_ptr<MetaServer>> MetaServer::Start(const MetaServerOp
   return std::unique_ptr<MetaServer>(std::move(server));
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 
 struct MetaServerOptions {
   std::string data_dir;        // created if missing; holds the RocksDB
@@ -54,4 +54,4 @@ class MetaServer {
   virtual void Stop() = 0;
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

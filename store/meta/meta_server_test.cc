@@ -24,7 +24,7 @@
 #include "store/format/message_type.h"
 #include "store/rpc/rpc_client.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 constexpr absl::Duration kTimeout = absl::Seconds(10);
@@ -64,7 +64,7 @@ class MetaServerTest : public testing::Test {
     auto server = MetaServer::Start(options, *io_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
-    client_ = RpcClient::Create(client_io_, server_->bound_address());
+    client_ = rpc::RpcClient::Create(client_io_, server_->bound_address());
   }
 
   // Closes the client, stops the server and its io threads, and closes the
@@ -89,7 +89,8 @@ class MetaServerTest : public testing::Test {
   }
 
   template <typename Response>
-  absl::StatusOr<Response> Call(MessageType type, const google::protobuf::MessageLite& request) {
+  absl::StatusOr<Response> Call(format::MessageType type,
+                                const google::protobuf::MessageLite& request) {
     Response response;
     absl::Status status = client_->Call(type, request, &response, kTimeout);
     if (!status.ok()) return status;
@@ -101,7 +102,7 @@ class MetaServerTest : public testing::Test {
     request.set_parent(parent);
     request.set_name(name);
     request.set_mode(mode);
-    auto response = Call<proto::AttrResponse>(MessageType::kCreate, request);
+    auto response = Call<proto::AttrResponse>(format::MessageType::kCreate, request);
     if (!response.ok()) return response.status();
     return response->attr();
   }
@@ -110,7 +111,7 @@ class MetaServerTest : public testing::Test {
     proto::LookupRequest request;
     request.set_parent(parent);
     request.set_name(name);
-    auto response = Call<proto::AttrResponse>(MessageType::kLookup, request);
+    auto response = Call<proto::AttrResponse>(format::MessageType::kLookup, request);
     if (!response.ok()) return response.status();
     return response->attr();
   }
@@ -120,7 +121,8 @@ class MetaServerTest : public testing::Test {
     request.set_address(address);
     request.set_capacity_bytes(100ull << 30);
     request.set_free_bytes(free_bytes);
-    auto response = Call<proto::RegisterServerResponse>(MessageType::kRegisterServer, request);
+    auto response =
+        Call<proto::RegisterServerResponse>(format::MessageType::kRegisterServer, request);
     EXPECT_TRUE(response.ok()) << response.status();
     return response.ok() ? response->server_id() : 0;
   }
@@ -153,7 +155,7 @@ class MetaServerTest : public testing::Test {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> io_threads_;
   std::unique_ptr<MetaServer> server_;
-  std::shared_ptr<RpcClient> client_;
+  std::shared_ptr<rpc::RpcClient> client_;
 };
 
 TEST_F(MetaServerTest, OpenWriteAndSealPlaceSegmentOnThreeServers) {
@@ -163,7 +165,8 @@ TEST_F(MetaServerTest, OpenWriteAndSealPlaceSegmentOnThreeServers) {
     ids.insert(RegisterServer("127.0.0.1:" + std::to_string(9000 + i), (1ull << 30) * i));
   }
   EXPECT_EQ(3u, ids.size());
-  auto mount = Call<proto::NewMountResponse>(MessageType::kNewMount, proto::NewMountRequest());
+  auto mount =
+      Call<proto::NewMountResponse>(format::MessageType::kNewMount, proto::NewMountRequest());
   ASSERT_TRUE(mount.ok()) << mount.status();
   EXPECT_NE(0u, mount->mount_id());
   // (b) a file, with POSIX errors carried back with their errno.
@@ -176,13 +179,13 @@ TEST_F(MetaServerTest, OpenWriteAndSealPlaceSegmentOnThreeServers) {
   proto::OpenWriteRequest open;
   open.set_ino(file->ino());
   open.set_mount_id(mount->mount_id());
-  auto opened = Call<proto::InodeResponse>(MessageType::kOpenWrite, open);
+  auto opened = Call<proto::InodeResponse>(format::MessageType::kOpenWrite, open);
   ASSERT_TRUE(opened.ok()) << opened.status();
   EXPECT_TRUE(opened->inode().attr().open_for_write());
   proto::SealSegmentRequest seal;
   seal.set_ino(file->ino());
   seal.set_mount_id(mount->mount_id());
-  auto sealed = Call<proto::InodeResponse>(MessageType::kSealSegment, seal);
+  auto sealed = Call<proto::InodeResponse>(format::MessageType::kSealSegment, seal);
   ASSERT_TRUE(sealed.ok()) << sealed.status();
   ASSERT_EQ(1, sealed->inode().segments_size());
   const proto::Segment& segment = sealed->inode().segments(0);
@@ -193,9 +196,9 @@ TEST_F(MetaServerTest, OpenWriteAndSealPlaceSegmentOnThreeServers) {
             addresses);
   // (d) another mount is refused.
   open.set_mount_id(mount->mount_id() + 1);
-  auto busy = Call<proto::InodeResponse>(MessageType::kOpenWrite, open);
+  auto busy = Call<proto::InodeResponse>(format::MessageType::kOpenWrite, open);
   EXPECT_EQ(EBUSY, ErrnoFromStatus(busy.status()));
-  auto statfs = Call<proto::StatFsResponse>(MessageType::kStatFs, proto::Empty());
+  auto statfs = Call<proto::StatFsResponse>(format::MessageType::kStatFs, proto::Empty());
   ASSERT_TRUE(statfs.ok());
   EXPECT_EQ(3u, statfs->live_servers());
   EXPECT_EQ(2u, statfs->inodes());
@@ -204,17 +207,18 @@ TEST_F(MetaServerTest, OpenWriteAndSealPlaceSegmentOnThreeServers) {
 TEST_F(MetaServerTest, UnparseableRequestGetsInvalidArgument) {
   auto socket = RawConnect();
   // Field 1 with wire type 7 (invalid): valid frame, garbage protobuf.
-  std::string wire = EncodeFrame(0, MessageType::kLookup, 5, std::string("\x0f\xff\xff", 3), "");
+  std::string wire =
+      format::EncodeFrame(0, format::MessageType::kLookup, 5, std::string("\x0f\xff\xff", 3), "");
   asio::error_code ec;
   asio::write(*socket, asio::buffer(wire), ec);
   ASSERT_FALSE(ec);
-  char header[kFrameHeaderBytes];
-  asio::read(*socket, asio::buffer(header, kFrameHeaderBytes), ec);
+  char header[format::kFrameHeaderBytes];
+  asio::read(*socket, asio::buffer(header, format::kFrameHeaderBytes), ec);
   ASSERT_FALSE(ec) << ec.message();
-  auto decoded = DecodeFrameHeader(header);
+  auto decoded = format::DecodeFrameHeader(header);
   ASSERT_TRUE(decoded.ok());
   EXPECT_EQ(5u, decoded->request_id);
-  EXPECT_EQ(kFlagResponse | kFlagError, decoded->flags);
+  EXPECT_EQ(format::kFlagResponse | format::kFlagError, decoded->flags);
   std::string message(decoded->message_bytes, '\0');
   asio::read(*socket, asio::buffer(message), ec);
   ASSERT_FALSE(ec);
@@ -224,13 +228,13 @@ TEST_F(MetaServerTest, UnparseableRequestGetsInvalidArgument) {
   // The connection is still usable.
   proto::GetAttrRequest getattr;
   getattr.set_ino(1);
-  wire = EncodeFrame(0, MessageType::kGetAttr, 6, getattr.SerializeAsString(), "");
+  wire = format::EncodeFrame(0, format::MessageType::kGetAttr, 6, getattr.SerializeAsString(), "");
   asio::write(*socket, asio::buffer(wire), ec);
-  asio::read(*socket, asio::buffer(header, kFrameHeaderBytes), ec);
+  asio::read(*socket, asio::buffer(header, format::kFrameHeaderBytes), ec);
   ASSERT_FALSE(ec) << ec.message();
-  decoded = DecodeFrameHeader(header);
+  decoded = format::DecodeFrameHeader(header);
   ASSERT_TRUE(decoded.ok());
-  EXPECT_EQ(kFlagResponse, decoded->flags);
+  EXPECT_EQ(format::kFlagResponse, decoded->flags);
   message.assign(decoded->message_bytes, '\0');
   asio::read(*socket, asio::buffer(message), ec);
   ASSERT_FALSE(ec);
@@ -242,7 +246,7 @@ TEST_F(MetaServerTest, UnparseableRequestGetsInvalidArgument) {
 TEST_F(MetaServerTest, GarbageFrameClosesOnlyThatConnection) {
   ASSERT_TRUE(Create(1, "before", S_IFREG | 0644).ok());
   auto socket = RawConnect();
-  std::string garbage(kFrameHeaderBytes, 'x');
+  std::string garbage(format::kFrameHeaderBytes, 'x');
   asio::error_code ec;
   asio::write(*socket, asio::buffer(garbage), ec);
   ASSERT_FALSE(ec);
@@ -271,7 +275,7 @@ TEST_F(MetaServerTest, RestartOnSameDirKeepsNamespaceAndServers) {
   EXPECT_EQ(static_cast<uint32_t>(S_IFREG | 0600), found->mode());
   proto::HeartbeatRequest heartbeat;
   heartbeat.set_server_id(server_id);
-  auto response = Call<proto::HeartbeatResponse>(MessageType::kHeartbeat, heartbeat);
+  auto response = Call<proto::HeartbeatResponse>(format::MessageType::kHeartbeat, heartbeat);
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_FALSE(response->reregister());
   // A second meta on the same dir while this one runs is refused.
@@ -284,4 +288,4 @@ TEST_F(MetaServerTest, RestartOnSameDirKeepsNamespaceAndServers) {
 }
 
 }  // namespace
-}  // namespace logfs::store
+}  // namespace logfs::meta

@@ -14,7 +14,7 @@
 #include "src/util/coding.h"
 #include "store/format/limits.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 // One-byte key prefixes (docs/metadata_format.md).
@@ -241,7 +241,7 @@ absl::StatusOr<MetadataDb::DirPage> MetadataDb::ListDir(uint64_t parent,
       return false;
     }
     // As a repeated field of the reply: tag, length, entry.
-    const size_t entry_bytes = internal::LengthFieldBytes(entry->ByteSizeLong());
+    const size_t entry_bytes = format::internal::LengthFieldBytes(entry->ByteSizeLong());
     if (!page.entries.empty() && bytes + entry_bytes > max_bytes) {
       page.more = true;
       return false;
@@ -358,9 +358,9 @@ absl::StatusOr<uint64_t> MetadataDb::CountInodes() {
   return count;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::meta
 
-namespace logfs::store {
+namespace logfs::meta {
 
 absl::StatusOr<std::vector<proto::Inode>> MetadataDb::ListInodes(uint64_t start_ino,
                                                                  size_t max_count) {
@@ -376,4 +376,4 @@ absl::StatusOr<std::vector<proto::Inode>> MetadataDb::ListInodes(uint64_t start_
   return inodes;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

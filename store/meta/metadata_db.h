@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "store/format/logfs.pb.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 
 struct MetadataDbOptions {
   std::string path;  // RocksDB directory; created durably (with parents) if missing
@@ -137,4 +137,4 @@ class MetadataDb {
   std::unique_ptr<Rep> rep_;
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 class MetadataDbTest : public testing::Test {
@@ -154,4 +154,4 @@ TEST_F(MetadataDbTest, SecondOpenOfLockedDbFailsWithFailedPrecondition) {
 }
 
 }  // namespace
-}  // namespace logfs::store
+}  // namespace logfs::meta

@@ -18,7 +18,7 @@
 #include "src/status/posix_error.h"
 #include "store/meta/internal/namespace_txn.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 // FUSE_SET_ATTR_* bits (libfuse fuse_lowlevel.h); store/ does not include
@@ -33,8 +33,9 @@ constexpr uint32_t kSetAttrAtimeNow = 1 << 7;
 constexpr uint32_t kSetAttrMtimeNow = 1 << 8;
 
 absl::Status ValidateNewName(const std::string& name) {
-  if (name.size() > kNameBytesMax) {
-    return PosixError(ENAMETOOLONG, absl::StrCat("name longer than ", kNameBytesMax, " bytes"));
+  if (name.size() > format::kNameBytesMax) {
+    return PosixError(ENAMETOOLONG,
+                      absl::StrCat("name longer than ", format::kNameBytesMax, " bytes"));
   }
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
       name.find('\0') != std::string::npos) {
@@ -165,8 +166,9 @@ absl::StatusOr<proto::Inode*> Namespace::GetDir(Txn& txn, uint64_t ino) {
 }
 
 absl::StatusOr<proto::Attr> Namespace::Lookup(uint64_t parent, const std::string& name) {
-  if (name.size() > kNameBytesMax) {
-    return PosixError(ENAMETOOLONG, absl::StrCat("name longer than ", kNameBytesMax, " bytes"));
+  if (name.size() > format::kNameBytesMax) {
+    return PosixError(ENAMETOOLONG,
+                      absl::StrCat("name longer than ", format::kNameBytesMax, " bytes"));
   }
   absl::MutexLock lock(&mu_);
   Txn txn(db_);
@@ -218,8 +220,9 @@ absl::StatusOr<proto::ReaddirResponse> Namespace::Readdir(uint64_t ino,
   }
   // RocksDB reads need no lock: a page is one iterator's view, and the
   // cursor keeps later pages right however the directory changes.
-  ASSIGN_OR_RETURN(MetadataDb::DirPage page,
-                   db_->ListDir(ino, start_after, kReaddirPageEntriesMax, kReaddirPageBytesMax));
+  ASSIGN_OR_RETURN(
+      MetadataDb::DirPage page,
+      db_->ListDir(ino, start_after, format::kReaddirPageEntriesMax, format::kReaddirPageBytesMax));
   proto::ReaddirResponse response;
   for (auto& entry : page.entries) *response.add_entries() = std::move(entry);
   response.set_more(page.more);
@@ -235,12 +238,12 @@ absl::StatusOr<proto::Attr> Namespace::Create(const proto::CreateRequest& reques
   if (type == S_IFLNK && request.symlink_target().empty()) {
     return PosixError(ENOENT, "empty symlink target");
   }
-  if (request.symlink_target().size() > kSymlinkTargetBytesMax) {
-    return PosixError(ENAMETOOLONG,
-                      absl::StrCat("symlink target longer than ", kSymlinkTargetBytesMax, " bytes"));
+  if (request.symlink_target().size() > format::kSymlinkTargetBytesMax) {
+    return PosixError(ENAMETOOLONG, absl::StrCat("symlink target longer than ",
+                                                 format::kSymlinkTargetBytesMax, " bytes"));
   }
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kCreate));
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kCreate));
   if (recorded.has_value()) return RecordedAttr(*recorded);
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, request.parent()));
@@ -280,10 +283,9 @@ absl::StatusOr<proto::Attr> Namespace::Create(const proto::CreateRequest& reques
   parent->mutable_attr()->set_ctime_ns(now);
   txn.Put(parent);
   proto::Inode* added = txn.Add(std::move(inode));
-  RecordCall(txn, request.call(), MessageType::kCreate,
-             [this, added]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-               return AttrReplyBytes(ReplyAttr(*added));
-             });
+  RecordCall(txn, request.call(), format::MessageType::kCreate,
+             [this, added]()
+                 ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return AttrReplyBytes(ReplyAttr(*added)); });
   RETURN_IF_ERROR(txn.Commit());
   ++inode_count_;
   return ReplyAttr(*added);
@@ -291,7 +293,7 @@ absl::StatusOr<proto::Attr> Namespace::Create(const proto::CreateRequest& reques
 
 absl::StatusOr<proto::Attr> Namespace::SetAttr(const proto::SetAttrRequest& request) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kSetAttr));
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kSetAttr));
   if (recorded.has_value()) return RecordedAttr(*recorded);
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
@@ -324,12 +326,11 @@ absl::StatusOr<proto::Attr> Namespace::SetAttr(const proto::SetAttrRequest& requ
   if (to_set & kSetAttrMtimeNow) attr->set_mtime_ns(now);
   attr->set_ctime_ns(now);
   txn.Put(inode);
-  RecordCall(txn, request.call(), MessageType::kSetAttr,
-             [this, inode]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-               return AttrReplyBytes(ReplyAttr(*inode));
-             });
+  RecordCall(txn, request.call(), format::MessageType::kSetAttr,
+             [this, inode]()
+                 ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return AttrReplyBytes(ReplyAttr(*inode)); });
   RETURN_IF_ERROR(txn.Commit());
   return ReplyAttr(*inode);
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

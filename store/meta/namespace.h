@@ -35,7 +35,7 @@
 #include "store/meta/rereplication_task.h"
 #include "store/meta/segd_api.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 
 inline constexpr uint64_t kRootIno = 1;
 inline constexpr size_t kDeletionsPerHeartbeatMax = 10000;
@@ -63,7 +63,7 @@ struct NamespaceOptions {
   int64_t unlinked_grace_ms = 2000;
   // Bytes of an inode's reply past which a new segment fails with EFBIG
   // (store/format/limits.h); at most kInodeReplyBytesMax.
-  size_t inode_reply_bytes_max = kInodeReplyBytesMax;
+  size_t inode_reply_bytes_max = format::kInodeReplyBytesMax;
   // Replica reports (namespace_reports.cc): how often each server is asked
   // for one, and how long a stray replica must be unchanged on its server
   // before the server deletes it.
@@ -354,11 +354,11 @@ class Namespace {
   // for `call`, or nullopt: no call id, not applied, or expired.
   // kInvalidArgument when the id was recorded for another message type.
   absl::StatusOr<std::optional<std::string>> RecordedReply(const proto::CallId& call,
-                                                           MessageType type)
+                                                           format::MessageType type)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records `call` as applied in `txn`'s batch, with reply() (run at
   // Commit) as its reply. No-op without a call id.
-  void RecordCall(Txn& txn, const proto::CallId& call, MessageType type,
+  void RecordCall(Txn& txn, const proto::CallId& call, format::MessageType type,
                   std::function<std::string()> reply) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // ReportBadReplica pieces (namespace_replicas.cc). The reported replica's
@@ -428,4 +428,4 @@ class Namespace {
   int64_t call_records_swept_ns_ ABSL_GUARDED_BY(mu_) = 0;  // last ExpireCallRecords scan
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

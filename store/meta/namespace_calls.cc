@@ -11,7 +11,7 @@
 #include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_txn.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 constexpr int64_t kNanosPerMilli = 1000 * 1000;
@@ -21,7 +21,7 @@ constexpr int64_t kCallRecordSweepIntervalMs = 60 * 1000;
 }  // namespace
 
 absl::StatusOr<std::optional<std::string>> Namespace::RecordedReply(const proto::CallId& call,
-                                                                    MessageType type) {
+                                                                    format::MessageType type) {
   if (call.seq() == 0) return std::nullopt;
   auto record = db_->GetCallRecord(call);
   if (absl::IsNotFound(record.status())) return std::nullopt;
@@ -36,7 +36,7 @@ absl::StatusOr<std::optional<std::string>> Namespace::RecordedReply(const proto:
   return std::move(*record->mutable_reply());
 }
 
-void Namespace::RecordCall(Txn& txn, const proto::CallId& call, MessageType type,
+void Namespace::RecordCall(Txn& txn, const proto::CallId& call, format::MessageType type,
                            std::function<std::string()> reply) {
   if (call.seq() == 0) return;
   txn.RecordCall(call, type, NowNs(), options_.call_records_per_mount, std::move(reply));
@@ -62,4 +62,4 @@ absl::Status Namespace::ExpireCallRecords() {
   return absl::OkStatus();
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

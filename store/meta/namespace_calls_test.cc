@@ -15,7 +15,7 @@
 #include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_fixture.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 constexpr int64_t kMs = 1000 * 1000;
@@ -159,4 +159,4 @@ TEST_F(NamespaceCallsTest, CallIdOfAnotherTypeIsRefused) {
 }
 
 }  // namespace
-}  // namespace logfs::store
+}  // namespace logfs::meta

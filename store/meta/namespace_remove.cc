@@ -9,7 +9,7 @@
 #include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_txn.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 // renameat2 flags (linux/fs.h).
@@ -23,8 +23,9 @@ constexpr int kDirDepthMax = 4096;
 bool IsDir(const proto::Inode& inode) { return S_ISDIR(inode.attr().mode()); }
 
 absl::Status ValidateExistingName(const std::string& name) {
-  if (name.size() > kNameBytesMax) {
-    return PosixError(ENAMETOOLONG, absl::StrCat("name longer than ", kNameBytesMax, " bytes"));
+  if (name.size() > format::kNameBytesMax) {
+    return PosixError(ENAMETOOLONG,
+                      absl::StrCat("name longer than ", format::kNameBytesMax, " bytes"));
   }
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
     return PosixError(EINVAL, absl::StrCat("invalid name '", name, "'"));
@@ -112,7 +113,7 @@ absl::Status Namespace::Unlink(uint64_t parent_ino, const std::string& name, boo
   if (directory && name == "..") return PosixError(ENOTEMPTY, "rmdir of '..'");
   RETURN_IF_ERROR(ValidateExistingName(name));
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(auto recorded, RecordedReply(call, MessageType::kUnlink));
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(call, format::MessageType::kUnlink));
   if (recorded.has_value()) return absl::OkStatus();
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, parent_ino));
@@ -126,7 +127,7 @@ absl::Status Namespace::Unlink(uint64_t parent_ino, const std::string& name, boo
     return PosixError(EISDIR, absl::StrCat("'", name, "' is a directory"));
   }
   RETURN_IF_ERROR(RemoveEntry(txn, parent, name, child));
-  RecordCall(txn, call, MessageType::kUnlink, [] { return std::string(); });
+  RecordCall(txn, call, format::MessageType::kUnlink, [] { return std::string(); });
   return txn.Commit();
 }
 
@@ -138,7 +139,7 @@ absl::Status Namespace::Rename(const proto::RenameRequest& request) {
   RETURN_IF_ERROR(ValidateExistingName(request.name()));
   RETURN_IF_ERROR(ValidateExistingName(request.new_name()));
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kRename));
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kRename));
   if (recorded.has_value()) return absl::OkStatus();
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * src_parent, GetDir(txn, request.parent()));
@@ -200,8 +201,8 @@ absl::Status Namespace::Rename(const proto::RenameRequest& request) {
     txn.Put(dir);
   }
   txn.Put(src);
-  RecordCall(txn, request.call(), MessageType::kRename, [] { return std::string(); });
+  RecordCall(txn, request.call(), format::MessageType::kRename, [] { return std::string(); });
   return txn.Commit();
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

@@ -12,7 +12,7 @@
 #include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_txn.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 // Whether the server's answer about its replica confirms it must not be
@@ -103,4 +103,4 @@ absl::Status Namespace::DropBadReplica(const proto::ReportBadReplicaRequest& req
   return absl::OkStatus();
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

@@ -28,7 +28,7 @@
 #include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_txn.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 constexpr int64_t kNanosPerMilli = 1000 * 1000;
@@ -235,4 +235,4 @@ bool Namespace::DropMissingReplica(Txn& txn, uint64_t ino, uint64_t segment_id,
   return false;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

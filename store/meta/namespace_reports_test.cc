@@ -18,7 +18,7 @@
 #include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_fixture.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 constexpr int64_t kMs = 1000 * 1000;
@@ -253,4 +253,4 @@ TEST_F(NamespaceReportsTest, SecondLiveProcessWithAServersIdIsRefused) {
 }
 
 }  // namespace
-}  // namespace logfs::store
+}  // namespace logfs::meta

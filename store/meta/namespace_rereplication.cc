@@ -14,7 +14,7 @@
 #include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_txn.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 constexpr int64_t kNanosPerMilli = 1000 * 1000;
@@ -52,7 +52,7 @@ absl::StatusOr<proto::ListServersResponse> Namespace::ListServers(uint64_t start
   const int64_t now = NowNs();
   for (auto it = servers_.lower_bound(start_server_id); it != servers_.end(); ++it) {
     const auto& [id, server] = *it;
-    if (static_cast<size_t>(response.servers_size()) == kListServersPageMax) {
+    if (static_cast<size_t>(response.servers_size()) == format::kListServersPageMax) {
       response.set_next_server_id(id);
       break;
     }
@@ -87,8 +87,8 @@ absl::StatusOr<proto::ListSegmentsResponse> Namespace::ListSegments(uint64_t sta
     // Files with many segments fill the frame before max_inodes do: the
     // page ends before the first that does not fit (any one file fits:
     // store/format/limits.h), and the next starts at it.
-    const size_t file_bytes = internal::LengthFieldBytes(file.ByteSizeLong());
-    if (response.files_size() > 0 && bytes + file_bytes > kListSegmentsPageBytesMax) {
+    const size_t file_bytes = format::internal::LengthFieldBytes(file.ByteSizeLong());
+    if (response.files_size() > 0 && bytes + file_bytes > format::kListSegmentsPageBytesMax) {
       response.set_next_ino(inode.attr().ino());
       break;
     }
@@ -204,4 +204,4 @@ void Namespace::DropDeadReplicas(Txn& txn, proto::Segment* segment, uint32_t wan
   replicas->erase(dead, replicas->end());
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

@@ -17,7 +17,7 @@
 
 #include "store/meta/namespace.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 constexpr int64_t kMs = 1000 * 1000;
@@ -309,4 +309,4 @@ TEST_F(NamespaceRereplicationTest, ListServersAndListSegments) {
 }
 
 }  // namespace
-}  // namespace logfs::store
+}  // namespace logfs::meta

@@ -10,7 +10,7 @@
 #include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_txn.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 constexpr int64_t kNanosPerMilli = 1000 * 1000;
 }  // namespace
@@ -71,10 +71,10 @@ absl::StatusOr<uint64_t> Namespace::RegisterServer(const proto::RegisterServerRe
         "To join this cluster, give the server an empty data dir"));
   }
   // Bounded: addresses go into every segment meta returns (store/format/limits.h).
-  if (request.address().size() > kServerAddressBytesMax ||
-      request.host().size() > kServerHostBytesMax) {
+  if (request.address().size() > format::kServerAddressBytesMax ||
+      request.host().size() > format::kServerHostBytesMax) {
     return PosixError(EINVAL, absl::StrCat("server address or host name longer than ",
-                                           kServerAddressBytesMax, " bytes"));
+                                           format::kServerAddressBytesMax, " bytes"));
   }
   std::string holder;
   uint64_t holder_incarnation = 0;
@@ -365,4 +365,4 @@ void Namespace::FillAddresses(proto::Segment* segment) const {
   }
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

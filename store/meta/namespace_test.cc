@@ -19,7 +19,7 @@
 
 #include "src/status/posix_error.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 constexpr int64_t kMs = 1000 * 1000;
@@ -311,7 +311,7 @@ TEST_F(NamespaceTest, CreateLookupReaddir) {
 // cursor and one after; (d) page 2 starts right after the cursor and holds
 // every other later name once, the new later one included.
 TEST_F(NamespaceTest, ReaddirPagesWithStableCursorAcrossDeletes) {
-  constexpr int kFiles = static_cast<int>(kReaddirPageEntriesMax) * 3 / 2;
+  constexpr int kFiles = static_cast<int>(format::kReaddirPageEntriesMax) * 3 / 2;
   auto name = [](int i) {
     char buf[16];
     snprintf(buf, sizeof(buf), "f%05d", i);
@@ -322,9 +322,9 @@ TEST_F(NamespaceTest, ReaddirPagesWithStableCursorAcrossDeletes) {
   // (b)
   auto first = ns_->Readdir(kRootIno, "");
   ASSERT_TRUE(first.ok()) << first.status();
-  ASSERT_EQ(static_cast<int>(kReaddirPageEntriesMax), first->entries_size());
+  ASSERT_EQ(static_cast<int>(format::kReaddirPageEntriesMax), first->entries_size());
   EXPECT_TRUE(first->more());
-  EXPECT_GE(kMaxMessageBytes, first->ByteSizeLong());
+  EXPECT_GE(format::kMaxMessageBytes, first->ByteSizeLong());
   for (int i = 0; i < first->entries_size(); ++i) ASSERT_EQ(name(i), first->entries(i).name());
   const std::string cursor = first->entries(first->entries_size() - 1).name();
   const int next = first->entries_size();  // index of the first name of page 2
@@ -357,8 +357,8 @@ TEST_F(NamespaceTest, ReaddirPagesWithStableCursorAcrossDeletes) {
 // that kReaddirPageEntriesMax of them exceed kReaddirPageBytesMax; the
 // first page stops at the byte budget and the second holds the rest.
 TEST_F(NamespaceTest, ReaddirPageIsBoundedInBytes) {
-  const int files = static_cast<int>(kReaddirPageBytesMax / 255) + 10;
-  ASSERT_LT(static_cast<size_t>(files), kReaddirPageEntriesMax);
+  const int files = static_cast<int>(format::kReaddirPageBytesMax / 255) + 10;
+  ASSERT_LT(static_cast<size_t>(files), format::kReaddirPageEntriesMax);
   auto name = [](int i) {
     std::string n = std::to_string(100000 + i);
     n.resize(255, 'x');
@@ -369,7 +369,7 @@ TEST_F(NamespaceTest, ReaddirPageIsBoundedInBytes) {
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_TRUE(first->more());
   EXPECT_LT(first->entries_size(), files);
-  EXPECT_GE(kReaddirPageBytesMax + 64, first->ByteSizeLong());
+  EXPECT_GE(format::kReaddirPageBytesMax + 64, first->ByteSizeLong());
   auto second = ns_->Readdir(kRootIno, first->entries(first->entries_size() - 1).name());
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_FALSE(second->more());
@@ -430,7 +430,7 @@ TEST_F(NamespaceTest, XattrsPerInodeAreBoundedWithEnospc) {
   int last = 0;
   for (int i = 0; i < 1000 && last == 0; ++i) {
     std::string name = "user.n" + std::to_string(1000 + i);
-    name.resize(kXattrNameBytesMax, 'x');
+    name.resize(format::kXattrNameBytesMax, 'x');
     last = SetXattrErrno(names_file, name, "v");
     if (last == 0) ++added;
   }
@@ -440,24 +440,25 @@ TEST_F(NamespaceTest, XattrsPerInodeAreBoundedWithEnospc) {
   ASSERT_TRUE(names.ok());
   size_t list_bytes = 0;
   for (const auto& name : *names) list_bytes += name.size() + 1;
-  EXPECT_GE(kXattrListBytesMax, list_bytes);
-  EXPECT_LT(kXattrListBytesMax - kXattrNameBytesMax - 1, list_bytes);
+  EXPECT_GE(format::kXattrListBytesMax, list_bytes);
+  EXPECT_LT(format::kXattrListBytesMax - format::kXattrNameBytesMax - 1, list_bytes);
   // (b)
   uint64_t values_file = File(kRootIno, "values");
-  const std::string value(kXattrValueBytesMax, 'v');
-  const size_t fit = kXattrBytesPerInodeMax / (kXattrValueBytesMax + 8);
+  const std::string value(format::kXattrValueBytesMax, 'v');
+  const size_t fit = format::kXattrBytesPerInodeMax / (format::kXattrValueBytesMax + 8);
   for (size_t i = 0; i < fit; ++i) {
     ASSERT_EQ(0, SetXattrErrno(values_file, "user.v" + std::to_string(i), value)) << i;
   }
   EXPECT_EQ(ENOSPC, SetXattrErrno(values_file, "user.v" + std::to_string(fit), value));
-  EXPECT_EQ(0, SetXattrErrno(values_file, "user.v0", std::string(kXattrValueBytesMax, 'w')));
+  EXPECT_EQ(0,
+            SetXattrErrno(values_file, "user.v0", std::string(format::kXattrValueBytesMax, 'w')));
   ASSERT_TRUE(ns_->RemoveXattr(values_file, "user.v0").ok());
   EXPECT_EQ(0, SetXattrErrno(values_file, "user.v" + std::to_string(fit), value));
   // Replies with the inode leave xattrs out (GetXattr serves them).
   auto inode = ns_->GetInode(values_file);
   ASSERT_TRUE(inode.ok());
   EXPECT_EQ(0u, inode->xattrs().size());
-  EXPECT_EQ(std::string(kXattrValueBytesMax, 'v'), Xattr(values_file, "user.v1"));
+  EXPECT_EQ(std::string(format::kXattrValueBytesMax, 'v'), Xattr(values_file, "user.v1"));
 }
 
 // Goal: ListServers pages, and server addresses are bounded (they are in
@@ -466,14 +467,14 @@ TEST_F(NamespaceTest, XattrsPerInodeAreBoundedWithEnospc) {
 TEST_F(NamespaceTest, ListServersPagesAndAddressesAreBounded) {
   // (a)
   proto::RegisterServerRequest long_address;
-  long_address.set_address(std::string(kServerAddressBytesMax + 1, 'a'));
+  long_address.set_address(std::string(format::kServerAddressBytesMax + 1, 'a'));
   EXPECT_EQ(EINVAL, ErrnoFromStatus(ns_->RegisterServer(long_address).status()));
   // (b)
-  const int servers = static_cast<int>(kListServersPageMax) + 5;
+  const int servers = static_cast<int>(format::kListServersPageMax) + 5;
   std::vector<uint64_t> ids = RegisterServers(servers);
   auto first = ns_->ListServers(0);
   ASSERT_TRUE(first.ok()) << first.status();
-  ASSERT_EQ(static_cast<int>(kListServersPageMax), first->servers_size());
+  ASSERT_EQ(static_cast<int>(format::kListServersPageMax), first->servers_size());
   ASSERT_NE(0u, first->next_server_id());
   auto second = ns_->ListServers(first->next_server_id());
   ASSERT_TRUE(second.ok()) << second.status();
@@ -1003,4 +1004,4 @@ TEST_F(NamespaceTest, RecoveryNeedsEnoughAnswersThatAreNotCorrupt) {
 }
 
 }  // namespace
-}  // namespace logfs::store
+}  // namespace logfs::meta

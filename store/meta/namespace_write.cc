@@ -16,7 +16,7 @@
 #include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_txn.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 // Deadline of recovery's copies to replicas that are behind: a base plus
@@ -65,7 +65,7 @@ absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode,
   // counts at its worst case; one ByteSizeLong per roll costs less than
   // the synced write of the same inode that follows.
   const size_t reply_bytes = ReplyInode(*inode).ByteSizeLong();
-  if (reply_bytes + internal::LengthFieldBytes(internal::kSegmentBytesMax) >
+  if (reply_bytes + format::internal::LengthFieldBytes(format::internal::kSegmentBytesMax) >
       options_.inode_reply_bytes_max) {
     return PosixError(EFBIG, absl::StrCat("inode ", inode->attr().ino(), " has ",
                                           inode->segments_size(), " segments (", reply_bytes,
@@ -83,7 +83,7 @@ absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode,
   // replace-datanode-on-failure "best effort" and
   // dfs.namenode.replication.min). Block files ack on every replica, so
   // without the floor one dead server of three would fail every new one.
-  const uint32_t floor = std::min(ack_quorum, kDegradedReplicasMin);
+  const uint32_t floor = std::min(ack_quorum, format::kDegradedReplicasMin);
   for (uint32_t n = replication - 1; absl::IsUnavailable(placed.status()) && n >= floor && n > 0;
        --n) {
     placed = PlaceReplicas(n, excluded_servers);
@@ -316,7 +316,7 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
   absl::MutexLock lock(&mu_);
   TouchMount(mount_id);
   ReportServersFailing(request.failed_servers());
-  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kSealSegment));
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kSealSegment));
   if (recorded.has_value()) {
     // Applied before meta restarted: the writer goes on with the segment
     // it was given, so it takes its lease back as an unanswered seal's
@@ -385,7 +385,7 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
   if (!request.close() && request.keep_lease()) {
     // Sealed at a flush (close(2) of a descriptor): the writer keeps its
     // lease and asks for a new segment only if it writes again.
-    RecordCall(txn, request.call(), MessageType::kSealSegment, reply_bytes);
+    RecordCall(txn, request.call(), format::MessageType::kSealSegment, reply_bytes);
     RETURN_IF_ERROR(txn.Commit());
     return ReplyInode(*inode);
   }
@@ -398,7 +398,7 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
       RETURN_IF_ERROR(txn.Commit());
       return appended;
     }
-    RecordCall(txn, request.call(), MessageType::kSealSegment, reply_bytes);
+    RecordCall(txn, request.call(), format::MessageType::kSealSegment, reply_bytes);
     RETURN_IF_ERROR(txn.Commit());
     return ReplyInode(*inode);
   }
@@ -406,7 +406,7 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
   inode->mutable_attr()->set_mtime_ns(request.mtime_ns() != 0 ? request.mtime_ns() : now);
   inode->mutable_attr()->set_ctime_ns(now);
   txn.Put(inode);
-  RecordCall(txn, request.call(), MessageType::kSealSegment, reply_bytes);
+  RecordCall(txn, request.call(), format::MessageType::kSealSegment, reply_bytes);
   RETURN_IF_ERROR(txn.Commit());
   leases_.erase(ino);
   Unpin(ino, mount_id);
@@ -415,10 +415,10 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
   return reply;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::meta
 
 // Forced lease recovery (`logfs recover PATH`).
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 // Holds the lease while meta itself recovers a file; never a real mount id
 // (those count up from 1).
@@ -471,4 +471,4 @@ absl::StatusOr<proto::Inode> Namespace::RecoverLease(uint64_t ino, bool only_if_
   return inode;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

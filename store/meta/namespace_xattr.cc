@@ -17,7 +17,7 @@
 #include "store/meta/internal/namespace_txn.h"
 #include "store/format/xattr_names.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 namespace {
 
 
@@ -67,21 +67,22 @@ absl::Status CheckXattrRoom(const proto::Inode& inode, const std::vector<std::st
   } else {
     stored_bytes = stored_bytes - old->second.size() + value.size();
   }
-  if (list_bytes > kXattrListBytesMax) {
-    return PosixError(ENOSPC, absl::StrCat("xattr names of inode ", inode.attr().ino(),
-                                           " would take ", list_bytes, " bytes, over ",
-                                           kXattrListBytesMax));
+  if (list_bytes > format::kXattrListBytesMax) {
+    return PosixError(ENOSPC,
+                      absl::StrCat("xattr names of inode ", inode.attr().ino(), " would take ",
+                                   list_bytes, " bytes, over ", format::kXattrListBytesMax));
   }
-  if (stored_bytes > kXattrBytesPerInodeMax) {
-    return PosixError(ENOSPC, absl::StrCat("xattrs of inode ", inode.attr().ino(), " would take ",
-                                           stored_bytes, " bytes, over ", kXattrBytesPerInodeMax));
+  if (stored_bytes > format::kXattrBytesPerInodeMax) {
+    return PosixError(
+        ENOSPC, absl::StrCat("xattrs of inode ", inode.attr().ino(), " would take ", stored_bytes,
+                             " bytes, over ", format::kXattrBytesPerInodeMax));
   }
   return absl::OkStatus();
 }
 
 absl::Status CheckXattrName(const std::string& name) {
-  if (name.size() > kXattrNameBytesMax) {
-    return PosixError(ERANGE, absl::StrCat("xattr name longer than ", kXattrNameBytesMax));
+  if (name.size() > format::kXattrNameBytesMax) {
+    return PosixError(ERANGE, absl::StrCat("xattr name longer than ", format::kXattrNameBytesMax));
   }
   if (name.empty()) return PosixError(EINVAL, "empty xattr name");
   return absl::OkStatus();
@@ -90,10 +91,11 @@ absl::Status CheckXattrName(const std::string& name) {
 // What ListXattr returns for `inode`: the user.logfs.* settings, the
 // mount's computed names for regular files, then the stored names sorted.
 std::vector<std::string> ListedXattrNames(const proto::Inode& inode) {
-  std::vector<std::string> names = {kKindXattr, kReplicationXattr, kAckQuorumXattr};
+  std::vector<std::string> names = {format::kKindXattr, format::kReplicationXattr,
+                                    format::kAckQuorumXattr};
   if (S_ISREG(inode.attr().mode())) {
-    names.push_back(kSegmentsXattr);
-    names.push_back(kDurableLengthXattr);
+    names.push_back(format::kSegmentsXattr);
+    names.push_back(format::kDurableLengthXattr);
   }
   std::vector<std::string> stored;
   for (const auto& [name, value] : inode.xattrs()) stored.push_back(name);
@@ -109,19 +111,20 @@ absl::Status Namespace::SetXattr(const proto::SetXattrRequest& request) {
   const std::string& value = request.value();
   RETURN_IF_ERROR(CheckXattrName(name));
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), MessageType::kSetXattr));
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kSetXattr));
   if (recorded.has_value()) return absl::OkStatus();
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
-  if (absl::StartsWith(name, kLogfsXattrPrefix)) {
-    if (name == kSegmentsXattr || name == kDurableLengthXattr) {
+  if (absl::StartsWith(name, format::kLogfsXattrPrefix)) {
+    if (name == format::kSegmentsXattr || name == format::kDurableLengthXattr) {
       return PosixError(EPERM, absl::StrCat(name, " is read-only"));
     }
-    if (name != kKindXattr && name != kReplicationXattr && name != kAckQuorumXattr) {
+    if (name != format::kKindXattr && name != format::kReplicationXattr &&
+        name != format::kAckQuorumXattr) {
       return PosixError(EPERM, absl::StrCat(name, ": user.logfs.* is reserved"));
     }
     RETURN_IF_ERROR(CheckSettingsChangeable(*inode));
-    if (name == kKindXattr) {
+    if (name == format::kKindXattr) {
       absl::string_view kind = absl::StripAsciiWhitespace(absl::StripSuffix(value, std::string(1, '\0')));
       if (kind == "wal") {
         inode->mutable_attr()->set_kind(proto::KIND_WAL);
@@ -130,8 +133,8 @@ absl::Status Namespace::SetXattr(const proto::SetXattrRequest& request) {
       } else {
         return PosixError(EINVAL, absl::StrCat("kind must be wal or block, not '", value, "'"));
       }
-    } else if (name == kReplicationXattr) {
-      ASSIGN_OR_RETURN(uint32_t replication, ParseCount(name, value, kReplicationMax));
+    } else if (name == format::kReplicationXattr) {
+      ASSIGN_OR_RETURN(uint32_t replication, ParseCount(name, value, format::kReplicationMax));
       if (replication > servers_.size()) {
         return PosixError(EINVAL, absl::StrCat("replication ", replication, " needs that many ",
                                                "segment servers; ", servers_.size(),
@@ -147,8 +150,9 @@ absl::Status Namespace::SetXattr(const proto::SetXattrRequest& request) {
       inode->set_ack_quorum(ack_quorum);
     }
   } else {
-    if (value.size() > kXattrValueBytesMax) {
-      return PosixError(E2BIG, absl::StrCat("xattr value larger than ", kXattrValueBytesMax));
+    if (value.size() > format::kXattrValueBytesMax) {
+      return PosixError(E2BIG,
+                        absl::StrCat("xattr value larger than ", format::kXattrValueBytesMax));
     }
     bool exists = inode->xattrs().count(name) != 0;
     if ((request.flags() & kXattrCreate) && exists) {
@@ -162,7 +166,7 @@ absl::Status Namespace::SetXattr(const proto::SetXattrRequest& request) {
   }
   inode->mutable_attr()->set_ctime_ns(NowNs());
   txn.Put(inode);
-  RecordCall(txn, request.call(), MessageType::kSetXattr, [] { return std::string(); });
+  RecordCall(txn, request.call(), format::MessageType::kSetXattr, [] { return std::string(); });
   return txn.Commit();
 }
 
@@ -171,9 +175,9 @@ absl::StatusOr<std::string> Namespace::GetXattr(uint64_t ino, const std::string&
   absl::MutexLock lock(&mu_);
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
-  if (name == kKindXattr) return inode->attr().kind() == proto::KIND_WAL ? "wal" : "block";
-  if (name == kReplicationXattr) return absl::StrCat(Replication(*inode));
-  if (name == kAckQuorumXattr) return absl::StrCat(AckQuorum(*inode));
+  if (name == format::kKindXattr) return inode->attr().kind() == proto::KIND_WAL ? "wal" : "block";
+  if (name == format::kReplicationXattr) return absl::StrCat(Replication(*inode));
+  if (name == format::kAckQuorumXattr) return absl::StrCat(AckQuorum(*inode));
   auto it = inode->xattrs().find(name);
   if (it == inode->xattrs().end()) return PosixError(ENODATA, absl::StrCat("no xattr ", name));
   return it->second;
@@ -189,11 +193,11 @@ absl::StatusOr<std::vector<std::string>> Namespace::ListXattr(uint64_t ino) {
 absl::Status Namespace::RemoveXattr(uint64_t ino, const std::string& name,
                                    const proto::CallId& call) {
   RETURN_IF_ERROR(CheckXattrName(name));
-  if (absl::StartsWith(name, kLogfsXattrPrefix)) {
+  if (absl::StartsWith(name, format::kLogfsXattrPrefix)) {
     return PosixError(EPERM, absl::StrCat(name, " cannot be removed"));
   }
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(auto recorded, RecordedReply(call, MessageType::kRemoveXattr));
+  ASSIGN_OR_RETURN(auto recorded, RecordedReply(call, format::MessageType::kRemoveXattr));
   if (recorded.has_value()) return absl::OkStatus();
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
@@ -202,8 +206,8 @@ absl::Status Namespace::RemoveXattr(uint64_t ino, const std::string& name,
   }
   inode->mutable_attr()->set_ctime_ns(NowNs());
   txn.Put(inode);
-  RecordCall(txn, call, MessageType::kRemoveXattr, [] { return std::string(); });
+  RecordCall(txn, call, format::MessageType::kRemoveXattr, [] { return std::string(); });
   return txn.Commit();
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace logfs::store {
+namespace logfs::meta {
 
 struct RereplicationTask {
   uint64_t ino = 0;
@@ -26,4 +26,4 @@ struct RereplicationPlan {
   uint64_t next_ino = 0;  // where the next plan starts; 0: the scan is complete
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

@@ -5,7 +5,7 @@
 #include "absl/time/time.h"
 #include "src/status/macros.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 
 Rereplicator::Rereplicator(Namespace* ns, CopyFn copy, RereplicatorOptions options)
     : ns_(ns), copy_(std::move(copy)), options_(options) {}
@@ -72,4 +72,4 @@ absl::StatusOr<size_t> Rereplicator::RunPass() {
   return added;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

@@ -22,7 +22,7 @@
 #include "store/meta/namespace.h"
 #include "store/meta/rereplication_task.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 
 struct RereplicatorOptions {
   int interval_ms = 2500;          // between passes
@@ -67,4 +67,4 @@ class Rereplicator {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

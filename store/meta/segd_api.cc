@@ -5,7 +5,7 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "store/format/message_type.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 
 RpcSegmentServerApi::RpcSegmentServerApi(asio::io_context& io, absl::Duration timeout)
     : io_(io), timeout_(timeout) {}
@@ -13,7 +13,7 @@ RpcSegmentServerApi::RpcSegmentServerApi(asio::io_context& io, absl::Duration ti
 RpcSegmentServerApi::~RpcSegmentServerApi() { Shutdown(); }
 
 void RpcSegmentServerApi::Shutdown() {
-  std::map<std::string, std::shared_ptr<RpcClient>> clients;
+  std::map<std::string, std::shared_ptr<rpc::RpcClient>> clients;
   {
     absl::MutexLock lock(&mu_);
     shutdown_ = true;
@@ -22,11 +22,11 @@ void RpcSegmentServerApi::Shutdown() {
   for (auto& [address, client] : clients) client->Shutdown();
 }
 
-std::shared_ptr<RpcClient> RpcSegmentServerApi::ClientFor(const std::string& address) {
+std::shared_ptr<rpc::RpcClient> RpcSegmentServerApi::ClientFor(const std::string& address) {
   absl::MutexLock lock(&mu_);
   if (shutdown_) return nullptr;
   auto& client = clients_[address];
-  if (client == nullptr) client = RpcClient::Create(io_, address);
+  if (client == nullptr) client = rpc::RpcClient::Create(io_, address);
   return client;
 }
 
@@ -37,7 +37,7 @@ absl::StatusOr<proto::SegmentInfoResponse> RpcSegmentServerApi::SegmentInfo(
   auto client = ClientFor(address);
   if (client == nullptr) return absl::UnavailableError("meta is stopping");
   proto::SegmentInfoResponse response;
-  absl::Status s = client->Call(MessageType::kSegmentInfo, request, &response, timeout_);
+  absl::Status s = client->Call(format::MessageType::kSegmentInfo, request, &response, timeout_);
   if (!s.ok()) return s;
   return response;
 }
@@ -53,7 +53,7 @@ absl::StatusOr<proto::SegmentInfoResponse> RpcSegmentServerApi::Seal(const std::
   auto client = ClientFor(address);
   if (client == nullptr) return absl::UnavailableError("meta is stopping");
   proto::SegmentInfoResponse response;
-  absl::Status s = client->Call(MessageType::kSeal, request, &response, timeout_);
+  absl::Status s = client->Call(format::MessageType::kSeal, request, &response, timeout_);
   if (!s.ok()) return s;
   return response;
 }
@@ -67,7 +67,7 @@ absl::StatusOr<proto::SegmentInfoResponse> RpcSegmentServerApi::Fence(const std:
   auto client = ClientFor(address);
   if (client == nullptr) return absl::UnavailableError("meta is stopping");
   proto::SegmentInfoResponse response;
-  absl::Status s = client->Call(MessageType::kCreateSegment, request, &response, timeout_);
+  absl::Status s = client->Call(format::MessageType::kCreateSegment, request, &response, timeout_);
   if (absl::IsFailedPrecondition(s)) return SegmentInfo(address, segment_id);  // sealed
   if (!s.ok()) return s;
   return response;
@@ -81,7 +81,7 @@ absl::StatusOr<proto::ServerStatsResponse> RpcSegmentServerApi::Identify(
   // RegisterServer asks this on one of meta's network threads: a holder
   // that does not answer within a second is taken for gone, rather than
   // holding every namespace call behind it for the whole RPC timeout.
-  absl::Status s = client->Call(MessageType::kServerStats, proto::Empty(), &response,
+  absl::Status s = client->Call(format::MessageType::kServerStats, proto::Empty(), &response,
                                 std::min(timeout_, kIdentifyTimeout));
   if (!s.ok()) return s;
   return response;
@@ -104,8 +104,8 @@ std::vector<absl::Status> RpcSegmentServerApi::CopySegments(
     request.set_epoch(task.epoch);
     request.set_length(task.length);
     for (const auto& source : task.source_addresses) request.add_source_addresses(source);
-    client->AsyncCall(MessageType::kCopySegment, request, {}, timeout,
-                      [&results, &pending, i](absl::Status status, Frame) {
+    client->AsyncCall(format::MessageType::kCopySegment, request, {}, timeout,
+                      [&results, &pending, i](absl::Status status, format::Frame) {
                         results[i] = std::move(status);
                         pending.DecrementCount();
                       });
@@ -114,4 +114,4 @@ std::vector<absl::Status> RpcSegmentServerApi::CopySegments(
   return results;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

@@ -18,7 +18,7 @@
 #include "store/meta/rereplication_task.h"
 #include "store/rpc/rpc_client.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 
 class SegmentServerApi {
  public:
@@ -97,15 +97,15 @@ class RpcSegmentServerApi : public SegmentServerApi {
 
  private:
   // nullptr after Shutdown().
-  std::shared_ptr<RpcClient> ClientFor(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
+  std::shared_ptr<rpc::RpcClient> ClientFor(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Immutable after construction.
   asio::io_context& io_;
   const absl::Duration timeout_;
 
   absl::Mutex mu_;
-  std::map<std::string, std::shared_ptr<RpcClient>> clients_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<rpc::RpcClient>> clients_ ABSL_GUARDED_BY(mu_);
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

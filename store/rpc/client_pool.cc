@@ -1,6 +1,6 @@
 #include "store/rpc/client_pool.h"
 
-namespace logfs::store {
+namespace logfs::rpc {
 
 ClientPool::~ClientPool() { ShutdownAll(); }
 
@@ -20,4 +20,4 @@ void ClientPool::ShutdownAll() {
   for (auto& [address, client] : clients) client->Shutdown();
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::rpc

@@ -11,7 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "store/rpc/rpc_client.h"
 
-namespace logfs::store {
+namespace logfs::rpc {
 
 class ClientPool {
  public:
@@ -34,4 +34,4 @@ class ClientPool {
   absl::flat_hash_map<std::string, std::shared_ptr<RpcClient>> clients_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::rpc

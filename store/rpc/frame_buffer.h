@@ -19,7 +19,7 @@
 
 #include "store/format/frame.h"
 
-namespace logfs::store {
+namespace logfs::rpc {
 
 inline constexpr size_t kFrameBufferBytes = 64u << 10;
 
@@ -45,18 +45,18 @@ class FrameBuffer {
   // that does not decode counts as no frame: the caller finds it bad when
   // it takes it.
   bool HasWholeFrame() const {
-    if (buffered() < kFrameHeaderBytes) return false;
-    auto header = DecodeFrameHeader(bytes_.get() + begin_);
+    if (buffered() < format::kFrameHeaderBytes) return false;
+    auto header = format::DecodeFrameHeader(bytes_.get() + begin_);
     if (!header.ok()) return false;
-    return buffered() - kFrameHeaderBytes >=
+    return buffered() - format::kFrameHeaderBytes >=
            static_cast<size_t>(header->message_bytes) + header->data_bytes;
   }
 
   // Takes a whole frame header if one is buffered.
-  bool TakeHeader(char header[kFrameHeaderBytes]) {
-    if (buffered() < kFrameHeaderBytes) return false;
-    std::memcpy(header, bytes_.get() + begin_, kFrameHeaderBytes);
-    begin_ += kFrameHeaderBytes;
+  bool TakeHeader(char header[format::kFrameHeaderBytes]) {
+    if (buffered() < format::kFrameHeaderBytes) return false;
+    std::memcpy(header, bytes_.get() + begin_, format::kFrameHeaderBytes);
+    begin_ += format::kFrameHeaderBytes;
     return true;
   }
 
@@ -92,4 +92,4 @@ inline std::array<asio::mutable_buffer, 2> RemainingBody(std::string& message, s
           asio::buffer(data.data() + in_data, data.size() - in_data)};
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::rpc

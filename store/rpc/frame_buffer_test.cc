@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace logfs::store {
+namespace logfs::rpc {
 namespace {
 
 // Copies `bytes` into the buffer as reads would, `step` at a time.
@@ -16,18 +16,19 @@ void Feed(FrameBuffer& buffer, const std::string& bytes) {
 }
 
 TEST(FrameBufferTest, SplitsBufferedBytesIntoHeaderMessageAndData) {
-  const std::string frame = EncodeFrame(0, MessageType::kAppend, 7, "message", "data bytes");
+  const std::string frame =
+      format::EncodeFrame(0, format::MessageType::kAppend, 7, "message", "data bytes");
   FrameBuffer buffer;
   Feed(buffer, frame + frame.substr(0, 10));  // a frame and the start of the next
-  char header[kFrameHeaderBytes];
+  char header[format::kFrameHeaderBytes];
   ASSERT_TRUE(buffer.TakeHeader(header));
-  auto decoded = DecodeFrameHeader(header);
+  auto decoded = format::DecodeFrameHeader(header);
   ASSERT_TRUE(decoded.ok());
   std::string message(decoded->message_bytes, '\0'), data(decoded->data_bytes, '\0');
   EXPECT_EQ(message.size() + data.size(), buffer.TakeBody(message, data, 0));
   EXPECT_EQ("message", message);
   EXPECT_EQ("data bytes", data);
-  EXPECT_TRUE(VerifyFrameChecksum(header, *decoded, message, data).ok());
+  EXPECT_TRUE(format::VerifyFrameChecksum(header, *decoded, message, data).ok());
   EXPECT_EQ(10u, buffer.buffered());
   EXPECT_FALSE(buffer.TakeHeader(header));  // only 10 of 28 header bytes
   Feed(buffer, frame.substr(10));
@@ -36,14 +37,14 @@ TEST(FrameBufferTest, SplitsBufferedBytesIntoHeaderMessageAndData) {
 
 TEST(FrameBufferTest, PartialBodyLeavesTheRestForADirectRead) {
   const std::string data(100000, 'd');  // bigger than the buffer holds at once
-  const std::string frame = EncodeFrame(0, MessageType::kAppend, 1, "msg", data);
+  const std::string frame = format::EncodeFrame(0, format::MessageType::kAppend, 1, "msg", data);
   FrameBuffer buffer;
   Feed(buffer, frame.substr(0, 1000));
-  char header[kFrameHeaderBytes];
+  char header[format::kFrameHeaderBytes];
   ASSERT_TRUE(buffer.TakeHeader(header));
   std::string message(3, '\0'), body(data.size(), '\0');
   const size_t filled = buffer.TakeBody(message, body, 0);
-  EXPECT_EQ(1000u - kFrameHeaderBytes, filled);
+  EXPECT_EQ(1000u - format::kFrameHeaderBytes, filled);
   EXPECT_EQ("msg", message);
   EXPECT_EQ(0u, buffer.buffered());
   auto rest = RemainingBody(message, body, filled);
@@ -56,9 +57,9 @@ TEST(FrameBufferTest, SpaceMovesUnreadBytesToTheFrontWhenFull) {
   FrameBuffer buffer;
   const std::string filler(kFrameBufferBytes - 5, 'x');
   Feed(buffer, filler + "abcde");
-  char header[kFrameHeaderBytes];
+  char header[format::kFrameHeaderBytes];
   // Consume all but the last 5 bytes.
-  std::string message(kFrameBufferBytes - 5 - kFrameHeaderBytes, '\0'), data;
+  std::string message(kFrameBufferBytes - 5 - format::kFrameHeaderBytes, '\0'), data;
   ASSERT_TRUE(buffer.TakeHeader(header));
   buffer.TakeBody(message, data, 0);
   EXPECT_EQ(5u, buffer.buffered());
@@ -70,4 +71,4 @@ TEST(FrameBufferTest, SpaceMovesUnreadBytesToTheFrontWhenFull) {
 }
 
 }  // namespace
-}  // namespace logfs::store
+}  // namespace logfs::rpc

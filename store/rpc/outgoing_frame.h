@@ -22,10 +22,10 @@
 #include "absl/strings/string_view.h"
 #include "store/format/frame.h"
 
-namespace logfs::store {
+namespace logfs::rpc {
 
 struct OutgoingFrame {
-  char header[kFrameHeaderBytes];
+  char header[format::kFrameHeaderBytes];
   std::string message;
   // The data section: `shared_data` if set (one buffer sent to several
   // servers without a copy each), else `data`.
@@ -36,12 +36,12 @@ struct OutgoingFrame {
   absl::string_view payload() const {
     return shared_data != nullptr ? absl::string_view(*shared_data) : absl::string_view(data);
   }
-  size_t size() const { return kFrameHeaderBytes + message.size() + payload().size(); }
+  size_t size() const { return format::kFrameHeaderBytes + message.size() + payload().size(); }
 
   // The bytes not yet sent, as asio buffers.
   std::array<asio::const_buffer, 3> Remaining() const {
     absl::string_view body = payload();
-    std::array<asio::const_buffer, 3> all = {asio::buffer(header, kFrameHeaderBytes),
+    std::array<asio::const_buffer, 3> all = {asio::buffer(header, format::kFrameHeaderBytes),
                                              asio::buffer(message),
                                              asio::buffer(body.data(), body.size())};
     size_t skip = sent;
@@ -91,4 +91,4 @@ ssize_t SendGathered(int fd, Iterator first, Iterator last) {
   return n;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::rpc

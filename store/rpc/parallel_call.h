@@ -11,16 +11,17 @@
 #include "store/rpc/client_pool.h"
 #include "store/format/frame.h"
 
-namespace logfs::store {
+namespace logfs::rpc {
 
 struct CallResult {
   absl::Status status;
-  Frame response;
+  format::Frame response;
 };
 
 // One result per address, in order.
 std::vector<CallResult> CallEach(ClientPool& pool, const std::vector<std::string>& addresses,
-                                 MessageType type, const google::protobuf::MessageLite& request,
+                                 format::MessageType type,
+                                 const google::protobuf::MessageLite& request,
                                  absl::Duration timeout);
 
-}  // namespace logfs::store
+}  // namespace logfs::rpc

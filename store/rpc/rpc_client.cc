@@ -15,7 +15,7 @@
 #include "store/rpc/outgoing_frame.h"
 #include "store/rpc/rpc_server.h"
 
-namespace logfs::store {
+namespace logfs::rpc {
 namespace {
 // How often pending calls are checked against their deadlines.
 constexpr auto kTimerTickMs = std::chrono::milliseconds(20);
@@ -26,7 +26,7 @@ constexpr int kInlinePasses = 4;
 constexpr char kServerAnswerUrl[] = "logfs/server_answer";
 }  // namespace
 
-absl::Status StatusFromErrorFrame(const Frame& frame) {
+absl::Status StatusFromErrorFrame(const format::Frame& frame) {
   proto::ErrorResponse error;
   absl::Status status;
   if (!error.ParseFromString(frame.message)) {
@@ -59,7 +59,7 @@ RpcClient::RpcClient(asio::io_context& io, std::string address)
 
 RpcClient::~RpcClient() = default;
 
-void RpcClient::AsyncCall(MessageType type, const google::protobuf::MessageLite& request,
+void RpcClient::AsyncCall(format::MessageType type, const google::protobuf::MessageLite& request,
                           std::string data, absl::Duration timeout, Callback done,
                           CallBatch* batch) {
   auto out = std::make_shared<OutgoingFrame>();
@@ -68,7 +68,8 @@ void RpcClient::AsyncCall(MessageType type, const google::protobuf::MessageLite&
   Send(type, std::move(out), timeout, std::move(done), batch);
 }
 
-void RpcClient::AsyncCallShared(MessageType type, const google::protobuf::MessageLite& request,
+void RpcClient::AsyncCallShared(format::MessageType type,
+                                const google::protobuf::MessageLite& request,
                                 std::shared_ptr<const std::string> data, absl::Duration timeout,
                                 Callback done, CallBatch* batch) {
   auto out = std::make_shared<OutgoingFrame>();
@@ -77,8 +78,8 @@ void RpcClient::AsyncCallShared(MessageType type, const google::protobuf::Messag
   Send(type, std::move(out), timeout, std::move(done), batch);
 }
 
-void RpcClient::Send(MessageType type, std::shared_ptr<OutgoingFrame> out, absl::Duration timeout,
-                     Callback done, CallBatch* batch) {
+void RpcClient::Send(format::MessageType type, std::shared_ptr<OutgoingFrame> out,
+                     absl::Duration timeout, Callback done, CallBatch* batch) {
   {
     absl::MutexLock lock(&mu_);
     if (shutdown_) {
@@ -89,7 +90,7 @@ void RpcClient::Send(MessageType type, std::shared_ptr<OutgoingFrame> out, absl:
       return;
     }
     uint64_t id = next_id_++;
-    EncodeFrameHeader(0, type, id, out->message, out->payload(), out->header);
+    format::EncodeFrameHeader(0, type, id, out->message, out->payload(), out->header);
     pending_.emplace(id, Pending{std::move(done), absl::Now() + timeout});
     ArmTimer();
     queue_.push_back(std::move(out));
@@ -185,13 +186,13 @@ void CallBatch::Flush() {
   clients_.clear();
 }
 
-absl::Status RpcClient::Call(MessageType type, const google::protobuf::MessageLite& request,
+absl::Status RpcClient::Call(format::MessageType type, const google::protobuf::MessageLite& request,
                              google::protobuf::MessageLite* response, absl::Duration timeout,
                              std::string data, std::string* response_data) {
   absl::Notification done;
   absl::Status status;
-  Frame frame;
-  AsyncCall(type, request, std::move(data), timeout, [&](absl::Status s, Frame f) {
+  format::Frame frame;
+  AsyncCall(type, request, std::move(data), timeout, [&](absl::Status s, format::Frame f) {
     status = std::move(s);
     frame = std::move(f);
     done.Notify();
@@ -312,8 +313,8 @@ bool RpcClient::IsCurrent(uint64_t gen) {
 // than what is buffered is read straight into the frame.
 void RpcClient::Drain(uint64_t gen) {
   while (buffer_.TakeHeader(header_)) {
-    auto decoded = DecodeFrameHeader(header_);
-    if (!decoded.ok() || (decoded->flags & kFlagResponse) == 0) {
+    auto decoded = format::DecodeFrameHeader(header_);
+    if (!decoded.ok() || (decoded->flags & format::kFlagResponse) == 0) {
       Fail(absl::UnavailableError(
           absl::StrCat("bad response frame from ", address_, ": ",
                        decoded.ok() ? "not a response" : decoded.status().message())));
@@ -343,26 +344,26 @@ void RpcClient::Drain(uint64_t gen) {
 }
 
 bool RpcClient::OnResponse() {
-  absl::Status crc = VerifyFrameChecksum(header_, decoded_, message_, data_);
+  absl::Status crc = format::VerifyFrameChecksum(header_, decoded_, message_, data_);
   if (!crc.ok()) {
     Fail(absl::UnavailableError(absl::StrCat("response from ", address_, ": ", crc.message())));
     return false;
   }
-  Frame frame;
+  format::Frame frame;
   frame.flags = decoded_.flags;
-  frame.type = static_cast<MessageType>(decoded_.type);
+  frame.type = static_cast<format::MessageType>(decoded_.type);
   frame.request_id = decoded_.request_id;
   frame.message = std::move(message_);
   frame.data = std::move(data_);
   message_.clear();
   data_.clear();
   absl::Status status =
-      (frame.flags & kFlagError) ? StatusFromErrorFrame(frame) : absl::OkStatus();
+      (frame.flags & format::kFlagError) ? StatusFromErrorFrame(frame) : absl::OkStatus();
   Complete(frame.request_id, std::move(status), std::move(frame));
   return true;
 }
 
-void RpcClient::Complete(uint64_t request_id, absl::Status status, Frame frame) {
+void RpcClient::Complete(uint64_t request_id, absl::Status status, format::Frame frame) {
   Callback done;
   {
     absl::MutexLock lock(&mu_);
@@ -423,4 +424,4 @@ void RpcClient::OnTimer() {
   }
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::rpc

@@ -30,7 +30,7 @@
 #include "store/rpc/frame_buffer.h"
 #include "store/rpc/outgoing_frame.h"
 
-namespace logfs::store {
+namespace logfs::rpc {
 
 class CallBatch;
 
@@ -39,7 +39,7 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   // `status` is OK and `response` the response frame on success. Errors:
   // kUnavailable (cannot connect, connection lost), kDeadlineExceeded
   // (no response within the call's timeout), or the server's error.
-  using Callback = std::function<void(absl::Status status, Frame response)>;
+  using Callback = std::function<void(absl::Status status, format::Frame response)>;
 
   // `io` must outlive the client. `address` is "host:port".
   static std::shared_ptr<RpcClient> Create(asio::io_context& io, std::string address);
@@ -50,12 +50,12 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   // batch's Flush does, unless another writer of this connection (another
   // caller's Flush, the io thread, a connect) takes it first. `done` may
   // still run before the Flush (shutdown, deadline).
-  void AsyncCall(MessageType type, const google::protobuf::MessageLite& request,
+  void AsyncCall(format::MessageType type, const google::protobuf::MessageLite& request,
                  std::string data, absl::Duration timeout, Callback done,
                  CallBatch* batch = nullptr);
   // The same with a data section shared with other calls (the fan-out of
   // one append to every replica): kept alive, never copied, until sent.
-  void AsyncCallShared(MessageType type, const google::protobuf::MessageLite& request,
+  void AsyncCallShared(format::MessageType type, const google::protobuf::MessageLite& request,
                        std::shared_ptr<const std::string> data, absl::Duration timeout,
                        Callback done, CallBatch* batch = nullptr);
 
@@ -72,7 +72,7 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   // Blocking call: sends `request` (+`data`) and parses the response into
   // `response`; returns the response frame's data in `*response_data` if
   // given. Must not be called from an io thread of this client's io_context.
-  absl::Status Call(MessageType type, const google::protobuf::MessageLite& request,
+  absl::Status Call(format::MessageType type, const google::protobuf::MessageLite& request,
                     google::protobuf::MessageLite* response, absl::Duration timeout,
                     std::string data = {}, std::string* response_data = nullptr);
 
@@ -106,8 +106,8 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   void Fail(const absl::Status& status);
   void ArmTimer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnTimer();
-  void Complete(uint64_t request_id, absl::Status status, Frame frame);
-  void Send(MessageType type, std::shared_ptr<OutgoingFrame> out, absl::Duration timeout,
+  void Complete(uint64_t request_id, absl::Status status, format::Frame frame);
+  void Send(format::MessageType type, std::shared_ptr<OutgoingFrame> out, absl::Duration timeout,
             Callback done, CallBatch* batch);
 
   // Immutable after construction.
@@ -121,8 +121,8 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   asio::ip::tcp::socket socket_;
   asio::steady_timer timer_;
   FrameBuffer buffer_;
-  char header_[kFrameHeaderBytes];
-  FrameHeader decoded_;
+  char header_[format::kFrameHeaderBytes];
+  format::FrameHeader decoded_;
   std::string message_;
   std::string data_;
 
@@ -167,7 +167,7 @@ class CallBatch {
 
 // Converts an ErrorResponse frame body to a Status, marked as the
 // server's answer (IsServerAnswer).
-absl::Status StatusFromErrorFrame(const Frame& frame);
+absl::Status StatusFromErrorFrame(const format::Frame& frame);
 
 // Whether a failed call's status is the server's own answer (an error
 // frame), as opposed to a failure of the transport (kUnavailable: cannot
@@ -176,4 +176,4 @@ absl::Status StatusFromErrorFrame(const Frame& frame);
 // Survives copies of the status, not a rewrap into a new one.
 bool IsServerAnswer(const absl::Status& status);
 
-}  // namespace logfs::store
+}  // namespace logfs::rpc

@@ -15,7 +15,7 @@
 #include "store/rpc/frame_buffer.h"
 #include "store/rpc/outgoing_frame.h"
 
-namespace logfs::store {
+namespace logfs::rpc {
 
 absl::StatusOr<asio::ip::tcp::endpoint> ParseEndpoint(const std::string& address) {
   auto colon = address.rfind(':');
@@ -61,12 +61,12 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
 
   void Start() { ReadMore(); }
 
-  void Send(uint8_t flags, MessageType type, uint64_t request_id, std::string message,
+  void Send(uint8_t flags, format::MessageType type, uint64_t request_id, std::string message,
             std::string data) {
     auto out = std::make_shared<OutgoingFrame>();
     out->message = std::move(message);
     out->data = std::move(data);
-    EncodeFrameHeader(flags, type, request_id, out->message, out->data, out->header);
+    format::EncodeFrameHeader(flags, type, request_id, out->message, out->data, out->header);
     absl::MutexLock lock(&mu_);
     if (closed_) return;
     server_->responses_.fetch_add(1, std::memory_order_relaxed);
@@ -157,10 +157,11 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   // than what is buffered is read straight into the frame.
   void Drain() {
     while (buffer_.TakeHeader(header_)) {
-      auto decoded = DecodeFrameHeader(header_);
+      auto decoded = format::DecodeFrameHeader(header_);
       if (!decoded.ok()) return BadFrame(decoded.status().message());
       decoded_ = *decoded;
-      if ((decoded_.flags & kFlagResponse) != 0) return BadFrame("response frame sent to a server");
+      if ((decoded_.flags & format::kFlagResponse) != 0)
+        return BadFrame("response frame sent to a server");
       if (!server_->filter_(decoded_.type)) {
         return BadFrame(absl::StrCat("unknown message type ", decoded_.type));
       }
@@ -185,14 +186,14 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
 
   // Verifies and dispatches the frame; false if the connection closed.
   bool OnBody() {
-    absl::Status crc = VerifyFrameChecksum(header_, decoded_, message_, data_);
+    absl::Status crc = format::VerifyFrameChecksum(header_, decoded_, message_, data_);
     if (!crc.ok()) {
       BadFrame(crc.message());
       return false;
     }
-    Frame frame;
+    format::Frame frame;
     frame.flags = decoded_.flags;
-    frame.type = static_cast<MessageType>(decoded_.type);
+    frame.type = static_cast<format::MessageType>(decoded_.type);
     frame.request_id = decoded_.request_id;
     frame.connection_id = id_;
     // A later request of this connection came in the same read, whole: the
@@ -244,8 +245,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   std::string peer_;
   // Owned by the read loop (one read at a time).
   FrameBuffer buffer_;
-  char header_[kFrameHeaderBytes];
-  FrameHeader decoded_;
+  char header_[format::kFrameHeaderBytes];
+  format::FrameHeader decoded_;
   std::string message_;
   std::string data_;
 
@@ -268,7 +269,7 @@ ResponseBatch::~ResponseBatch() {
   for (const auto& connection : connections) connection->Flush();
 }
 
-Responder::Responder(std::shared_ptr<ServerConnection> conn, MessageType type,
+Responder::Responder(std::shared_ptr<ServerConnection> conn, format::MessageType type,
                      uint64_t request_id)
     : state_(std::make_shared<State>()) {
   state_->conn = std::move(conn);
@@ -281,13 +282,14 @@ Responder::State::~State() {
     proto::ErrorResponse error;
     error.set_code(static_cast<int>(absl::StatusCode::kInternal));
     error.set_message("request dropped without a reply");
-    conn->Send(kFlagResponse | kFlagError, type, request_id, error.SerializeAsString(), {});
+    conn->Send(format::kFlagResponse | format::kFlagError, type, request_id,
+               error.SerializeAsString(), {});
   }
 }
 
 void Responder::Reply(const google::protobuf::MessageLite& response, std::string data) const {
   const size_t message_bytes = response.ByteSizeLong();
-  if (message_bytes > kMaxMessageBytes || data.size() > kMaxDataBytes) {
+  if (message_bytes > format::kMaxMessageBytes || data.size() > format::kMaxDataBytes) {
     // The peer would close the connection on such a frame, failing every
     // call on it; fail only this one. A bound in store/format/limits.h is missing.
     absl::Status too_big = absl::InternalError(
@@ -298,7 +300,7 @@ void Responder::Reply(const google::protobuf::MessageLite& response, std::string
     return;
   }
   CHECK(!state_->replied.exchange(true)) << "replied twice";
-  state_->conn->Send(kFlagResponse, state_->type, state_->request_id,
+  state_->conn->Send(format::kFlagResponse, state_->type, state_->request_id,
                      response.SerializeAsString(), std::move(data));
 }
 
@@ -309,7 +311,7 @@ void Responder::ReplyError(const absl::Status& status) const {
   error.set_code(static_cast<int>(status.code()));
   error.set_message(std::string(status.message()));
   error.set_posix_errno(AttachedErrno(status));
-  state_->conn->Send(kFlagResponse | kFlagError, state_->type, state_->request_id,
+  state_->conn->Send(format::kFlagResponse | format::kFlagError, state_->type, state_->request_id,
                      error.SerializeAsString(), {});
 }
 
@@ -396,4 +398,4 @@ void RpcServer::Accept() {
   });
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::rpc

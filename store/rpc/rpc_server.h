@@ -23,7 +23,7 @@
 #include "google/protobuf/message_lite.h"
 #include "store/format/frame.h"
 
-namespace logfs::store {
+namespace logfs::rpc {
 
 class ServerConnection;
 
@@ -32,7 +32,7 @@ class ServerConnection;
 // sends kInternal so the caller is never left waiting.
 class Responder {
  public:
-  Responder(std::shared_ptr<ServerConnection> conn, MessageType type, uint64_t request_id);
+  Responder(std::shared_ptr<ServerConnection> conn, format::MessageType type, uint64_t request_id);
 
   void Reply(const google::protobuf::MessageLite& response, std::string data = {}) const;
   void ReplyError(const absl::Status& status) const;
@@ -42,7 +42,7 @@ class Responder {
  private:
   struct State {
     std::shared_ptr<ServerConnection> conn;
-    MessageType type;
+    format::MessageType type;
     uint64_t request_id;
     std::atomic<bool> replied{false};
     ~State();
@@ -71,7 +71,7 @@ class ResponseBatch {
 
 // Decides what to do with one request. Runs on an io thread; must not block
 // for long (disk writes of one request are fine, waits on peers are not).
-using RequestHandler = std::function<void(Frame request, Responder responder)>;
+using RequestHandler = std::function<void(format::Frame request, Responder responder)>;
 
 // Returns true for the request types this server serves; others close the
 // connection as garbage.
@@ -127,4 +127,4 @@ class RpcServer {
 // Parses "host:port" into an endpoint (numeric hosts and "localhost").
 absl::StatusOr<asio::ip::tcp::endpoint> ParseEndpoint(const std::string& address);
 
-}  // namespace logfs::store
+}  // namespace logfs::rpc

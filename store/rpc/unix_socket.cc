@@ -16,7 +16,7 @@
 #include "src/status/macros.h"
 #include "store/segd/replica_files.h"
 
-namespace logfs::store {
+namespace logfs::rpc {
 namespace {
 
 absl::Status TransportError(int error, absl::string_view what) {
@@ -26,7 +26,7 @@ absl::Status TransportError(int error, absl::string_view what) {
   if (error == EPIPE || error == ECONNRESET) {
     return absl::UnavailableError(absl::StrCat(what, ": peer closed the connection"));
   }
-  return SyscallError(error, what);
+  return segd::SyscallError(error, what);
 }
 
 // Waits until `socket` is readable or `deadline` passes.
@@ -38,7 +38,7 @@ absl::Status WaitReadable(int socket, absl::Time deadline) {
     const int ms = static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 60000));
     const int rc = ::poll(&p, 1, ms);
     if (rc > 0) return absl::OkStatus();
-    if (rc < 0 && errno != EINTR) return SyscallError(errno, "poll unix socket");
+    if (rc < 0 && errno != EINTR) return segd::SyscallError(errno, "poll unix socket");
   }
 }
 
@@ -60,12 +60,12 @@ absl::Status ReadFully(int socket, char* out, size_t n, absl::Time deadline) {
 
 }  // namespace
 
-absl::Status SendUnixFrame(int socket, uint8_t flags, MessageType type, uint64_t request_id,
+absl::Status SendUnixFrame(int socket, uint8_t flags, format::MessageType type, uint64_t request_id,
                            const std::string& message, const std::vector<int>& fds) {
   if (fds.size() > kUnixFrameMaxFds) return absl::InvalidArgumentError("too many descriptors");
-  char header[kFrameHeaderBytes];
-  EncodeFrameHeader(flags, type, request_id, message, {}, header);
-  iovec iov[2] = {{header, kFrameHeaderBytes},
+  char header[format::kFrameHeaderBytes];
+  format::EncodeFrameHeader(flags, type, request_id, message, {}, header);
+  iovec iov[2] = {{header, format::kFrameHeaderBytes},
                   {const_cast<char*>(message.data()), message.size()}};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kUnixFrameMaxFds)];
   msghdr msg{};
@@ -80,7 +80,7 @@ absl::Status SendUnixFrame(int socket, uint8_t flags, MessageType type, uint64_t
     cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
     std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
   }
-  size_t left = kFrameHeaderBytes + message.size();
+  size_t left = format::kFrameHeaderBytes + message.size();
   while (true) {
     ssize_t sent = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
     if (sent < 0) {
@@ -110,9 +110,9 @@ absl::Status SendUnixFrame(int socket, uint8_t flags, MessageType type, uint64_t
 absl::StatusOr<UnixFrame> ReceiveUnixFrame(int socket, absl::Time deadline,
                                            uint32_t max_message_bytes) {
   UnixFrame out;
-  char header[kFrameHeaderBytes];
+  char header[format::kFrameHeaderBytes];
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kUnixFrameMaxFds)];
-  iovec iov{header, kFrameHeaderBytes};
+  iovec iov{header, format::kFrameHeaderBytes};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
@@ -138,9 +138,9 @@ absl::StatusOr<UnixFrame> ReceiveUnixFrame(int socket, absl::Time deadline,
   if (msg.msg_flags & MSG_CTRUNC) {
     return absl::InvalidArgumentError("unix frame: too many descriptors");
   }
-  RETURN_IF_ERROR(
-      ReadFully(socket, header + got, kFrameHeaderBytes - static_cast<size_t>(got), deadline));
-  ASSIGN_OR_RETURN(FrameHeader decoded, DecodeFrameHeader(header));
+  RETURN_IF_ERROR(ReadFully(socket, header + got,
+                            format::kFrameHeaderBytes - static_cast<size_t>(got), deadline));
+  ASSIGN_OR_RETURN(format::FrameHeader decoded, format::DecodeFrameHeader(header));
   if (decoded.message_bytes > max_message_bytes || decoded.data_bytes != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("unix frame: ", decoded.message_bytes, " message bytes and ",
@@ -149,9 +149,9 @@ absl::StatusOr<UnixFrame> ReceiveUnixFrame(int socket, absl::Time deadline,
   }
   out.frame.message.resize(decoded.message_bytes);
   RETURN_IF_ERROR(ReadFully(socket, out.frame.message.data(), decoded.message_bytes, deadline));
-  RETURN_IF_ERROR(VerifyFrameChecksum(header, decoded, out.frame.message, out.frame.data));
+  RETURN_IF_ERROR(format::VerifyFrameChecksum(header, decoded, out.frame.message, out.frame.data));
   out.frame.flags = decoded.flags;
-  out.frame.type = static_cast<MessageType>(decoded.type);
+  out.frame.type = static_cast<format::MessageType>(decoded.type);
   out.frame.request_id = decoded.request_id;
   return out;
 }
@@ -160,7 +160,7 @@ absl::Status SetSocketTimeouts(int socket, absl::Duration timeout) {
   const timeval tv = absl::ToTimeval(timeout);
   if (::setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
       ::setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0) {
-    return SyscallError(errno, "setsockopt SO_RCVTIMEO/SO_SNDTIMEO");
+    return segd::SyscallError(errno, "setsockopt SO_RCVTIMEO/SO_SNDTIMEO");
   }
   return absl::OkStatus();
 }
@@ -173,7 +173,7 @@ absl::StatusOr<util::UniqueFd> ConnectUnix(const std::string& path, absl::Durati
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   util::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return SyscallError(errno, "socket(AF_UNIX)");
+  if (!fd.valid()) return segd::SyscallError(errno, "socket(AF_UNIX)");
   RETURN_IF_ERROR(SetSocketTimeouts(fd.get(), timeout));
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     return absl::UnavailableError(
@@ -189,4 +189,4 @@ std::string HostBootId() {
   return std::string(absl::StripAsciiWhitespace(id));
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::rpc

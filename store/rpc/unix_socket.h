@@ -18,7 +18,7 @@
 #include "src/util/unique_fd.h"
 #include "store/format/frame.h"
 
-namespace logfs::store {
+namespace logfs::rpc {
 
 // Frames on this channel carry small messages only.
 inline constexpr uint32_t kUnixFrameMaxMessageBytes = 64u << 10;
@@ -28,11 +28,11 @@ inline constexpr size_t kUnixFrameMaxFds = 4;
 // Sends one frame with no data bytes and `fds` (borrowed, not closed)
 // attached to its first byte. kUnavailable on a closed peer or timeout,
 // other errno statuses as they come.
-absl::Status SendUnixFrame(int socket, uint8_t flags, MessageType type, uint64_t request_id,
+absl::Status SendUnixFrame(int socket, uint8_t flags, format::MessageType type, uint64_t request_id,
                            const std::string& message, const std::vector<int>& fds);
 
 struct UnixFrame {
-  Frame frame;
+  format::Frame frame;
   std::vector<util::UniqueFd> fds;  // received descriptors, owned (close-on-exec)
 };
 
@@ -56,4 +56,4 @@ absl::StatusOr<util::UniqueFd> ConnectUnix(const std::string& path, absl::Durati
 // may share files. Empty if unreadable.
 std::string HostBootId();
 
-}  // namespace logfs::store
+}  // namespace logfs::rpc

@@ -18,7 +18,7 @@
 #include "src/util/crc32c.h"
 #include "store/segd/replica_files.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 namespace {
 
 constexpr uint32_t kRecordMagic = 0x314a474c;  // "LGJ1" little-endian
@@ -330,4 +330,4 @@ absl::Status Journal::Sync() {
   return FailLocked(SyscallError(error, "write or fdatasync journal"));
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

@@ -48,7 +48,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 inline constexpr char kJournalFileName[] = "journal";
 inline constexpr size_t kJournalHeaderBytes = 40;
@@ -174,4 +174,4 @@ class Journal {
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace logfs::store {
+namespace logfs::segd {
 namespace {
 
 using Record = std::pair<uint64_t, std::string>;  // segment id, data
@@ -144,4 +144,4 @@ TEST_F(JournalTest, WrapsWhileAnotherThreadSyncsKeepTheLastGenerationWhole) {
 }
 
 }  // namespace
-}  // namespace logfs::store
+}  // namespace logfs::segd

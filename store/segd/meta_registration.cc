@@ -14,7 +14,7 @@
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 DiskSpace DiskSpaceOf(const std::string& path) {
   struct statvfs st;
@@ -41,7 +41,7 @@ MetaHeartbeat::MetaHeartbeat(const MetaHeartbeatOptions& options, ReplicaStore* 
       on_delete_stray_(std::move(on_delete_stray)) {
   work_.emplace(io_.get_executor());
   io_thread_ = std::thread([this] { io_.run(); });
-  client_ = RpcClient::Create(io_, options_.meta_address);
+  client_ = rpc::RpcClient::Create(io_, options_.meta_address);
 }
 
 MetaHeartbeat::~MetaHeartbeat() { Stop(); }
@@ -82,7 +82,7 @@ absl::Status MetaHeartbeat::Register() {
   request.set_incarnation(options_.incarnation);
   request.set_cluster_id(store_->cluster_id());
   proto::RegisterServerResponse response;
-  absl::Status status = client_->Call(MessageType::kRegisterServer, request, &response,
+  absl::Status status = client_->Call(format::MessageType::kRegisterServer, request, &response,
                                       absl::Milliseconds(options_.rpc_timeout_ms));
   if (absl::IsFailedPrecondition(status)) {
     // Meta refused this identity: say so as it is, do not retry.
@@ -126,7 +126,7 @@ absl::StatusOr<proto::HeartbeatResponse> MetaHeartbeat::BeatOnce(
   request.set_capacity_bytes(space.capacity_bytes);
   request.set_free_bytes(space.free_bytes);
   proto::HeartbeatResponse response;
-  absl::Status status = client_->Call(MessageType::kHeartbeat, request, &response,
+  absl::Status status = client_->Call(format::MessageType::kHeartbeat, request, &response,
                                       absl::Milliseconds(options_.rpc_timeout_ms));
   heartbeats_sent_.fetch_add(1);
   if (!status.ok()) return status;
@@ -181,4 +181,4 @@ void MetaHeartbeat::SendReport(uint64_t report_id) {
   VLOG(1) << "sent replica report " << report_id << " of " << replicas.size() << " replicas";
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

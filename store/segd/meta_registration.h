@@ -29,7 +29,7 @@
 #include "store/segd/replica_store.h"
 #include "store/rpc/rpc_client.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 // Replicas per report page: about 30 bytes each on the wire, so a page
 // stays far below kMaxMessageBytes.
@@ -91,7 +91,7 @@ class MetaHeartbeat {
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::thread io_thread_;
-  std::shared_ptr<RpcClient> client_;
+  std::shared_ptr<rpc::RpcClient> client_;
 
   std::thread heartbeat_thread_;
   std::atomic<uint64_t> heartbeats_sent_{0};
@@ -108,4 +108,4 @@ struct DiskSpace {
 };
 DiskSpace DiskSpaceOf(const std::string& path);
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

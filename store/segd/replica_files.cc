@@ -13,7 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "src/status/macros.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 std::string EncodeReplicaState(const ReplicaState& state) {
   return absl::StrCat("epoch=", state.epoch, "\nsealed=", state.sealed ? 1 : 0,
@@ -99,4 +99,4 @@ absl::StatusOr<std::string> PreadUpTo(int fd, uint64_t offset, size_t n) {
   return out;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 inline constexpr char kSegmentsDirName[] = "segments";
 inline constexpr char kServerIdFileName[] = "server_id";
@@ -51,4 +51,4 @@ absl::Status PwriteAll(int fd, absl::string_view data, uint64_t offset);
 // Reads up to `n` bytes at `offset`; fewer only at end of file.
 absl::StatusOr<std::string> PreadUpTo(int fd, uint64_t offset, size_t n);
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

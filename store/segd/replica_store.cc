@@ -25,11 +25,11 @@
 #include "store/segd/replica_files.h"
 #include "store/segd/internal/replica.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 // A maximal read starting on a chunk boundary ends on one: it verifies no
 // chunk it does not return.
-static_assert(kReadBytesMax % kCrcChunkBytes == 0, "reads end on chunk boundaries");
+static_assert(kReadBytesMax % format::kCrcChunkBytes == 0, "reads end on chunk boundaries");
 
 namespace {
 
@@ -283,12 +283,13 @@ absl::StatusOr<uint32_t> ReplicaStore::LoadChunkCrcs(uint64_t segment_id, int da
     // Seal synced both files before it persisted sealed=1: they must agree.
     struct stat st;
     if (::fstat(crc_fd, &st) != 0) return SyscallError(errno, "fstat crc file");
-    if (static_cast<uint64_t>(st.st_size) != CrcFileBytes(length)) {
+    if (static_cast<uint64_t>(st.st_size) != format::CrcFileBytes(length)) {
       return absl::DataLossError(absl::StrCat("crc file has ", st.st_size, " bytes for ", length,
                                               " bytes of data"));
     }
-    if (length % kCrcChunkBytes == 0) return 0u;
-    ASSIGN_OR_RETURN(std::vector<uint32_t> tail, ReadChunkCrcs(crc_fd, length / kCrcChunkBytes, 1));
+    if (length % format::kCrcChunkBytes == 0) return 0u;
+    ASSIGN_OR_RETURN(std::vector<uint32_t> tail,
+                     format::ReadChunkCrcs(crc_fd, length / format::kCrcChunkBytes, 1));
     return tail[0];
   }
   // An open replica's bytes past its last sync may have reached the disk
@@ -296,7 +297,8 @@ absl::StatusOr<uint32_t> ReplicaStore::LoadChunkCrcs(uint64_t segment_id, int da
   // independently), so its CRCs are rebuilt from the data. Its final
   // content is decided by the writer's seal or meta's recovery. A replica
   // from before checksums (no .crc file) is adopted the same way.
-  ASSIGN_OR_RETURN(RebuildResult rebuilt, RebuildChunkCrcs(data_fd, crc_fd, length));
+  ASSIGN_OR_RETURN(format::RebuildResult rebuilt,
+                   format::RebuildChunkCrcs(data_fd, crc_fd, length));
   if (rebuilt.chunks_changed > 0) {
     LOG(WARNING) << "segment " << segment_id << ": rebuilt " << rebuilt.chunks_changed
                  << " chunk CRCs of " << (crc_file_existed ? "an open replica" : "a replica without a .crc file");
@@ -452,7 +454,8 @@ absl::StatusOr<ReplicaRead> ReplicaStore::Read(uint64_t segment_id, uint64_t off
   uint64_t n = std::min({max_bytes, kReadBytesMax, snapshot.length - offset});
   if (n == 0) return result;
   ASSIGN_OR_RETURN(std::string chunks, ReadVerifiedChunks(*r, snapshot, offset, offset + n));
-  result.data = chunks.substr(static_cast<size_t>(offset % kCrcChunkBytes), static_cast<size_t>(n));
+  result.data =
+      chunks.substr(static_cast<size_t>(offset % format::kCrcChunkBytes), static_cast<size_t>(n));
   return result;
 }
 
@@ -464,21 +467,21 @@ absl::StatusOr<std::string> ReplicaStore::ReadVerifiedChunks(Replica& r,
   // concurrent seal is told apart from damage by `cuts`. The last partial
   // chunk's CRC is the one taken with the snapshot: the file's may already
   // cover later appends.
-  const uint64_t first_chunk = begin / kCrcChunkBytes;
-  const uint64_t chunk_count = ChunkCount(end) - first_chunk;
-  const uint64_t from = ChunkStart(first_chunk);
-  const uint64_t to = std::min(snapshot.length, ChunkStart(first_chunk + chunk_count));
-  const bool ends_in_tail = to == snapshot.length && to % kCrcChunkBytes != 0;
+  const uint64_t first_chunk = begin / format::kCrcChunkBytes;
+  const uint64_t chunk_count = format::ChunkCount(end) - first_chunk;
+  const uint64_t from = format::ChunkStart(first_chunk);
+  const uint64_t to = std::min(snapshot.length, format::ChunkStart(first_chunk + chunk_count));
+  const bool ends_in_tail = to == snapshot.length && to % format::kCrcChunkBytes != 0;
   ASSIGN_OR_RETURN(std::string data, PreadUpTo(r.fd, from, static_cast<size_t>(to - from)));
-  auto crcs = ReadChunkCrcs(r.crc_fd, first_chunk, chunk_count - (ends_in_tail ? 1 : 0));
+  auto crcs = format::ReadChunkCrcs(r.crc_fd, first_chunk, chunk_count - (ends_in_tail ? 1 : 0));
   if (!crcs.ok() && !absl::IsDataLoss(crcs.status())) return crcs.status();
   if (crcs.ok() && ends_in_tail) crcs->push_back(snapshot.tail_crc);
   std::optional<uint64_t> bad_chunk;
   if (!crcs.ok()) {
     bad_chunk = first_chunk;  // the .crc file was cut short
   } else if (data.size() != to - from) {
-    bad_chunk = first_chunk + data.size() / kCrcChunkBytes;  // data file cut short
-  } else if (auto bad = FirstBadChunk(data, *crcs); bad.has_value()) {
+    bad_chunk = first_chunk + data.size() / format::kCrcChunkBytes;  // data file cut short
+  } else if (auto bad = format::FirstBadChunk(data, *crcs); bad.has_value()) {
     bad_chunk = first_chunk + *bad;
   }
   if (bad_chunk.has_value()) return MarkCorrupt(r, snapshot.cuts, *bad_chunk);
@@ -697,4 +700,4 @@ absl::Status ReplicaStore::SetServerId(uint64_t server_id, uint64_t cluster_id) 
   return absl::OkStatus();
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

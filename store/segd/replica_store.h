@@ -46,7 +46,7 @@
 #include "src/util/unique_fd.h"
 #include "store/segd/journal.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 // Largest Read answered in one call.
 inline constexpr uint64_t kReadBytesMax = 8u << 20;
@@ -252,4 +252,4 @@ class ReplicaStore {
   uint64_t cluster_id_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

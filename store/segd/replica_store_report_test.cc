@@ -15,7 +15,7 @@
 #include "src/util/crc32c.h"
 #include "store/segd/replica_store.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 namespace {
 
 class ReplicaStoreReportTest : public testing::Test {
@@ -93,4 +93,4 @@ TEST_F(ReplicaStoreReportTest, DeleteIfIdleKeepsAReplicaThatChangedWithinTheGrac
 }
 
 }  // namespace
-}  // namespace logfs::store
+}  // namespace logfs::segd

@@ -14,7 +14,7 @@
 #include "store/format/chunk_crc.h"
 #include "store/segd/journal.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 namespace {
 
 uint32_t Crc(const std::string& s) { return util::Crc32c(s.data(), s.size()); }
@@ -307,15 +307,15 @@ TEST_F(ReplicaStoreTest, FlippedByteInSealedReplicaIsDataLossAndMarksItCorrupt) 
   // works; (d) a read touching chunk 2 is kDataLoss naming the chunk;
   // (e) from then on every read is kDataLoss and Info says corrupt.
   ASSERT_TRUE(store_->SetServerId(5).ok());
-  const std::string data = Pattern(3 * kCrcChunkBytes + kCrcChunkBytes / 2);
+  const std::string data = Pattern(3 * format::kCrcChunkBytes + format::kCrcChunkBytes / 2);
   ASSERT_TRUE(store_->Create(1, 1).ok());
   ASSERT_TRUE(Append(1, 0, data).ok());
   ASSERT_TRUE(store_->Seal(1, 1, data.size()).ok());
-  FlipByte(dir_ + "/data/segments/1.seg", 2 * kCrcChunkBytes + 123);
+  FlipByte(dir_ + "/data/segments/1.seg", 2 * format::kCrcChunkBytes + 123);
   auto first = store_->Read(1, 10, 100);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(data.substr(10, 100), first->data);
-  auto bad = store_->Read(1, 2 * kCrcChunkBytes - 10, 20);  // chunks 1 and 2
+  auto bad = store_->Read(1, 2 * format::kCrcChunkBytes - 10, 20);  // chunks 1 and 2
   EXPECT_EQ(absl::StatusCode::kDataLoss, bad.status().code());
   EXPECT_EQ("replica 5 of segment 1 is corrupt at chunk 2", bad.status().message());
   EXPECT_EQ(absl::StatusCode::kDataLoss, store_->Read(1, 10, 100).status().code());
@@ -328,7 +328,7 @@ TEST_F(ReplicaStoreTest, FlippedByteInSealedReplicaIsDataLossAndMarksItCorrupt) 
 TEST_F(ReplicaStoreTest, FullReadOfSealedReplicaVerifiesEveryChunk) {
   // A flip in the last, partial chunk is caught by a read of the whole
   // replica, and by one after a restart (the CRCs are on disk).
-  const std::string data = Pattern(2 * kCrcChunkBytes + 100);
+  const std::string data = Pattern(2 * format::kCrcChunkBytes + 100);
   ASSERT_TRUE(store_->Create(1, 1).ok());
   ASSERT_TRUE(Append(1, 0, data).ok());
   ASSERT_TRUE(store_->Seal(1, 1, data.size()).ok());
@@ -340,7 +340,7 @@ TEST_F(ReplicaStoreTest, FullReadOfSealedReplicaVerifiesEveryChunk) {
 }
 
 TEST_F(ReplicaStoreTest, FlippedByteInOpenReplicaIsDataLossAndRefusesAppends) {
-  const std::string data = Pattern(kCrcChunkBytes + 10);
+  const std::string data = Pattern(format::kCrcChunkBytes + 10);
   ASSERT_TRUE(store_->Create(1, 1).ok());
   ASSERT_TRUE(Append(1, 0, data).ok());
   FlipByte(dir_ + "/data/segments/1.seg", 5);
@@ -355,13 +355,13 @@ TEST_F(ReplicaStoreTest, ChunkCrcsSurviveRestartAndKeepGrowing) {
   // all agree with the data. (a) an open replica grown by uneven appends
   // across chunk boundaries; (b) a sealed one cut mid-chunk; (c) reopen;
   // (d) both read back whole; (e) the open one keeps growing and reads.
-  const std::string open_data = Pattern(2 * kCrcChunkBytes + 777);
+  const std::string open_data = Pattern(2 * format::kCrcChunkBytes + 777);
   ASSERT_TRUE(store_->Create(1, 1).ok());
   for (size_t at = 0; at < open_data.size(); at += 10000) {
     ASSERT_TRUE(Append(1, at, open_data.substr(at, 10000)).ok());
   }
-  const std::string sealed_data = Pattern(3 * kCrcChunkBytes);
-  const uint64_t sealed_length = kCrcChunkBytes + 4321;
+  const std::string sealed_data = Pattern(3 * format::kCrcChunkBytes);
+  const uint64_t sealed_length = format::kCrcChunkBytes + 4321;
   ASSERT_TRUE(store_->Create(2, 1).ok());
   ASSERT_TRUE(Append(2, 0, sealed_data).ok());
   ASSERT_TRUE(store_->Seal(2, 1, sealed_length).ok());
@@ -370,9 +370,9 @@ TEST_F(ReplicaStoreTest, ChunkCrcsSurviveRestartAndKeepGrowing) {
   Reopen();
   EXPECT_EQ(open_data, ReadAll(1));
   EXPECT_EQ(sealed_data.substr(0, sealed_length), ReadAll(2));
-  EXPECT_EQ(CrcFileBytes(sealed_length),
+  EXPECT_EQ(format::CrcFileBytes(sealed_length),
             std::filesystem::file_size(dir_ + "/data/segments/2.crc"));
-  const std::string more = Pattern(kCrcChunkBytes);
+  const std::string more = Pattern(format::kCrcChunkBytes);
   ASSERT_TRUE(Append(1, open_data.size(), more).ok());
   EXPECT_EQ(open_data + more, ReadAll(1));
   auto tail = store_->Read(1, open_data.size() + 5, 10);
@@ -384,7 +384,7 @@ TEST_F(ReplicaStoreTest, ChunkCrcsSurviveRestartAndKeepGrowing) {
 
 TEST_F(ReplicaStoreTest, ReplicaWithoutCrcFileGetsOneOnOpen) {
   // Replicas written before checksums have no .crc file: Open builds it.
-  const std::string data = Pattern(kCrcChunkBytes + 1);
+  const std::string data = Pattern(format::kCrcChunkBytes + 1);
   ASSERT_TRUE(store_->Create(1, 1).ok());
   ASSERT_TRUE(Append(1, 0, data).ok());
   ASSERT_TRUE(store_->Seal(1, 1, data.size()).ok());
@@ -392,7 +392,8 @@ TEST_F(ReplicaStoreTest, ReplicaWithoutCrcFileGetsOneOnOpen) {
   std::filesystem::remove(dir_ + "/data/segments/1.crc");
   Reopen();
   EXPECT_EQ(data, ReadAll(1));
-  EXPECT_EQ(CrcFileBytes(data.size()), std::filesystem::file_size(dir_ + "/data/segments/1.crc"));
+  EXPECT_EQ(format::CrcFileBytes(data.size()),
+            std::filesystem::file_size(dir_ + "/data/segments/1.crc"));
 }
 
 TEST_F(ReplicaStoreTest, DeleteRemovesCrcFileAndOrphanCrcFileIsRemovedOnOpen) {
@@ -420,19 +421,19 @@ TEST_F(ReplicaStoreTest, OpenReplicaKeepsItsTailCrcInMemoryUntilTheSeal) {
   }
   EXPECT_EQ(0u, std::filesystem::file_size(crc_path));  // no whole chunk yet
   EXPECT_EQ(data, ReadAll(5));
-  std::string fill(kCrcChunkBytes, 'z');  // completes chunk 0, starts chunk 1
+  std::string fill(format::kCrcChunkBytes, 'z');  // completes chunk 0, starts chunk 1
   ASSERT_TRUE(Append(5, data.size(), fill).ok());
   data += fill;
-  EXPECT_EQ(kCrcBytes, std::filesystem::file_size(crc_path));
+  EXPECT_EQ(format::kCrcBytes, std::filesystem::file_size(crc_path));
   EXPECT_EQ(data, ReadAll(5));
   Reopen();  // open replica: CRCs rebuilt from the data, tail included
   EXPECT_EQ(data, ReadAll(5));
   ASSERT_TRUE(store_->Seal(5, 1, data.size()).ok());
-  EXPECT_EQ(CrcFileBytes(data.size()), std::filesystem::file_size(crc_path));
+  EXPECT_EQ(format::CrcFileBytes(data.size()), std::filesystem::file_size(crc_path));
   Reopen();  // sealed: the .crc file must cover every byte
   EXPECT_EQ(data, ReadAll(5));
   EXPECT_FALSE(store_->Info(5)->corrupt);
 }
 
 }  // namespace
-}  // namespace logfs::store
+}  // namespace logfs::segd

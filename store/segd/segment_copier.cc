@@ -9,7 +9,7 @@
 #include "src/util/crc32c.h"
 #include "store/format/message_type.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 SegmentCopier::SegmentCopier(ReplicaStore* store, SegmentCopierOptions options)
     : store_(store),
@@ -115,7 +115,7 @@ absl::StatusOr<ReplicaInfo> SegmentCopier::CopyFrom(const std::string& source,
     read.set_length(static_cast<uint32_t>(std::min<uint64_t>(kReadBytesMax, length - offset)));
     proto::ReadResponse response;
     std::string data;
-    RETURN_IF_ERROR(client->Call(MessageType::kRead, read, &response,
+    RETURN_IF_ERROR(client->Call(format::MessageType::kRead, read, &response,
                                  absl::Milliseconds(options_.rpc_timeout_ms), {}, &data));
     if (!response.sealed() || response.length() != length || data.empty()) {
       return absl::FailedPreconditionError(
@@ -135,4 +135,4 @@ absl::StatusOr<ReplicaInfo> SegmentCopier::CopyFrom(const std::string& source,
   return store_->Seal(segment_id, request.epoch(), length);
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

@@ -25,7 +25,7 @@
 #include "store/format/logfs.pb.h"
 #include "store/segd/replica_store.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 // Copies queued at most; more are refused with kResourceExhausted.
 inline constexpr size_t kCopyQueueMax = 64;
@@ -74,7 +74,7 @@ class SegmentCopier {
   // The private io_context for reads from sources, and its thread.
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  ClientPool clients_;
+  rpc::ClientPool clients_;
 
   absl::Mutex mu_;
   std::deque<Job> queue_ ABSL_GUARDED_BY(mu_);
@@ -85,4 +85,4 @@ class SegmentCopier {
   std::thread worker_;
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

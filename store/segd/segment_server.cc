@@ -21,7 +21,7 @@
 #include "store/segd/short_circuit_server.h"
 #include "store/segd/sync_thread.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 namespace {
 
 class SegmentServerImpl : public SegmentServer {
@@ -29,15 +29,16 @@ class SegmentServerImpl : public SegmentServer {
   SegmentServerImpl(std::unique_ptr<ReplicaStore> store, const SegmentServerOptions& options,
                     asio::io_context& io)
       : store_(std::move(store)),
-        sync_thread_(store_.get(), SyncThreadOptions{options.sync_interval_ms,
-                                                     options.sync_waiters_max}),
+        sync_thread_(store_.get(),
+                     SyncThreadOptions{options.sync_interval_ms, options.sync_waiters_max}),
         copier_(store_.get(), SegmentCopierOptions{options.rpc_timeout_ms}),
         service_(store_.get(), &sync_thread_, &copier_),
         rpc_server_(
-            io, [this](Frame request, Responder responder) {
+            io,
+            [this](format::Frame request, rpc::Responder responder) {
               service_.Handle(std::move(request), std::move(responder));
             },
-            IsSegdType) {}
+            format::IsSegdType) {}
 
   ~SegmentServerImpl() override { Stop(); }
 
@@ -148,7 +149,7 @@ class SegmentServerImpl : public SegmentServer {
   SyncThread sync_thread_;
   SegmentCopier copier_;
   SegmentService service_;
-  RpcServer rpc_server_;
+  rpc::RpcServer rpc_server_;
   std::unique_ptr<ShortCircuitServer> short_circuit_;
   std::unique_ptr<MetaHeartbeat> heartbeat_;
 };
@@ -164,4 +165,4 @@ absl::StatusOr<std::unique_ptr<SegmentServer>> SegmentServer::Start(
   return server;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

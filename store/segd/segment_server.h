@@ -23,7 +23,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 struct SegmentServerOptions {
   std::string data_dir;        // created if missing
@@ -82,4 +82,4 @@ class SegmentServer {
   virtual void Stop() = 0;
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

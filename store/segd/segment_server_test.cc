@@ -25,7 +25,7 @@
 #include "store/rpc/rpc_client.h"
 #include "store/rpc/rpc_server.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 namespace {
 
 constexpr absl::Duration kCallTimeout = absl::Seconds(10);
@@ -58,9 +58,10 @@ class FakeMeta {
  public:
   FakeMeta()
       : io_threads_(std::make_unique<IoThreads>(1)),
-        server_(std::make_unique<RpcServer>(
-            io_threads_->io(), [this](Frame f, Responder r) { Handle(std::move(f), r); },
-            IsMetaType)) {
+        server_(std::make_unique<rpc::RpcServer>(
+            io_threads_->io(),
+            [this](format::Frame f, rpc::Responder r) { Handle(std::move(f), r); },
+            format::IsMetaType)) {
     absl::Status status = server_->Listen("127.0.0.1:0");
     EXPECT_TRUE(status.ok()) << status;
   }
@@ -85,16 +86,16 @@ class FakeMeta {
   }
 
  private:
-  void Handle(Frame frame, const Responder& responder) {
+  void Handle(format::Frame frame, const rpc::Responder& responder) {
     absl::MutexLock lock(&mu_);
-    if (frame.type == MessageType::kRegisterServer) {
+    if (frame.type == format::MessageType::kRegisterServer) {
       proto::RegisterServerRequest request;
       ASSERT_TRUE(request.ParseFromString(frame.message));
       registrations_.push_back(request);
       proto::RegisterServerResponse response;
       response.set_server_id(request.server_id() != 0 ? request.server_id() : 7);
       responder.Reply(response);
-    } else if (frame.type == MessageType::kHeartbeat) {
+    } else if (frame.type == format::MessageType::kHeartbeat) {
       ++heartbeats_;
       proto::HeartbeatResponse response;
       for (uint64_t id : deletes_) response.add_delete_segments(id);
@@ -106,7 +107,7 @@ class FakeMeta {
   }
 
   std::unique_ptr<IoThreads> io_threads_;
-  std::unique_ptr<RpcServer> server_;
+  std::unique_ptr<rpc::RpcServer> server_;
   absl::Mutex mu_;
   std::vector<uint64_t> deletes_ ABSL_GUARDED_BY(mu_);
   int heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
@@ -157,8 +158,8 @@ class SegmentServerTest : public testing::Test {
     server_.reset();
     segd_io_.reset();
   }
-  std::shared_ptr<RpcClient> NewClient() {
-    auto client = RpcClient::Create(client_io_.io(), server_->bound_address());
+  std::shared_ptr<rpc::RpcClient> NewClient() {
+    auto client = rpc::RpcClient::Create(client_io_.io(), server_->bound_address());
     clients_.push_back(client);
     return client;
   }
@@ -167,13 +168,13 @@ class SegmentServerTest : public testing::Test {
     proto::CreateSegmentRequest request;
     request.set_segment_id(id);
     request.set_epoch(epoch);
-    return CallInfo(MessageType::kCreateSegment, request);
+    return CallInfo(format::MessageType::kCreateSegment, request);
   }
   // Writer w appends `records` synced 100-byte records of letter 'a' + w
   // to segment first_id + w through clients[w], all writers at once (one
   // client may serve every writer). Returns the appends that failed or
   // came back with a durable length short of them.
-  int AppendConcurrently(uint64_t first_id, const std::vector<RpcClient*>& clients,
+  int AppendConcurrently(uint64_t first_id, const std::vector<rpc::RpcClient*>& clients,
                          int records) {
     std::vector<std::thread> threads;
     std::atomic<int> failures{0};
@@ -191,9 +192,9 @@ class SegmentServerTest : public testing::Test {
   }
   absl::StatusOr<proto::SegmentInfoResponse> Append(uint64_t id, uint64_t offset,
                                                     const std::string& data, bool sync,
-                                                    RpcClient* client = nullptr) {
+                                                    rpc::RpcClient* client = nullptr) {
     proto::AppendRequest request = MakeAppend(id, offset, data, sync);
-    return CallInfo(MessageType::kAppend, request, data, client);
+    return CallInfo(format::MessageType::kAppend, request, data, client);
   }
   static proto::AppendRequest MakeAppend(uint64_t id, uint64_t offset, const std::string& data,
                                          bool sync) {
@@ -208,14 +209,14 @@ class SegmentServerTest : public testing::Test {
   absl::StatusOr<proto::SegmentInfoResponse> Info(uint64_t id) {
     proto::SegmentInfoRequest request;
     request.set_segment_id(id);
-    return CallInfo(MessageType::kSegmentInfo, request);
+    return CallInfo(format::MessageType::kSegmentInfo, request);
   }
   absl::StatusOr<proto::SegmentInfoResponse> Seal(uint64_t id, uint64_t length) {
     proto::SealRequest request;
     request.set_segment_id(id);
     request.set_epoch(1);
     request.set_length(length);
-    return CallInfo(MessageType::kSeal, request);
+    return CallInfo(format::MessageType::kSeal, request);
   }
   absl::StatusOr<std::string> Read(uint64_t id, uint64_t offset, uint32_t length) {
     proto::ReadRequest request;
@@ -225,15 +226,15 @@ class SegmentServerTest : public testing::Test {
     proto::ReadResponse response;
     std::string data;
     absl::Status status =
-        client_->Call(MessageType::kRead, request, &response, kCallTimeout, {}, &data);
+        client_->Call(format::MessageType::kRead, request, &response, kCallTimeout, {}, &data);
     if (!status.ok()) return status;
     EXPECT_EQ(util::Crc32c(data.data(), data.size()), response.crc32c());
     return data;
   }
-  absl::StatusOr<proto::SegmentInfoResponse> CallInfo(MessageType type,
+  absl::StatusOr<proto::SegmentInfoResponse> CallInfo(format::MessageType type,
                                                       const google::protobuf::MessageLite& request,
                                                       std::string data = {},
-                                                      RpcClient* client = nullptr) {
+                                                      rpc::RpcClient* client = nullptr) {
     proto::SegmentInfoResponse response;
     absl::Status status = (client != nullptr ? client : client_.get())
                               ->Call(type, request, &response, kCallTimeout, std::move(data));
@@ -248,10 +249,10 @@ class SegmentServerTest : public testing::Test {
     proto::SegmentInfoResponse response;
   };
   void AppendAsync(uint64_t id, uint64_t offset, const std::string& data, bool sync,
-                   Pending* pending, CallBatch* batch = nullptr) {
+                   Pending* pending, rpc::CallBatch* batch = nullptr) {
     client_->AsyncCall(
-        MessageType::kAppend, MakeAppend(id, offset, data, sync), data, kCallTimeout,
-        [pending](absl::Status status, Frame frame) {
+        format::MessageType::kAppend, MakeAppend(id, offset, data, sync), data, kCallTimeout,
+        [pending](absl::Status status, format::Frame frame) {
           pending->status = status;
           if (status.ok()) pending->response.ParseFromString(frame.message);
           pending->done.Notify();
@@ -265,8 +266,8 @@ class SegmentServerTest : public testing::Test {
   SegmentServerOptions options_;
   std::unique_ptr<IoThreads> segd_io_;
   std::unique_ptr<SegmentServer> server_;
-  std::shared_ptr<RpcClient> client_;
-  std::vector<std::shared_ptr<RpcClient>> clients_;
+  std::shared_ptr<rpc::RpcClient> client_;
+  std::vector<std::shared_ptr<rpc::RpcClient>> clients_;
 };
 
 TEST_F(SegmentServerTest, AppendReadSealDeleteRoundTrip) {
@@ -291,13 +292,13 @@ TEST_F(SegmentServerTest, AppendReadSealDeleteRoundTrip) {
   proto::AppendRequest bad_crc = MakeAppend(1, 11, "abc", true);
   bad_crc.set_crc32c(bad_crc.crc32c() ^ 1);
   EXPECT_EQ(absl::StatusCode::kDataLoss,
-            CallInfo(MessageType::kAppend, bad_crc, "abc").status().code());
+            CallInfo(format::MessageType::kAppend, bad_crc, "abc").status().code());
   EXPECT_EQ(absl::StatusCode::kNotFound, Append(2, 0, "x", true).status().code());
   // (c) sync, seal (truncating), then appends are refused.
   proto::SyncRequest sync;
   sync.set_segment_id(1);
   sync.set_epoch(1);
-  auto synced = CallInfo(MessageType::kSync, sync);
+  auto synced = CallInfo(format::MessageType::kSync, sync);
   ASSERT_TRUE(synced.ok()) << synced.status();
   EXPECT_EQ(11u, synced->durable_length());
   EXPECT_EQ(absl::StatusCode::kOutOfRange, Seal(1, 12).status().code());
@@ -313,9 +314,9 @@ TEST_F(SegmentServerTest, AppendReadSealDeleteRoundTrip) {
   proto::DeleteSegmentRequest del;
   del.set_segment_id(1);
   proto::Empty empty;
-  ASSERT_TRUE(client_->Call(MessageType::kDeleteSegment, del, &empty, kCallTimeout).ok());
+  ASSERT_TRUE(client_->Call(format::MessageType::kDeleteSegment, del, &empty, kCallTimeout).ok());
   EXPECT_EQ(absl::StatusCode::kNotFound, Info(1).status().code());
-  EXPECT_TRUE(client_->Call(MessageType::kDeleteSegment, del, &empty, kCallTimeout).ok());
+  EXPECT_TRUE(client_->Call(format::MessageType::kDeleteSegment, del, &empty, kCallTimeout).ok());
 }
 
 TEST_F(SegmentServerTest, UnsyncedAppendIsAnsweredWithinSyncInterval) {
@@ -367,7 +368,7 @@ TEST_F(SegmentServerTest, GarbageFrameClosesOnlyThatConnection) {
   StartServer();
   ASSERT_TRUE(Create(1, 1).ok());
   // (a) raw TCP: 28 bytes with a bad magic; the server must hang up.
-  auto endpoint = ParseEndpoint(server_->bound_address());
+  auto endpoint = rpc::ParseEndpoint(server_->bound_address());
   ASSERT_TRUE(endpoint.ok());
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);
@@ -395,8 +396,8 @@ TEST_F(SegmentServerTest, ConcurrentSyncedAppendsShareFdatasyncs) {
   StartServer();
   constexpr int kWriters = 8;
   constexpr int kAppendsPerWriter = 25;
-  std::vector<std::shared_ptr<RpcClient>> owned;
-  std::vector<RpcClient*> clients;
+  std::vector<std::shared_ptr<rpc::RpcClient>> owned;
+  std::vector<rpc::RpcClient*> clients;
   for (int w = 0; w < kWriters; ++w) {
     ASSERT_TRUE(Create(100 + w, 1).ok());
     owned.push_back(NewClient());
@@ -421,7 +422,7 @@ TEST_F(SegmentServerTest, GroupCommitRepliesShareSocketWrites) {
   for (int w = 0; w < kWriters; ++w) ASSERT_TRUE(Create(200 + w, 1).ok());
   auto client = NewClient();
   SegmentServerCounters before = server_->counters();
-  EXPECT_EQ(0, AppendConcurrently(200, std::vector<RpcClient*>(kWriters, client.get()),
+  EXPECT_EQ(0, AppendConcurrently(200, std::vector<rpc::RpcClient*>(kWriters, client.get()),
                                   kAppendsPerWriter));
   SegmentServerCounters after = server_->counters();
   uint64_t responses = after.responses - before.responses;
@@ -448,7 +449,7 @@ TEST_F(SegmentServerTest, CallBatchWritesQueuedCallsInOrderOnlyAtFlush) {
   std::vector<Pending> pending(kRecords);
   std::string expected;
   {
-    CallBatch batch;
+    rpc::CallBatch batch;
     for (int i = 0; i < kRecords; ++i) {
       std::string record(10, static_cast<char>('A' + i % 26));
       AppendAsync(300, expected.size(), record, i == kRecords - 1, &pending[i], &batch);
@@ -476,7 +477,7 @@ TEST_F(SegmentServerTest, FlushHandsWhatTheSocketDoesNotTakeToTheIoThread) {
   constexpr size_t kRecordBytes = 1u << 20;
   std::vector<Pending> pending(kRecords);
   {
-    CallBatch batch;
+    rpc::CallBatch batch;
     for (int i = 0; i < kRecords; ++i) {
       std::string record(kRecordBytes, static_cast<char>('a' + i % 26));
       AppendAsync(301, i * kRecordBytes, record, i == kRecords - 1, &pending[i], &batch);
@@ -506,15 +507,15 @@ TEST_F(SegmentServerTest, BurstOfSyncedAppendsSharesOneRoundLedAfterTheLast) {
   absl::Notification info_done;
   SegmentServerCounters before = server_->counters();
   {
-    CallBatch batch;  // one gathered write, so one read at the server
+    rpc::CallBatch batch;  // one gathered write, so one read at the server
     for (int i = 0; i < kRecords; ++i) {
       AppendAsync(302, i * 10, std::string(10, 'x'), /*sync=*/true, &pending[i], &batch);
     }
     proto::SegmentInfoRequest info;
     info.set_segment_id(302);
     client_->AsyncCall(
-        MessageType::kSegmentInfo, info, {}, kCallTimeout,
-        [&](absl::Status, Frame) { info_done.Notify(); }, &batch);
+        format::MessageType::kSegmentInfo, info, {}, kCallTimeout,
+        [&](absl::Status, format::Frame) { info_done.Notify(); }, &batch);
   }
   for (Pending& p : pending) {
     ASSERT_TRUE(p.done.WaitForNotificationWithTimeout(kWaitDeadline));
@@ -586,4 +587,4 @@ TEST_F(SegmentServerTest, StartFailsWhenMetaIsUnreachable) {
 }
 
 }  // namespace
-}  // namespace logfs::store
+}  // namespace logfs::segd

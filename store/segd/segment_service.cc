@@ -5,7 +5,7 @@
 #include "store/format/logfs.pb.h"
 #include "store/rpc/unix_socket.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 namespace {
 
 // This io thread has registered synced appends whose round is not
@@ -28,18 +28,18 @@ proto::SegmentInfoResponse ToProto(const ReplicaInfo& info) {
   return response;
 }
 
-void ReplyInfo(const Responder& responder, const absl::StatusOr<ReplicaInfo>& info) {
+void ReplyInfo(const rpc::Responder& responder, const absl::StatusOr<ReplicaInfo>& info) {
   if (!info.ok()) return responder.ReplyError(info.status());
   responder.Reply(ToProto(*info));
 }
 
 // Answers a waiter of the SyncThread.
-SyncThread::Callback ReplyWhenDurable(const Responder& responder) {
+SyncThread::Callback ReplyWhenDurable(const rpc::Responder& responder) {
   return [responder](absl::StatusOr<ReplicaInfo> info) { ReplyInfo(responder, info); };
 }
 
 template <typename Message>
-bool Parse(const Frame& request, const Responder& responder, Message* message) {
+bool Parse(const format::Frame& request, const rpc::Responder& responder, Message* message) {
   if (message->ParseFromString(request.message)) return true;
   responder.ReplyError(absl::InvalidArgumentError(
       absl::StrCat("unparseable request of type ", static_cast<int>(request.type))));
@@ -48,11 +48,10 @@ bool Parse(const Frame& request, const Responder& responder, Message* message) {
 
 }  // namespace
 
-SegmentService::SegmentService(ReplicaStore* store, SyncThread* sync_thread,
-                               SegmentCopier* copier)
-    : store_(store), sync_thread_(sync_thread), copier_(copier), boot_id_(HostBootId()) {}
+SegmentService::SegmentService(ReplicaStore* store, SyncThread* sync_thread, SegmentCopier* copier)
+    : store_(store), sync_thread_(sync_thread), copier_(copier), boot_id_(rpc::HostBootId()) {}
 
-void SegmentService::Handle(Frame request, Responder responder) {
+void SegmentService::Handle(format::Frame request, rpc::Responder responder) {
   Dispatch(request, responder);
   if (!request.more_buffered && sync_owed) {
     // The last request of what one read brought: one round for the synced
@@ -62,34 +61,44 @@ void SegmentService::Handle(Frame request, Responder responder) {
   }
 }
 
-void SegmentService::Dispatch(const Frame& request, const Responder& responder) {
+void SegmentService::Dispatch(const format::Frame& request, const rpc::Responder& responder) {
   if (stopped_.load()) {
     return responder.ReplyError(absl::UnavailableError("segment server is stopping"));
   }
   switch (request.type) {
-    case MessageType::kCreateSegment: return CreateSegment(request, responder);
-    case MessageType::kAppend: return Append(request, responder);
-    case MessageType::kSync: return Sync(request, responder);
-    case MessageType::kRead: return Read(request, responder);
-    case MessageType::kSegmentInfo: return SegmentInfo(request, responder);
-    case MessageType::kSeal: return Seal(request, responder);
-    case MessageType::kDeleteSegment: return DeleteSegment(request, responder);
-    case MessageType::kCopySegment: return CopySegment(request, responder);
-    case MessageType::kServerStats: return ServerStats(responder);
-    case MessageType::kShortCircuitInfo: return ShortCircuitInfo(responder);
+    case format::MessageType::kCreateSegment:
+      return CreateSegment(request, responder);
+    case format::MessageType::kAppend:
+      return Append(request, responder);
+    case format::MessageType::kSync:
+      return Sync(request, responder);
+    case format::MessageType::kRead:
+      return Read(request, responder);
+    case format::MessageType::kSegmentInfo:
+      return SegmentInfo(request, responder);
+    case format::MessageType::kSeal:
+      return Seal(request, responder);
+    case format::MessageType::kDeleteSegment:
+      return DeleteSegment(request, responder);
+    case format::MessageType::kCopySegment:
+      return CopySegment(request, responder);
+    case format::MessageType::kServerStats:
+      return ServerStats(responder);
+    case format::MessageType::kShortCircuitInfo:
+      return ShortCircuitInfo(responder);
     default:
       return responder.ReplyError(absl::UnimplementedError(
           absl::StrCat("segment server does not serve type ", static_cast<int>(request.type))));
   }
 }
 
-void SegmentService::CreateSegment(const Frame& request, const Responder& responder) {
+void SegmentService::CreateSegment(const format::Frame& request, const rpc::Responder& responder) {
   proto::CreateSegmentRequest req;
   if (!Parse(request, responder, &req)) return;
   ReplyInfo(responder, store_->Create(req.segment_id(), req.epoch()));
 }
 
-void SegmentService::Append(const Frame& request, const Responder& responder) {
+void SegmentService::Append(const format::Frame& request, const rpc::Responder& responder) {
   proto::AppendRequest req;
   if (!Parse(request, responder, &req)) return;
   auto info = store_->Append(req.segment_id(), req.epoch(), req.offset(), request.data,
@@ -111,7 +120,7 @@ void SegmentService::Append(const Frame& request, const Responder& responder) {
                             /*may_lead=*/!request.more_bytes_buffered);
 }
 
-void SegmentService::Sync(const Frame& request, const Responder& responder) {
+void SegmentService::Sync(const format::Frame& request, const rpc::Responder& responder) {
   proto::SyncRequest req;
   if (!Parse(request, responder, &req)) return;
   auto info = store_->Info(req.segment_id());
@@ -130,7 +139,7 @@ void SegmentService::Stop() {
   read_pool_.join();
 }
 
-void SegmentService::Read(const Frame& request, const Responder& responder) {
+void SegmentService::Read(const format::Frame& request, const rpc::Responder& responder) {
   proto::ReadRequest req;
   if (!Parse(request, responder, &req)) return;
   asio::post(read_pool_, [this, req, responder] {
@@ -144,13 +153,13 @@ void SegmentService::Read(const Frame& request, const Responder& responder) {
   });
 }
 
-void SegmentService::SegmentInfo(const Frame& request, const Responder& responder) {
+void SegmentService::SegmentInfo(const format::Frame& request, const rpc::Responder& responder) {
   proto::SegmentInfoRequest req;
   if (!Parse(request, responder, &req)) return;
   ReplyInfo(responder, store_->Info(req.segment_id()));
 }
 
-void SegmentService::Seal(const Frame& request, const Responder& responder) {
+void SegmentService::Seal(const format::Frame& request, const rpc::Responder& responder) {
   proto::SealRequest req;
   if (!Parse(request, responder, &req)) return;
   auto info = store_->Seal(req.segment_id(), req.epoch(), req.length());
@@ -159,7 +168,7 @@ void SegmentService::Seal(const Frame& request, const Responder& responder) {
   ReplyInfo(responder, info);
 }
 
-void SegmentService::DeleteSegment(const Frame& request, const Responder& responder) {
+void SegmentService::DeleteSegment(const format::Frame& request, const rpc::Responder& responder) {
   proto::DeleteSegmentRequest req;
   if (!Parse(request, responder, &req)) return;
   absl::Status status = store_->Delete(req.segment_id());
@@ -168,7 +177,7 @@ void SegmentService::DeleteSegment(const Frame& request, const Responder& respon
   responder.Reply(proto::Empty());
 }
 
-void SegmentService::ServerStats(const Responder& responder) {
+void SegmentService::ServerStats(const rpc::Responder& responder) {
   proto::ServerStatsResponse response;
   response.set_appends(appends_.load());
   response.set_fdatasyncs(store_->fdatasync_count());
@@ -179,7 +188,7 @@ void SegmentService::ServerStats(const Responder& responder) {
   responder.Reply(response);
 }
 
-void SegmentService::ShortCircuitInfo(const Responder& responder) {
+void SegmentService::ShortCircuitInfo(const rpc::Responder& responder) {
   proto::ShortCircuitInfoResponse response;
   response.set_boot_id(boot_id_);
   response.set_socket_path(short_circuit_socket_);
@@ -187,7 +196,7 @@ void SegmentService::ShortCircuitInfo(const Responder& responder) {
 }
 
 // The copy runs on the copier's thread, never on this io thread.
-void SegmentService::CopySegment(const Frame& request, const Responder& responder) {
+void SegmentService::CopySegment(const format::Frame& request, const rpc::Responder& responder) {
   proto::CopySegmentRequest req;
   if (!Parse(request, responder, &req)) return;
   if (copier_ == nullptr) return responder.ReplyError(absl::UnimplementedError("no copier"));
@@ -196,4 +205,4 @@ void SegmentService::CopySegment(const Frame& request, const Responder& responde
   });
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

@@ -24,7 +24,7 @@
 #include "store/segd/segment_copier.h"
 #include "store/segd/sync_thread.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 class SegmentService {
  public:
@@ -42,7 +42,7 @@ class SegmentService {
 
   // Serves one request. Bad messages get kInvalidArgument; after Stop every
   // request gets kUnavailable.
-  void Handle(Frame request, Responder responder);
+  void Handle(format::Frame request, rpc::Responder responder);
 
   // Refuses new requests from now on (kUnavailable); reads running
   // finish, and reads not yet started are dropped, so their callers get
@@ -53,17 +53,17 @@ class SegmentService {
   uint64_t appends() const { return appends_.load(); }
 
  private:
-  void Dispatch(const Frame& request, const Responder& responder);
-  void CreateSegment(const Frame& request, const Responder& responder);
-  void Append(const Frame& request, const Responder& responder);
-  void Sync(const Frame& request, const Responder& responder);
-  void Read(const Frame& request, const Responder& responder);
-  void SegmentInfo(const Frame& request, const Responder& responder);
-  void Seal(const Frame& request, const Responder& responder);
-  void DeleteSegment(const Frame& request, const Responder& responder);
-  void CopySegment(const Frame& request, const Responder& responder);
-  void ServerStats(const Responder& responder);
-  void ShortCircuitInfo(const Responder& responder);
+  void Dispatch(const format::Frame& request, const rpc::Responder& responder);
+  void CreateSegment(const format::Frame& request, const rpc::Responder& responder);
+  void Append(const format::Frame& request, const rpc::Responder& responder);
+  void Sync(const format::Frame& request, const rpc::Responder& responder);
+  void Read(const format::Frame& request, const rpc::Responder& responder);
+  void SegmentInfo(const format::Frame& request, const rpc::Responder& responder);
+  void Seal(const format::Frame& request, const rpc::Responder& responder);
+  void DeleteSegment(const format::Frame& request, const rpc::Responder& responder);
+  void CopySegment(const format::Frame& request, const rpc::Responder& responder);
+  void ServerStats(const rpc::Responder& responder);
+  void ShortCircuitInfo(const rpc::Responder& responder);
 
   // Immutable after construction.
   ReplicaStore* const store_;
@@ -79,4 +79,4 @@ class SegmentService {
   std::atomic<uint64_t> appends_{0};
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

@@ -16,7 +16,7 @@
 #include "store/segd/replica_files.h"
 #include "store/rpc/unix_socket.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 namespace {
 
 constexpr uint32_t kMaxRequestBytes = 256;
@@ -34,14 +34,14 @@ absl::Status CheckPeer(int connection) {
   return absl::OkStatus();
 }
 
-void SendError(int connection, MessageType type, uint64_t request_id,
+void SendError(int connection, format::MessageType type, uint64_t request_id,
                const absl::Status& status) {
   proto::ErrorResponse error;
   error.set_code(static_cast<int>(status.code()));
   error.set_message(std::string(status.message()));
   error.set_posix_errno(AttachedErrno(status));
-  absl::Status sent = SendUnixFrame(connection, kFlagResponse | kFlagError, type, request_id,
-                                    error.SerializeAsString(), {});
+  absl::Status sent = rpc::SendUnixFrame(connection, format::kFlagResponse | format::kFlagError,
+                                         type, request_id, error.SerializeAsString(), {});
   if (!sent.ok()) VLOG(1) << "short-circuit: reply lost: " << sent;
 }
 
@@ -114,14 +114,14 @@ void ShortCircuitServer::AcceptLoop() {
 // kPermissionDenied.
 void ShortCircuitServer::Serve(int connection) {
   const absl::Time deadline = absl::Now() + io_timeout_;
-  if (!SetSocketTimeouts(connection, io_timeout_).ok()) return;
+  if (!rpc::SetSocketTimeouts(connection, io_timeout_).ok()) return;
   const absl::Status peer = CheckPeer(connection);
   // Requests are a segment id: a few bytes. (Read even from a refused
   // peer, so that the error reaches it instead of a reset.)
-  auto request = ReceiveUnixFrame(connection, deadline, kMaxRequestBytes);
+  auto request = rpc::ReceiveUnixFrame(connection, deadline, kMaxRequestBytes);
   if (!peer.ok()) {
     LOG(WARNING) << "short-circuit: refused a connection: " << peer;
-    return SendError(connection, MessageType::kShortCircuitOpen,
+    return SendError(connection, format::MessageType::kShortCircuitOpen,
                      request.ok() ? request->frame.request_id : 0, peer);
   }
   if (!request.ok()) {
@@ -130,8 +130,8 @@ void ShortCircuitServer::Serve(int connection) {
     }
     return;
   }
-  const Frame& frame = request->frame;
-  if (frame.flags != 0 || frame.type != MessageType::kShortCircuitOpen) {
+  const format::Frame& frame = request->frame;
+  if (frame.flags != 0 || frame.type != format::MessageType::kShortCircuitOpen) {
     return SendError(connection, frame.type, frame.request_id,
                      absl::InvalidArgumentError(absl::StrCat(
                          "the short-circuit socket serves ShortCircuitOpen requests only, not type ",
@@ -150,9 +150,9 @@ void ShortCircuitServer::Serve(int connection) {
   // them counted (ShortCircuitTest read 0 in 18 of 30 runs otherwise).
   opens_.fetch_add(1);
   absl::Status sent =
-      SendUnixFrame(connection, kFlagResponse, frame.type, frame.request_id,
-                    response.SerializeAsString(), {files->data.get(), files->crc.get()});
+      rpc::SendUnixFrame(connection, format::kFlagResponse, frame.type, frame.request_id,
+                         response.SerializeAsString(), {files->data.get(), files->crc.get()});
   if (!sent.ok()) VLOG(1) << "short-circuit: reply lost: " << sent;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

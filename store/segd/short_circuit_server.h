@@ -27,7 +27,7 @@
 #include "src/util/unique_fd.h"
 #include "store/segd/replica_store.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 class ShortCircuitServer {
  public:
@@ -65,4 +65,4 @@ class ShortCircuitServer {
   std::thread thread_;
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

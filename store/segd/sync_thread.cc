@@ -6,7 +6,7 @@
 #include "absl/time/time.h"
 #include "store/rpc/rpc_server.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 SyncThread::SyncThread(ReplicaStore* store, const SyncThreadOptions& options)
     : store_(store), options_(options) {
@@ -173,9 +173,9 @@ void SyncThread::Collect(uint64_t segment_id, std::vector<Ready>* ready) {
 void SyncThread::Answer(std::vector<Ready>* ready) {
   // The callbacks reply to appends; a round's replies to one client leave
   // in one write.
-  ResponseBatch batch;
+  rpc::ResponseBatch batch;
   for (Ready& r : *ready) r.done(std::move(r.result));
   ready->clear();
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

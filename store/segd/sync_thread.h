@@ -30,7 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "store/segd/replica_store.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 struct SyncThreadOptions {
   int sync_interval_ms = 5;    // longest a covered waiter waits for a round
@@ -119,4 +119,4 @@ class SyncThread {
   std::thread thread_;  // joined by the first Stop()
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

@@ -20,7 +20,7 @@
 #include "store/meta/namespace.h"
 #include "store/meta/segd_api.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 
 inline constexpr int64_t kFixtureNanosPerMilli = 1000 * 1000;
 
@@ -84,4 +84,4 @@ class NamespaceFixture : public ::testing::Test {
   std::unique_ptr<Namespace> ns_;
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

@@ -17,7 +17,7 @@
 #include "store/meta/metadata_db.h"
 #include "store/meta/namespace.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 
 // The last segment of `inode` if it is open (being written, or left by a
 // writer that died), else nullptr.
@@ -70,7 +70,7 @@ class Namespace::Txn {
   // reply() as its reply, run after the generations are bumped so that it
   // sees what is written; and drop the record of the change the same mount
   // made `keep_per_mount` changes earlier, which bounds the table.
-  void RecordCall(const proto::CallId& call, MessageType type, int64_t now_ns,
+  void RecordCall(const proto::CallId& call, format::MessageType type, int64_t now_ns,
                   uint32_t keep_per_mount, std::function<std::string()> reply) {
     call_ = call;
     call_record_.set_type(static_cast<uint32_t>(type));
@@ -120,4 +120,4 @@ inline absl::StatusOr<proto::Attr> RecordedAttr(const std::string& reply) {
   if (!response.ParseFromString(reply)) return absl::DataLossError("unparseable recorded reply");
   return response.attr();
 }
-}  // namespace logfs::store
+}  // namespace logfs::meta

@@ -13,7 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 
-namespace logfs::store {
+namespace logfs::meta {
 
 struct ReportedReplicaState {
   uint64_t length = 0;
@@ -42,4 +42,4 @@ struct ReplicaReportState {
   std::vector<uint64_t> strays;  // to hand out with the next heartbeat
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::meta

@@ -14,7 +14,7 @@
 #include "store/format/chunk_crc.h"
 #include "store/segd/replica_files.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 ReplicaStore::Replica::~Replica() {
   ::close(fd);
@@ -32,17 +32,17 @@ absl::Status ReplicaStore::Replica::Servable() const {
 }
 
 absl::Status ReplicaStore::Replica::WriteAtEnd(absl::string_view data) {
-  ChunkCrcUpdate update = ExtendChunkCrcs(length, tail_crc, data);
+  format::ChunkCrcUpdate update = format::ExtendChunkCrcs(length, tail_crc, data);
   // Only whole chunks' CRCs go to the file now; the partial last chunk's
   // stays in tail_crc until a seal writes it (an open replica's CRCs are
   // rebuilt from its data on restart anyway). Most small appends so cost
   // no write to the .crc file.
-  if (!update.crcs.empty() && (length + data.size()) % kCrcChunkBytes != 0) {
+  if (!update.crcs.empty() && (length + data.size()) % format::kCrcChunkBytes != 0) {
     update.crcs.pop_back();
   }
   absl::Status status = PwriteAll(fd, data, length);
   if (status.ok() && !update.crcs.empty()) {
-    status = WriteChunkCrcs(crc_fd, update.first_chunk, update.crcs);
+    status = format::WriteChunkCrcs(crc_fd, update.first_chunk, update.crcs);
   }
   if (!status.ok()) {
     // Cut off whatever part of the write landed, so a retry starts clean.
@@ -56,10 +56,11 @@ absl::Status ReplicaStore::Replica::WriteAtEnd(absl::string_view data) {
 
 void ReplicaStore::Replica::RollBackTo(uint64_t old_length, uint32_t old_tail_crc) {
   bool rolled_back = ::ftruncate(fd, static_cast<off_t>(old_length)) == 0 &&
-                     ::ftruncate(crc_fd, static_cast<off_t>(CrcFileBytes(old_length))) == 0;
+                     ::ftruncate(crc_fd, static_cast<off_t>(format::CrcFileBytes(old_length))) == 0;
   // The write may have replaced the CRC of the partial chunk it extended.
-  if (rolled_back && old_length % kCrcChunkBytes != 0) {
-    rolled_back = WriteChunkCrcs(crc_fd, old_length / kCrcChunkBytes, {old_tail_crc}).ok();
+  if (rolled_back && old_length % format::kCrcChunkBytes != 0) {
+    rolled_back =
+        format::WriteChunkCrcs(crc_fd, old_length / format::kCrcChunkBytes, {old_tail_crc}).ok();
   }
   if (!rolled_back) {
     failure = absl::DataLossError(absl::StrCat("segment ", segment_id,
@@ -71,20 +72,20 @@ void ReplicaStore::Replica::RollBackTo(uint64_t old_length, uint32_t old_tail_cr
 }
 
 absl::Status ReplicaStore::Replica::WriteTailCrc() {
-  if (length % kCrcChunkBytes == 0) return absl::OkStatus();
-  return WriteChunkCrcs(crc_fd, length / kCrcChunkBytes, {tail_crc});
+  if (length % format::kCrcChunkBytes == 0) return absl::OkStatus();
+  return format::WriteChunkCrcs(crc_fd, length / format::kCrcChunkBytes, {tail_crc});
 }
 
 absl::Status ReplicaStore::Replica::CutTo(uint64_t new_length, uint64_t server_id) {
-  const uint64_t chunk = new_length / kCrcChunkBytes;
+  const uint64_t chunk = new_length / format::kCrcChunkBytes;
   uint32_t new_tail_crc = 0;
-  if (new_length % kCrcChunkBytes != 0) {
-    const uint64_t start = ChunkStart(chunk);
-    const uint64_t end = std::min(length, ChunkStart(chunk + 1));
+  if (new_length % format::kCrcChunkBytes != 0) {
+    const uint64_t start = format::ChunkStart(chunk);
+    const uint64_t end = std::min(length, format::ChunkStart(chunk + 1));
     ASSIGN_OR_RETURN(std::string bytes, PreadUpTo(fd, start, static_cast<size_t>(end - start)));
     uint32_t expected = tail_crc;
-    if (end % kCrcChunkBytes == 0) {  // a full chunk: its CRC is in the file
-      auto stored = ReadChunkCrcs(crc_fd, chunk, 1);
+    if (end % format::kCrcChunkBytes == 0) {  // a full chunk: its CRC is in the file
+      auto stored = format::ReadChunkCrcs(crc_fd, chunk, 1);
       if (!stored.ok()) return SetCorrupt(server_id, chunk);
       expected = (*stored)[0];
     }
@@ -97,11 +98,11 @@ absl::Status ReplicaStore::Replica::CutTo(uint64_t new_length, uint64_t server_i
     return SyscallError(errno, absl::StrCat("ftruncate segment ", segment_id));
   }
   absl::Status status;
-  if (::ftruncate(crc_fd, static_cast<off_t>(CrcFileBytes(new_length))) != 0) {
+  if (::ftruncate(crc_fd, static_cast<off_t>(format::CrcFileBytes(new_length))) != 0) {
     status = SyscallError(errno, absl::StrCat("ftruncate crc file of segment ", segment_id));
   }
-  if (status.ok() && new_length % kCrcChunkBytes != 0) {
-    status = WriteChunkCrcs(crc_fd, chunk, {new_tail_crc});
+  if (status.ok() && new_length % format::kCrcChunkBytes != 0) {
+    status = format::WriteChunkCrcs(crc_fd, chunk, {new_tail_crc});
   }
   length = new_length;
   durable_length = std::min(durable_length, new_length);
@@ -133,4 +134,4 @@ int ReplicaStore::Replica::SyncFiles() const {
   return 0;
 }
 
-}  // namespace logfs::store
+}  // namespace logfs::segd

@@ -14,7 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "store/segd/replica_store.h"
 
-namespace logfs::store {
+namespace logfs::segd {
 
 struct ReplicaStore::Replica {
   Replica(uint64_t id, int file_fd, int chunk_crc_fd)
@@ -92,4 +92,4 @@ struct ReplicaStore::ReadSnapshot {
   uint64_t cuts = 0;
 };
 
-}  // namespace logfs::store
+}  // namespace logfs::segd
