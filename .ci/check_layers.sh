@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Includes go down the stack only (README "Layout"; STYLE §1):
+#   src/{util,status,env,cluster} <- store/format <- store/rpc <- store/client
+#   <- {store/segd, store/meta, store/admin, cache, wal} <- fuse <- bench <- src/main
+# segd and meta never include each other; an internal/ folder is private to
+# its parent; RocksDB only in store/meta/metadata_db.cc, libfuse only in
+# fuse/, gflags only in src/main/. tests/ may include anything. There is no
+# list of exceptions: move the code down instead.
+# Usage: .ci/check_layers.sh [ROOT]   (exit 1 and one line per bad include)
+set -euo pipefail
+cd "${1:-$(dirname "$0")/..}"
+
+# allowed[folder] = the folders its files may include, besides its own.
+declare -A allowed=(
+  [src/util]=""
+  [src/status]="src/util"
+  [src/env]="src/status src/util"
+  [src/cluster]="src/env src/status src/util"
+  [store/format]="src/env src/status src/util"
+  [store/rpc]="store/format src/env src/status src/util"
+  [store/client]="store/rpc store/format src/env src/status src/util"
+)
+base_client="store/client store/rpc store/format src/env src/status src/util"
+for f in store/segd store/meta store/admin cache wal; do allowed[$f]="$base_client"; done
+allowed[fuse]="wal cache $base_client"
+allowed[bench]="fuse wal cache store/admin src/cluster $base_client"
+
+bad=0
+report() { echo "layer check: $1: $2"; bad=1; }
+while IFS= read -r file; do
+  dir=$(dirname "$file")
+  owner=${dir%/internal}                  # internal/ belongs to its parent
+  case "$file" in tests/*) continue ;; esac
+  [[ "$file" == src/main/* ]] && main=1 || main=0
+  while IFS= read -r inc; do
+    case "$inc" in
+      rocksdb/*|\"rocksdb/*) [[ "$file" == store/meta/metadata_db.cc ]] || report "$file" "RocksDB ($inc)" ;;
+      fuse_lowlevel.h|fuse.h|fuse3/*) [[ "$owner" == fuse ]] || report "$file" "libfuse ($inc)" ;;
+      gflags/*|\"gflags/*) ((main)) || report "$file" "gflags ($inc)" ;;
+      \"*/*)
+        ((main)) && continue
+        inc=${inc#\"}
+        case "${inc%%/*}" in src|store|wal|cache|fuse|bench|tests) ;; *) continue ;; esac
+        idir=$(dirname "$inc")
+        [[ "$idir" == */internal && "${idir%/internal}" != "$owner" ]] &&
+          { report "$file" "private header $inc"; continue; }
+        idir=${idir%/internal}
+        [[ "$idir" == "$owner" ]] && continue
+        [[ " ${allowed[$owner]-__none__} " == *" $idir "* ]] || report "$file" "includes $inc"
+        ;;
+    esac
+  done < <(sed -n -e 's/^#include <\([^>]*\)>.*/\1/p' -e 's/^#include "\([^"]*\)".*/"\1/p' "$file")
+done < <(git ls-files '*.cc' '*.h' | grep -v '^build/')
+exit $bad
