@@ -36,7 +36,7 @@ LIB_OBJS := $(PROTO_OBJ) $(LIB_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 MAIN_OBJS := $(MAIN_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 TEST_OBJS := $(TEST_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 
-.PHONY: all deps build test faults clean help install
+.PHONY: all deps build test faults clean help install check-layers
 
 all: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) build
@@ -46,9 +46,13 @@ build: $(BUILDDIR)/logfs $(BUILDDIR)/logfs_test
 deps:
 	@packaging/install-deps.sh
 
-test: deps
+test: deps check-layers
 	@$(MAKE) --no-print-directory -j$(JOBS) build
 	LOGFS_BIN=$(abspath $(BUILDDIR)/logfs) $(BUILDDIR)/logfs_test $(TEST_ARGS)
+
+# Includes go down the stack only (README "Layout").
+check-layers:
+	@.ci/check_layers.sh
 
 # The fault-injection suite, many trials each: make faults FAULT_ARGS="--trials=20"
 faults: deps

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "src/status/syscall_error.h"
 #include "store/client/admin_client.h"
 
 namespace logfs::bench {
@@ -111,11 +112,11 @@ double Ratio(double a, double b) { return b == 0 ? 0 : a / b; }
 absl::Status DropKernelCaches() {
   sync();
   int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return absl::ErrnoToStatus(errno, "open /proc/sys/vm/drop_caches");
+  if (fd < 0) return SyscallError(errno, "open /proc/sys/vm/drop_caches");
   ssize_t n = write(fd, "3\n", 2);
   int error = errno;
   close(fd);
-  if (n != 2) return absl::ErrnoToStatus(error, "write /proc/sys/vm/drop_caches");
+  if (n != 2) return SyscallError(error, "write /proc/sys/vm/drop_caches");
   return absl::OkStatus();
 }
 

@@ -21,6 +21,7 @@
 #include "absl/types/span.h"
 #include "bench/bench_util.h"
 #include "bench/latency_histogram.h"
+#include "src/status/syscall_error.h"
 #include "store/format/xattr_names.h"
 
 namespace logfs::bench {
@@ -43,7 +44,7 @@ std::string FilePath(const ReadBenchOptions& o, int i) {
 absl::Status CreateFile(const std::string& path, uint64_t file, uint64_t bytes) {
   unlink(path.c_str());  // a short leftover: start again (files are append-only on logfs)
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("create ", path));
+  if (fd < 0) return SyscallError(errno, absl::StrCat("create ", path));
   std::string chunk(kWriteChunk, '\0');
   absl::Status status;
   for (uint64_t at = 0; at < bytes && status.ok(); at += chunk.size()) {
@@ -53,11 +54,11 @@ absl::Status CreateFile(const std::string& path, uint64_t file, uint64_t bytes) 
       std::memcpy(&chunk[w], &word, 8);
     }
     if (write(fd, chunk.data(), n) != static_cast<ssize_t>(n)) {
-      status = absl::ErrnoToStatus(errno, absl::StrCat("write ", path));
+      status = SyscallError(errno, absl::StrCat("write ", path));
     }
   }
-  if (status.ok() && fsync(fd) != 0) status = absl::ErrnoToStatus(errno, "fsync");
-  if (close(fd) != 0 && status.ok()) status = absl::ErrnoToStatus(errno, "close");
+  if (status.ok() && fsync(fd) != 0) status = SyscallError(errno, "fsync");
+  if (close(fd) != 0 && status.ok()) status = SyscallError(errno, "close");
   return status;
 }
 
@@ -79,7 +80,7 @@ absl::Status ReadWholeFiles(const std::vector<int>& fds, uint64_t bytes) {
   for (int fd : fds) {
     for (uint64_t at = 0; at < bytes; at += buf.size()) {
       if (pread(fd, buf.data(), buf.size(), static_cast<off_t>(at)) < 0) {
-        return absl::ErrnoToStatus(errno, "warm-up read");
+        return SyscallError(errno, "warm-up read");
       }
     }
   }
@@ -139,12 +140,12 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
       absl::Status dropped = DropKernelCaches();
       if (!dropped.ok()) return dropped;
       if (on_logfs && setxattr(o.dir.c_str(), format::kDropBlockCacheXattr, "1", 1, 0) != 0) {
-        return absl::ErrnoToStatus(errno, "setxattr " + std::string(format::kDropBlockCacheXattr));
+        return SyscallError(errno, "setxattr " + std::string(format::kDropBlockCacheXattr));
       }
     }
     for (int i = 0; i < o.files; ++i) {
       int fd = open(FilePath(o, i).c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) return absl::ErrnoToStatus(errno, "open " + FilePath(o, i));
+      if (fd < 0) return SyscallError(errno, "open " + FilePath(o, i));
       posix_fadvise(fd, 0, 0, o.scan_bytes > 0 ? POSIX_FADV_SEQUENTIAL : POSIX_FADV_RANDOM);
       fds.push_back(fd);
     }
@@ -164,7 +165,7 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
       close_all();
       for (int i = 0; i < o.files; ++i) {
         int fd = open(FilePath(o, i).c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
-        if (fd < 0) return absl::ErrnoToStatus(errno, "open O_DIRECT " + FilePath(o, i));
+        if (fd < 0) return SyscallError(errno, "open O_DIRECT " + FilePath(o, i));
         fds.push_back(fd);
       }
     }
@@ -215,9 +216,9 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
             if (n != static_cast<ssize_t>(buf.size()) || word != Word(file, at)) {
               absl::MutexLock lock(&error_mu);
               if (error.ok()) {
-                error = n < 0 ? absl::ErrnoToStatus(errno, "pread")
-                              : absl::DataLossError(absl::StrCat(
-                                    "wrong bytes at offset ", at, " of ", FilePath(o, file)));
+                error = n < 0 ? SyscallError(errno, "pread")
+                              : absl::DataLossError(absl::StrCat("wrong bytes at offset ", at,
+                                                                 " of ", FilePath(o, file)));
               }
               return;
             }

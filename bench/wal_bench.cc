@@ -18,6 +18,7 @@
 #include "bench/bench_util.h"
 #include "bench/latency_histogram.h"
 #include "fuse/mount.h"
+#include "src/status/syscall_error.h"
 #include "store/format/xattr_names.h"
 #include "wal/writer_counters.h"
 
@@ -52,11 +53,11 @@ class PosixFile : public WalFile {
   absl::Status Append(absl::string_view data) override {
     ssize_t n = write(fd_, data.data(), data.size());
     if (n == static_cast<ssize_t>(data.size())) return absl::OkStatus();
-    return absl::ErrnoToStatus(n < 0 ? errno : EIO, "write");
+    return SyscallError(n < 0 ? errno : EIO, "write");
   }
   absl::Status Sync() override {
     if (fdatasync(fd_) == 0) return absl::OkStatus();
-    return absl::ErrnoToStatus(errno, "fdatasync");
+    return SyscallError(errno, "fdatasync");
   }
 
  private:
@@ -69,7 +70,7 @@ class PosixTarget : public WalTarget {
   absl::StatusOr<std::unique_ptr<WalFile>> Open(int index) override {
     std::string path = absl::StrCat(dir_, "/bench-wal-", getpid(), "-", index, ".log");
     int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open ", path));
+    if (fd < 0) return SyscallError(errno, absl::StrCat("open ", path));
     unlink(path.c_str());  // removed when closed
     return std::make_unique<PosixFile>(fd);
   }

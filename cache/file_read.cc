@@ -1,12 +1,12 @@
 #include "cache/file_read.h"
 
-#include <algorithm>
-
 #include <glog/logging.h>
+
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
-#include "store/segd/replica_store.h"
+#include "store/format/limits.h"
 
 namespace logfs::cache {
 
@@ -41,7 +41,7 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
                                const client::BadReplicaReporter& reporter, ReadBuffer* out) {
   const uint64_t block_bytes = cache.block_bytes();
   const uint64_t first = from / block_bytes, last = (to - 1) / block_bytes;
-  const uint64_t max_run = std::max<uint64_t>(1, segd::kReadBytesMax / block_bytes);
+  const uint64_t max_run = std::max<uint64_t>(1, format::kReadBytesMax / block_bytes);
   // A block holds min(block_bytes, what the segment has from its start).
   auto expected_size = [&](uint64_t b) {
     return std::min(block_bytes, segment.length() - b * block_bytes);

@@ -17,7 +17,7 @@ ReplicaCache::Ref::~Ref() {
   if (cache_ != nullptr) cache_->Release(entry_);
 }
 
-const segd::ReplicaFiles& ReplicaCache::Ref::files() const { return entry_->files; }
+const format::ReplicaFds& ReplicaCache::Ref::files() const { return entry_->files; }
 
 ReplicaCache::ReplicaCache(ReplicaCacheOptions options) : options_(std::move(options)) {}
 
@@ -39,7 +39,7 @@ ReplicaCache::Ref ReplicaCache::Lookup(const Key& key) {
   return Ref(this, e);
 }
 
-ReplicaCache::Ref ReplicaCache::Insert(const Key& key, segd::ReplicaFiles files) {
+ReplicaCache::Ref ReplicaCache::Insert(const Key& key, format::ReplicaFds files) {
   // Declared before the lock, so if a racing insert won, `fresh` closes its
   // descriptors after the lock is released.
   auto fresh = std::make_unique<Entry>();

@@ -33,7 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "store/segd/replica_store.h"
+#include "store/format/replica_fds.h"
 
 namespace logfs::cache {
 
@@ -70,7 +70,7 @@ class ReplicaCache {
     Ref(Ref&& o) noexcept : cache_(std::exchange(o.cache_, nullptr)), entry_(o.entry_) {}
     Ref& operator=(Ref&& o) noexcept;
     ~Ref();
-    const segd::ReplicaFiles& files() const;
+    const format::ReplicaFds& files() const;
     explicit operator bool() const { return cache_ != nullptr; }
 
    private:
@@ -89,7 +89,7 @@ class ReplicaCache {
   Ref Lookup(const Key& key);
   // Caches `files` as `key` and references it. If a racing miss inserted
   // the key first, references that one and closes `files`.
-  Ref Insert(const Key& key, segd::ReplicaFiles files);
+  Ref Insert(const Key& key, format::ReplicaFds files);
 
   // Drops `ref`'s replica from the cache (a read through it failed): new
   // Gets open it afresh; its descriptors close with the last reference.
@@ -103,7 +103,7 @@ class ReplicaCache {
  private:
   struct Entry {
     Key key;
-    segd::ReplicaFiles files;
+    format::ReplicaFds files;
     int refs = 0;
     bool cached = true;  // in the map (false once invalidated)
     absl::Time evictable_since;

@@ -5,15 +5,15 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "src/env/posix_file.h"
 #include "src/status/macros.h"
 #include "store/format/chunk_crc.h"
-#include "store/segd/replica_files.h"
 #include "store/rpc/rpc_client.h"
 #include "store/rpc/unix_socket.h"
 
 namespace logfs::cache {
 
-absl::StatusOr<std::string> ReadVerifiedReplica(const segd::ReplicaFiles& files, uint64_t offset,
+absl::StatusOr<std::string> ReadVerifiedReplica(const format::ReplicaFds& files, uint64_t offset,
                                                 uint64_t size) {
   if (offset + size > files.length) {
     return absl::OutOfRangeError(absl::StrCat("read to ", offset + size, " past the replica's ",
@@ -23,7 +23,7 @@ absl::StatusOr<std::string> ReadVerifiedReplica(const segd::ReplicaFiles& files,
   const uint64_t count = format::ChunkCount(offset + size) - first;
   const uint64_t from = format::ChunkStart(first);
   const uint64_t to = std::min(files.length, format::ChunkStart(first + count));
-  ASSIGN_OR_RETURN(std::string data, segd::PreadUpTo(files.data.get(), from, to - from));
+  ASSIGN_OR_RETURN(std::string data, env::PreadUpTo(files.data.get(), from, to - from));
   if (data.size() != to - from) {
     return absl::DataLossError(absl::StrCat("replica file ends at ", from + data.size(),
                                             ", before its sealed length ", files.length));
@@ -158,7 +158,7 @@ void SegmentReader::ForgetServer(const std::string& address) {
   info.retry_after = absl::Now() + kRetryAfterFailure;
 }
 
-absl::StatusOr<segd::ReplicaFiles> SegmentReader::OpenLocal(const std::string& socket_path,
+absl::StatusOr<format::ReplicaFds> SegmentReader::OpenLocal(const std::string& socket_path,
                                                             uint64_t segment_id) {
   // A local exchange: a short deadline, so a stuck server costs little
   // before the read goes over TCP.
@@ -175,7 +175,7 @@ absl::StatusOr<segd::ReplicaFiles> SegmentReader::OpenLocal(const std::string& s
   if (!response.ParseFromString(reply.frame.message) || reply.fds.size() != 2) {
     return absl::InternalError(absl::StrCat("bad ShortCircuitOpen reply from ", socket_path));
   }
-  segd::ReplicaFiles files;
+  format::ReplicaFds files;
   files.data = std::move(reply.fds[0]);
   files.crc = std::move(reply.fds[1]);
   files.length = response.length();

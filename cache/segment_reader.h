@@ -75,7 +75,7 @@ class SegmentReader {
   std::string LocalSocket(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
   // After a failed open: no short-circuit through that server for a while.
   void ForgetServer(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<segd::ReplicaFiles> OpenLocal(const std::string& socket_path, uint64_t segment_id);
+  absl::StatusOr<format::ReplicaFds> OpenLocal(const std::string& socket_path, uint64_t segment_id);
 
   rpc::ClientPool& pool_;
   const SegmentReaderOptions options_;
@@ -91,7 +91,7 @@ class SegmentReader {
 // descriptors, after checking the CRC of every chunk they touch (layout:
 // store/format/chunk_crc.h). kOutOfRange past its length; kDataLoss if a CRC
 // differs or a file is shorter than the length says; errno statuses.
-absl::StatusOr<std::string> ReadVerifiedReplica(const segd::ReplicaFiles& files, uint64_t offset,
+absl::StatusOr<std::string> ReadVerifiedReplica(const format::ReplicaFds& files, uint64_t offset,
                                                 uint64_t size);
 
 }  // namespace logfs::cache

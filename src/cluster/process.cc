@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "src/status/syscall_error.h"
 
 namespace logfs::cluster {
 
@@ -22,13 +23,13 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::str
   int log_fd = -1;
   if (!log_path.empty()) {
     log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open ", log_path));
+    if (log_fd < 0) return SyscallError(errno, absl::StrCat("open ", log_path));
   }
   pid_t pid = fork();
   if (pid < 0) {
     int err = errno;
     if (log_fd >= 0) close(log_fd);
-    return absl::ErrnoToStatus(err, "fork");
+    return SyscallError(err, "fork");
   }
   if (pid == 0) {
     if (log_fd >= 0) {

@@ -5,15 +5,17 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
+#include "src/status/syscall_error.h"
 
 namespace logfs::env {
 namespace {
 
 absl::Status Error(int errno_value, absl::string_view call, const std::string& path) {
-  return absl::ErrnoToStatus(errno_value, absl::StrCat(call, " ", path));
+  return SyscallError(errno_value, absl::StrCat(call, " ", path));
 }
 
 absl::Status WriteAll(int fd, absl::string_view contents, const std::string& path) {
@@ -87,6 +89,57 @@ absl::Status MakeDirs(const std::string& dir) {
   }
   // The new entry lives in `parent`: durable once `parent` is synced.
   return SyncDir(parent);
+}
+
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t bytes_max) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return SyscallError(errno, absl::StrCat("open ", path));
+  std::string out;
+  std::vector<char> buf(4096);
+  absl::Status status;
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      status = SyscallError(errno, absl::StrCat("read ", path));
+      break;
+    }
+    if (n == 0) break;
+    out.append(buf.data(), static_cast<size_t>(n));
+    if (out.size() > bytes_max) {
+      status = absl::DataLossError(absl::StrCat(path, " is larger than ", bytes_max, " bytes"));
+      break;
+    }
+  }
+  ::close(fd);
+  if (!status.ok()) return status;
+  return out;
+}
+
+absl::Status PwriteAll(int fd, absl::string_view data, uint64_t offset) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n =
+        ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return SyscallError(errno, "pwrite");
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> PreadUpTo(int fd, uint64_t offset, size_t n) {
+  std::string out(n, '\0');
+  size_t done = 0;
+  while (done < n) {
+    ssize_t got = ::pread(fd, out.data() + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return SyscallError(errno, "pread");
+    if (got == 0) break;
+    done += static_cast<size_t>(got);
+  }
+  out.resize(done);
+  return out;
 }
 
 }  // namespace logfs::env

@@ -5,13 +5,16 @@
 // The FileSystem seam of STYLE §5 goes on top of these later.
 //
 // Every function is thread-safe (no shared state) and reports a failed
-// syscall as absl::ErrnoToStatus(errno, "<call> <path>"). None retries an
+// syscall as SyscallError(errno, "<call> <path>") (src/status/). None retries an
 // fsync that failed (fsyncgate): the error is returned as is.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace logfs::env {
@@ -36,5 +39,16 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
 // is taken as it is. kFailedPrecondition if `dir` or a parent exists and is
 // not a directory, kInvalidArgument for "".
 absl::Status MakeDirs(const std::string& dir);
+
+// Reads a whole small file (at most `bytes_max` bytes; kDataLoss if it is
+// larger). kNotFound if it does not exist.
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t bytes_max);
+
+// pwrite(2) of all of `data` at `offset`, retrying short writes and EINTR.
+absl::Status PwriteAll(int fd, absl::string_view data, uint64_t offset);
+
+// Reads up to `n` bytes at `offset` with pread(2); fewer only at the end of
+// the file.
+absl::StatusOr<std::string> PreadUpTo(int fd, uint64_t offset, size_t n);
 
 }  // namespace logfs::env

@@ -6,10 +6,11 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "src/env/posix_file.h"
 #include "src/status/macros.h"
+#include "src/status/syscall_error.h"
 #include "src/util/coding.h"
 #include "src/util/crc32c.h"
-#include "store/segd/replica_files.h"
 
 namespace logfs::format {
 
@@ -50,13 +51,13 @@ absl::Status WriteChunkCrcs(int crc_fd, uint64_t first_chunk, const std::vector<
   if (crcs.empty()) return absl::OkStatus();
   std::string encoded(crcs.size() * kCrcBytes, '\0');
   for (size_t i = 0; i < crcs.size(); ++i) util::EncodeFixed32(&encoded[i * kCrcBytes], crcs[i]);
-  return segd::PwriteAll(crc_fd, encoded, first_chunk * kCrcBytes);
+  return env::PwriteAll(crc_fd, encoded, first_chunk * kCrcBytes);
 }
 
 absl::StatusOr<std::vector<uint32_t>> ReadChunkCrcs(int crc_fd, uint64_t first_chunk,
                                                     uint64_t count) {
   ASSIGN_OR_RETURN(std::string encoded,
-                   segd::PreadUpTo(crc_fd, first_chunk * kCrcBytes, count * kCrcBytes));
+                   env::PreadUpTo(crc_fd, first_chunk * kCrcBytes, count * kCrcBytes));
   if (encoded.size() != count * kCrcBytes) {
     return absl::DataLossError(absl::StrCat("crc file ends before chunk ",
                                             first_chunk + encoded.size() / kCrcBytes));
@@ -76,7 +77,7 @@ constexpr uint64_t kRebuildChunksPerRead = 64;
 absl::StatusOr<uint64_t> RewriteChangedCrcs(int crc_fd, uint64_t first_chunk,
                                             const std::vector<uint32_t>& fresh) {
   ASSIGN_OR_RETURN(std::string encoded,
-                   segd::PreadUpTo(crc_fd, first_chunk * kCrcBytes, fresh.size() * kCrcBytes));
+                   env::PreadUpTo(crc_fd, first_chunk * kCrcBytes, fresh.size() * kCrcBytes));
   uint64_t changed = 0;
   for (size_t i = 0; i < fresh.size(); ++i) {
     bool stored = (i + 1) * kCrcBytes <= encoded.size();
@@ -96,7 +97,7 @@ absl::StatusOr<RebuildResult> RebuildChunkCrcs(int data_fd, int crc_fd, uint64_t
     uint64_t from = ChunkStart(first);
     uint64_t to = std::min(length, ChunkStart(first + kRebuildChunksPerRead));
     ASSIGN_OR_RETURN(std::string data,
-                     segd::PreadUpTo(data_fd, from, static_cast<size_t>(to - from)));
+                     env::PreadUpTo(data_fd, from, static_cast<size_t>(to - from)));
     if (data.size() != to - from) {
       return absl::DataLossError(absl::StrCat("data file ends at ", from + data.size(),
                                               " before its length ", length));
@@ -107,7 +108,7 @@ absl::StatusOr<RebuildResult> RebuildChunkCrcs(int data_fd, int crc_fd, uint64_t
     if (to == length) result.tail_crc = update.tail_crc;
   }
   if (::ftruncate(crc_fd, static_cast<off_t>(CrcFileBytes(length))) != 0) {
-    return segd::SyscallError(errno, "ftruncate crc file");
+    return SyscallError(errno, "ftruncate crc file");
   }
   return result;
 }

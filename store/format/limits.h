@@ -15,6 +15,11 @@ namespace logfs::format {
 
 // ---------------------------------------------------------------- limits
 
+// Largest replica Read a segment server answers in one call (and so the
+// chunk a copy or a short-circuit read moves at once).
+inline constexpr uint64_t kReadBytesMax = 8u << 20;
+static_assert(kReadBytesMax <= kMaxDataBytes, "a full Read answer fits in one frame");
+
 inline constexpr size_t kNameBytesMax = 255;            // one path component (ENAMETOOLONG)
 inline constexpr size_t kSymlinkTargetBytesMax = 4095;  // PATH_MAX - 1 (ENAMETOOLONG)
 inline constexpr size_t kXattrNameBytesMax = 255;       // XATTR_NAME_MAX (ERANGE)

@@ -16,14 +16,14 @@
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
 #include "src/util/log_rate_limit.h"
+#include "store/format/limits.h"
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
 #include "store/meta/metadata_db.h"
 #include "store/meta/namespace.h"
-#include "store/segd/replica_store.h"  // kReadBytesMax: the copy chunk
 #include "store/meta/rereplicator.h"
-#include "store/rpc/rpc_server.h"
 #include "store/meta/segd_api.h"
+#include "store/rpc/rpc_server.h"
 
 namespace logfs::meta {
 namespace {
@@ -188,7 +188,7 @@ class MetaServerImpl : public MetaServer {
     const int64_t chunk_ms = options_.rpc_timeout_ms;
     auto copy = [this, chunk_ms](const std::vector<RereplicationTask>& tasks) {
       int64_t chunks = 2;
-      for (const auto& task : tasks) chunks += 1 + task.length / segd::kReadBytesMax;
+      for (const auto& task : tasks) chunks += 1 + task.length / format::kReadBytesMax;
       return segment_servers_->CopySegments(tasks, absl::Milliseconds(chunk_ms * chunks));
     };
     rereplicator_ = std::make_unique<Rereplicator>(ns_.get(), copy, options);

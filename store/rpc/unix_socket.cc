@@ -13,8 +13,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "src/env/posix_file.h"
 #include "src/status/macros.h"
-#include "store/segd/replica_files.h"
+#include "src/status/syscall_error.h"
 
 namespace logfs::rpc {
 namespace {
@@ -26,7 +27,7 @@ absl::Status TransportError(int error, absl::string_view what) {
   if (error == EPIPE || error == ECONNRESET) {
     return absl::UnavailableError(absl::StrCat(what, ": peer closed the connection"));
   }
-  return segd::SyscallError(error, what);
+  return SyscallError(error, what);
 }
 
 // Waits until `socket` is readable or `deadline` passes.
@@ -38,7 +39,7 @@ absl::Status WaitReadable(int socket, absl::Time deadline) {
     const int ms = static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 60000));
     const int rc = ::poll(&p, 1, ms);
     if (rc > 0) return absl::OkStatus();
-    if (rc < 0 && errno != EINTR) return segd::SyscallError(errno, "poll unix socket");
+    if (rc < 0 && errno != EINTR) return SyscallError(errno, "poll unix socket");
   }
 }
 
@@ -160,7 +161,7 @@ absl::Status SetSocketTimeouts(int socket, absl::Duration timeout) {
   const timeval tv = absl::ToTimeval(timeout);
   if (::setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
       ::setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0) {
-    return segd::SyscallError(errno, "setsockopt SO_RCVTIMEO/SO_SNDTIMEO");
+    return SyscallError(errno, "setsockopt SO_RCVTIMEO/SO_SNDTIMEO");
   }
   return absl::OkStatus();
 }
@@ -173,7 +174,7 @@ absl::StatusOr<util::UniqueFd> ConnectUnix(const std::string& path, absl::Durati
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   util::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return segd::SyscallError(errno, "socket(AF_UNIX)");
+  if (!fd.valid()) return SyscallError(errno, "socket(AF_UNIX)");
   RETURN_IF_ERROR(SetSocketTimeouts(fd.get(), timeout));
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     return absl::UnavailableError(

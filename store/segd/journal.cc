@@ -1,11 +1,10 @@
 #include "store/segd/journal.h"
 
 #include <fcntl.h>
+#include <glog/logging.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
-
-#include <glog/logging.h>
 
 #include <cerrno>
 #include <cstring>
@@ -15,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/env/posix_file.h"
 #include "src/status/posix_error.h"
+#include "src/status/syscall_error.h"
 #include "src/util/crc32c.h"
 #include "store/segd/replica_files.h"
 
@@ -85,7 +85,7 @@ absl::Status ZeroFill(int fd, uint64_t from, uint64_t to) {
   std::string zeros(kZeroFillBytes, '\0');
   for (uint64_t at = from; at < to;) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(zeros.size(), to - at));
-    absl::Status s = PwriteAll(fd, absl::string_view(zeros.data(), n), at);
+    absl::Status s = env::PwriteAll(fd, absl::string_view(zeros.data(), n), at);
     if (!s.ok()) return s;
     at += n;
   }
@@ -172,7 +172,7 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& opt
     Header h;
     if (static_cast<size_t>(n) < sizeof(raw) || !DecodeHeader(raw, &h)) break;
     if (generation != 0 && h.generation != generation) break;
-    auto body = PreadUpTo(fd, at + kJournalHeaderBytes, h.length);
+    auto body = env::PreadUpTo(fd, at + kJournalHeaderBytes, h.length);
     if (!body.ok()) return body.status();
     if (body->size() != h.length || util::Crc32c(body->data(), body->size()) != h.data_crc) {
       break;  // torn: written after the last fdatasync, never acknowledged
@@ -203,7 +203,7 @@ absl::Status Journal::Restart() {
   absl::MutexLock lock(&mu_);
   if (!failure_.ok()) return failure_;
   char zeros[kJournalHeaderBytes] = {};
-  absl::Status s = PwriteAll(fd_, absl::string_view(zeros, sizeof(zeros)), 0);
+  absl::Status s = env::PwriteAll(fd_, absl::string_view(zeros, sizeof(zeros)), 0);
   if (s.ok() && ::fdatasync(fd_) != 0) s = SyscallError(errno, "fdatasync journal");
   syncs_.fetch_add(1);
   if (!s.ok()) return FailLocked(s);

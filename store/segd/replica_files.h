@@ -6,9 +6,8 @@
 //   <data_dir>/segments/<id>.state  "epoch=E\nsealed=0|1\nsealed_length=L\n"
 //   <data_dir>/segments/<id>.crc  CRC32C per kCrcChunkBytes chunk (store/format/chunk_crc.h)
 //
-// Small files are replaced with env::WriteFileAtomically (src/env/
-// posix_file.h). Every function here is thread-safe (no shared state) and
-// returns syscall failures through absl::ErrnoToStatus.
+// Small files are replaced with env::WriteFileAtomically and read with
+// env::ReadSmallFile (src/env/posix_file.h). Thread-safe: pure functions.
 #pragma once
 
 #include <cstdint>
@@ -37,18 +36,5 @@ struct ReplicaState {
 std::string EncodeReplicaState(const ReplicaState& state);
 // kDataLoss if `text` is not a well-formed state file.
 absl::StatusOr<ReplicaState> DecodeReplicaState(absl::string_view text);
-
-// A status for a failed syscall: `what` plus strerror, code from errno.
-absl::Status SyscallError(int errno_value, absl::string_view what);
-
-// Reads a whole small file (at most `bytes_max`; kDataLoss if larger).
-// kNotFound if it does not exist.
-absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t bytes_max);
-
-// pwrite of all of `data` at `offset` (retrying short writes and EINTR).
-absl::Status PwriteAll(int fd, absl::string_view data, uint64_t offset);
-
-// Reads up to `n` bytes at `offset`; fewer only at end of file.
-absl::StatusOr<std::string> PreadUpTo(int fd, uint64_t offset, size_t n);
 
 }  // namespace logfs::segd

@@ -2,10 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <glog/logging.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <glog/logging.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -20,16 +19,17 @@
 #include "absl/strings/str_split.h"
 #include "src/env/posix_file.h"
 #include "src/status/macros.h"
+#include "src/status/syscall_error.h"
 #include "src/util/crc32c.h"
 #include "store/format/chunk_crc.h"
-#include "store/segd/replica_files.h"
 #include "store/segd/internal/replica.h"
+#include "store/segd/replica_files.h"
 
 namespace logfs::segd {
 
 // A maximal read starting on a chunk boundary ends on one: it verifies no
 // chunk it does not return.
-static_assert(kReadBytesMax % format::kCrcChunkBytes == 0, "reads end on chunk boundaries");
+static_assert(format::kReadBytesMax % format::kCrcChunkBytes == 0, "reads end on chunk boundaries");
 
 namespace {
 
@@ -75,7 +75,7 @@ absl::StatusOr<std::unique_ptr<ReplicaStore>> ReplicaStore::Open(
 }
 
 absl::Status ReplicaStore::LoadAll() {
-  auto id_text = ReadSmallFile(data_dir_ + "/" + kServerIdFileName, 64);
+  auto id_text = env::ReadSmallFile(data_dir_ + "/" + kServerIdFileName, 64);
   if (id_text.ok()) {
     // "SERVER_ID CLUSTER_ID\n"; files written before cluster ids: "SERVER_ID\n".
     std::vector<absl::string_view> fields =
@@ -159,7 +159,8 @@ absl::Status ReplicaStore::ReplayRecord(const JournalRecord& record,
     int fd = -1;
     // Deleted segments have no state file; sealed ones were fdatasynced at
     // their final length by the seal, and must not grow back.
-    auto text = ReadSmallFile(SegmentPath(record.segment_id, kStateFileSuffix), kStateFileBytesMax);
+    auto text =
+        env::ReadSmallFile(SegmentPath(record.segment_id, kStateFileSuffix), kStateFileBytesMax);
     if (text.ok()) {
       auto state = DecodeReplicaState(*text);
       if (state.ok() && !state->sealed) {
@@ -182,7 +183,7 @@ absl::Status ReplicaStore::ReplayRecord(const JournalRecord& record,
                << " bytes, record at " << record.offset << " skipped";
     return absl::OkStatus();
   }
-  return PwriteAll(it->second, record.data, record.offset);
+  return env::PwriteAll(it->second, record.data, record.offset);
 }
 
 absl::Status ReplicaStore::Checkpoint() {
@@ -208,7 +209,7 @@ uint64_t ReplicaStore::journal_wraps() const { return journal_ ? journal_->wraps
 
 absl::Status ReplicaStore::LoadOne(uint64_t segment_id) {
   const std::string state_path = SegmentPath(segment_id, kStateFileSuffix);
-  ASSIGN_OR_RETURN(std::string text, ReadSmallFile(state_path, kStateFileBytesMax));
+  ASSIGN_OR_RETURN(std::string text, env::ReadSmallFile(state_path, kStateFileBytesMax));
   auto state = DecodeReplicaState(text);
   if (!state.ok()) return absl::DataLossError(absl::StrCat(state_path, ": ", state.status().message()));
   const std::string path = SegmentPath(segment_id, kSegmentFileSuffix);
@@ -406,7 +407,7 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Append(uint64_t segment_id, uint64_t e
     if (offset != r->length) {
       if (end <= r->length) {
         // A resend (the writer lost our answer) is fine if it is the same bytes.
-        ASSIGN_OR_RETURN(std::string old, PreadUpTo(r->fd, offset, data.size()));
+        ASSIGN_OR_RETURN(std::string old, env::PreadUpTo(r->fd, offset, data.size()));
         if (old == data) return r->Snapshot();
       }
       return absl::OutOfRangeError(absl::StrCat("append to segment ", segment_id, " at ", offset,
@@ -451,7 +452,7 @@ absl::StatusOr<ReplicaRead> ReplicaStore::Read(uint64_t segment_id, uint64_t off
   ReplicaRead result;
   result.length = snapshot.length;
   result.sealed = snapshot.sealed;
-  uint64_t n = std::min({max_bytes, kReadBytesMax, snapshot.length - offset});
+  uint64_t n = std::min({max_bytes, format::kReadBytesMax, snapshot.length - offset});
   if (n == 0) return result;
   ASSIGN_OR_RETURN(std::string chunks, ReadVerifiedChunks(*r, snapshot, offset, offset + n));
   result.data =
@@ -472,7 +473,7 @@ absl::StatusOr<std::string> ReplicaStore::ReadVerifiedChunks(Replica& r,
   const uint64_t from = format::ChunkStart(first_chunk);
   const uint64_t to = std::min(snapshot.length, format::ChunkStart(first_chunk + chunk_count));
   const bool ends_in_tail = to == snapshot.length && to % format::kCrcChunkBytes != 0;
-  ASSIGN_OR_RETURN(std::string data, PreadUpTo(r.fd, from, static_cast<size_t>(to - from)));
+  ASSIGN_OR_RETURN(std::string data, env::PreadUpTo(r.fd, from, static_cast<size_t>(to - from)));
   auto crcs = format::ReadChunkCrcs(r.crc_fd, first_chunk, chunk_count - (ends_in_tail ? 1 : 0));
   if (!crcs.ok() && !absl::IsDataLoss(crcs.status())) return crcs.status();
   if (crcs.ok() && ends_in_tail) crcs->push_back(snapshot.tail_crc);
@@ -498,7 +499,7 @@ absl::Status ReplicaStore::MarkCorrupt(Replica& r, uint64_t cuts_seen, uint64_t 
   return r.SetCorrupt(server, chunk);
 }
 
-absl::StatusOr<ReplicaFiles> ReplicaStore::OpenReadOnly(uint64_t segment_id) {
+absl::StatusOr<format::ReplicaFds> ReplicaStore::OpenReadOnly(uint64_t segment_id) {
   ASSIGN_OR_RETURN(std::shared_ptr<Replica> r, Find(segment_id));
   absl::MutexLock lock(&r->mu);
   RETURN_IF_ERROR(r->Servable());
@@ -511,7 +512,7 @@ absl::StatusOr<ReplicaFiles> ReplicaStore::OpenReadOnly(uint64_t segment_id) {
     return util::UniqueFd(::open(absl::StrCat("/proc/self/fd/", fd).c_str(),
                                  O_RDONLY | O_CLOEXEC));
   };
-  ReplicaFiles files;
+  format::ReplicaFds files;
   files.data = reopen(r->fd);
   if (!files.data.valid()) return SyscallError(errno, "reopen replica read-only");
   files.crc = reopen(r->crc_fd);

@@ -44,12 +44,11 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "src/util/unique_fd.h"
+#include "store/format/limits.h"
+#include "store/format/replica_fds.h"
 #include "store/segd/journal.h"
 
 namespace logfs::segd {
-
-// Largest Read answered in one call.
-inline constexpr uint64_t kReadBytesMax = 8u << 20;
 
 struct ReplicaStoreOptions {
   std::string data_dir;  // created if missing
@@ -71,13 +70,6 @@ struct ReplicaRead {
   std::string data;  // up to max_bytes from the offset
   uint64_t length = 0;  // replica length at the time of the read
   bool sealed = false;
-};
-
-// See ReplicaStore::OpenReadOnly.
-struct ReplicaFiles {
-  util::UniqueFd data;
-  util::UniqueFd crc;
-  uint64_t length = 0;  // sealed length, bytes
 };
 
 class ReplicaStore {
@@ -111,7 +103,7 @@ class ReplicaStore {
   absl::StatusOr<ReplicaInfo> Append(uint64_t segment_id, uint64_t epoch, uint64_t offset,
                                      absl::string_view data, uint32_t crc32c);
 
-  // Reads up to min(max_bytes, kReadBytesMax) bytes at `offset` (fewer at
+  // Reads up to min(max_bytes, format::kReadBytesMax) bytes at `offset` (fewer at
   // the end; none at offset == length), after checking the CRC of every
   // chunk they touch. kOutOfRange if offset > length, kNotFound, kDataLoss
   // if the replica failed or is corrupt ("replica N of segment S is corrupt
@@ -124,7 +116,7 @@ class ReplicaStore {
   // verify CRCs itself. kNotFound, kDataLoss (failed or corrupt),
   // kFailedPrecondition (not sealed: an open replica still changes),
   // syscall errors.
-  absl::StatusOr<ReplicaFiles> OpenReadOnly(uint64_t segment_id);
+  absl::StatusOr<format::ReplicaFds> OpenReadOnly(uint64_t segment_id);
 
   // kNotFound, or kDataLoss if the replica failed. A corrupt replica is
   // reported (ReplicaInfo::corrupt), not an error.

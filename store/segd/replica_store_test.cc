@@ -42,7 +42,7 @@ class ReplicaStoreTest : public testing::Test {
     return store_->Append(id, epoch, offset, data, Crc(data));
   }
   std::string ReadAll(uint64_t id) {
-    auto read = store_->Read(id, 0, kReadBytesMax);
+    auto read = store_->Read(id, 0, format::kReadBytesMax);
     EXPECT_TRUE(read.ok()) << read.status();
     return read.ok() ? read->data : "";
   }
@@ -335,7 +335,7 @@ TEST_F(ReplicaStoreTest, FullReadOfSealedReplicaVerifiesEveryChunk) {
   FlipByte(dir_ + "/data/segments/1.seg", data.size() - 1);
   Reopen();
   EXPECT_FALSE(store_->Info(1)->corrupt);  // not read yet
-  EXPECT_EQ(absl::StatusCode::kDataLoss, store_->Read(1, 0, kReadBytesMax).status().code());
+  EXPECT_EQ(absl::StatusCode::kDataLoss, store_->Read(1, 0, format::kReadBytesMax).status().code());
   EXPECT_TRUE(store_->Info(1)->corrupt);
 }
 

@@ -112,7 +112,8 @@ absl::StatusOr<ReplicaInfo> SegmentCopier::CopyFrom(const std::string& source,
     proto::ReadRequest read;
     read.set_segment_id(segment_id);
     read.set_offset(offset);
-    read.set_length(static_cast<uint32_t>(std::min<uint64_t>(kReadBytesMax, length - offset)));
+    read.set_length(
+        static_cast<uint32_t>(std::min<uint64_t>(format::kReadBytesMax, length - offset)));
     proto::ReadResponse response;
     std::string data;
     RETURN_IF_ERROR(client->Call(format::MessageType::kRead, read, &response,

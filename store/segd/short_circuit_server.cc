@@ -1,20 +1,20 @@
 #include "store/segd/short_circuit_server.h"
 
+#include <glog/logging.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include <glog/logging.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "src/status/posix_error.h"
+#include "src/status/syscall_error.h"
 #include "store/format/logfs.pb.h"
-#include "store/segd/replica_files.h"
 #include "store/rpc/unix_socket.h"
+#include "store/segd/replica_files.h"
 
 namespace logfs::segd {
 namespace {

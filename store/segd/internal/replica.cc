@@ -1,15 +1,16 @@
 #include "store/segd/internal/replica.h"
 
-#include <unistd.h>
-
 #include <glog/logging.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "src/env/posix_file.h"
 #include "src/status/macros.h"
+#include "src/status/syscall_error.h"
 #include "src/util/crc32c.h"
 #include "store/format/chunk_crc.h"
 #include "store/segd/replica_files.h"
@@ -40,7 +41,7 @@ absl::Status ReplicaStore::Replica::WriteAtEnd(absl::string_view data) {
   if (!update.crcs.empty() && (length + data.size()) % format::kCrcChunkBytes != 0) {
     update.crcs.pop_back();
   }
-  absl::Status status = PwriteAll(fd, data, length);
+  absl::Status status = env::PwriteAll(fd, data, length);
   if (status.ok() && !update.crcs.empty()) {
     status = format::WriteChunkCrcs(crc_fd, update.first_chunk, update.crcs);
   }
@@ -82,7 +83,8 @@ absl::Status ReplicaStore::Replica::CutTo(uint64_t new_length, uint64_t server_i
   if (new_length % format::kCrcChunkBytes != 0) {
     const uint64_t start = format::ChunkStart(chunk);
     const uint64_t end = std::min(length, format::ChunkStart(chunk + 1));
-    ASSIGN_OR_RETURN(std::string bytes, PreadUpTo(fd, start, static_cast<size_t>(end - start)));
+    ASSIGN_OR_RETURN(std::string bytes,
+                     env::PreadUpTo(fd, start, static_cast<size_t>(end - start)));
     uint32_t expected = tail_crc;
     if (end % format::kCrcChunkBytes == 0) {  // a full chunk: its CRC is in the file
       auto stored = format::ReadChunkCrcs(crc_fd, chunk, 1);

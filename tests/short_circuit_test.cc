@@ -14,9 +14,9 @@
 #include "cache/segment_reader.h"
 #include "src/util/crc32c.h"
 #include "store/format/logfs.pb.h"
+#include "store/rpc/unix_socket.h"
 #include "store/segd/replica_store.h"
 #include "store/segd/short_circuit_server.h"
-#include "store/rpc/unix_socket.h"
 
 namespace logfs::cache {
 namespace {
@@ -58,7 +58,7 @@ class ShortCircuitTest : public testing::Test {
   }
 
   // Asks the server for `id` as SegmentReader does.
-  absl::StatusOr<segd::ReplicaFiles> Open(uint64_t id) {
+  absl::StatusOr<format::ReplicaFds> Open(uint64_t id) {
     auto socket = rpc::ConnectUnix(socket_path(), absl::Seconds(2));
     if (!socket.ok()) return socket.status();
     proto::ShortCircuitOpenRequest request;
@@ -77,7 +77,7 @@ class ShortCircuitTest : public testing::Test {
     proto::ShortCircuitOpenResponse response;
     EXPECT_TRUE(response.ParseFromString(reply->frame.message));
     EXPECT_EQ(2u, reply->fds.size());
-    segd::ReplicaFiles files;
+    format::ReplicaFds files;
     files.data = std::move(reply->fds[0]);
     files.crc = std::move(reply->fds[1]);
     files.length = response.length();
@@ -103,8 +103,7 @@ TEST_F(ShortCircuitTest, SealedReplicaComesBackReadOnlyAndVerified) {
   EXPECT_EQ(data, *ReadVerifiedReplica(*files, 0, data.size()));
   EXPECT_EQ(data.substr(70000, 100), *ReadVerifiedReplica(*files, 70000, 100));
   EXPECT_EQ(data.substr(196000), *ReadVerifiedReplica(*files, 196000, 4000));
-  EXPECT_EQ(absl::StatusCode::kOutOfRange,
-            ReadVerifiedReplica(*files, 199999, 2).status().code());
+  EXPECT_EQ(absl::StatusCode::kOutOfRange, ReadVerifiedReplica(*files, 199999, 2).status().code());
 }
 
 TEST_F(ShortCircuitTest, DamagedReplicaFailsItsCrc) {
@@ -185,8 +184,8 @@ TEST_F(ShortCircuitTest, SilentClientHoldsTheServerOnlyUntilItsDeadline) {
   EXPECT_EQ(5u, files->length);
 }
 
-segd::ReplicaFiles DevNull(uint64_t length) {
-  segd::ReplicaFiles files;
+format::ReplicaFds DevNull(uint64_t length) {
+  format::ReplicaFds files;
   files.data.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   files.length = length;
   return files;
@@ -240,7 +239,7 @@ TEST(ReplicaCacheTest, InvalidatedReplicaStaysValidForItsHoldersOnly) {
   ReplicaCache cache;
   ReplicaCache::Ref held = cache.Insert({1, 2}, DevNull(1));
   cache.Invalidate(held);
-  cache.Invalidate(held);  // twice is harmless
+  cache.Invalidate(held);                                 // twice is harmless
   EXPECT_GE(fcntl(held.files().data.get(), F_GETFD), 0);  // still open for its holder
   EXPECT_FALSE(static_cast<bool>(cache.Lookup({1, 2})));
   ReplicaCache::Ref fresh = cache.Insert({1, 2}, DevNull(2));
