@@ -16,4 +16,15 @@ int ToErrno(const absl::Status& status) {
   return err;
 }
 
+int ToErrno(Refusal refusal) {
+  switch (refusal) {
+    case Refusal::kSpecialFile: return EPERM;
+    case Refusal::kHardLink: return EPERM;
+    case Refusal::kXattrBufferTooSmall: return ERANGE;
+    case Refusal::kNotRoot: return EPERM;
+    case Refusal::kFallocateMode: return EOPNOTSUPP;
+  }
+  return EIO;
+}
+
 }  // namespace logfs::fuse

@@ -11,4 +11,17 @@ namespace logfs::fuse {
 // lose their detail on the way to the application.
 int ToErrno(const absl::Status& status);
 
+// Calls the FUSE layer refuses by itself, before any status exists; each
+// is a deliberate difference from POSIX (README "Errors").
+enum class Refusal {
+  kSpecialFile,          // mknod of a device node, FIFO or socket: EPERM
+  kHardLink,             // link(2): EPERM (DESIGN §2)
+  kXattrBufferTooSmall,  // getxattr/listxattr into a short buffer: ERANGE
+  kNotRoot,              // a root-only control xattr set by another user: EPERM
+  kFallocateMode,        // fallocate that would change size or contents: EOPNOTSUPP
+};
+
+// The errno a refusal answers with.
+int ToErrno(Refusal refusal);
+
 }  // namespace logfs::fuse

@@ -143,7 +143,7 @@ void CreateNode(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode
 void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
              dev_t) noexcept {
   if (!S_ISREG(mode)) {
-    fuse_reply_err(req, EPERM);  // no device nodes, fifos or sockets
+    fuse_reply_err(req, ToErrno(Refusal::kSpecialFile));
     return;
   }
   CreateNode(req, parent, name, mode, "");
@@ -171,7 +171,7 @@ void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t ne
 }
 
 void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) noexcept {
-  fuse_reply_err(req, EPERM);  // DESIGN §2: no hard links
+  fuse_reply_err(req, ToErrno(Refusal::kHardLink));
 }
 
 void SetOpenFlags(const OpenFile& file, fuse_file_info* fi) {
@@ -338,7 +338,7 @@ void ReplyXattrValue(fuse_req_t req, const std::string& value, size_t size) {
   if (size == 0) {
     fuse_reply_xattr(req, value.size());
   } else if (value.size() > size) {
-    fuse_reply_err(req, ERANGE);
+    fuse_reply_err(req, ToErrno(Refusal::kXattrBufferTooSmall));
   } else {
     fuse_reply_buf(req, value.data(), value.size());
   }
@@ -347,7 +347,7 @@ void ReplyXattrValue(fuse_req_t req, const std::string& value, size_t size) {
 void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
                 size_t size, int flags) noexcept {
   if (name == std::string_view(format::kDropBlockCacheXattr) && fuse_req_ctx(req)->uid != 0) {
-    fuse_reply_err(req, EPERM);
+    fuse_reply_err(req, ToErrno(Refusal::kNotRoot));
     return;
   }
   ReplyStatus(req, M(req).SetXattr(ino, name, std::string(value, size), flags));
@@ -378,7 +378,7 @@ void OpFallocate(fuse_req_t req, fuse_ino_t, int mode, off_t, off_t,
                  fuse_file_info*) noexcept {
   // DESIGN §2: FALLOC_FL_KEEP_SIZE is a hint that needs no work; anything
   // that would change the size or contents is not supported.
-  fuse_reply_err(req, mode == FALLOC_FL_KEEP_SIZE ? 0 : EOPNOTSUPP);
+  fuse_reply_err(req, mode == FALLOC_FL_KEEP_SIZE ? 0 : ToErrno(Refusal::kFallocateMode));
 }
 
 }  // namespace
