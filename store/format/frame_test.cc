@@ -5,19 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "src/util/coding.h"
-#include "src/util/crc32c.h"
 
 namespace logfs::format {
 namespace {
-
-TEST(Crc32cTest, KnownVectors) {
-  // From RFC 3720 B.4 and LevelDB's crc32c_test.
-  char zeros[32] = {0};
-  EXPECT_EQ(0x8a9136aau, util::Crc32c(zeros, sizeof(zeros)));
-  EXPECT_EQ(0xe3069283u, util::Crc32c("123456789", 9));
-  EXPECT_EQ(util::Crc32c("hello world", 11),
-            util::Crc32cExtend(util::Crc32c("hello ", 6), "world", 5));
-}
 
 TEST(FrameTest, RoundTrip) {
   std::string wire = EncodeFrame(kFlagResponse, MessageType::kAppend, 42, "msg", "data!");
