@@ -34,6 +34,7 @@
 #include "store/meta/internal/replica_report_state.h"
 #include "store/meta/rereplication_task.h"
 #include "store/meta/segd_api.h"
+#include "store/meta/segment_recovery.h"
 
 namespace logfs::meta {
 
@@ -262,18 +263,6 @@ class Namespace {
     ReplicaReportState reports;
   };
   // What OpenWrite must recover without the mutex (namespace_write.cc).
-  struct RecoveryPlan {
-    uint64_t segment_id = 0;
-    uint64_t epoch = 0;
-    uint32_t ack_quorum = 0;
-    std::vector<proto::Replica> replicas;  // with addresses
-  };
-  struct RecoveryResult {
-    uint64_t length = 0;
-    std::vector<uint64_t> kept_server_ids;
-    uint64_t epoch = 0;  // the fence epoch the replicas were sealed at
-  };
-
   Namespace(MetadataDb* db, SegmentServerApi* segment_servers, NamespaceOptions options);
   absl::Status Load() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -318,6 +307,13 @@ class Namespace {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops every segment of a WAL file (truncate to 0).
   void DropSegments(Txn& txn, proto::Inode* inode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // SealSegment's parts: takes a lapsed lease back for the sealing writer
+  // or refuses with EBUSY; seals the open last segment as asked (ESTALE if
+  // it is not the one named; a recorded seal's retry is a no-op).
+  absl::Status TakeSealLease(const proto::SealSegmentRequest& request, const proto::Inode& inode)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ApplySeal(const proto::SealSegmentRequest& request, Txn& txn, proto::Inode* inode)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes `ino` if it is an orphan (nlink 0) nobody pins and its unlink
   // grace is over.
   absl::Status MaybeDeleteOrphan(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -340,7 +336,6 @@ class Namespace {
   absl::StatusOr<proto::Inode> OpenWriteLocked(const proto::OpenWriteRequest& request,
                                                bool* needs_recovery, RecoveryPlan* plan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<RecoveryResult> RecoverReplicas(const RecoveryPlan& plan) ABSL_LOCKS_EXCLUDED(mu_);
   // What recovering the open segment `open` needs (addresses filled in).
   RecoveryPlan PlanRecovery(const proto::Segment& open) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<proto::Inode> FinishRecovery(const proto::OpenWriteRequest& request,

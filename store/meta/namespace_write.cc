@@ -19,13 +19,6 @@
 namespace logfs::meta {
 namespace {
 
-// Deadline of recovery's copies to replicas that are behind: a base plus
-// one second per this many bytes of the segment. Kept well inside a
-// mount's meta call timeout, since OpenWrite waits for them; a copy that
-// misses it drops its replica, and re-replication copies it later.
-constexpr absl::Duration kRecoveryCopyTimeoutBase = absl::Seconds(2);
-constexpr uint64_t kRecoveryCopyBytesPerSecond = 64u << 20;
-
 // Sets each segment's file_offset and the file size from the recorded
 // segment lengths.
 void UpdateOffsets(proto::Inode* inode) {
@@ -137,7 +130,7 @@ absl::StatusOr<proto::Inode> Namespace::OpenWrite(const proto::OpenWriteRequest&
   }
   // The caller holds the lease now, so no other mount can write or recover
   // this file while the segment servers are asked without the mutex.
-  absl::StatusOr<RecoveryResult> result = RecoverReplicas(plan);
+  absl::StatusOr<RecoveryResult> result = RecoverSegment(*segment_servers_, plan);
   absl::MutexLock lock(&mu_);
   return FinishRecovery(request, plan, result);
 }
@@ -175,102 +168,6 @@ absl::StatusOr<proto::Inode> Namespace::OpenWriteLocked(const proto::OpenWriteRe
   leases_[ino] = mount_id;
   ++pins_[ino][mount_id];
   return ReplyInode(*inode);
-}
-
-absl::StatusOr<Namespace::RecoveryResult> Namespace::RecoverReplicas(const RecoveryPlan& plan) {
-  RecoveryResult result;
-  if (plan.replicas.empty()) return result;
-  struct Answer {
-    uint64_t server_id;
-    std::string address;
-    proto::SegmentInfoResponse info;
-  };
-  std::vector<Answer> answers;
-  // Fence first (a higher epoch), then read lengths: a writer that is
-  // still alive can no longer add bytes behind the lengths we read.
-  const uint64_t fence_epoch = plan.epoch + 1;
-  for (const auto& replica : plan.replicas) {
-    auto info = segment_servers_->Fence(replica.address(), plan.segment_id, fence_epoch);
-    if (info.ok()) answers.push_back({replica.server_id(), replica.address(), *info});
-  }
-  result.epoch = fence_epoch;
-  // Every acked byte is on ack_quorum replicas, so any R - AQ + 1 of them
-  // include one that has it.
-  // A corrupt replica does not count: the acked bytes it holds may be the
-  // only copy among the answers, and it can neither give nor prove them.
-  size_t replicas = plan.replicas.size();
-  size_t needed = replicas >= plan.ack_quorum && plan.ack_quorum > 0
-                      ? replicas - plan.ack_quorum + 1 : 1;
-  size_t sound = std::count_if(answers.begin(), answers.end(),
-                               [](const Answer& a) { return !a.info.corrupt(); });
-  if (sound < needed) {
-    return absl::UnavailableError(absl::StrCat("recovering segment ", plan.segment_id, ": ",
-                                               sound, " of ", replicas,
-                                               " replicas answered without corruption, need ",
-                                               needed));
-  }
-  // A replica the writer already sealed fixes the length; else the longest
-  // durable prefix wins. A corrupt replica (a chunk failed its checksum)
-  // never decides the length.
-  bool any_sealed = false;
-  uint64_t length = 0;
-  for (const auto& answer : answers) {
-    if (answer.info.corrupt()) continue;
-    if (answer.info.sealed()) {
-      length = any_sealed ? std::max(length, answer.info.length()) : answer.info.length();
-      any_sealed = true;
-    } else if (!any_sealed) {
-      length = std::max(length, answer.info.durable_length());
-    }
-  }
-  std::vector<const Answer*> behind;  // shorter or corrupt: copied below
-  std::vector<std::string> sources;
-  for (const auto& answer : answers) {
-    if (answer.info.corrupt() || answer.info.length() < length) {
-      behind.push_back(&answer);
-      continue;
-    }
-    uint64_t epoch = std::max(fence_epoch, answer.info.epoch());
-    auto sealed = segment_servers_->Seal(answer.address, plan.segment_id, epoch, length);
-    if (sealed.ok()) {
-      result.kept_server_ids.push_back(answer.server_id);
-      sources.push_back(answer.address);
-    }
-  }
-  if (result.kept_server_ids.empty()) {
-    return absl::UnavailableError(absl::StrCat("recovering segment ", plan.segment_id,
-                                               ": no replica could be sealed at ", length));
-  }
-  // Bring the replicas that are behind up to the recovered length by
-  // copying the sealed segment to them (the tail is copied with the rest),
-  // so the file keeps its replication.
-  std::vector<RereplicationTask> copies;
-  for (const Answer* answer : behind) {
-    RereplicationTask task;
-    task.segment_id = plan.segment_id;
-    task.epoch = fence_epoch;
-    task.length = length;
-    task.source_addresses = sources;
-    task.target_server_id = answer->server_id;
-    task.target_address = answer->address;
-    copies.push_back(std::move(task));
-  }
-  if (!copies.empty()) {
-    std::vector<absl::Status> copied = segment_servers_->CopySegments(
-        copies, kRecoveryCopyTimeoutBase +
-                    absl::Seconds(static_cast<int64_t>(length / kRecoveryCopyBytesPerSecond)));
-    for (size_t i = 0; i < copies.size(); ++i) {
-      if (copied[i].ok()) {
-        result.kept_server_ids.push_back(copies[i].target_server_id);
-      } else {
-        LOG(WARNING) << "recovering segment " << plan.segment_id << ": copy to "
-                     << copies[i].target_address << " failed (re-replication will retry): "
-                     << copied[i];
-      }
-    }
-  }
-  result.length = length;
-  return result;
 }
 
 absl::StatusOr<proto::Inode> Namespace::FinishRecovery(
@@ -312,9 +209,8 @@ absl::StatusOr<proto::Inode> Namespace::FinishRecovery(
 
 absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequest& request) {
   const uint64_t ino = request.ino();
-  const uint64_t mount_id = request.mount_id();
   absl::MutexLock lock(&mu_);
-  TouchMount(mount_id);
+  TouchMount(request.mount_id());
   ReportServersFailing(request.failed_servers());
   ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kSealSegment));
   if (recorded.has_value()) {
@@ -324,7 +220,7 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
     // The record holds no reply: the inode as it is now is the answer
     // (the writer holds the lease, so nothing has changed it since), and
     // a record per seal stays small however long the segment list grows.
-    if (!request.close() && LiveLeaseHolder(ino) == 0) leases_[ino] = mount_id;
+    if (!request.close() && LiveLeaseHolder(ino) == 0) leases_[ino] = request.mount_id();
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
     return ReplyInode(*inode);
@@ -332,55 +228,8 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
   RETURN_IF_ERROR(CheckRegular(*inode));
-  const proto::Segment* open = OpenLastSegment(*inode);
-  uint64_t holder = LiveLeaseHolder(ino);
-  if (holder != mount_id) {
-    // With no live lease (meta restarted, or the lease lapsed) a writer may
-    // take it back while its segment is still the open last one: nobody has
-    // recovered the file meanwhile.
-    uint64_t sealed_length = 0;
-    for (const auto& segment : inode->segments()) {
-      if (segment.sealed()) sealed_length += segment.length();
-    }
-    bool same_open = request.segment_id() != 0 && open != nullptr &&
-                     open->id() == request.segment_id();
-    bool nothing_open = request.segment_id() == 0 && open == nullptr;
-    bool readopt = holder == 0 && (same_open || nothing_open) &&
-                   sealed_length == request.sealed_file_length();
-    if (!readopt) {
-      return PosixError(EBUSY, absl::StrCat("mount ", mount_id, " holds no lease on ", ino));
-    }
-    leases_[ino] = mount_id;
-  }
-  if (request.segment_id() != 0) {
-    const proto::Segment* last =
-        inode->segments_size() > 0 ? &inode->segments(inode->segments_size() - 1) : nullptr;
-    bool already_sealed = last != nullptr && last->id() == request.segment_id() &&
-                          last->sealed() && last->length() == request.sealed_length();
-    if (!already_sealed) {  // a retry of a seal that was recorded is fine
-      if (open == nullptr || open->id() != request.segment_id()) {
-        return PosixError(ESTALE, absl::StrCat("segment ", request.segment_id(),
-                                               " is not the open last segment of ", ino));
-      }
-      proto::Segment* segment = inode->mutable_segments(inode->segments_size() - 1);
-      segment->set_length(request.sealed_length());
-      segment->set_sealed(true);
-      DropReplicas(segment, request.failed_servers());
-      if (request.sealed_length() == 0) {
-        // An empty sealed segment holds nothing: forget it (its replicas may
-        // never have been sealed on their servers) and delete its replicas.
-        for (const auto& replica : segment->replicas()) {
-          txn.batch().AddPendingDeletion(replica.server_id(), segment->id());
-        }
-        inode->mutable_segments()->RemoveLast();
-      }
-      UpdateOffsets(inode);
-      txn.Put(inode);
-    }
-  } else if (open != nullptr) {
-    return PosixError(ESTALE, absl::StrCat("segment ", open->id(), " of ", ino,
-                                           " is open: seal it by id"));
-  }
+  RETURN_IF_ERROR(TakeSealLease(request, *inode));
+  RETURN_IF_ERROR(ApplySeal(request, txn, inode));
   auto reply_bytes = [] { return std::string(); };  // replayed from the inode
   if (!request.close() && request.keep_lease()) {
     // Sealed at a flush (close(2) of a descriptor): the writer keeps its
@@ -409,10 +258,69 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
   RecordCall(txn, request.call(), format::MessageType::kSealSegment, reply_bytes);
   RETURN_IF_ERROR(txn.Commit());
   leases_.erase(ino);
-  Unpin(ino, mount_id);
+  Unpin(ino, request.mount_id());
   proto::Inode reply = ReplyInode(*inode);
   RETURN_IF_ERROR(MaybeDeleteOrphan(ino));
   return reply;
+}
+
+absl::Status Namespace::TakeSealLease(const proto::SealSegmentRequest& request,
+                                      const proto::Inode& inode) {
+  const uint64_t holder = LiveLeaseHolder(request.ino());
+  if (holder == request.mount_id()) return absl::OkStatus();
+  // With no live lease (meta restarted, or the lease lapsed) a writer may
+  // take it back while its segment is still the open last one: nobody has
+  // recovered the file meanwhile.
+  const proto::Segment* open = OpenLastSegment(inode);
+  uint64_t sealed_length = 0;
+  for (const auto& segment : inode.segments()) {
+    if (segment.sealed()) sealed_length += segment.length();
+  }
+  const bool same_open =
+      request.segment_id() != 0 && open != nullptr && open->id() == request.segment_id();
+  const bool nothing_open = request.segment_id() == 0 && open == nullptr;
+  const bool readopt = holder == 0 && (same_open || nothing_open) &&
+                       sealed_length == request.sealed_file_length();
+  if (!readopt) {
+    return PosixError(EBUSY,
+                      absl::StrCat("mount ", request.mount_id(), " holds no lease on ", request.ino()));
+  }
+  leases_[request.ino()] = request.mount_id();
+  return absl::OkStatus();
+}
+
+absl::Status Namespace::ApplySeal(const proto::SealSegmentRequest& request, Txn& txn,
+                                  proto::Inode* inode) {
+  const proto::Segment* open = OpenLastSegment(*inode);
+  if (request.segment_id() == 0) {
+    if (open == nullptr) return absl::OkStatus();
+    return PosixError(ESTALE,
+                      absl::StrCat("segment ", open->id(), " of ", request.ino(), " is open: seal it by id"));
+  }
+  const proto::Segment* last =
+      inode->segments_size() > 0 ? &inode->segments(inode->segments_size() - 1) : nullptr;
+  const bool already_sealed = last != nullptr && last->id() == request.segment_id() &&
+                              last->sealed() && last->length() == request.sealed_length();
+  if (already_sealed) return absl::OkStatus();  // a retry of a seal that was recorded
+  if (open == nullptr || open->id() != request.segment_id()) {
+    return PosixError(ESTALE, absl::StrCat("segment ", request.segment_id(),
+                                           " is not the open last segment of ", request.ino()));
+  }
+  proto::Segment* segment = inode->mutable_segments(inode->segments_size() - 1);
+  segment->set_length(request.sealed_length());
+  segment->set_sealed(true);
+  DropReplicas(segment, request.failed_servers());
+  if (request.sealed_length() == 0) {
+    // An empty sealed segment holds nothing: forget it (its replicas may
+    // never have been sealed on their servers) and delete its replicas.
+    for (const auto& replica : segment->replicas()) {
+      txn.batch().AddPendingDeletion(replica.server_id(), segment->id());
+    }
+    inode->mutable_segments()->RemoveLast();
+  }
+  UpdateOffsets(inode);
+  txn.Put(inode);
+  return absl::OkStatus();
 }
 
 }  // namespace logfs::meta
@@ -425,7 +333,7 @@ namespace {
 constexpr uint64_t kRecoveryMountId = std::numeric_limits<uint64_t>::max();
 }  // namespace
 
-Namespace::RecoveryPlan Namespace::PlanRecovery(const proto::Segment& open) const {
+RecoveryPlan Namespace::PlanRecovery(const proto::Segment& open) const {
   RecoveryPlan plan;
   plan.segment_id = open.id();
   plan.epoch = open.epoch();
@@ -452,7 +360,7 @@ absl::StatusOr<proto::Inode> Namespace::RecoverLease(uint64_t ino, bool only_if_
     TouchMount(kRecoveryMountId);
     leases_[ino] = kRecoveryMountId;
   }
-  absl::StatusOr<RecoveryResult> result = RecoverReplicas(plan);
+  absl::StatusOr<RecoveryResult> result = RecoverSegment(*segment_servers_, plan);
   absl::MutexLock lock(&mu_);
   proto::OpenWriteRequest as_recovery;
   as_recovery.set_ino(ino);
