@@ -28,6 +28,7 @@
 #include "src/cluster/process.h"
 #include "src/env/posix_file.h"
 #include "src/main/subcommands.h"
+#include "src/status/macros.h"
 #include "store/format/xattr_names.h"
 
 DECLARE_string(meta);
@@ -189,6 +190,43 @@ bool IsMounted(const std::string& path) {
   return found;
 }
 
+// The mount's options from its flags, with meta at `meta`.
+fuse::MountOptions MountOptionsFromFlags(const std::string& meta) {
+  fuse::MountOptions options;
+  options.meta_address = meta;
+  options.wal_segment_bytes = FLAGS_wal_segment_bytes;
+  options.block_segment_bytes = FLAGS_block_segment_bytes;
+  options.rpc_timeout = absl::Milliseconds(FLAGS_rpc_timeout_ms);
+  options.meta_retry = absl::Milliseconds(FLAGS_meta_retry_ms);
+  options.replica_timeout = absl::Milliseconds(FLAGS_replica_timeout_ms);
+  options.fsync_timeout = absl::Milliseconds(FLAGS_fsync_timeout_ms);
+  options.io_threads = FLAGS_io_threads;
+  options.block_cache_bytes = FLAGS_block_cache_bytes;
+  options.block_cache_block_bytes = FLAGS_block_cache_block_bytes;
+  options.short_circuit = FLAGS_short_circuit;
+  options.replica_cache.max_evictable = FLAGS_replica_cache_size;
+  options.replica_cache.max_idle = absl::Milliseconds(FLAGS_replica_cache_expiry_ms);
+  return options;
+}
+
+// Locks `data_dir` (the descriptor goes to `*lock_fd`) and starts the
+// embedded cluster in it.
+absl::StatusOr<std::unique_ptr<cluster::LocalCluster>> StartEmbeddedCluster(
+    const std::string& data_dir, int* lock_fd) {
+  RETURN_IF_ERROR(env::MakeDirs(data_dir));
+  ASSIGN_OR_RETURN(*lock_fd, LockDataDir(data_dir));
+  cluster::LocalClusterOptions options;
+  options.binary = SelfExe();
+  options.data_dir = data_dir;
+  options.segment_servers = FLAGS_segment_servers;
+  auto started = cluster::LocalCluster::Start(options);
+  if (!started.ok()) {
+    return absl::Status(started.status().code(),
+                        absl::StrCat("embedded cluster: ", started.status().message()));
+  }
+  return started;
+}
+
 int RunMount(const std::string& mountpoint_arg) {
   char resolved[PATH_MAX];
   struct stat st;
@@ -220,38 +258,13 @@ int RunMount(const std::string& mountpoint_arg) {
   std::string meta = FLAGS_meta;
   int lock_fd = -1;
   if (meta.empty()) {
-    absl::Status dir = env::MakeDirs(data_dir);
-    if (!dir.ok()) return ready.Report(std::string(dir.message())), 1;
-    auto lock = LockDataDir(data_dir);
-    if (!lock.ok()) return ready.Report(std::string(lock.status().message())), 1;
-    lock_fd = *lock;
-    cluster::LocalClusterOptions options;
-    options.binary = SelfExe();
-    options.data_dir = data_dir;
-    options.segment_servers = FLAGS_segment_servers;
-    auto started = cluster::LocalCluster::Start(options);
-    if (!started.ok()) {
-      return ready.Report(absl::StrCat("embedded cluster: ", started.status().message())), 1;
-    }
+    auto started = StartEmbeddedCluster(data_dir, &lock_fd);
+    if (!started.ok()) return ready.Report(std::string(started.status().message())), 1;
     local = std::move(*started);
     meta = local->meta_address();
     LOG(INFO) << "embedded cluster up under " << data_dir << ", meta at " << meta;
   }
-  fuse::MountOptions options;
-  options.meta_address = meta;
-  options.wal_segment_bytes = FLAGS_wal_segment_bytes;
-  options.block_segment_bytes = FLAGS_block_segment_bytes;
-  options.rpc_timeout = absl::Milliseconds(FLAGS_rpc_timeout_ms);
-  options.meta_retry = absl::Milliseconds(FLAGS_meta_retry_ms);
-  options.replica_timeout = absl::Milliseconds(FLAGS_replica_timeout_ms);
-  options.fsync_timeout = absl::Milliseconds(FLAGS_fsync_timeout_ms);
-  options.io_threads = FLAGS_io_threads;
-  options.block_cache_bytes = FLAGS_block_cache_bytes;
-  options.block_cache_block_bytes = FLAGS_block_cache_block_bytes;
-  options.short_circuit = FLAGS_short_circuit;
-  options.replica_cache.max_evictable = FLAGS_replica_cache_size;
-  options.replica_cache.max_idle = absl::Milliseconds(FLAGS_replica_cache_expiry_ms);
-  fuse::Mount mount(options);
+  fuse::Mount mount(MountOptionsFromFlags(meta));
   absl::Status connected = mount.Connect();
   if (!connected.ok()) return ready.Report(std::string(connected.message())), 1;
   fuse::SessionOptions session;

@@ -195,6 +195,7 @@ class MetaServerImpl : public MetaServer {
     rereplicator_->Start();
   }
 
+  // Dispatch, one handler per family of calls: servers and mounts here.
   void Handle(const format::Frame& frame, const rpc::Responder& r) {
     if (stopped_.load()) {
       r.ReplyError(absl::UnavailableError("meta is stopping"));
@@ -230,6 +231,27 @@ class MetaServerImpl : public MetaServer {
               q.mount_id(), std::vector<uint64_t>(q.writing_inos().begin(),
                                                   q.writing_inos().end())));
         });
+      case format::MessageType::kStatFs:
+        return Serve<proto::Empty>(frame, r, [&](const auto&) { return ns.StatFs(); });
+      case format::MessageType::kListServers:
+        return Serve<proto::ListServersRequest>(
+            frame, r, [&](const auto& q) { return ns.ListServers(q.start_server_id()); });
+      case format::MessageType::kListSegments:
+        return Serve<proto::ListSegmentsRequest>(frame, r, [&](const auto& q) {
+          return ns.ListSegments(q.start_ino(), q.max_inodes());
+        });
+      case format::MessageType::kReportBadReplica:
+        return Serve<proto::ReportBadReplicaRequest>(
+            frame, r, [&](const auto& q) { return ToEmpty(ns.ReportBadReplica(q)); });
+      default:
+        return HandleNames(frame, r);
+    }
+  }
+
+  // Names and attributes.
+  void HandleNames(const format::Frame& frame, const rpc::Responder& r) {
+    Namespace& ns = *ns_;
+    switch (frame.type) {
       case format::MessageType::kLookup:
         return Serve<proto::LookupRequest>(frame, r, [&](const auto& q) {
           return AttrReply(ns.Lookup(q.parent(), q.name()));
@@ -257,14 +279,6 @@ class MetaServerImpl : public MetaServer {
         return Serve<proto::RenameRequest>(frame, r, [&](const auto& q) {
           return TEST_AfterChange(q.call(), ToEmpty(ns.Rename(q)));
         });
-      default:
-        return HandleMore(frame, r);
-    }
-  }
-
-  void HandleMore(const format::Frame& frame, const rpc::Responder& r) {
-    Namespace& ns = *ns_;
-    switch (frame.type) {
       case format::MessageType::kReadlink:
         return Serve<proto::GetAttrRequest>(frame, r, [&](const auto& q)
             -> absl::StatusOr<proto::ReadlinkResponse> {
@@ -276,6 +290,15 @@ class MetaServerImpl : public MetaServer {
       case format::MessageType::kReaddir:
         return Serve<proto::ReaddirRequest>(
             frame, r, [&](const auto& q) { return ns.Readdir(q.ino(), q.start_after()); });
+      default:
+        return HandleFiles(frame, r);
+    }
+  }
+
+  // Xattrs, opens, write leases and seals.
+  void HandleFiles(const format::Frame& frame, const rpc::Responder& r) {
+    Namespace& ns = *ns_;
+    switch (frame.type) {
       case format::MessageType::kSetXattr:
         return Serve<proto::SetXattrRequest>(frame, r, [&](const auto& q) {
           return TEST_AfterChange(q.call(), ToEmpty(ns.SetXattr(q)));
@@ -300,8 +323,6 @@ class MetaServerImpl : public MetaServer {
         return Serve<proto::GetXattrRequest>(frame, r, [&](const auto& q) {
           return TEST_AfterChange(q.call(), ToEmpty(ns.RemoveXattr(q.ino(), q.name(), q.call())));
         });
-      case format::MessageType::kStatFs:
-        return Serve<proto::Empty>(frame, r, [&](const auto&) { return ns.StatFs(); });
       case format::MessageType::kOpen:
         return Serve<proto::OpenRequest>(frame, r, [&](const auto& q) {
           return InodeReply(ns.Open(q.ino(), q.mount_id()));
@@ -316,19 +337,9 @@ class MetaServerImpl : public MetaServer {
       case format::MessageType::kRecoverLease:
         return Serve<proto::RecoverLeaseRequest>(
             frame, r, [&](const auto& q) { return InodeReply(ns.RecoverLease(q.ino())); });
-      case format::MessageType::kListServers:
-        return Serve<proto::ListServersRequest>(
-            frame, r, [&](const auto& q) { return ns.ListServers(q.start_server_id()); });
-      case format::MessageType::kListSegments:
-        return Serve<proto::ListSegmentsRequest>(frame, r, [&](const auto& q) {
-          return ns.ListSegments(q.start_ino(), q.max_inodes());
-        });
       case format::MessageType::kSealSegment:
         return Serve<proto::SealSegmentRequest>(
             frame, r, [&](const auto& q) { return InodeReply(ns.SealSegment(q)); });
-      case format::MessageType::kReportBadReplica:
-        return Serve<proto::ReportBadReplicaRequest>(
-            frame, r, [&](const auto& q) { return ToEmpty(ns.ReportBadReplica(q)); });
       default:
         r.ReplyError(absl::InvalidArgumentError(
             absl::StrCat("meta does not serve message type ", static_cast<int>(frame.type))));

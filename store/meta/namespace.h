@@ -21,7 +21,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -30,8 +32,8 @@
 #include "store/format/limits.h"  // kNameBytesMax, kReplicationMax, ...
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
-#include "store/meta/metadata_db.h"
 #include "store/meta/internal/replica_report_state.h"
+#include "store/meta/metadata_db.h"
 #include "store/meta/rereplication_task.h"
 #include "store/meta/segd_api.h"
 #include "store/meta/segment_recovery.h"
@@ -307,6 +309,10 @@ class Namespace {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops every segment of a WAL file (truncate to 0).
   void DropSegments(Txn& txn, proto::Inode* inode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // EINVAL if directory `dir` is `top` or lies below it (a rename would
+  // move `top` into its own subtree); ELOOP past kDirDepthMax levels.
+  absl::Status CheckOutsideSubtree(Txn& txn, uint64_t dir, uint64_t top)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // SealSegment's parts: takes a lapsed lease back for the sealing writer
   // or refuses with EBUSY; seals the open last segment as asked (ESTALE if
   // it is not the one named; a recorded seal's retry is a no-op).
@@ -373,6 +379,11 @@ class Namespace {
   // Drops the replica on `server_id` of sealed segment `segment_id` of
   // `ino` that its server's reports miss, unless it is the last one.
   // True if dropped.
+  // Drops the replicas a second report in a row confirms missing (returns
+  // how many); keeps the others in `reports` to confirm by a later report.
+  size_t ConfirmMissingReplicas(Txn& txn, uint64_t server_id, uint64_t report_id,
+                                const std::set<std::pair<uint64_t, uint64_t>>& missing,
+                                ReplicaReportState& reports) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool DropMissingReplica(Txn& txn, uint64_t ino, uint64_t segment_id, uint64_t server_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // RegisterServer's check: the address of a live server holding

@@ -131,6 +131,17 @@ absl::Status Namespace::Unlink(uint64_t parent_ino, const std::string& name, boo
   return txn.Commit();
 }
 
+absl::Status Namespace::CheckOutsideSubtree(Txn& txn, uint64_t dir, uint64_t top) {
+  uint64_t walk = dir;
+  for (int depth = 0;; ++depth) {
+    if (walk == top) return PosixError(EINVAL, "cannot move a directory into its own subtree");
+    if (walk == kRootIno) return absl::OkStatus();
+    if (depth == kDirDepthMax) return PosixError(ELOOP, "directory tree too deep");
+    ASSIGN_OR_RETURN(proto::Inode * up, txn.Get(walk));
+    walk = up->parent() != 0 ? up->parent() : kRootIno;
+  }
+}
+
 absl::Status Namespace::Rename(const proto::RenameRequest& request) {
   if (request.flags() & kRenameExchange) return PosixError(EINVAL, "RENAME_EXCHANGE unsupported");
   if (request.flags() & ~kRenameNoReplace) {
@@ -150,18 +161,8 @@ absl::Status Namespace::Rename(const proto::RenameRequest& request) {
   }
   ASSIGN_OR_RETURN(proto::Inode * src, txn.Get(src_entry.ino()));
   const bool src_is_dir = IsDir(*src);
-  if (src_is_dir) {
-    uint64_t walk = request.new_parent();
-    for (int depth = 0;; ++depth) {
-      if (walk == src->attr().ino()) {
-        return PosixError(EINVAL, "cannot move a directory into its own subtree");
-      }
-      if (walk == kRootIno) break;
-      if (depth == kDirDepthMax) return PosixError(ELOOP, "directory tree too deep");
-      ASSIGN_OR_RETURN(proto::Inode * up, txn.Get(walk));
-      walk = up->parent() != 0 ? up->parent() : kRootIno;
-    }
-  }
+  if (src_is_dir)
+    RETURN_IF_ERROR(CheckOutsideSubtree(txn, request.new_parent(), src->attr().ino()));
   auto dst_entry = db_->GetDirEntry(request.new_parent(), request.new_name());
   if (dst_entry.ok()) {
     if (request.flags() & kRenameNoReplace) {

@@ -53,6 +53,63 @@ struct TakenReport {
   absl::flat_hash_set<uint64_t> listed;             // segment ids listing the server
 };
 
+// Fills each report's `listed` (segments that list its server) and
+// `missing` (sealed replicas listed on it that it lacks or holds corrupt)
+// by a scan of every inode. The scan reads RocksDB without the mutex (as
+// PlanRereplication); each inode is consistent, and a segment sealed in
+// meta was sealed on its replicas before, so a report taken later than the
+// scan holds it.
+absl::Status ScanListedReplicas(MetadataDb* db, std::vector<TakenReport>& taken) {
+  absl::flat_hash_map<uint64_t, TakenReport*> by_server;
+  for (auto& report : taken) by_server[report.server_id] = &report;
+  for (uint64_t start = 0;;) {
+    ASSIGN_OR_RETURN(std::vector<proto::Inode> inodes,
+                     db->ListInodes(start, kReconcileInodesPerRead));
+    for (const auto& inode : inodes) {
+      if (!S_ISREG(inode.attr().mode())) continue;
+      for (const auto& segment : inode.segments()) {
+        for (const auto& replica : segment.replicas()) {
+          auto it = by_server.find(replica.server_id());
+          if (it == by_server.end()) continue;
+          TakenReport& report = *it->second;
+          report.listed.insert(segment.id());
+          // An open segment's replica may not be created yet; its writer
+          // finds out about a lost one itself.
+          if (!segment.sealed()) continue;
+          auto held = report.replicas.find(segment.id());
+          if (held == report.replicas.end() || held->second.corrupt) {
+            report.missing.emplace(inode.attr().ino(), segment.id());
+          }
+        }
+      }
+    }
+    if (inodes.size() < kReconcileInodesPerRead) return absl::OkStatus();
+    start = inodes.back().attr().ino() + 1;
+  }
+}
+
+// The replicas a report holds that no segment lists, in id order (the
+// order they are handed out in).
+std::vector<uint64_t> StraysOf(const TakenReport& report) {
+  std::vector<uint64_t> strays;
+  for (const auto& [segment_id, replica] : report.replicas) {
+    if (!report.listed.contains(segment_id)) strays.push_back(segment_id);
+  }
+  std::sort(strays.begin(), strays.end());
+  return strays;
+}
+
+// Deleting nothing keeps data that meta cannot place (space, not loss):
+// when most of a server's replicas, or every one of them, are unknown,
+// meta more likely lost its database (or the server belongs to another
+// cluster) than the server collected strays. Files deleted while their
+// server was down reach it as pending deletions, not as strays.
+bool StraysAreDeletable(const std::vector<uint64_t>& strays, const TakenReport& report) {
+  const bool all_unknown = !strays.empty() && strays.size() == report.replicas.size();
+  return !all_unknown &&
+         !(strays.size() > kStraysAlwaysDeletable && strays.size() * 2 > report.replicas.size());
+}
+
 }  // namespace
 
 void Namespace::HandleReports(ServerState& server, const proto::HeartbeatRequest& request,
@@ -124,35 +181,7 @@ absl::StatusOr<Namespace::ReconcileStats> Namespace::ReconcileReplicaReports() {
   }
   ReconcileStats stats;
   if (taken.empty()) return stats;
-  // The scan reads RocksDB without the mutex (as PlanRereplication); each
-  // inode is consistent, and a segment sealed in meta was sealed on its
-  // replicas before, so a report taken later than the scan holds it.
-  absl::flat_hash_map<uint64_t, TakenReport*> by_server;
-  for (auto& report : taken) by_server[report.server_id] = &report;
-  for (uint64_t start = 0;;) {
-    ASSIGN_OR_RETURN(std::vector<proto::Inode> inodes,
-                     db_->ListInodes(start, kReconcileInodesPerRead));
-    for (const auto& inode : inodes) {
-      if (!S_ISREG(inode.attr().mode())) continue;
-      for (const auto& segment : inode.segments()) {
-        for (const auto& replica : segment.replicas()) {
-          auto it = by_server.find(replica.server_id());
-          if (it == by_server.end()) continue;
-          TakenReport& report = *it->second;
-          report.listed.insert(segment.id());
-          // An open segment's replica may not be created yet; its writer
-          // finds out about a lost one itself.
-          if (!segment.sealed()) continue;
-          auto held = report.replicas.find(segment.id());
-          if (held == report.replicas.end() || held->second.corrupt) {
-            report.missing.emplace(inode.attr().ino(), segment.id());
-          }
-        }
-      }
-    }
-    if (inodes.size() < kReconcileInodesPerRead) break;
-    start = inodes.back().attr().ino() + 1;
-  }
+  RETURN_IF_ERROR(ScanListedReplicas(db_, taken));
   absl::MutexLock lock(&mu_);
   Txn txn(db_);
   for (auto& report : taken) {
@@ -161,37 +190,10 @@ absl::StatusOr<Namespace::ReconcileStats> Namespace::ReconcileReplicaReports() {
     if (it == servers_.end() || it->second.incarnation != report.incarnation) continue;
     ReplicaReportState& reports = it->second.reports;
     ++stats.servers;
-    const bool may_confirm =
-        reports.missing_confirm_from != 0 && report.report_id >= reports.missing_confirm_from;
-    std::set<std::pair<uint64_t, uint64_t>> unconfirmed;
-    for (const auto& [ino, segment_id] : report.missing) {
-      if (may_confirm && reports.missing.count({ino, segment_id}) != 0) {
-        stats.dropped += DropMissingReplica(txn, ino, segment_id, report.server_id) ? 1 : 0;
-      } else {
-        unconfirmed.emplace(ino, segment_id);
-      }
-    }
-    reports.missing = std::move(unconfirmed);
-    if (!reports.missing.empty()) {
-      // Confirm soon, by a report asked after this scan.
-      reports.wanted = true;
-      reports.missing_confirm_from = reports.asked_id + 1;
-      LOG(WARNING) << "server " << report.server_id << " lacks " << reports.missing.size()
-                   << " sealed replicas that meta lists on it; confirming with another report";
-    }
-    std::vector<uint64_t> strays;
-    for (const auto& [segment_id, replica] : report.replicas) {
-      if (!report.listed.contains(segment_id)) strays.push_back(segment_id);
-    }
-    std::sort(strays.begin(), strays.end());  // handed out in id order
-    // Deleting nothing keeps data that meta cannot place (space, not loss):
-    // when most of a server's replicas, or every one of them, are unknown,
-    // meta more likely lost its database (or the server belongs to another
-    // cluster) than the server collected strays. Files deleted while their
-    // server was down reach it as pending deletions, not as strays.
-    const bool all_unknown = !strays.empty() && strays.size() == report.replicas.size();
-    if (all_unknown ||
-        (strays.size() > kStraysAlwaysDeletable && strays.size() * 2 > report.replicas.size())) {
+    stats.dropped +=
+        ConfirmMissingReplicas(txn, report.server_id, report.report_id, report.missing, reports);
+    std::vector<uint64_t> strays = StraysOf(report);
+    if (!StraysAreDeletable(strays, report)) {
       LOG(ERROR) << "server " << report.server_id << " holds " << strays.size() << " of "
                  << report.replicas.size()
                  << " replicas that no file lists; deleting none (did meta lose its database?)";
@@ -205,6 +207,31 @@ absl::StatusOr<Namespace::ReconcileStats> Namespace::ReconcileReplicaReports() {
   }
   RETURN_IF_ERROR(txn.Commit());
   return stats;
+}
+
+size_t Namespace::ConfirmMissingReplicas(Txn& txn, uint64_t server_id, uint64_t report_id,
+                                         const std::set<std::pair<uint64_t, uint64_t>>& missing,
+                                         ReplicaReportState& reports) {
+  const bool may_confirm =
+      reports.missing_confirm_from != 0 && report_id >= reports.missing_confirm_from;
+  size_t dropped = 0;
+  std::set<std::pair<uint64_t, uint64_t>> unconfirmed;
+  for (const auto& [ino, segment_id] : missing) {
+    if (may_confirm && reports.missing.count({ino, segment_id}) != 0) {
+      dropped += DropMissingReplica(txn, ino, segment_id, server_id) ? 1 : 0;
+    } else {
+      unconfirmed.emplace(ino, segment_id);
+    }
+  }
+  reports.missing = std::move(unconfirmed);
+  if (!reports.missing.empty()) {
+    // Confirm soon, by a report asked after this scan.
+    reports.wanted = true;
+    reports.missing_confirm_from = reports.asked_id + 1;
+    LOG(WARNING) << "server " << server_id << " lacks " << reports.missing.size()
+                 << " sealed replicas that meta lists on it; confirming with another report";
+  }
+  return dropped;
 }
 
 bool Namespace::DropMissingReplica(Txn& txn, uint64_t ino, uint64_t segment_id,
