@@ -1,16 +1,16 @@
 #include "fuse/mount.h"
 
 #include <fcntl.h>
+#include <glog/logging.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <glog/logging.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
 #include "store/client/replica_reader.h"
+#include "store/format/setattr_bits.h"
 #include "store/format/xattr_names.h"
 #include "wal/writer_counters.h"
 
@@ -198,13 +198,11 @@ absl::StatusOr<proto::Attr> Mount::SetAttr(const proto::SetAttrRequest& in) {
   proto::SetAttrRequest request = in;
   request.set_mount_id(mount_id_);
   *request.mutable_call() = NextCallId();
-  constexpr uint32_t kSetSize = 1 << 3;  // FUSE_SET_ATTR_SIZE
-  constexpr uint32_t kSetMtime = 1 << 5;  // FUSE_SET_ATTR_MTIME
   auto writer = FindWriter(request.ino());
-  if (writer != nullptr && (request.to_set() & kSetMtime) != 0) {
+  if (writer != nullptr && (request.to_set() & format::kSetAttrMtime) != 0) {
     writer->SetMtime(request.mtime_ns());  // or the writer's close overwrites it
   }
-  if ((request.to_set() & kSetSize) != 0) {
+  if ((request.to_set() & format::kSetAttrSize) != 0) {
     if (writer != nullptr) {
       // The local writer knows the true length; meta only what is sealed.
       if (request.size() == 0 && writer->kind() == proto::KIND_WAL) {
@@ -212,7 +210,7 @@ absl::StatusOr<proto::Attr> Mount::SetAttr(const proto::SetAttrRequest& in) {
       } else if (request.size() != writer->length()) {
         return PosixError(EPERM, "logfs files only grow, or a WAL file empties");
       }
-      request.set_to_set(request.to_set() & ~kSetSize);
+      request.set_to_set(request.to_set() & ~format::kSetAttrSize);
     }
   }
   proto::AttrResponse response;

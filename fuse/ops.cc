@@ -19,10 +19,21 @@
 #include "fuse/errno_map.h"
 #include "fuse/mount.h"
 #include "fuse/session.h"
+#include "store/format/setattr_bits.h"
 #include "store/format/xattr_names.h"
 
 namespace logfs::fuse {
 namespace {
+
+static_assert(format::kSetAttrMode == FUSE_SET_ATTR_MODE &&
+                  format::kSetAttrUid == FUSE_SET_ATTR_UID &&
+                  format::kSetAttrGid == FUSE_SET_ATTR_GID &&
+                  format::kSetAttrSize == FUSE_SET_ATTR_SIZE &&
+                  format::kSetAttrAtime == FUSE_SET_ATTR_ATIME &&
+                  format::kSetAttrMtime == FUSE_SET_ATTR_MTIME &&
+                  format::kSetAttrAtimeNow == FUSE_SET_ATTR_ATIME_NOW &&
+                  format::kSetAttrMtimeNow == FUSE_SET_ATTR_MTIME_NOW,
+              "SetAttrRequest.to_set carries the kernel's FUSE_SET_ATTR_* mask unchanged");
 
 // Sealed files change only by replacement, so the kernel may keep their
 // attributes for a while; files being written are asked for every time.

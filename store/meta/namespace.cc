@@ -6,31 +6,20 @@
 
 #include <sys/stat.h>
 
-#include <random>
-
 #include <algorithm>
 #include <cerrno>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
+#include "store/format/setattr_bits.h"
 #include "store/meta/internal/namespace_txn.h"
 
 namespace logfs::meta {
 namespace {
-
-// FUSE_SET_ATTR_* bits (libfuse fuse_lowlevel.h); store/ does not include
-// FUSE headers.
-constexpr uint32_t kSetAttrMode = 1 << 0;
-constexpr uint32_t kSetAttrUid = 1 << 1;
-constexpr uint32_t kSetAttrGid = 1 << 2;
-constexpr uint32_t kSetAttrSize = 1 << 3;
-constexpr uint32_t kSetAttrAtime = 1 << 4;
-constexpr uint32_t kSetAttrMtime = 1 << 5;
-constexpr uint32_t kSetAttrAtimeNow = 1 << 7;
-constexpr uint32_t kSetAttrMtimeNow = 1 << 8;
 
 absl::Status ValidateNewName(const std::string& name) {
   if (name.size() > format::kNameBytesMax) {
@@ -300,7 +289,7 @@ absl::StatusOr<proto::Attr> Namespace::SetAttr(const proto::SetAttrRequest& requ
   proto::Attr* attr = inode->mutable_attr();
   int64_t now = NowNs();
   uint32_t to_set = request.to_set();
-  if (to_set & kSetAttrSize) {
+  if (to_set & format::kSetAttrSize) {
     if (IsDir(*inode)) return PosixError(EISDIR, "truncate of a directory");
     if (!IsReg(*inode)) return PosixError(EINVAL, "truncate of a non-regular file");
     if (attr->kind() == proto::KIND_WAL && request.size() == 0) {
@@ -317,13 +306,14 @@ absl::StatusOr<proto::Attr> Namespace::SetAttr(const proto::SetAttrRequest& requ
                                             attr->size(), " to ", request.size()));
     }
   }
-  if (to_set & kSetAttrMode) attr->set_mode((attr->mode() & S_IFMT) | (request.mode() & 07777));
-  if (to_set & kSetAttrUid) attr->set_uid(request.uid());
-  if (to_set & kSetAttrGid) attr->set_gid(request.gid());
-  if (to_set & kSetAttrAtime) attr->set_atime_ns(request.atime_ns());
-  if (to_set & kSetAttrAtimeNow) attr->set_atime_ns(now);
-  if (to_set & kSetAttrMtime) attr->set_mtime_ns(request.mtime_ns());
-  if (to_set & kSetAttrMtimeNow) attr->set_mtime_ns(now);
+  if (to_set & format::kSetAttrMode)
+    attr->set_mode((attr->mode() & S_IFMT) | (request.mode() & 07777));
+  if (to_set & format::kSetAttrUid) attr->set_uid(request.uid());
+  if (to_set & format::kSetAttrGid) attr->set_gid(request.gid());
+  if (to_set & format::kSetAttrAtime) attr->set_atime_ns(request.atime_ns());
+  if (to_set & format::kSetAttrAtimeNow) attr->set_atime_ns(now);
+  if (to_set & format::kSetAttrMtime) attr->set_mtime_ns(request.mtime_ns());
+  if (to_set & format::kSetAttrMtimeNow) attr->set_mtime_ns(now);
   attr->set_ctime_ns(now);
   txn.Put(inode);
   RecordCall(txn, request.call(), format::MessageType::kSetAttr,
