@@ -130,7 +130,7 @@ std::string EncodeCheckerRecord(uint32_t writer, uint64_t seq, uint32_t payload_
 absl::StatusOr<WriteReport> RunCheckerWriters(const CheckerOptions& o) {
   if (o.dir.empty() || o.log_dir.empty() || o.writers < 1 || o.sync_every < 1 ||
       o.payload_bytes > kMaxPayloadBytes) {
-    return absl::InvalidArgumentError("checker: need --dir, --log_dir and sane sizes");
+    return absl::InvalidArgumentError("checker: need --dir, --ack_dir and sane sizes");
   }
   for (int w = 0; w < o.writers; ++w) {
     AckLog probe(AckPath(o, w));

@@ -49,8 +49,9 @@ struct VerifyReport {
   std::string summary;
 };
 
-// Runs the writers for `duration`; writers keep going past errors (each
-// failed file is reopened for append). Errors: kInvalidArgument (options),
+// Runs the writers for `duration`; writers keep going past errors (after
+// a failure a writer goes on in a new file, its next generation, created
+// with O_EXCL). Errors: kInvalidArgument (options),
 // the errno of an unusable dir or log dir.
 absl::StatusOr<WriteReport> RunCheckerWriters(const CheckerOptions& options);
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every fault of the fault-injection suite (tests/fault_test.cc) N
-# times against a real cluster and prints a markdown table:
-# fault | trials | acked bytes lost | longest fsync stall | failed trials.
+# times against a real cluster and prints a markdown table: fault |
+# trials | acked bytes | acked bytes lost | longest fsync stall (ms) |
+# max seconds to full replication | failed trials.
 #
 #   tests/faults.sh [--trials=N] [--seconds=S]     (defaults: 20 trials, 3 s each)
 set -euo pipefail
