@@ -7,8 +7,7 @@
 // passes never overlap and a target gets at most `copies_per_pass` copies
 // from meta at once.
 //
-// Thread-safety: Start and Stop from one thread. RunPass is for tests and
-// must not run while the loop runs.
+// Thread-safety: Start and Stop from one thread.
 #pragma once
 
 #include <cstdint>
@@ -45,21 +44,20 @@ class Rereplicator {
   // that quick) and joins it. Idempotent.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
+ private:
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
   // One pass from the cursor: reconcile the replica reports that came in
   // (Namespace::ReconcileReplicaReports), plan, copy, commit. Returns the
   // replicas added; errors of the plan (database). Failed copies are
-  // logged and retried by a later pass.
+  // logged and retried by a later pass. Runs on the loop's thread only.
   absl::StatusOr<size_t> RunPass();
-
- private:
-  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Immutable after construction.
   Namespace* const ns_;
   const CopyFn copy_;
   const RereplicatorOptions options_;
 
-  // Used by the pass thread only (or RunPass in tests).
+  // Used by the pass thread only.
   uint64_t cursor_ino_ = 0;
 
   std::thread thread_;
