@@ -19,19 +19,23 @@ class ClientPool {
   explicit ClientPool(asio::io_context& io) : io_(io) {}
   ~ClientPool();
 
-  // The client for "host:port", created on first use. Never null.
+  // The client for "host:port", created on first use. Never null. After
+  // ShutdownAll, a client that is shut down already (its calls fail with
+  // kUnavailable, their callbacks posted to io()).
   std::shared_ptr<RpcClient> Get(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
 
   // The io_context the clients run on (for timers of their users).
   asio::io_context& io() { return io_; }
 
-  // Shuts every client down (pending calls fail with kUnavailable).
+  // Shuts every client down (pending calls fail with kUnavailable), and
+  // every client Get hands out from now on. Idempotent.
   void ShutdownAll() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   asio::io_context& io_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<RpcClient>> clients_ ABSL_GUARDED_BY(mu_);
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace logfs::rpc
