@@ -1,0 +1,159 @@
+// The typed client of the meta service (docs/rpc.md "Meta"): one method
+// per RPC, so that no caller builds a frame type and a request by hand.
+// Requests and answers are the protos of store/format/logfs.proto.
+//
+// Attempts. The namespace, file and inspection calls ride out a meta
+// restart (store/client/meta_retry.h) when the client has a retry window:
+// a transport failure is retried within the window, an answer from meta
+// (any error it sends) is final. Open, Release and OpenWrite pin the inode
+// in meta's memory without a call id, so an attempt of theirs that timed
+// out is not sent again (a refused or broken connection still is). The
+// session calls (NewMount, MountHeartbeat, RegisterServer, Heartbeat) and
+// ReportBadReplica make one attempt always: their callers loop or do not
+// care. Without a retry window (the admin tools) every call makes one
+// attempt and returns its error as it came.
+//
+// Exactly once. The changes (Create, Unlink, Rename, SetAttr, SetXattr,
+// RemoveXattr, SealSegment) carry a proto::CallId, the same on every
+// attempt: the request's own (seq != 0), else a fresh one from
+// NextCallId().
+//
+// Errors: kUnavailable (cannot connect, connection lost, client shut down;
+// with a retry window, "meta at ADDR unreachable for D: ..." once it is
+// over), kDeadlineExceeded (one attempt unanswered in time, without
+// retries), or meta's answer (PosixError statuses, see docs/rpc.md per
+// call; IsServerAnswer tells them apart).
+//
+// Thread-safe: any thread may call, except that blocking calls must not run
+// on an io thread of the connection's io_context (they wait for it).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "google/protobuf/message_lite.h"
+#include "store/format/logfs.pb.h"
+#include "store/format/message_type.h"
+#include "store/rpc/rpc_client.h"
+
+namespace logfs::client {
+
+struct MetaClientOptions {
+  // Deadline of one attempt of a call.
+  absl::Duration timeout = absl::Seconds(10);
+  // How long after its first attempt a call that rides out a meta restart
+  // still retries a failed transport (MetaRetryOptions::retry_window; zero:
+  // its first failure ends it, as "unreachable"). Unset: one attempt, whose
+  // error is returned as it came.
+  std::optional<absl::Duration> retry_window = absl::Seconds(30);
+};
+
+class MetaClient {
+ public:
+  // `done` of an asynchronous call runs exactly once, on an io thread,
+  // never inline.
+  using StatusCallback = std::function<void(absl::Status)>;
+
+  // `meta` is the connection to meta (shared, e.g. with a ClientPool); `io`
+  // runs the pauses between attempts of asynchronous calls and must outlive
+  // the client (the connection's own io_context is the natural choice).
+  MetaClient(asio::io_context& io, std::shared_ptr<rpc::RpcClient> meta,
+             MetaClientOptions options);
+
+  MetaClient(const MetaClient&) = delete;
+  MetaClient& operator=(const MetaClient&) = delete;
+
+  // ------------------------------------------------ sessions: one attempt
+  // A mount's id, remembered for NextCallId, Open, Release and OpenWrite.
+  absl::StatusOr<uint64_t> NewMount(const std::string& host);
+  absl::Status MountHeartbeat(const proto::MountHeartbeatRequest& request);
+  absl::StatusOr<proto::RegisterServerResponse> RegisterServer(
+      const proto::RegisterServerRequest& request);
+  absl::StatusOr<proto::HeartbeatResponse> Heartbeat(const proto::HeartbeatRequest& request);
+  // Asynchronous, best effort: `done` gets the call's status.
+  void ReportBadReplica(const proto::ReportBadReplicaRequest& request, StatusCallback done);
+
+  // ---------------------------------------------------------- namespace
+  absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name);
+  absl::StatusOr<proto::Attr> GetAttr(uint64_t ino);
+  // The whole inode with its segments (no xattrs).
+  absl::StatusOr<proto::Inode> GetInode(uint64_t ino);
+  absl::StatusOr<proto::Attr> SetAttr(proto::SetAttrRequest request);
+  absl::StatusOr<proto::Attr> Create(proto::CreateRequest request);
+  absl::Status Unlink(proto::UnlinkRequest request);
+  absl::Status Rename(proto::RenameRequest request);
+  absl::StatusOr<std::string> Readlink(uint64_t ino);
+  // One page of directory `ino` after `start_after` ("" for the first).
+  absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino, const std::string& start_after);
+  absl::StatusOr<proto::StatFsResponse> StatFs();
+  absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name);
+  absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino);
+  absl::Status SetXattr(proto::SetXattrRequest request);
+  absl::Status RemoveXattr(uint64_t ino, const std::string& name);
+
+  // -------------------------------------------------------------- files
+  // Open, Release and OpenWrite name this client's mount (NewMount).
+  absl::StatusOr<proto::Inode> Open(uint64_t ino);
+  absl::Status Release(uint64_t ino);
+  // Takes the writer lease. EBUSY when another mount holds it.
+  absl::StatusOr<proto::Inode> OpenWrite(uint64_t ino, bool truncate);
+  // Records a sealed segment and opens the next, closes, or only seals
+  // (docs/rpc.md "SealSegment"); the inode after it.
+  absl::StatusOr<proto::Inode> SealSegment(proto::SealSegmentRequest request);
+  // The same, asynchronously (the close/flush path); the inode in the
+  // answer is not parsed.
+  void AsyncSealSegment(proto::SealSegmentRequest request, StatusCallback done);
+
+  // --------------------------------------------------------- inspection
+  // One page of the segment servers from `start_server_id`.
+  absl::StatusOr<proto::ListServersResponse> ListServers(uint64_t start_server_id);
+  // One page of the regular files from `start_ino`.
+  absl::StatusOr<proto::ListSegmentsResponse> ListSegments(uint64_t start_ino);
+  // Revokes the writer lease of `ino` and recovers its open segment (no
+  // call id: a timed-out attempt is final).
+  absl::StatusOr<proto::Inode> RecoverLease(uint64_t ino);
+
+  // A fresh id for one change (this mount's id, sequence numbers from 1).
+  proto::CallId NextCallId();
+  uint64_t mount_id() const { return mount_id_.load(); }
+  const std::string& address() const { return meta_->address(); }
+  const MetaClientOptions& options() const { return options_; }
+
+  // Closes the connection: calls in flight and later fail with
+  // kUnavailable.
+  void Shutdown() { meta_->Shutdown(); }
+
+ private:
+  enum class Attempts {
+    kOne,               // always a single attempt
+    kRetry,             // MetaRetryOptions within the window
+    kRetryButTimeouts,  // the same, but a timed-out attempt is final
+  };
+
+  absl::Status Call(format::MessageType type, const google::protobuf::MessageLite& request,
+                    google::protobuf::MessageLite* response, Attempts attempts);
+  void AsyncCall(format::MessageType type, const google::protobuf::MessageLite& request,
+                 Attempts attempts, StatusCallback done);
+  // A fresh call id unless the change has one.
+  void StampCall(proto::CallId* call);
+
+  // Immutable after construction.
+  asio::io_context& io_;
+  const std::shared_ptr<rpc::RpcClient> meta_;
+  const MetaClientOptions options_;
+
+  std::atomic<uint64_t> mount_id_{0};
+  std::atomic<uint64_t> last_call_seq_{0};
+};
+
+}  // namespace logfs::client
