@@ -37,8 +37,8 @@ absl::StatusOr<std::string> ReadVerifiedReplica(const format::ReplicaFds& files,
   return data.substr(offset - from, size);
 }
 
-SegmentReader::SegmentReader(rpc::ClientPool& pool, SegmentReaderOptions options)
-    : pool_(pool),
+SegmentReader::SegmentReader(client::SegdClient& segd, SegmentReaderOptions options)
+    : segd_(segd),
       options_(std::move(options)),
       boot_id_(rpc::HostBootId()),
       replica_cache_(options_.replica_cache) {}
@@ -48,7 +48,7 @@ absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, u
                                                 const client::BadReplicaReporter& reporter) {
   if (!options_.short_circuit || !segment.sealed() || boot_id_.empty()) {
     remote_reads_.fetch_add(1, std::memory_order_relaxed);
-    return client::ReadSegmentRange(pool_, segment, offset, size, options_.timeout, reporter);
+    return client::ReadSegmentRange(segd_, segment, offset, size, options_.timeout, reporter);
   }
   uint64_t bad_server = 0;
   auto local = ReadShortCircuit(segment, offset, size, &bad_server);
@@ -59,13 +59,13 @@ absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, u
   }
   remote_reads_.fetch_add(1, std::memory_order_relaxed);
   if (absl::IsNotFound(local.status())) {
-    return client::ReadSegmentRange(pool_, segment, offset, size, options_.timeout, reporter);
+    return client::ReadSegmentRange(segd_, segment, offset, size, options_.timeout, reporter);
   }
   short_circuit_failures_.fetch_add(1, std::memory_order_relaxed);
   LOG(WARNING) << "short-circuit read of segment " << segment.id()
                << " failed, reading over TCP: " << local.status();
   if (bad_server == 0) {
-    return client::ReadSegmentRange(pool_, segment, offset, size, options_.timeout, reporter);
+    return client::ReadSegmentRange(segd_, segment, offset, size, options_.timeout, reporter);
   }
   // The replica that failed its CRC is read over TCP first, so its server
   // checks its copy, marks it corrupt and the reporter tells meta; the
@@ -75,7 +75,7 @@ absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, u
   std::stable_partition(replicas->begin(), replicas->end(), [bad_server](const proto::Replica& r) {
     return r.server_id() == bad_server;
   });
-  return client::ReadSegmentRange(pool_, reordered, offset, size, options_.timeout, reporter);
+  return client::ReadSegmentRange(segd_, reordered, offset, size, options_.timeout, reporter);
 }
 
 // Reads from the first replica on this host that opens and reads cleanly:
@@ -136,15 +136,14 @@ std::string SegmentReader::LocalSocket(const std::string& address) {
       return it->second.socket_path;
     }
   }
-  proto::ShortCircuitInfoResponse info;
-  absl::Status s = pool_.Get(address)->Call(format::MessageType::kShortCircuitInfo, proto::Empty(),
-                                            &info, options_.timeout);
+  absl::StatusOr<proto::ShortCircuitInfoResponse> info =
+      segd_.ShortCircuitInfo(address, options_.timeout);
   ServerInfo learned;
-  if (!s.ok()) {
+  if (!info.ok()) {
     learned.retry_after = now + kRetryAfterFailure;
-    VLOG(1) << "short-circuit info of " << address << ": " << s;
-  } else if (info.boot_id() == boot_id_) {
-    learned.socket_path = info.socket_path();
+    VLOG(1) << "short-circuit info of " << address << ": " << info.status();
+  } else if (info->boot_id() == boot_id_) {
+    learned.socket_path = info->socket_path();
   }
   absl::MutexLock lock(&mu_);
   servers_[address] = learned;
@@ -163,23 +162,7 @@ absl::StatusOr<format::ReplicaFds> SegmentReader::OpenLocal(const std::string& s
   // A local exchange: a short deadline, so a stuck server costs little
   // before the read goes over TCP.
   const absl::Duration timeout = std::min(options_.timeout, kLocalTimeout);
-  ASSIGN_OR_RETURN(util::UniqueFd socket, rpc::ConnectUnix(socket_path, timeout));
-  proto::ShortCircuitOpenRequest request;
-  request.set_segment_id(segment_id);
-  RETURN_IF_ERROR(rpc::SendUnixFrame(socket.get(), 0, format::MessageType::kShortCircuitOpen, 1,
-                                     request.SerializeAsString(), {}));
-  ASSIGN_OR_RETURN(rpc::UnixFrame reply,
-                   rpc::ReceiveUnixFrame(socket.get(), absl::Now() + timeout));
-  if (reply.frame.flags & format::kFlagError) return rpc::StatusFromErrorFrame(reply.frame);
-  proto::ShortCircuitOpenResponse response;
-  if (!response.ParseFromString(reply.frame.message) || reply.fds.size() != 2) {
-    return absl::InternalError(absl::StrCat("bad ShortCircuitOpen reply from ", socket_path));
-  }
-  format::ReplicaFds files;
-  files.data = std::move(reply.fds[0]);
-  files.crc = std::move(reply.fds[1]);
-  files.length = response.length();
-  return files;
+  return client::ShortCircuitOpen(socket_path, segment_id, timeout);
 }
 
 SegmentReaderStats SegmentReader::stats() const {

@@ -21,9 +21,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cache/replica_cache.h"
-#include "store/rpc/client_pool.h"
 #include "store/format/logfs.pb.h"
 #include "store/client/replica_reader.h"
+#include "store/client/segd_client.h"
 
 namespace logfs::cache {
 
@@ -43,8 +43,8 @@ struct SegmentReaderStats {
 
 class SegmentReader {
  public:
-  // `pool` must outlive the reader.
-  SegmentReader(rpc::ClientPool& pool, SegmentReaderOptions options);
+  // `segd` must outlive the reader.
+  SegmentReader(client::SegdClient& segd, SegmentReaderOptions options);
 
   // Bytes [offset, offset + size) of `segment`, all of which its readable
   // length holds. kUnavailable (EIO) when no replica can serve them.
@@ -77,7 +77,7 @@ class SegmentReader {
   void ForgetServer(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<format::ReplicaFds> OpenLocal(const std::string& socket_path, uint64_t segment_id);
 
-  rpc::ClientPool& pool_;
+  client::SegdClient& segd_;
   const SegmentReaderOptions options_;
   const std::string boot_id_;
   ReplicaCache replica_cache_;

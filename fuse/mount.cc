@@ -36,12 +36,23 @@ uint64_t SealedLength(const proto::Inode& inode) {
 
 }  // namespace
 
-Mount::Mount(MountOptions options) : options_(std::move(options)), pool_(io_) {
+client::MetaClientOptions Mount::MetaOptions(const MountOptions& options) {
+  client::MetaClientOptions meta;
+  meta.timeout = options.rpc_timeout;
+  meta.retry_window = options.meta_retry;
+  return meta;
+}
+
+Mount::Mount(MountOptions options)
+    : options_(std::move(options)),
+      pool_(io_),
+      segd_(pool_),
+      meta_(io_, pool_.Get(options_.meta_address), MetaOptions(options_)) {
   cache::SegmentReaderOptions reader_options;
   reader_options.short_circuit = options_.short_circuit;
   reader_options.timeout = options_.rpc_timeout;
   reader_options.replica_cache = options_.replica_cache;
-  segment_reader_ = std::make_unique<cache::SegmentReader>(pool_, reader_options);
+  segment_reader_ = std::make_unique<cache::SegmentReader>(segd_, reader_options);
   if (options_.block_cache_bytes > 0) {
     cache::BlockCacheOptions cache_options;
     cache_options.capacity_bytes = options_.block_cache_bytes;
@@ -55,19 +66,13 @@ Mount::~Mount() { Shutdown(); }
 absl::Status Mount::Connect() {
   work_.emplace(asio::make_work_guard(io_));
   for (int i = 0; i < options_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
-  meta_ = pool_.Get(options_.meta_address);
-  proto::NewMountRequest request;
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
-  request.set_host(host);
-  proto::NewMountResponse response;
-  absl::Status s =
-      meta_->Call(format::MessageType::kNewMount, request, &response, options_.rpc_timeout);
-  if (!s.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot reach meta at ", options_.meta_address, ": ", s.message()));
+  absl::StatusOr<uint64_t> mount_id = meta_.NewMount(host);
+  if (!mount_id.ok()) {
+    return absl::UnavailableError(absl::StrCat("cannot reach meta at ", options_.meta_address,
+                                               ": ", mount_id.status().message()));
   }
-  mount_id_ = response.mount_id();
   heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
   return absl::OkStatus();
 }
@@ -88,7 +93,7 @@ void Mount::Shutdown() {
 // Also trims the short-circuit replica cache.
 void Mount::HeartbeatLoop() {
   proto::MountHeartbeatRequest request;
-  request.set_mount_id(mount_id_);
+  request.set_mount_id(meta_.mount_id());
   while (!stopping_.WaitForNotificationWithTimeout(options_.heartbeat_interval)) {
     request.clear_writing_inos();
     {
@@ -98,47 +103,10 @@ void Mount::HeartbeatLoop() {
         if (ref.writer != nullptr) request.add_writing_inos(ino);
       }
     }
-    proto::Empty response;
-    absl::Status s =
-        meta_->Call(format::MessageType::kMountHeartbeat, request, &response, options_.rpc_timeout);
+    absl::Status s = meta_.MountHeartbeat(request);
     if (!s.ok()) LOG(WARNING) << "mount heartbeat to meta failed: " << s;
     segment_reader_->Trim();  // closes replicas idle past their limit
   }
-}
-
-client::MetaRetryOptions Mount::MetaRetry() const {
-  client::MetaRetryOptions retry;
-  retry.attempt_timeout = options_.rpc_timeout;
-  retry.retry_window = options_.meta_retry;
-  return retry;
-}
-
-template <typename Response>
-absl::Status Mount::MetaCall(format::MessageType type, const google::protobuf::MessageLite& request,
-                             Response* response) {
-  client::MetaRetryOptions retry = MetaRetry();
-  // These pin the inode (and take the lease) in meta's memory and carry no
-  // call id: one that timed out may have been applied, and a second would
-  // pin twice, or unpin another descriptor's pin.
-  retry.retry_timeouts = type != format::MessageType::kOpen &&
-                         type != format::MessageType::kRelease &&
-                         type != format::MessageType::kOpenWrite;
-  return client::CallMeta(*meta_, type, request, response, retry);
-}
-
-proto::CallId Mount::NextCallId() {
-  proto::CallId call;
-  call.set_mount_id(mount_id_);
-  call.set_seq(last_call_seq_.fetch_add(1) + 1);
-  return call;
-}
-
-absl::StatusOr<proto::Inode> Mount::GetInode(uint64_t ino) {
-  proto::GetAttrRequest request;
-  request.set_ino(ino);
-  proto::InodeResponse response;
-  RETURN_IF_ERROR(MetaCall(format::MessageType::kGetInode, request, &response));
-  return std::move(*response.mutable_inode());
 }
 
 std::shared_ptr<wal::FileWriter> Mount::FindWriter(uint64_t ino) {
@@ -151,29 +119,22 @@ uint64_t Mount::LiveLength(proto::Inode& inode) {
   if (!HasOpenSegment(inode)) return SealedLength(inode);
   proto::Segment& open = *inode.mutable_segments()->rbegin();
   uint32_t quorum = open.ack_quorum() != 0 ? open.ack_quorum() : inode.ack_quorum();
-  open.set_length(client::AckedLengthOfOpenSegment(pool_, open, quorum, options_.rpc_timeout));
+  open.set_length(client::AckedLengthOfOpenSegment(segd_, open, quorum, options_.rpc_timeout));
   return SealedLength(inode);
 }
 
 // ---------------------------------------------------------------- namespace
 
 absl::StatusOr<proto::Attr> Mount::Lookup(uint64_t parent, const std::string& name) {
-  proto::LookupRequest request;
-  request.set_parent(parent);
-  request.set_name(name);
-  proto::AttrResponse response;
-  RETURN_IF_ERROR(MetaCall(format::MessageType::kLookup, request, &response));
+  ASSIGN_OR_RETURN(proto::Attr attr, meta_.Lookup(parent, name));
   // Meta's answer names the inode and its attributes at once: asking for
   // them again by inode would race with a rename that replaces the name.
-  return WithLiveSize(std::move(*response.mutable_attr()));
+  return WithLiveSize(std::move(attr));
 }
 
 absl::StatusOr<proto::Attr> Mount::GetAttr(uint64_t ino) {
-  proto::GetAttrRequest request;
-  request.set_ino(ino);
-  proto::AttrResponse response;
-  RETURN_IF_ERROR(MetaCall(format::MessageType::kGetAttr, request, &response));
-  return WithLiveSize(std::move(*response.mutable_attr()));
+  ASSIGN_OR_RETURN(proto::Attr attr, meta_.GetAttr(ino));
+  return WithLiveSize(std::move(attr));
 }
 
 absl::StatusOr<proto::Attr> Mount::WithLiveSize(proto::Attr attr) {
@@ -187,7 +148,7 @@ absl::StatusOr<proto::Attr> Mount::WithLiveSize(proto::Attr attr) {
     // Another mount writes the file, or its writer died and meta has not
     // recovered it yet: the size is what the ack quorum holds (DESIGN §2),
     // never less than what a read returns.
-    ASSIGN_OR_RETURN(proto::Inode inode, GetInode(attr.ino()));
+    ASSIGN_OR_RETURN(proto::Inode inode, meta_.GetInode(attr.ino()));
     attr.set_size(LiveLength(inode));
     attr.set_open_segment(HasOpenSegment(inode));
   }
@@ -196,8 +157,7 @@ absl::StatusOr<proto::Attr> Mount::WithLiveSize(proto::Attr attr) {
 
 absl::StatusOr<proto::Attr> Mount::SetAttr(const proto::SetAttrRequest& in) {
   proto::SetAttrRequest request = in;
-  request.set_mount_id(mount_id_);
-  *request.mutable_call() = NextCallId();
+  request.set_mount_id(meta_.mount_id());
   auto writer = FindWriter(request.ino());
   if (writer != nullptr && (request.to_set() & format::kSetAttrMtime) != 0) {
     writer->SetMtime(request.mtime_ns());  // or the writer's close overwrites it
@@ -213,8 +173,7 @@ absl::StatusOr<proto::Attr> Mount::SetAttr(const proto::SetAttrRequest& in) {
       request.set_to_set(request.to_set() & ~format::kSetAttrSize);
     }
   }
-  proto::AttrResponse response;
-  RETURN_IF_ERROR(MetaCall(format::MessageType::kSetAttr, request, &response));
+  RETURN_IF_ERROR(meta_.SetAttr(request).status());
   return GetAttr(request.ino());
 }
 
@@ -228,10 +187,7 @@ absl::StatusOr<proto::Attr> Mount::Create(uint64_t parent, const std::string& na
   request.set_uid(uid);
   request.set_gid(gid);
   request.set_symlink_target(symlink_target);
-  *request.mutable_call() = NextCallId();
-  proto::AttrResponse response;
-  RETURN_IF_ERROR(MetaCall(format::MessageType::kCreate, request, &response));
-  return response.attr();
+  return meta_.Create(std::move(request));
 }
 
 absl::Status Mount::Unlink(uint64_t parent, const std::string& name, bool directory) {
@@ -239,9 +195,7 @@ absl::Status Mount::Unlink(uint64_t parent, const std::string& name, bool direct
   request.set_parent(parent);
   request.set_name(name);
   request.set_directory(directory);
-  *request.mutable_call() = NextCallId();
-  proto::Empty response;
-  return MetaCall(format::MessageType::kUnlink, request, &response);
+  return meta_.Unlink(std::move(request));
 }
 
 absl::Status Mount::Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
@@ -252,34 +206,7 @@ absl::Status Mount::Rename(uint64_t parent, const std::string& name, uint64_t ne
   request.set_new_parent(new_parent);
   request.set_new_name(new_name);
   request.set_flags(flags);
-  *request.mutable_call() = NextCallId();
-  proto::Empty response;
-  return MetaCall(format::MessageType::kRename, request, &response);
-}
-
-absl::StatusOr<std::string> Mount::Readlink(uint64_t ino) {
-  proto::GetAttrRequest request;
-  request.set_ino(ino);
-  proto::ReadlinkResponse response;
-  RETURN_IF_ERROR(MetaCall(format::MessageType::kReadlink, request, &response));
-  return response.target();
-}
-
-absl::StatusOr<proto::ReaddirResponse> Mount::Readdir(uint64_t ino,
-                                                     const std::string& start_after) {
-  proto::ReaddirRequest request;
-  request.set_ino(ino);
-  request.set_start_after(start_after);
-  proto::ReaddirResponse response;
-  RETURN_IF_ERROR(MetaCall(format::MessageType::kReaddir, request, &response));
-  return response;
-}
-
-absl::StatusOr<proto::StatFsResponse> Mount::StatFs() {
-  proto::Empty request;
-  proto::StatFsResponse response;
-  RETURN_IF_ERROR(MetaCall(format::MessageType::kStatFs, request, &response));
-  return response;
+  return meta_.Rename(std::move(request));
 }
 
 // ---------------------------------------------------------------- xattrs
@@ -323,7 +250,7 @@ absl::StatusOr<std::string> Mount::GetXattr(uint64_t ino, const std::string& nam
   if (name == kMetaAddressXattr) return options_.meta_address;
   if (name == kStatsXattr) return FormatStats();
   if (name == kSegmentsXattr || name == kDurableLengthXattr) {
-    ASSIGN_OR_RETURN(proto::Inode inode, GetInode(ino));
+    ASSIGN_OR_RETURN(proto::Inode inode, meta_.GetInode(ino));
     if (!S_ISREG(inode.attr().mode())) return PosixError(ENODATA, "not a regular file");
     uint64_t durable;
     if (auto writer = FindWriter(ino)) {
@@ -335,20 +262,7 @@ absl::StatusOr<std::string> Mount::GetXattr(uint64_t ino, const std::string& nam
     }
     return name == kSegmentsXattr ? FormatSegments(inode) : std::to_string(durable);
   }
-  proto::GetXattrRequest request;
-  request.set_ino(ino);
-  request.set_name(name);
-  proto::GetXattrResponse response;
-  RETURN_IF_ERROR(MetaCall(format::MessageType::kGetXattr, request, &response));
-  return response.value();
-}
-
-absl::StatusOr<std::vector<std::string>> Mount::ListXattr(uint64_t ino) {
-  proto::GetAttrRequest request;
-  request.set_ino(ino);
-  proto::ListXattrResponse response;
-  RETURN_IF_ERROR(MetaCall(format::MessageType::kListXattr, request, &response));
-  return std::vector<std::string>(response.names().begin(), response.names().end());
+  return meta_.GetXattr(ino, name);
 }
 
 absl::Status Mount::SetXattr(uint64_t ino, const std::string& name, const std::string& value,
@@ -362,18 +276,7 @@ absl::Status Mount::SetXattr(uint64_t ino, const std::string& name, const std::s
   request.set_name(name);
   request.set_value(value);
   request.set_flags(flags);
-  *request.mutable_call() = NextCallId();
-  proto::Empty response;
-  return MetaCall(format::MessageType::kSetXattr, request, &response);
-}
-
-absl::Status Mount::RemoveXattr(uint64_t ino, const std::string& name) {
-  proto::GetXattrRequest request;
-  request.set_ino(ino);
-  request.set_name(name);
-  *request.mutable_call() = NextCallId();
-  proto::Empty response;
-  return MetaCall(format::MessageType::kRemoveXattr, request, &response);
+  return meta_.SetXattr(std::move(request));
 }
 
 // ---------------------------------------------------------------- files
@@ -421,32 +324,29 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t i
     }
     return existing;
   }
-  proto::OpenWriteRequest request;
-  request.set_ino(ino);
-  request.set_mount_id(mount_id_);
-  request.set_truncate(truncate);
-  proto::InodeResponse response;
-  absl::Status opened = MetaCall(format::MessageType::kOpenWrite, request, &response);
+  absl::StatusOr<proto::Inode> opened = meta_.OpenWrite(ino, truncate);
   absl::MutexLock lock(&mu_);
   if (!opened.ok()) {
     writers_.erase(ino);
-    return opened;
+    return opened.status();
   }
   wal::FileWriterOptions options;
-  options.mount_id = mount_id_;
-  bool wal = response.inode().attr().kind() == proto::KIND_WAL;
+  options.mount_id = meta_.mount_id();
+  bool wal = opened->attr().kind() == proto::KIND_WAL;
   options.segment_bytes = wal ? options_.wal_segment_bytes : options_.block_segment_bytes;
   options.append_bytes = wal ? 1 : options_.block_append_bytes;
   options.replica_timeout = options_.replica_timeout;
   options.fsync_timeout = options_.fsync_timeout;
   options.meta_timeout = options_.rpc_timeout;
   options.meta_retry = options_.meta_retry;
-  options.next_call_id = [this] { return NextCallId(); };
+  options.next_call_id = [this] { return meta_.NextCallId(); };
   options.run_blocking = [this](std::function<void()> job) {
     asio::post(recovery_pool_, std::move(job));
   };
-  auto writer = wal::FileWriter::Create(options, std::move(*response.mutable_inode()), meta_,
-                                        &pool_);
+  // The writer still takes the raw connection (wal/ switches to
+  // client::MetaClient and client::SegdClient on its own).
+  auto writer = wal::FileWriter::Create(options, std::move(*opened),
+                                        pool_.Get(options_.meta_address), &pool_);
   writers_[ino] = WriterRef{writer, 1, false, false};
   return writer;
 }
@@ -459,7 +359,7 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Mount::Open(uint64_t ino, int flags) {
   bool truncate = (flags & O_TRUNC) != 0;
   if (file->writable) {
     WaitUntilNotClosing(ino);  // a sealing writer decides what this open finds
-    ASSIGN_OR_RETURN(proto::Inode inode, GetInode(ino));
+    ASSIGN_OR_RETURN(proto::Inode inode, meta_.GetInode(ino));
     if (S_ISDIR(inode.attr().mode())) return PosixError(EISDIR, "is a directory");
     file->kind = inode.attr().kind();
     bool sealed_block = file->kind == proto::KIND_BLOCK && SealedLength(inode) > 0 &&
@@ -472,17 +372,13 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Mount::Open(uint64_t ino, int flags) {
     if (truncate) return PosixError(EPERM, "sealed block files are immutable");
     file->write_denied = true;
   }
-  proto::OpenRequest request;
-  request.set_ino(ino);
-  request.set_mount_id(mount_id_);
-  proto::InodeResponse response;
-  RETURN_IF_ERROR(MetaCall(format::MessageType::kOpen, request, &response));
-  file->kind = response.inode().attr().kind();
-  file->growing = response.inode().attr().open_for_write() || HasOpenSegment(response.inode()) ||
-                  FindWriter(ino) != nullptr;
+  ASSIGN_OR_RETURN(proto::Inode inode, meta_.Open(ino));
+  file->kind = inode.attr().kind();
+  file->growing =
+      inode.attr().open_for_write() || HasOpenSegment(inode) || FindWriter(ino) != nullptr;
   file->live = file->growing || file->kind == proto::KIND_WAL;
   absl::MutexLock lock(&file->mu);
-  file->inode = std::move(*response.mutable_inode());
+  file->inode = std::move(inode);
   return file;
 }
 
@@ -503,14 +399,14 @@ absl::StatusOr<cache::ReadBuffer> Mount::Read(OpenFile& file, uint64_t offset,
     absl::MutexLock lock(&file.mu);
     length = SealedLength(file.inode);
     if (file.live && (offset + size > length || HasOpenSegment(file.inode))) {
-      ASSIGN_OR_RETURN(file.inode, GetInode(file.ino));
+      ASSIGN_OR_RETURN(file.inode, meta_.GetInode(file.ino));
       length = LiveLength(file.inode);
     }
     segments.assign(file.inode.segments().begin(), file.inode.segments().end());
   }
   cache::ReadBuffer out;
   RETURN_IF_ERROR(cache::ReadFile(block_cache_.get(), *segment_reader_, segments, length, offset,
-                                  size, {meta_, file.ino, options_.rpc_timeout}, &out));
+                                  size, {&meta_, file.ino}, &out));
   return out;
 }
 
@@ -570,11 +466,7 @@ absl::Status Mount::Release(std::unique_ptr<OpenFile> file) {
     writers_.erase(file->ino);
     return status;
   }
-  proto::ReleaseRequest request;
-  request.set_ino(file->ino);
-  request.set_mount_id(mount_id_);
-  proto::Empty response;
-  return MetaCall(format::MessageType::kRelease, request, &response);
+  return meta_.Release(file->ino);
 }
 
 }  // namespace logfs::fuse

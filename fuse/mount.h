@@ -10,7 +10,6 @@
 
 #include <sys/types.h>
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -32,7 +31,8 @@
 #include "cache/segment_reader.h"
 #include "store/rpc/client_pool.h"
 #include "store/format/logfs.pb.h"
-#include "store/client/meta_retry.h"
+#include "store/client/meta_client.h"
+#include "store/client/segd_client.h"
 #include "wal/file_writer.h"
 
 namespace logfs::fuse {
@@ -95,20 +95,26 @@ class Mount {
   absl::Status Unlink(uint64_t parent, const std::string& name, bool directory);
   absl::Status Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
                       const std::string& new_name, uint32_t flags);
-  absl::StatusOr<std::string> Readlink(uint64_t ino);
+  absl::StatusOr<std::string> Readlink(uint64_t ino) { return meta_.Readlink(ino); }
   // One page of directory `ino` after `start_after` ("" for the first),
   // as meta's Readdir returns it (bounded; `more` says if others follow).
-  absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino, const std::string& start_after);
-  absl::StatusOr<proto::StatFsResponse> StatFs();
+  absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino, const std::string& start_after) {
+    return meta_.Readdir(ino, start_after);
+  }
+  absl::StatusOr<proto::StatFsResponse> StatFs() { return meta_.StatFs(); }
 
   // Xattrs; user.logfs.segments / durable_length / mount_pid / stats are
   // answered here; setting user.logfs.drop_block_cache empties the block
   // cache (the caller checks that it is root).
   absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name);
-  absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino);
+  absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino) {
+    return meta_.ListXattr(ino);
+  }
   absl::Status SetXattr(uint64_t ino, const std::string& name, const std::string& value,
                         int flags);
-  absl::Status RemoveXattr(uint64_t ino, const std::string& name);
+  absl::Status RemoveXattr(uint64_t ino, const std::string& name) {
+    return meta_.RemoveXattr(ino, name);
+  }
 
   // Files. Open takes the writer lease for writable handles (EBUSY if
   // another mount writes the file); O_TRUNC of a sealed block file: EPERM.
@@ -125,7 +131,7 @@ class Mount {
   // Last handle of a writer: sync, seal, release the lease.
   absl::Status Release(std::unique_ptr<OpenFile> file);
 
-  uint64_t mount_id() const { return mount_id_; }
+  uint64_t mount_id() const { return meta_.mount_id(); }
 
  private:
   struct WriterRef {
@@ -135,7 +141,6 @@ class Mount {
     bool opening = false;  // OpenWrite in flight; `writer` is still null
   };
 
-  absl::StatusOr<proto::Inode> GetInode(uint64_t ino);
   // `attr` from meta with the size a reader on this mount sees: the local
   // writer's length, else for a file with an open segment its acked length.
   absl::StatusOr<proto::Attr> WithLiveSize(proto::Attr attr);
@@ -154,14 +159,9 @@ class Mount {
   std::string FormatStats();
   void HeartbeatLoop();
 
-  // Every meta call of the mount but the heartbeat: retried through a meta
-  // restart (store/client/meta_retry.h).
-  template <typename Response>
-  absl::Status MetaCall(format::MessageType type, const google::protobuf::MessageLite& request,
-                        Response* response);
-  // A fresh id for one change in meta (exactly-once across retries).
-  proto::CallId NextCallId();
-  client::MetaRetryOptions MetaRetry() const;
+  // Every meta call of the mount but NewMount and the heartbeat rides out a
+  // meta restart within options.meta_retry (store/client/meta_client.h).
+  static client::MetaClientOptions MetaOptions(const MountOptions& options);
 
   // Immutable after construction / Connect.
   const MountOptions options_;
@@ -169,14 +169,13 @@ class Mount {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> io_threads_;
   rpc::ClientPool pool_;
+  client::SegdClient segd_;
+  client::MetaClient meta_;
   // Writers' recoveries (blocking calls, never on io threads); joined by
   // Shutdown before pool_ shuts down.
   asio::thread_pool recovery_pool_{2};
   std::unique_ptr<cache::BlockCache> block_cache_;  // null when disabled
   std::unique_ptr<cache::SegmentReader> segment_reader_;
-  std::shared_ptr<rpc::RpcClient> meta_;
-  uint64_t mount_id_ = 0;
-  std::atomic<uint64_t> last_call_seq_{0};  // of NextCallId
   std::thread heartbeat_thread_;
   absl::Notification stopping_;
 
