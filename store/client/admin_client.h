@@ -1,7 +1,10 @@
 // Blocking calls for the admin tools (`logfs status`, `logfs fsck`,
-// `logfs bench`): the meta inspection RPCs, and SegmentInfo and ServerStats
-// on segment servers
-// (docs/rpc.md). Owns a private io_context and thread for its clients.
+// `logfs recover`, `logfs bench`): a MetaClient and a SegdClient without
+// retries (each call one attempt of `timeout`, its error as it came),
+// with the io_context and thread they need, and the page loops of meta's
+// listings. The typed clients do the calls (store/client/meta_client.h,
+// segd_client.h); this class only owns their plumbing, so that a tool needs
+// no asio.
 //
 // Thread-safety: any thread may call; calls block (at most the timeout
 // each).
@@ -17,8 +20,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "store/rpc/client_pool.h"
+#include "store/client/meta_client.h"
+#include "store/client/segd_client.h"
 #include "store/format/logfs.pb.h"
+#include "store/rpc/client_pool.h"
 
 namespace logfs::client {
 
@@ -34,26 +39,33 @@ class AdminClient {
   // Every registered server, by id, gathered from meta's ListServers
   // pages. Errors: kUnavailable / kDeadlineExceeded (meta unreachable).
   absl::StatusOr<proto::ListServersResponse> ListServers();
-  absl::StatusOr<proto::StatFsResponse> StatFs();
+  absl::StatusOr<proto::StatFsResponse> StatFs() { return meta_.StatFs(); }
   // Calls fn(file) for every regular file meta lists (ListSegments pages
   // in inode order). Errors as ListServers.
   absl::Status ForEachFile(const std::function<void(const proto::Inode&)>& fn);
   // Revokes the writer lease of `ino` and recovers its open segment
   // (meta's RecoverLease). Errors: as ListServers, ENOENT, kUnavailable
   // when too few replicas answer.
-  absl::StatusOr<proto::Inode> RecoverLease(uint64_t ino);
+  absl::StatusOr<proto::Inode> RecoverLease(uint64_t ino) { return meta_.RecoverLease(ino); }
   // One replica's state on the segment server at `address`.
   absl::StatusOr<proto::SegmentInfoResponse> SegmentInfo(const std::string& address,
-                                                         uint64_t segment_id);
+                                                         uint64_t segment_id) {
+    return segd_.SegmentInfo(address, segment_id, timeout_);
+  }
   // The counters of the segment server at `address` (segd ServerStats).
-  absl::StatusOr<proto::ServerStatsResponse> ServerStats(const std::string& address);
+  absl::StatusOr<proto::ServerStatsResponse> ServerStats(const std::string& address) {
+    return segd_.ServerStats(address, timeout_);
+  }
 
  private:
-  const std::string meta_address_;
+  static MetaClientOptions MetaOptions(absl::Duration timeout);
+
   const absl::Duration timeout_;
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   rpc::ClientPool clients_;
+  MetaClient meta_;
+  SegdClient segd_;
   std::thread io_thread_;
 };
 
