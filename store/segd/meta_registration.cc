@@ -12,7 +12,6 @@
 #include "src/status/macros.h"
 #include "src/util/log_rate_limit.h"
 #include "store/format/logfs.pb.h"
-#include "store/format/message_type.h"
 
 namespace logfs::segd {
 
@@ -41,7 +40,11 @@ MetaHeartbeat::MetaHeartbeat(const MetaHeartbeatOptions& options, ReplicaStore* 
       on_delete_stray_(std::move(on_delete_stray)) {
   work_.emplace(io_.get_executor());
   io_thread_ = std::thread([this] { io_.run(); });
-  client_ = rpc::RpcClient::Create(io_, options_.meta_address);
+  client::MetaClientOptions meta_options;
+  meta_options.timeout = absl::Milliseconds(options_.rpc_timeout_ms);
+  meta_options.retry_window = std::nullopt;  // Run's next beat is the retry
+  meta_ = std::make_unique<client::MetaClient>(
+      io_, rpc::RpcClient::Create(io_, options_.meta_address), meta_options);
 }
 
 MetaHeartbeat::~MetaHeartbeat() { Stop(); }
@@ -63,7 +66,7 @@ void MetaHeartbeat::Stop() {
     stop_ = true;
   }
   // Shutdown fails an in-flight Call, so the heartbeat thread returns soon.
-  client_->Shutdown();
+  meta_->Shutdown();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   work_.reset();
   io_.stop();
@@ -81,9 +84,8 @@ absl::Status MetaHeartbeat::Register() {
   request.set_server_id(store_->server_id());
   request.set_incarnation(options_.incarnation);
   request.set_cluster_id(store_->cluster_id());
-  proto::RegisterServerResponse response;
-  absl::Status status = client_->Call(format::MessageType::kRegisterServer, request, &response,
-                                      absl::Milliseconds(options_.rpc_timeout_ms));
+  absl::StatusOr<proto::RegisterServerResponse> registered = meta_->RegisterServer(request);
+  const absl::Status& status = registered.status();
   if (absl::IsFailedPrecondition(status)) {
     // Meta refused this identity: say so as it is, do not retry.
     return absl::FailedPreconditionError(
@@ -94,15 +96,15 @@ absl::Status MetaHeartbeat::Register() {
     return absl::UnavailableError(absl::StrCat("cannot register with meta at ",
                                                options_.meta_address, ": ", status.ToString()));
   }
-  if (response.server_id() == 0) {
+  if (registered->server_id() == 0) {
     return absl::UnavailableError("meta returned server id 0");
   }
-  if (response.server_id() != store_->server_id() ||
-      response.cluster_id() != store_->cluster_id()) {
-    RETURN_IF_ERROR(store_->SetServerId(response.server_id(), response.cluster_id()));
+  if (registered->server_id() != store_->server_id() ||
+      registered->cluster_id() != store_->cluster_id()) {
+    RETURN_IF_ERROR(store_->SetServerId(registered->server_id(), registered->cluster_id()));
   }
   LOG(INFO) << "registered with meta at " << options_.meta_address << " as server "
-            << response.server_id() << " (" << options_.advertise_address << ")";
+            << registered->server_id() << " (" << options_.advertise_address << ")";
   return absl::OkStatus();
 }
 
@@ -125,14 +127,12 @@ absl::StatusOr<proto::HeartbeatResponse> MetaHeartbeat::BeatOnce(
   request.set_incarnation(options_.incarnation);
   request.set_capacity_bytes(space.capacity_bytes);
   request.set_free_bytes(space.free_bytes);
-  proto::HeartbeatResponse response;
-  absl::Status status = client_->Call(format::MessageType::kHeartbeat, request, &response,
-                                      absl::Milliseconds(options_.rpc_timeout_ms));
+  absl::StatusOr<proto::HeartbeatResponse> response = meta_->Heartbeat(request);
   heartbeats_sent_.fetch_add(1);
-  if (!status.ok()) return status;
-  for (uint64_t segment_id : response.delete_segments()) on_delete_(segment_id);
-  for (uint64_t segment_id : response.delete_strays()) {
-    on_delete_stray_(segment_id, response.stray_grace_ms());
+  if (!response.ok()) return response.status();
+  for (uint64_t segment_id : response->delete_segments()) on_delete_(segment_id);
+  for (uint64_t segment_id : response->delete_strays()) {
+    on_delete_stray_(segment_id, response->stray_grace_ms());
   }
   return response;
 }

@@ -6,9 +6,10 @@
 // replica report, in pages of kReportPageReplicasMax, one heartbeat each;
 // docs/rpc.md "Replica reports").
 //
-// It owns a private io_context and thread for its RpcClient, because
-// RpcClient::Call blocks and must not run on an io thread of the client's
-// own io_context (the server's io threads belong to the caller).
+// It owns a private io_context and thread for its client::MetaClient,
+// because the client's calls block and must not run on an io thread of the
+// connection's own io_context (the server's io threads belong to the
+// caller).
 //
 // Thread-safety: Start/Stop from one thread; counters from any thread.
 #pragma once
@@ -27,7 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "store/format/logfs.pb.h"
 #include "store/segd/replica_store.h"
-#include "store/rpc/rpc_client.h"
+#include "store/client/meta_client.h"
 
 namespace logfs::segd {
 
@@ -91,7 +92,7 @@ class MetaHeartbeat {
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::thread io_thread_;
-  std::shared_ptr<rpc::RpcClient> client_;
+  std::unique_ptr<client::MetaClient> meta_;
 
   std::thread heartbeat_thread_;
   std::atomic<uint64_t> heartbeats_sent_{0};

@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
 #include "src/util/crc32c.h"
-#include "store/format/message_type.h"
 
 namespace logfs::segd {
 
@@ -105,7 +104,6 @@ absl::StatusOr<ReplicaInfo> SegmentCopier::CopyFrom(const std::string& source,
   const uint64_t segment_id = request.segment_id();
   const uint64_t length = request.length();
   RETURN_IF_ERROR(store_->Create(segment_id, request.epoch()).status());
-  auto client = clients_.Get(source);
   uint64_t offset = 0;
   // Each round moves `offset` forward by at least one byte.
   while (offset < length) {
@@ -114,10 +112,10 @@ absl::StatusOr<ReplicaInfo> SegmentCopier::CopyFrom(const std::string& source,
     read.set_offset(offset);
     read.set_length(
         static_cast<uint32_t>(std::min<uint64_t>(format::kReadBytesMax, length - offset)));
-    proto::ReadResponse response;
-    std::string data;
-    RETURN_IF_ERROR(client->Call(format::MessageType::kRead, read, &response,
-                                 absl::Milliseconds(options_.rpc_timeout_ms), {}, &data));
+    ASSIGN_OR_RETURN(client::ReadReply reply,
+                     segd_.Read(source, read, absl::Milliseconds(options_.rpc_timeout_ms)));
+    const proto::ReadResponse& response = reply.response;
+    const std::string& data = reply.data;
     if (!response.sealed() || response.length() != length || data.empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat("source ", source, " has segment ", segment_id, " at length ",

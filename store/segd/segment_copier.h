@@ -5,7 +5,7 @@
 //
 // Copies run one at a time on a worker thread of their own, never on an io
 // thread; the reads use a private io_context and thread, because
-// RpcClient::Call blocks and must not run on its own io threads.
+// client::SegdClient's blocking calls must not run on their own io threads.
 //
 // Thread-safety: Enqueue may be called from any thread.
 #pragma once
@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "store/client/segd_client.h"
 #include "store/rpc/client_pool.h"
 #include "store/format/logfs.pb.h"
 #include "store/segd/replica_store.h"
@@ -75,6 +76,7 @@ class SegmentCopier {
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   rpc::ClientPool clients_;
+  client::SegdClient segd_{clients_};
 
   absl::Mutex mu_;
   std::deque<Job> queue_ ABSL_GUARDED_BY(mu_);
