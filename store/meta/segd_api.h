@@ -3,8 +3,8 @@
 // (STYLE.md §5, the network seam); RpcSegmentServerApi is the real one.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,11 +12,11 @@
 #include <asio.hpp>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "store/format/logfs.pb.h"
 #include "store/meta/rereplication_task.h"
-#include "store/rpc/rpc_client.h"
+#include "store/client/segd_client.h"
+#include "store/rpc/client_pool.h"
 
 namespace logfs::meta {
 
@@ -69,9 +69,9 @@ class SegmentServerApi {
 // The longest Identify waits for an answer.
 inline constexpr absl::Duration kIdentifyTimeout = absl::Seconds(1);
 
-// Calls segment servers with RpcClient, one cached client per address.
-// Blocking calls must not run on an io thread of `io`; meta gives this
-// object an io_context of its own.
+// Calls segment servers through a client::SegdClient over a ClientPool of
+// its own. Blocking calls must not run on an io thread of `io`; meta gives
+// this object an io_context of its own.
 class RpcSegmentServerApi : public SegmentServerApi {
  public:
   // `io` must outlive this object and be run by some thread.
@@ -79,7 +79,7 @@ class RpcSegmentServerApi : public SegmentServerApi {
   ~RpcSegmentServerApi() override;  // calls Shutdown()
 
   // Fails calls in flight and every later call with kUnavailable.
-  void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
+  void Shutdown();
 
   absl::StatusOr<proto::SegmentInfoResponse> SegmentInfo(const std::string& address,
                                                          uint64_t segment_id) override;
@@ -96,16 +96,14 @@ class RpcSegmentServerApi : public SegmentServerApi {
                                          absl::Duration timeout) override;
 
  private:
-  // nullptr after Shutdown().
-  std::shared_ptr<rpc::RpcClient> ClientFor(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
-
   // Immutable after construction.
-  asio::io_context& io_;
   const absl::Duration timeout_;
 
-  absl::Mutex mu_;
-  std::map<std::string, std::shared_ptr<rpc::RpcClient>> clients_ ABSL_GUARDED_BY(mu_);
-  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  // Internally synchronized. After Shutdown, the pool hands out clients
+  // that are shut down, so a call racing it fails too.
+  rpc::ClientPool pool_;
+  client::SegdClient segd_;
+  std::atomic<bool> shut_down_{false};
 };
 
 }  // namespace logfs::meta
