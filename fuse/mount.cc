@@ -70,8 +70,8 @@ absl::Status Mount::Connect() {
   gethostname(host, sizeof(host) - 1);
   absl::StatusOr<uint64_t> mount_id = meta_.NewMount(host);
   if (!mount_id.ok()) {
-    return absl::UnavailableError(absl::StrCat("cannot reach meta at ", options_.meta_address,
-                                               ": ", mount_id.status().message()));
+    return absl::UnavailableError(absl::StrCat("cannot reach meta at ", options_.meta_address, ": ",
+                                               mount_id.status().message()));
   }
   heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
   return absl::OkStatus();

@@ -107,9 +107,7 @@ class Mount {
   // answered here; setting user.logfs.drop_block_cache empties the block
   // cache (the caller checks that it is root).
   absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name);
-  absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino) {
-    return meta_.ListXattr(ino);
-  }
+  absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino) { return meta_.ListXattr(ino); }
   absl::Status SetXattr(uint64_t ino, const std::string& name, const std::string& value,
                         int flags);
   absl::Status RemoveXattr(uint64_t ino, const std::string& name) {

@@ -151,7 +151,7 @@ absl::StatusOr<std::string> MetaClient::Readlink(uint64_t ino) {
 }
 
 absl::StatusOr<proto::ReaddirResponse> MetaClient::Readdir(uint64_t ino,
-                                                          const std::string& start_after) {
+                                                           const std::string& start_after) {
   proto::ReaddirRequest request;
   request.set_ino(ino);
   request.set_start_after(start_after);
@@ -227,8 +227,7 @@ absl::StatusOr<proto::Inode> MetaClient::OpenWrite(uint64_t ino, bool truncate) 
   request.set_mount_id(mount_id());
   request.set_truncate(truncate);
   proto::InodeResponse response;
-  RETURN_IF_ERROR(
-      Call(MessageType::kOpenWrite, request, &response, Attempts::kRetryButTimeouts));
+  RETURN_IF_ERROR(Call(MessageType::kOpenWrite, request, &response, Attempts::kRetryButTimeouts));
   return std::move(*response.mutable_inode());
 }
 

@@ -67,8 +67,7 @@ class MetaClient {
   // `meta` is the connection to meta (shared, e.g. with a ClientPool); `io`
   // runs the pauses between attempts of asynchronous calls and must outlive
   // the client (the connection's own io_context is the natural choice).
-  MetaClient(asio::io_context& io, std::shared_ptr<rpc::RpcClient> meta,
-             MetaClientOptions options);
+  MetaClient(asio::io_context& io, std::shared_ptr<rpc::RpcClient> meta, MetaClientOptions options);
 
   MetaClient(const MetaClient&) = delete;
   MetaClient& operator=(const MetaClient&) = delete;

@@ -120,7 +120,8 @@ TEST_F(MetaClientTest, ChangesCarryFreshCallIdsOfTheMount) {
   ASSERT_TRUE(client->SetXattr(set).ok());
   ASSERT_TRUE(client->Open(42).ok());
 
-  EXPECT_EQ("host1", Parse<proto::NewMountRequest>(meta.requests(MessageType::kNewMount)[0]).host());
+  EXPECT_EQ("host1",
+            Parse<proto::NewMountRequest>(meta.requests(MessageType::kNewMount)[0]).host());
   auto created = Parse<proto::CreateRequest>(meta.requests(MessageType::kCreate)[0]);
   EXPECT_EQ("f", created.name());
   EXPECT_EQ(7u, created.call().mount_id());
@@ -223,9 +224,9 @@ TEST_F(MetaClientTest, AsyncCallsAnswerOnce) {
   EXPECT_EQ(3u, sent.segment_id());
   EXPECT_EQ(100u, sent.sealed_length());
   EXPECT_EQ(1u, sent.call().seq());
-  EXPECT_EQ(2u, Parse<proto::ReportBadReplicaRequest>(
-                    meta.requests(MessageType::kReportBadReplica)[0])
-                    .server_id());
+  EXPECT_EQ(2u,
+            Parse<proto::ReportBadReplicaRequest>(meta.requests(MessageType::kReportBadReplica)[0])
+                .server_id());
 }
 
 }  // namespace

@@ -66,8 +66,8 @@ absl::StatusOr<proto::SegmentInfoResponse> SegdClient::Append(const std::string&
                                                               std::string data,
                                                               absl::Duration timeout) {
   proto::SegmentInfoResponse response;
-  RETURN_IF_ERROR(pool_.Get(address)->Call(MessageType::kAppend, request, &response, timeout,
-                                           std::move(data)));
+  RETURN_IF_ERROR(
+      pool_.Get(address)->Call(MessageType::kAppend, request, &response, timeout, std::move(data)));
   return response;
 }
 
@@ -85,8 +85,7 @@ absl::StatusOr<proto::SegmentInfoResponse> SegdClient::SegmentInfo(const std::st
   proto::SegmentInfoRequest request;
   request.set_segment_id(segment_id);
   proto::SegmentInfoResponse response;
-  RETURN_IF_ERROR(
-      pool_.Get(address)->Call(MessageType::kSegmentInfo, request, &response, timeout));
+  RETURN_IF_ERROR(pool_.Get(address)->Call(MessageType::kSegmentInfo, request, &response, timeout));
   return response;
 }
 
@@ -110,8 +109,8 @@ absl::StatusOr<proto::ServerStatsResponse> SegdClient::ServerStats(const std::st
 absl::StatusOr<proto::ShortCircuitInfoResponse> SegdClient::ShortCircuitInfo(
     const std::string& address, absl::Duration timeout) {
   proto::ShortCircuitInfoResponse response;
-  RETURN_IF_ERROR(pool_.Get(address)->Call(MessageType::kShortCircuitInfo, proto::Empty(),
-                                           &response, timeout));
+  RETURN_IF_ERROR(
+      pool_.Get(address)->Call(MessageType::kShortCircuitInfo, proto::Empty(), &response, timeout));
   return response;
 }
 
@@ -155,8 +154,7 @@ SegdClient::InfoResults SegdClient::SealEach(const std::vector<std::string>& add
 }
 
 SegdClient::InfoResults SegdClient::SegmentInfoEach(const std::vector<std::string>& addresses,
-                                                    uint64_t segment_id,
-                                                    absl::Duration timeout) {
+                                                    uint64_t segment_id, absl::Duration timeout) {
   proto::SegmentInfoRequest request;
   request.set_segment_id(segment_id);
   return InfoResultsOf(

@@ -57,6 +57,9 @@ class SegdClient {
   SegdClient(const SegdClient&) = delete;
   SegdClient& operator=(const SegdClient&) = delete;
 
+  // The io_context the calls complete on (for timers of their users).
+  asio::io_context& io() { return pool_.io(); }
+
   // ------------------------------------------------------------ blocking
   // An empty replica at `epoch` (idempotent for the same epoch).
   absl::StatusOr<proto::SegmentInfoResponse> CreateSegment(const std::string& address,
@@ -66,9 +69,8 @@ class SegdClient {
   // server rejects appends of older epochs from then on) and returns its
   // state after the fence. A sealed replica is not fenced (the server
   // answers kFailedPrecondition): its SegmentInfo is returned instead.
-  absl::StatusOr<proto::SegmentInfoResponse> Fence(const std::string& address,
-                                                   uint64_t segment_id, uint64_t epoch,
-                                                   absl::Duration timeout);
+  absl::StatusOr<proto::SegmentInfoResponse> Fence(const std::string& address, uint64_t segment_id,
+                                                   uint64_t epoch, absl::Duration timeout);
   // `data` at `request.offset()` (with its crc32c in the request).
   absl::StatusOr<proto::SegmentInfoResponse> Append(const std::string& address,
                                                     const proto::AppendRequest& request,
@@ -106,8 +108,8 @@ class SegdClient {
   // One result per address, in order, each call with `timeout`.
   InfoResults CreateSegmentEach(const std::vector<std::string>& addresses, uint64_t segment_id,
                                 uint64_t epoch, absl::Duration timeout);
-  InfoResults SealEach(const std::vector<std::string>& addresses,
-                       const proto::SealRequest& request, absl::Duration timeout);
+  InfoResults SealEach(const std::vector<std::string>& addresses, const proto::SealRequest& request,
+                       absl::Duration timeout);
   InfoResults SegmentInfoEach(const std::vector<std::string>& addresses, uint64_t segment_id,
                               absl::Duration timeout);
   // One status per copy, in order: OK once the target holds the sealed
