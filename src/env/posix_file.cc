@@ -1,11 +1,9 @@
 #include "src/env/posix_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <vector>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
@@ -14,19 +12,19 @@
 namespace logfs::env {
 namespace {
 
-absl::Status Error(int errno_value, absl::string_view call, const std::string& path) {
-  return SyscallError(errno_value, absl::StrCat(call, " ", path));
+absl::Status NotADirectory(const std::string& dir) {
+  return absl::FailedPreconditionError(absl::StrCat(dir, " exists and is not a directory"));
 }
 
-absl::Status WriteAll(int fd, absl::string_view contents, const std::string& path) {
-  size_t done = 0;
-  while (done < contents.size()) {
-    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error(errno, "write", path);
-    done += static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
+// Writes `contents` to a new `tmp`, syncs and closes it.
+absl::Status WriteSyncedFile(FileSystem& fs, const std::string& tmp, absl::string_view contents) {
+  ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
+                   fs.NewWritableFile(tmp, WritableFileOptions{/*create=*/true,
+                                                               /*truncate=*/true}));
+  absl::Status status = file->WriteAt(0, contents);
+  if (status.ok()) status = file->Sync();
+  absl::Status closed = file->Close();
+  return status.ok() ? closed : status;
 }
 
 }  // namespace
@@ -40,80 +38,56 @@ std::string Dirname(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-absl::Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Error(errno, "open dir", dir);
-  absl::Status status;
-  if (::fsync(fd) != 0) status = Error(errno, "fsync dir", dir);
-  ::close(fd);
-  return status;
+absl::Status SyncDir(const std::string& dir) { return FileSystem::Default()->SyncDir(dir); }
+
+absl::Status WriteFileAtomically(FileSystem& fs, const std::string& path,
+                                 absl::string_view contents) {
+  const std::string tmp = absl::StrCat(path, ".tmp");
+  absl::Status status = WriteSyncedFile(fs, tmp, contents);
+  if (status.ok()) status = fs.Rename(tmp, path);
+  if (!status.ok()) {
+    fs.Remove(tmp).IgnoreError();  // best effort; readers ignore a stale .tmp
+    return status;
+  }
+  return fs.SyncDir(Dirname(path));
 }
 
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
-  const std::string tmp = absl::StrCat(path, ".tmp");
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Error(errno, "open", tmp);
-  absl::Status status = WriteAll(fd, contents, tmp);
-  if (status.ok() && ::fsync(fd) != 0) status = Error(errno, "fsync", tmp);
-  if (::close(fd) != 0 && status.ok()) status = Error(errno, "close", tmp);
-  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    status = Error(errno, "rename", tmp);
-  }
-  if (!status.ok()) {
-    ::unlink(tmp.c_str());  // best effort; readers ignore a stale .tmp
-    return status;
-  }
-  return SyncDir(Dirname(path));
+  return WriteFileAtomically(*FileSystem::Default(), path, contents);
 }
 
-absl::Status MakeDirs(const std::string& dir) {
+absl::Status MakeDirs(FileSystem& fs, const std::string& dir) {
   if (dir.empty()) return absl::InvalidArgumentError("empty directory path");
-  struct stat st;
-  if (::stat(dir.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) {
-      return absl::FailedPreconditionError(absl::StrCat(dir, " exists and is not a directory"));
-    }
-    return absl::OkStatus();
-  }
-  if (errno != ENOENT) return Error(errno, "stat", dir);
+  absl::StatusOr<FileAttributes> existing = fs.Stat(dir);
+  if (existing.ok()) return existing->is_directory ? absl::OkStatus() : NotADirectory(dir);
+  if (!absl::IsNotFound(existing.status())) return existing.status();
   const std::string parent = Dirname(dir);
-  if (parent != dir) RETURN_IF_ERROR(MakeDirs(parent));
-  if (::mkdir(dir.c_str(), 0755) != 0) {
-    if (errno != EEXIST) return Error(errno, "mkdir", dir);
+  if (parent != dir) RETURN_IF_ERROR(MakeDirs(fs, parent));
+  if (absl::Status made = fs.CreateDir(dir); !made.ok()) {
+    if (!absl::IsAlreadyExists(made)) return made;
     // Created by someone else meanwhile: theirs to sync.
-    if (::stat(dir.c_str(), &st) != 0) return Error(errno, "stat", dir);
-    if (!S_ISDIR(st.st_mode)) {
-      return absl::FailedPreconditionError(absl::StrCat(dir, " exists and is not a directory"));
-    }
-    return absl::OkStatus();
+    ASSIGN_OR_RETURN(FileAttributes attributes, fs.Stat(dir));
+    return attributes.is_directory ? absl::OkStatus() : NotADirectory(dir);
   }
   // The new entry lives in `parent`: durable once `parent` is synced.
-  return SyncDir(parent);
+  return fs.SyncDir(parent);
+}
+
+absl::Status MakeDirs(const std::string& dir) { return MakeDirs(*FileSystem::Default(), dir); }
+
+absl::StatusOr<std::string> ReadSmallFile(FileSystem& fs, const std::string& path,
+                                          size_t bytes_max) {
+  ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, fs.NewRandomAccessFile(path));
+  // One byte more than allowed tells "exactly bytes_max" from "larger".
+  ASSIGN_OR_RETURN(std::string out, ReadUpTo(*file, 0, bytes_max + 1));
+  if (out.size() > bytes_max) {
+    return absl::DataLossError(absl::StrCat(path, " is larger than ", bytes_max, " bytes"));
+  }
+  return out;
 }
 
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t bytes_max) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return SyscallError(errno, absl::StrCat("open ", path));
-  std::string out;
-  std::vector<char> buf(4096);
-  absl::Status status;
-  for (;;) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      status = SyscallError(errno, absl::StrCat("read ", path));
-      break;
-    }
-    if (n == 0) break;
-    out.append(buf.data(), static_cast<size_t>(n));
-    if (out.size() > bytes_max) {
-      status = absl::DataLossError(absl::StrCat(path, " is larger than ", bytes_max, " bytes"));
-      break;
-    }
-  }
-  ::close(fd);
-  if (!status.ok()) return status;
-  return out;
+  return ReadSmallFile(*FileSystem::Default(), path, bytes_max);
 }
 
 absl::Status PwriteAll(int fd, absl::string_view data, uint64_t offset) {
