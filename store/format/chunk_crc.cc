@@ -1,14 +1,10 @@
 #include "store/format/chunk_crc.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 
 #include "absl/strings/str_cat.h"
 #include "src/env/posix_file.h"
 #include "src/status/macros.h"
-#include "src/status/syscall_error.h"
 #include "src/util/coding.h"
 #include "src/util/crc32c.h"
 
@@ -47,17 +43,18 @@ std::optional<uint64_t> FirstBadChunk(absl::string_view data, const std::vector<
   return std::nullopt;
 }
 
-absl::Status WriteChunkCrcs(int crc_fd, uint64_t first_chunk, const std::vector<uint32_t>& crcs) {
+absl::Status WriteChunkCrcs(env::WritableFile& crc_file, uint64_t first_chunk,
+                           const std::vector<uint32_t>& crcs) {
   if (crcs.empty()) return absl::OkStatus();
   std::string encoded(crcs.size() * kCrcBytes, '\0');
   for (size_t i = 0; i < crcs.size(); ++i) util::EncodeFixed32(&encoded[i * kCrcBytes], crcs[i]);
-  return env::PwriteAll(crc_fd, encoded, first_chunk * kCrcBytes);
+  return crc_file.WriteAt(first_chunk * kCrcBytes, encoded);
 }
 
-absl::StatusOr<std::vector<uint32_t>> ReadChunkCrcs(int crc_fd, uint64_t first_chunk,
-                                                    uint64_t count) {
-  ASSIGN_OR_RETURN(std::string encoded,
-                   env::PreadUpTo(crc_fd, first_chunk * kCrcBytes, count * kCrcBytes));
+namespace {
+
+absl::StatusOr<std::vector<uint32_t>> DecodeChunkCrcs(const std::string& encoded,
+                                                      uint64_t first_chunk, uint64_t count) {
   if (encoded.size() != count * kCrcBytes) {
     return absl::DataLossError(absl::StrCat("crc file ends before chunk ",
                                             first_chunk + encoded.size() / kCrcBytes));
@@ -67,49 +64,64 @@ absl::StatusOr<std::vector<uint32_t>> ReadChunkCrcs(int crc_fd, uint64_t first_c
   return crcs;
 }
 
+}  // namespace
+
+absl::StatusOr<std::vector<uint32_t>> ReadChunkCrcs(const env::RandomAccessFile& crc_file,
+                                                    uint64_t first_chunk, uint64_t count) {
+  ASSIGN_OR_RETURN(std::string encoded,
+                   env::ReadUpTo(crc_file, first_chunk * kCrcBytes, count * kCrcBytes));
+  return DecodeChunkCrcs(encoded, first_chunk, count);
+}
+
+absl::StatusOr<std::vector<uint32_t>> ReadChunkCrcs(int crc_fd, uint64_t first_chunk,
+                                                    uint64_t count) {
+  ASSIGN_OR_RETURN(std::string encoded,
+                   env::PreadUpTo(crc_fd, first_chunk * kCrcBytes, count * kCrcBytes));
+  return DecodeChunkCrcs(encoded, first_chunk, count);
+}
+
 namespace {
 
-// Chunks recomputed per pread in RebuildChunkCrcs (bounds its buffer).
+// Chunks recomputed per read in RebuildChunkCrcs (bounds its buffer).
 constexpr uint64_t kRebuildChunksPerRead = 64;
 
 // Returns how many of `fresh` differ from (or are missing in) the stored
 // CRCs of chunks first_chunk, ...; rewrites those that differ.
-absl::StatusOr<uint64_t> RewriteChangedCrcs(int crc_fd, uint64_t first_chunk,
+absl::StatusOr<uint64_t> RewriteChangedCrcs(env::WritableFile& crc_file, uint64_t first_chunk,
                                             const std::vector<uint32_t>& fresh) {
   ASSIGN_OR_RETURN(std::string encoded,
-                   env::PreadUpTo(crc_fd, first_chunk * kCrcBytes, fresh.size() * kCrcBytes));
+                   env::ReadUpTo(crc_file, first_chunk * kCrcBytes, fresh.size() * kCrcBytes));
   uint64_t changed = 0;
   for (size_t i = 0; i < fresh.size(); ++i) {
     bool stored = (i + 1) * kCrcBytes <= encoded.size();
     if (stored && util::DecodeFixed32(&encoded[i * kCrcBytes]) == fresh[i]) continue;
     ++changed;
   }
-  if (changed > 0) RETURN_IF_ERROR(WriteChunkCrcs(crc_fd, first_chunk, fresh));
+  if (changed > 0) RETURN_IF_ERROR(WriteChunkCrcs(crc_file, first_chunk, fresh));
   return changed;
 }
 
 }  // namespace
 
-absl::StatusOr<RebuildResult> RebuildChunkCrcs(int data_fd, int crc_fd, uint64_t length) {
+absl::StatusOr<RebuildResult> RebuildChunkCrcs(const env::RandomAccessFile& data_file,
+                                               env::WritableFile& crc_file, uint64_t length) {
   RebuildResult result;
   const uint64_t chunks = ChunkCount(length);
   for (uint64_t first = 0; first < chunks; first += kRebuildChunksPerRead) {
     uint64_t from = ChunkStart(first);
     uint64_t to = std::min(length, ChunkStart(first + kRebuildChunksPerRead));
     ASSIGN_OR_RETURN(std::string data,
-                     env::PreadUpTo(data_fd, from, static_cast<size_t>(to - from)));
+                     env::ReadUpTo(data_file, from, static_cast<size_t>(to - from)));
     if (data.size() != to - from) {
       return absl::DataLossError(absl::StrCat("data file ends at ", from + data.size(),
                                               " before its length ", length));
     }
     ChunkCrcUpdate update = ExtendChunkCrcs(0, 0, data);
-    ASSIGN_OR_RETURN(uint64_t changed, RewriteChangedCrcs(crc_fd, first, update.crcs));
+    ASSIGN_OR_RETURN(uint64_t changed, RewriteChangedCrcs(crc_file, first, update.crcs));
     result.chunks_changed += changed;
     if (to == length) result.tail_crc = update.tail_crc;
   }
-  if (::ftruncate(crc_fd, static_cast<off_t>(CrcFileBytes(length))) != 0) {
-    return SyscallError(errno, "ftruncate crc file");
-  }
+  RETURN_IF_ERROR(crc_file.Truncate(CrcFileBytes(length)));
   return result;
 }
 

@@ -7,8 +7,10 @@
 // offset c * kCrcBytes, and nothing else: its size is
 // ChunkCount(length) * kCrcBytes.
 //
-// Pure functions and thin pread/pwrite wrappers: thread-safe, no state.
-// Syscall failures come back through SyscallError (absl::ErrnoToStatus).
+// Pure functions and thin wrappers over a file of the segment server's
+// file system (src/env/file_system.h) or, for a short-circuit reader, a raw
+// descriptor: thread-safe, no state. Syscall failures come back through
+// SyscallError (absl::ErrnoToStatus).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "src/env/file_system.h"
 
 namespace logfs::format {
 
@@ -57,10 +60,14 @@ std::vector<uint32_t> ComputeChunkCrcs(absl::string_view data);
 std::optional<uint64_t> FirstBadChunk(absl::string_view data, const std::vector<uint32_t>& crcs);
 
 // Writes `crcs` as the CRCs of chunks first_chunk, first_chunk + 1, ...
-absl::Status WriteChunkCrcs(int crc_fd, uint64_t first_chunk, const std::vector<uint32_t>& crcs);
+absl::Status WriteChunkCrcs(env::WritableFile& crc_file, uint64_t first_chunk,
+                           const std::vector<uint32_t>& crcs);
 
-// Reads the CRCs of `count` chunks from `first_chunk`. kDataLoss if the
+// Reads the CRCs of `count` chunks from `first_chunk`, from the segment
+// server's file or a short-circuit reader's descriptor. kDataLoss if the
 // file ends before them.
+absl::StatusOr<std::vector<uint32_t>> ReadChunkCrcs(const env::RandomAccessFile& crc_file,
+                                                    uint64_t first_chunk, uint64_t count);
 absl::StatusOr<std::vector<uint32_t>> ReadChunkCrcs(int crc_fd, uint64_t first_chunk,
                                                     uint64_t count);
 
@@ -71,6 +78,7 @@ struct RebuildResult {
   uint32_t tail_crc = 0;        // of the last partial chunk; 0 if none
   uint64_t chunks_changed = 0;  // CRCs that were missing or different
 };
-absl::StatusOr<RebuildResult> RebuildChunkCrcs(int data_fd, int crc_fd, uint64_t length);
+absl::StatusOr<RebuildResult> RebuildChunkCrcs(const env::RandomAccessFile& data_file,
+                                               env::WritableFile& crc_file, uint64_t length);
 
 }  // namespace logfs::format

@@ -158,7 +158,7 @@ void MetadataDb::Batch::DeleteCallRecord(uint64_t mount_id, uint64_t seq) {
 int MetadataDb::Batch::count() const { return rep_->batch.Count(); }
 
 absl::StatusOr<std::unique_ptr<MetadataDb>> MetadataDb::Open(const MetadataDbOptions& options) {
-  if (absl::Status made = env::MakeDirs(options.path); !made.ok()) {
+  if (absl::Status made = env::MakeDirs(*options.file_system, options.path); !made.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot create metadata db directory: ", made.message()));
   }
@@ -187,7 +187,7 @@ absl::StatusOr<std::unique_ptr<MetadataDb>> MetadataDb::Open(const MetadataDbOpt
   // MakeDirs synced the entry if it created the directory; this covers one
   // left unsynced by a crash right after a create, or by a logfs before
   // this fix, which lost the whole database at a power cut (issue 11).
-  if (absl::Status synced = env::SyncDir(env::Dirname(options.path)); !synced.ok()) {
+  if (absl::Status synced = options.file_system->SyncDir(env::Dirname(options.path)); !synced.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot sync the metadata db's parent directory: ", synced.message()));
   }

@@ -18,12 +18,16 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "src/env/file_system.h"
 #include "store/format/logfs.pb.h"
 
 namespace logfs::meta {
 
 struct MetadataDbOptions {
   std::string path;  // RocksDB directory; created durably (with parents) if missing
+  // Creates `path` and syncs its parent. RocksDB's own files go through
+  // RocksDB's Env, not this. Not owned, must outlive the MetadataDb.
+  env::FileSystem* file_system = env::FileSystem::Default();
 };
 
 // Persisted id counters. Each holds the next id to hand out.

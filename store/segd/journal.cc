@@ -1,22 +1,17 @@
 #include "store/segd/journal.h"
 
-#include <fcntl.h>
 #include <glog/logging.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "src/env/posix_file.h"
+#include "src/status/macros.h"
 #include "src/status/posix_error.h"
-#include "src/status/syscall_error.h"
 #include "src/util/crc32c.h"
-#include "store/segd/replica_files.h"
 
 namespace logfs::segd {
 namespace {
@@ -81,16 +76,14 @@ uint64_t NewGeneration() {
   return g;
 }
 
-absl::Status ZeroFill(int fd, uint64_t from, uint64_t to) {
-  std::string zeros(kZeroFillBytes, '\0');
+absl::Status ZeroFill(env::WritableFile& file, uint64_t from, uint64_t to) {
+  const std::string zeros(kZeroFillBytes, '\0');
   for (uint64_t at = from; at < to;) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(zeros.size(), to - at));
-    absl::Status s = env::PwriteAll(fd, absl::string_view(zeros.data(), n), at);
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(file.WriteAt(at, absl::string_view(zeros.data(), n)));
     at += n;
   }
-  if (::fdatasync(fd) != 0) return SyscallError(errno, "fdatasync journal");
-  return absl::OkStatus();
+  return file.Sync();
 }
 
 }  // namespace
@@ -127,75 +120,77 @@ size_t Journal::BlockBuffer::PadToBlock() {
   return padded;
 }
 
-Journal::Journal(JournalOptions options, int fd, int direct_fd)
+Journal::Journal(JournalOptions options, std::unique_ptr<env::WritableFile> file,
+                 std::unique_ptr<env::WritableFile> direct_file)
     : options_(std::move(options)),
       path_(options_.dir + "/" + kJournalFileName),
-      fd_(fd),
-      direct_fd_(direct_fd) {}
+      file_(std::move(file)),
+      direct_file_(std::move(direct_file)) {}
 
 Journal::~Journal() {
-  absl::MutexLock lock(&sync_mu_);  // no Sync still uses the descriptors
-  if (direct_fd_ >= 0) ::close(direct_fd_);
-  ::close(fd_);
+  absl::MutexLock lock(&sync_mu_);  // no Sync still uses the files
+  // Closed unsynced: a Sync that returned OK made every acked byte durable.
+  if (direct_file_ != nullptr) direct_file_->Close().IgnoreError();
+  file_->Close().IgnoreError();
 }
 
 absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& options,
                                                        const ReplayFn& replay) {
+  env::FileSystem& fs = *options.file_system;
   const std::string path = options.dir + "/" + kJournalFileName;
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return SyscallError(errno, absl::StrCat("open ", path));
-  // The descriptor Sync writes through: O_DIRECT, where the file system
-  // takes it (tmpfs does not).
-  int direct_fd = ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
-  if (direct_fd < 0) {
-    LOG(INFO) << "journal " << path << ": no O_DIRECT (" << std::strerror(errno)
+  ASSIGN_OR_RETURN(std::unique_ptr<env::WritableFile> file,
+                   fs.NewWritableFile(path, env::WritableFileOptions{/*create=*/true}));
+  // The file Sync writes through: O_DIRECT, where the file system takes it
+  // (tmpfs does not).
+  env::WritableFileOptions direct_options;
+  direct_options.direct_io = true;
+  std::unique_ptr<env::WritableFile> direct_file;
+  if (auto direct = fs.NewWritableFile(path, direct_options); direct.ok()) {
+    direct_file = std::move(*direct);
+  } else {
+    LOG(INFO) << "journal " << path << ": no O_DIRECT (" << direct.status().message()
               << "); writing through the page cache";
   }
-  std::unique_ptr<Journal> journal(new Journal(options, fd, direct_fd));
+  std::unique_ptr<Journal> journal(new Journal(options, std::move(file), std::move(direct_file)));
   // The file's name may be new, or left unsynced by a crash right after an
   // earlier create; without its entry every acked record is gone after a
   // power cut. One directory fsync per open covers both.
-  if (absl::Status synced = env::SyncDir(options.dir); !synced.ok()) return synced;
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return SyscallError(errno, absl::StrCat("fstat ", path));
-  uint64_t size = static_cast<uint64_t>(st.st_size);
-
-  // Replay: whole records of the first record's generation, in order.
-  uint64_t at = 0;
-  uint64_t generation = 0;
-  uint64_t replayed = 0;
-  std::string data;
-  for (;;) {
-    char raw[kJournalHeaderBytes];
-    ssize_t n = ::pread(fd, raw, sizeof(raw), static_cast<off_t>(at));
-    if (n < 0) return SyscallError(errno, absl::StrCat("read ", path));
-    Header h;
-    if (static_cast<size_t>(n) < sizeof(raw) || !DecodeHeader(raw, &h)) break;
-    if (generation != 0 && h.generation != generation) break;
-    auto body = env::PreadUpTo(fd, at + kJournalHeaderBytes, h.length);
-    if (!body.ok()) return body.status();
-    if (body->size() != h.length || util::Crc32c(body->data(), body->size()) != h.data_crc) {
-      break;  // torn: written after the last fdatasync, never acknowledged
-    }
-    generation = h.generation;
-    absl::Status s = replay(JournalRecord{h.segment_id, h.offset, *body});
-    if (!s.ok()) return s;
-    ++replayed;
-    at += kJournalHeaderBytes + h.length;
-  }
-  if (replayed > 0) LOG(INFO) << "journal " << path << ": replayed " << replayed << " records";
-
+  RETURN_IF_ERROR(fs.SyncDir(options.dir));
+  ASSIGN_OR_RETURN(uint64_t size, journal->file_->Size());
+  RETURN_IF_ERROR(journal->Replay(replay));
   if (options.preallocate && size < options.journal_bytes) {
-    absl::Status s = ZeroFill(fd, size, options.journal_bytes);
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(ZeroFill(*journal->file_, size, options.journal_bytes));
     size = options.journal_bytes;
   }
   // Replay and zero-fill read and wrote through the page cache; Sync does
   // not use those pages again.
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  journal->file_->DropCache();
   absl::MutexLock lock(&journal->mu_);
   journal->file_bytes_ = size;
   return journal;
+}
+
+absl::Status Journal::Replay(const ReplayFn& replay) {
+  uint64_t at = 0;
+  uint64_t generation = 0;
+  uint64_t replayed = 0;
+  for (;;) {
+    char raw[kJournalHeaderBytes];
+    ASSIGN_OR_RETURN(size_t n, file_->ReadAt(at, sizeof(raw), raw));
+    Header h;
+    if (n < sizeof(raw) || !DecodeHeader(raw, &h)) break;
+    if (generation != 0 && h.generation != generation) break;
+    ASSIGN_OR_RETURN(std::string body, env::ReadUpTo(*file_, at + kJournalHeaderBytes, h.length));
+    if (body.size() != h.length || util::Crc32c(body.data(), body.size()) != h.data_crc) {
+      break;  // torn: written after the last fdatasync, never acknowledged
+    }
+    generation = h.generation;
+    RETURN_IF_ERROR(replay(JournalRecord{h.segment_id, h.offset, body}));
+    ++replayed;
+    at += kJournalHeaderBytes + h.length;
+  }
+  if (replayed > 0) LOG(INFO) << "journal " << path_ << ": replayed " << replayed << " records";
+  return absl::OkStatus();
 }
 
 absl::Status Journal::Restart() {
@@ -203,8 +198,8 @@ absl::Status Journal::Restart() {
   absl::MutexLock lock(&mu_);
   if (!failure_.ok()) return failure_;
   char zeros[kJournalHeaderBytes] = {};
-  absl::Status s = env::PwriteAll(fd_, absl::string_view(zeros, sizeof(zeros)), 0);
-  if (s.ok() && ::fdatasync(fd_) != 0) s = SyscallError(errno, "fdatasync journal");
+  absl::Status s = file_->WriteAt(0, absl::string_view(zeros, sizeof(zeros)));
+  if (s.ok()) s = file_->Sync();
   syncs_.fetch_add(1);
   if (!s.ok()) return FailLocked(s);
   file_bytes_ = std::max<uint64_t>(file_bytes_, sizeof(zeros));
@@ -218,9 +213,30 @@ absl::Status Journal::Restart() {
 absl::Status Journal::FailLocked(absl::Status status) {
   if (failure_.ok()) {
     failure_ = absl::DataLossError(absl::StrCat("journal ", path_, " failed: ", status.message()));
-    LOG(ERROR) << failure_;
+    LOG(ERROR) << failure_ << "; every later append on this server fails until it restarts";
   }
   return failure_;
+}
+
+absl::Status Journal::failure() const {
+  absl::MutexLock lock(&mu_);
+  return failure_;
+}
+
+absl::Status Journal::GrowLocked(uint64_t end) {
+  absl::Status grown = file_->Allocate(file_bytes_, end - file_bytes_);
+  int error = AttachedErrno(grown);
+  if (error == EOPNOTSUPP || error == ENOSYS) {
+    // No fallocate here: allocate by writing zeros instead.
+    grown = ZeroFill(*file_, file_bytes_, end);
+    error = AttachedErrno(grown);
+  }
+  if (error == ENOSPC || absl::IsResourceExhausted(grown)) {
+    return absl::ResourceExhaustedError(absl::StrCat("journal ", path_, ": no space left"));
+  }
+  if (!grown.ok()) return FailLocked(grown);
+  file_bytes_ = end;
+  return absl::OkStatus();
 }
 
 absl::Status Journal::Add(uint64_t segment_id, uint64_t offset, absl::string_view data) {
@@ -244,22 +260,8 @@ absl::Status Journal::Add(uint64_t segment_id, uint64_t offset, absl::string_vie
   if (position_ + record_bytes > file_bytes_) {
     // A journal that was not preallocated grows: reserve the blocks now, so
     // a full disk fails this append and not a later Sync of many.
-    const uint64_t end = (position_ + record_bytes + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
-    int error = ::fallocate(fd_, 0, static_cast<off_t>(file_bytes_),
-                            static_cast<off_t>(end - file_bytes_)) == 0
-                    ? 0
-                    : errno;
-    if (error == EOPNOTSUPP || error == ENOSYS) {
-      // No fallocate here: allocate by writing zeros instead.
-      absl::Status zeroed = ZeroFill(fd_, file_bytes_, end);
-      error = zeroed.ok() ? 0 : ErrnoFromStatus(zeroed);
-      if (!zeroed.ok() && error != ENOSPC) return FailLocked(zeroed);
-    }
-    if (error == ENOSPC) {
-      return absl::ResourceExhaustedError(absl::StrCat("journal ", path_, ": no space left"));
-    }
-    if (error != 0) return FailLocked(SyscallError(error, "reserve journal blocks"));
-    file_bytes_ = end;
+    RETURN_IF_ERROR(
+        GrowLocked((position_ + record_bytes + kBlockBytes - 1) / kBlockBytes * kBlockBytes));
   }
   char header[kJournalHeaderBytes];
   EncodeHeader(Header{generation_, segment_id, offset, static_cast<uint32_t>(data.size()),
@@ -271,31 +273,26 @@ absl::Status Journal::Add(uint64_t segment_id, uint64_t offset, absl::string_vie
   return absl::OkStatus();
 }
 
-int Journal::WriteOut(char* buffer, size_t bytes, uint64_t at, bool* durable) {
-  *durable = direct_fd_ >= 0;
-  for (size_t done = 0; done < bytes;) {
-    const bool direct = direct_fd_ >= 0;
-    struct iovec iov = {buffer + done, bytes - done};
+absl::Status Journal::WriteOut(absl::string_view bytes, uint64_t at, bool* durable) {
+  if (direct_file_ != nullptr) {
     // Direct writes carry RWF_DSYNC: the block layer sends the cache flush
     // when the write completes (FUA where the disk has it), with no second
     // syscall and no wake-up of this thread in between.
-    ssize_t n = direct ? ::pwritev2(direct_fd_, &iov, 1, static_cast<off_t>(at + done), RWF_DSYNC)
-                       : ::pwrite(fd_, iov.iov_base, iov.iov_len, static_cast<off_t>(at + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EINVAL || errno == EOPNOTSUPP) && direct) {
-      // Opened with O_DIRECT but refused at write time (some file systems
-      // do): the page cache it is, from now on.
-      LOG(WARNING) << "journal " << path_ << ": O_DIRECT write refused ("
-                   << std::strerror(errno) << "); writing through the page cache";
-      ::close(direct_fd_);
-      direct_fd_ = -1;
-      *durable = false;
-      continue;
+    absl::Status written = direct_file_->WriteAtDurably(at, bytes);
+    const int error = AttachedErrno(written);
+    if (written.ok() || (error != EINVAL && error != EOPNOTSUPP)) {
+      *durable = written.ok();
+      return written;
     }
-    if (n <= 0) return n < 0 ? errno : EIO;
-    done += static_cast<size_t>(n);
+    // Opened with O_DIRECT but refused at write time (some file systems
+    // do): the page cache it is, from now on. Nothing was written.
+    LOG(WARNING) << "journal " << path_ << ": O_DIRECT write refused (" << written.message()
+                 << "); writing through the page cache";
+    direct_file_->Close().IgnoreError();  // only ever written with RWF_DSYNC
+    direct_file_.reset();
   }
-  return 0;
+  *durable = false;
+  return file_->WriteAt(at, bytes);
 }
 
 absl::Status Journal::Sync() {
@@ -315,19 +312,19 @@ absl::Status Journal::Sync() {
     }
     staged_start_ = at + whole;
   }
-  int error = 0;
+  absl::Status status;
   bool durable = false;
   if (writing_.size() > 0) {
     const size_t bytes = writing_.PadToBlock();
-    error = WriteOut(writing_.data(), bytes, at, &durable);
+    status = WriteOut(absl::string_view(writing_.data(), bytes), at, &durable);
   }
-  if (error == 0 && !durable && ::fdatasync(fd_) != 0) error = errno;
+  if (status.ok() && !durable) status = file_->Sync();
   writing_.clear();
   writing_.ShrinkTo(kKeepBufferBytes);
   syncs_.fetch_add(1);
-  if (error == 0) return absl::OkStatus();
+  if (status.ok()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
-  return FailLocked(SyscallError(error, "write or fdatasync journal"));
+  return FailLocked(status);
 }
 
 }  // namespace logfs::segd

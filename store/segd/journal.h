@@ -14,13 +14,14 @@
 // of an earlier pass are never replayed.
 //
 // Add only copies a record into memory; Sync writes every record added
-// since the last Sync with one pwritev2(RWF_DSYNC) of whole 4 KiB blocks
-// through an O_DIRECT descriptor (the block layer adds the cache flush). That costs no
+// since the last Sync with one WriteAtDurably (pwritev2 RWF_DSYNC) of whole
+// 4 KiB blocks through an O_DIRECT file (the block layer adds the cache flush). That costs no
 // syscall per append and no page-cache writeback per round, as a database
 // log buffer does (InnoDB's log buffer, PostgreSQL's WAL buffers). The
 // partial last block is rewritten, with the same leading bytes, by the
-// next Sync. Where O_DIRECT is refused (tmpfs), the same writes go
-// through the page cache.
+// next Sync. Where O_DIRECT is refused (tmpfs, or a fake file system), the
+// same writes go through the page cache, each round a WriteAt and a Sync.
+// Every file operation goes through JournalOptions::file_system.
 //
 // Before it wraps, the journal calls its checkpoint function, which must
 // make durable every replica byte journaled so far (the store fdatasyncs
@@ -28,7 +29,9 @@
 // records overwritten.
 //
 // Errors are sticky (fsyncgate): after a failed write, a failed fdatasync
-// or a failed checkpoint, every Add and Sync returns kDataLoss.
+// or a failed checkpoint, every Add and Sync returns kDataLoss, and so
+// does failure(); the error is logged once. Only a restart (reopen and
+// replay) clears it.
 //
 // Thread-safety: Add and Sync may be called from any thread. Syncs run one
 // at a time, with Add's lock held only to take the staged records, so
@@ -47,6 +50,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "src/env/file_system.h"
 
 namespace logfs::segd {
 
@@ -57,6 +61,8 @@ struct JournalOptions {
   std::string dir;                  // holds the journal file
   uint64_t journal_bytes = 64u << 20;  // file size; a record larger wraps alone
   bool preallocate = true;          // zero-fill the file when it is created
+  // Every file operation goes here; not owned, must outlive the journal.
+  env::FileSystem* file_system = env::FileSystem::Default();
 };
 
 // One record found by replay.
@@ -104,6 +110,10 @@ class Journal {
   // (sticky).
   absl::Status Sync() ABSL_LOCKS_EXCLUDED(sync_mu_, mu_);
 
+  // OK, or the sticky error every Add and Sync returns since a write,
+  // fdatasync or checkpoint failed (kDataLoss).
+  absl::Status failure() const ABSL_LOCKS_EXCLUDED(mu_);
+
   // Syncs that reached the disk: durable writes or fdatasyncs.
   uint64_t syncs() const { return syncs_.load(); }
   uint64_t wraps() const { return wraps_.load(); }
@@ -141,18 +151,27 @@ class Journal {
     size_t capacity_ = 0;
   };
 
-  Journal(JournalOptions options, int fd, int direct_fd);
+  Journal(JournalOptions options, std::unique_ptr<env::WritableFile> file,
+          std::unique_ptr<env::WritableFile> direct_file);
+  // Calls `replay` for each record of the first record's generation, from
+  // offset 0, until one is not whole and valid.
+  absl::Status Replay(const ReplayFn& replay);
   absl::Status FailLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Writes `bytes` bytes of `buffer` at `at`, durably (O_DIRECT with
-  // RWF_DSYNC: `*durable` set) or, if O_DIRECT is refused, through the page
-  // cache (the caller fdatasyncs). Returns 0 or an errno.
-  int WriteOut(char* buffer, size_t bytes, uint64_t at, bool* durable)
+  // Reserves the file's blocks up to `end` (a journal that was not
+  // preallocated grows). kResourceExhausted on ENOSPC, which does not fail
+  // the journal; other errors do.
+  absl::Status GrowLocked(uint64_t end) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes `bytes` at `at`, durably (O_DIRECT with RWF_DSYNC: `*durable`
+  // set) or, if O_DIRECT is refused, through the page cache (the caller
+  // syncs).
+  absl::Status WriteOut(absl::string_view bytes, uint64_t at, bool* durable)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
 
   const JournalOptions options_;
   const std::string path_;
-  const int fd_;
-  int direct_fd_ ABSL_GUARDED_BY(sync_mu_);  // -1: no O_DIRECT
+  const std::unique_ptr<env::WritableFile> file_;  // page-cache I/O, replay
+  // O_DIRECT writes; null where refused.
+  std::unique_ptr<env::WritableFile> direct_file_ ABSL_GUARDED_BY(sync_mu_);
   CheckpointFn checkpoint_;
 
   std::atomic<uint64_t> syncs_{0};
@@ -162,7 +181,7 @@ class Journal {
   absl::Mutex sync_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   BlockBuffer writing_ ABSL_GUARDED_BY(sync_mu_);  // the staged records a Sync took
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t position_ ABSL_GUARDED_BY(mu_) = 0;  // where the next record goes
   uint64_t file_bytes_ ABSL_GUARDED_BY(mu_) = 0;

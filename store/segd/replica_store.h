@@ -24,6 +24,14 @@
 // corrupt for the life of the process: Read, Append and Seal return
 // kDataLoss, Info reports `corrupt`.
 //
+// Files: every file operation goes through ReplicaStoreOptions::file_system
+// (src/env/file_system.h), so tests can break the disk
+// (tests/fakes/fault_file_system.h). The code is split by job:
+// replica_store.cc (the namespace: create, delete, list, server id),
+// replica_store_load.cc (open: scan, journal replay, load each replica),
+// replica_store_write.cc (append, seal, sync rounds, checkpoints) and
+// replica_store_read.cc (verified reads, short-circuit descriptors).
+//
 // Thread-safety: every method may be called from any thread. Calls on one
 // replica are serialized by that replica's mutex; pwrite/ftruncate run
 // under it (so appends of one replica land in order and a failed write can
@@ -43,10 +51,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "src/util/unique_fd.h"
+#include "src/env/file_system.h"
 #include "store/format/limits.h"
 #include "store/format/replica_fds.h"
 #include "store/segd/journal.h"
+#include "store/segd/replica_files.h"
 
 namespace logfs::segd {
 
@@ -54,6 +63,10 @@ struct ReplicaStoreOptions {
   std::string data_dir;  // created if missing
   uint64_t journal_bytes = 64u << 20;  // size of <data_dir>/journal
   bool journal_preallocate = true;     // zero-fill it when created
+  // Every file operation of the store and its journal goes here; not
+  // owned, must outlive the store. OpenReadOnly needs files with real
+  // descriptors (RandomAccessFile::ReopenReadOnlyFd).
+  env::FileSystem* file_system = env::FileSystem::Default();
 };
 
 // A snapshot of one replica's state.
@@ -115,7 +128,7 @@ class ReplicaStore {
   // for a short-circuit reader (store/segd/short_circuit_server.h), which must
   // verify CRCs itself. kNotFound, kDataLoss (failed or corrupt),
   // kFailedPrecondition (not sealed: an open replica still changes),
-  // syscall errors.
+  // kUnimplemented (the file system has no descriptors), syscall errors.
   absl::StatusOr<format::ReplicaFds> OpenReadOnly(uint64_t segment_id);
 
   // kNotFound, or kDataLoss if the replica failed. A corrupt replica is
@@ -158,6 +171,11 @@ class ReplicaStore {
   // Ids of every replica, in no particular order.
   std::vector<uint64_t> SegmentIds() const;
 
+  // OK, or why this server can take no more appends: its journal failed
+  // (a write or fdatasync error, sticky until a restart; kDataLoss). The
+  // heartbeat reports it to meta, which then places no new segments here.
+  absl::Status Health() const;
+
   // The id meta gave this server (0 if none yet) and the id of the cluster
   // whose meta gave it (0 if none yet, or a data dir from before cluster
   // ids), and their durable update (DATA_DIR/server_id, written atomically
@@ -179,17 +197,35 @@ class ReplicaStore {
   struct Replica;
   struct ReadSnapshot;
 
+  // Files being replayed into, by segment id (null: skip that segment).
+  using ReplayFiles = absl::flat_hash_map<uint64_t, std::unique_ptr<env::WritableFile>>;
+  // What LoadAll found in the segments dir.
+  struct DirScan {
+    absl::flat_hash_set<uint64_t> data_ids, state_ids, crc_ids;
+    std::vector<std::string> stale;  // names to remove
+  };
+
   explicit ReplicaStore(const ReplicaStoreOptions& options);
+  // Creates and removes a file in the segments dir (access(2) lies for
+  // root and read-only mounts).
+  absl::Status ProbeWritable();
   absl::Status LoadAll();
+  absl::Status LoadServerId();
+  absl::StatusOr<DirScan> ScanSegmentsDir();
+  // Opens the journal and replays it into the replicas' data files.
+  absl::Status OpenJournal();
   // Writes one replayed journal record into its replica's data file, if the
-  // replica exists and is not sealed. `fds` caches open data files (-1:
-  // skip that segment); the caller closes them.
-  absl::Status ReplayRecord(const JournalRecord& record,
-                            absl::flat_hash_map<uint64_t, int>* fds) const;
+  // replica exists and is not sealed.
+  absl::Status ReplayRecord(const JournalRecord& record, ReplayFiles* files) const;
   // The journal's checkpoint: fdatasyncs every replica journaled since the
   // last one.
   absl::Status Checkpoint() ABSL_LOCKS_EXCLUDED(checkpoint_mu_);
   absl::Status LoadOne(uint64_t segment_id);
+  // The failure (`*failure`) or corruption (`*corruption`) of a replica
+  // being loaded, and its last partial chunk's CRC.
+  uint32_t CheckLoadedReplica(Replica& replica, uint64_t size, const ReplicaState& state,
+                              bool crc_file_existed, absl::Status* failure,
+                              absl::Status* corruption);
   absl::StatusOr<std::shared_ptr<Replica>> Find(uint64_t segment_id) const
       ABSL_LOCKS_EXCLUDED(mu_);
   // Records that `replica` has journaled bytes up to `end`.
@@ -197,8 +233,12 @@ class ReplicaStore {
   // The last partial chunk's CRC of a replica being loaded, from its .crc
   // file (sealed) or rebuilt from the data (open, or no .crc file yet).
   // kDataLoss if a sealed replica's .crc file is damaged.
-  absl::StatusOr<uint32_t> LoadChunkCrcs(uint64_t segment_id, int data_fd, int crc_fd,
-                                         uint64_t length, bool sealed, bool crc_file_existed);
+  absl::StatusOr<uint32_t> LoadChunkCrcs(Replica& replica, uint64_t length, bool sealed,
+                                         bool crc_file_existed);
+  // Writes `data` at the end of `r` and journals it; on failure nothing
+  // of it stays. Errors as Append.
+  absl::Status WriteAndJournal(const std::shared_ptr<Replica>& r, uint64_t offset,
+                               absl::string_view data);
   // Reads the whole chunks covering [begin, end) of `replica` as of
   // `snapshot`, verifies their CRCs and returns them (from the chunk
   // boundary at or below `begin`). Errors as Read.
@@ -209,10 +249,15 @@ class ReplicaStore {
   absl::Status MarkCorrupt(Replica& replica, uint64_t cuts_seen, uint64_t chunk)
       ABSL_LOCKS_EXCLUDED(mu_);
   std::string SegmentPath(uint64_t segment_id, const char* suffix) const;
+  // Creates the data and .crc files of a new replica (removing them again
+  // if the second fails).
+  absl::StatusOr<std::shared_ptr<Replica>> CreateFiles(uint64_t segment_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(files_mu_);
   absl::Status DeleteLocked(uint64_t segment_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(files_mu_);
 
   // Immutable after construction.
   const ReplicaStoreOptions options_;
+  env::FileSystem& fs_;
   const std::string data_dir_;
   const std::string segments_dir_;
   std::unique_ptr<Journal> journal_;  // set by LoadAll

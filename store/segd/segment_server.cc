@@ -158,8 +158,9 @@ class SegmentServerImpl : public SegmentServer {
 
 absl::StatusOr<std::unique_ptr<SegmentServer>> SegmentServer::Start(
     const SegmentServerOptions& options, asio::io_context& io) {
-  ASSIGN_OR_RETURN(std::unique_ptr<ReplicaStore> store,
-                   ReplicaStore::Open(ReplicaStoreOptions{options.data_dir, options.journal_bytes}));
+  ReplicaStoreOptions store_options{options.data_dir, options.journal_bytes};
+  store_options.file_system = options.file_system;
+  ASSIGN_OR_RETURN(std::unique_ptr<ReplicaStore> store, ReplicaStore::Open(store_options));
   auto server = std::make_unique<SegmentServerImpl>(std::move(store), options, io);
   RETURN_IF_ERROR(server->Init(options));
   return server;

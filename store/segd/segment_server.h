@@ -22,6 +22,7 @@
 #include <asio.hpp>
 
 #include "absl/status/statusor.h"
+#include "src/env/file_system.h"
 
 namespace logfs::segd {
 
@@ -46,6 +47,9 @@ struct SegmentServerOptions {
   // them back. 0: the data dir's, else a new one from meta. A data dir
   // that belongs to another id is refused (kFailedPrecondition).
   uint64_t server_id = 0;
+  // The data dir's file system (tests pass a fault-injecting one); not
+  // owned, must outlive the server.
+  env::FileSystem* file_system = env::FileSystem::Default();
 };
 
 // Monotonic counters, for tests and metrics.

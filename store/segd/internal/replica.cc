@@ -1,26 +1,18 @@
 #include "store/segd/internal/replica.h"
 
 #include <glog/logging.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "src/env/posix_file.h"
 #include "src/status/macros.h"
-#include "src/status/syscall_error.h"
 #include "src/util/crc32c.h"
 #include "store/format/chunk_crc.h"
 #include "store/segd/replica_files.h"
 
 namespace logfs::segd {
-
-ReplicaStore::Replica::~Replica() {
-  ::close(fd);
-  ::close(crc_fd);
-}
 
 absl::Status ReplicaStore::Replica::Usable() const {
   if (deleted) return absl::NotFoundError(absl::StrCat("segment ", segment_id, " not found"));
@@ -41,9 +33,9 @@ absl::Status ReplicaStore::Replica::WriteAtEnd(absl::string_view data) {
   if (!update.crcs.empty() && (length + data.size()) % format::kCrcChunkBytes != 0) {
     update.crcs.pop_back();
   }
-  absl::Status status = env::PwriteAll(fd, data, length);
+  absl::Status status = file->WriteAt(length, data);
   if (status.ok() && !update.crcs.empty()) {
-    status = format::WriteChunkCrcs(crc_fd, update.first_chunk, update.crcs);
+    status = format::WriteChunkCrcs(*crc_file, update.first_chunk, update.crcs);
   }
   if (!status.ok()) {
     // Cut off whatever part of the write landed, so a retry starts clean.
@@ -56,16 +48,16 @@ absl::Status ReplicaStore::Replica::WriteAtEnd(absl::string_view data) {
 }
 
 void ReplicaStore::Replica::RollBackTo(uint64_t old_length, uint32_t old_tail_crc) {
-  bool rolled_back = ::ftruncate(fd, static_cast<off_t>(old_length)) == 0 &&
-                     ::ftruncate(crc_fd, static_cast<off_t>(format::CrcFileBytes(old_length))) == 0;
+  bool rolled_back =
+      file->Truncate(old_length).ok() && crc_file->Truncate(format::CrcFileBytes(old_length)).ok();
   // The write may have replaced the CRC of the partial chunk it extended.
   if (rolled_back && old_length % format::kCrcChunkBytes != 0) {
     rolled_back =
-        format::WriteChunkCrcs(crc_fd, old_length / format::kCrcChunkBytes, {old_tail_crc}).ok();
+        format::WriteChunkCrcs(*crc_file, old_length / format::kCrcChunkBytes, {old_tail_crc}).ok();
   }
   if (!rolled_back) {
-    failure = absl::DataLossError(absl::StrCat("segment ", segment_id,
-                                               ": cannot roll back a failed write"));
+    failure = absl::DataLossError(
+        absl::StrCat("segment ", segment_id, ": cannot roll back a failed write"));
     LOG(ERROR) << failure;
   }
   length = std::min(length, old_length);
@@ -74,7 +66,7 @@ void ReplicaStore::Replica::RollBackTo(uint64_t old_length, uint32_t old_tail_cr
 
 absl::Status ReplicaStore::Replica::WriteTailCrc() {
   if (length % format::kCrcChunkBytes == 0) return absl::OkStatus();
-  return format::WriteChunkCrcs(crc_fd, length / format::kCrcChunkBytes, {tail_crc});
+  return format::WriteChunkCrcs(*crc_file, length / format::kCrcChunkBytes, {tail_crc});
 }
 
 absl::Status ReplicaStore::Replica::CutTo(uint64_t new_length, uint64_t server_id) {
@@ -84,10 +76,10 @@ absl::Status ReplicaStore::Replica::CutTo(uint64_t new_length, uint64_t server_i
     const uint64_t start = format::ChunkStart(chunk);
     const uint64_t end = std::min(length, format::ChunkStart(chunk + 1));
     ASSIGN_OR_RETURN(std::string bytes,
-                     env::PreadUpTo(fd, start, static_cast<size_t>(end - start)));
+                     env::ReadUpTo(*file, start, static_cast<size_t>(end - start)));
     uint32_t expected = tail_crc;
     if (end % format::kCrcChunkBytes == 0) {  // a full chunk: its CRC is in the file
-      auto stored = format::ReadChunkCrcs(crc_fd, chunk, 1);
+      auto stored = format::ReadChunkCrcs(*crc_file, chunk, 1);
       if (!stored.ok()) return SetCorrupt(server_id, chunk);
       expected = (*stored)[0];
     }
@@ -96,15 +88,10 @@ absl::Status ReplicaStore::Replica::CutTo(uint64_t new_length, uint64_t server_i
     }
     new_tail_crc = util::Crc32c(bytes.data(), static_cast<size_t>(new_length - start));
   }
-  if (::ftruncate(fd, static_cast<off_t>(new_length)) != 0) {
-    return SyscallError(errno, absl::StrCat("ftruncate segment ", segment_id));
-  }
-  absl::Status status;
-  if (::ftruncate(crc_fd, static_cast<off_t>(format::CrcFileBytes(new_length))) != 0) {
-    status = SyscallError(errno, absl::StrCat("ftruncate crc file of segment ", segment_id));
-  }
+  RETURN_IF_ERROR(file->Truncate(new_length));
+  absl::Status status = crc_file->Truncate(format::CrcFileBytes(new_length));
   if (status.ok() && new_length % format::kCrcChunkBytes != 0) {
-    status = format::WriteChunkCrcs(crc_fd, chunk, {new_tail_crc});
+    status = format::WriteChunkCrcs(*crc_file, chunk, {new_tail_crc});
   }
   length = new_length;
   durable_length = std::min(durable_length, new_length);
@@ -112,8 +99,8 @@ absl::Status ReplicaStore::Replica::CutTo(uint64_t new_length, uint64_t server_i
   ++cuts;
   if (!status.ok()) {
     // The data file is cut but its CRCs are not: never serve it again.
-    failure = absl::DataLossError(absl::StrCat("segment ", segment_id,
-                                               ": cut data but not its CRCs: ", status.message()));
+    failure = absl::DataLossError(
+        absl::StrCat("segment ", segment_id, ": cut data but not its CRCs: ", status.message()));
     LOG(ERROR) << failure;
     return failure;
   }
@@ -123,17 +110,16 @@ absl::Status ReplicaStore::Replica::CutTo(uint64_t new_length, uint64_t server_i
 absl::Status ReplicaStore::Replica::SetCorrupt(uint64_t server_id, uint64_t chunk) {
   if (!corrupt) {
     corrupt = true;
-    corruption = absl::DataLossError(absl::StrCat("replica ", server_id, " of segment ",
-                                                  segment_id, " is corrupt at chunk ", chunk));
+    corruption = absl::DataLossError(absl::StrCat("replica ", server_id, " of segment ", segment_id,
+                                                  " is corrupt at chunk ", chunk));
     LOG(ERROR) << corruption;
   }
   return corruption;
 }
 
-int ReplicaStore::Replica::SyncFiles() const {
-  if (::fdatasync(fd) != 0) return errno;
-  if (::fdatasync(crc_fd) != 0) return errno;
-  return 0;
+absl::Status ReplicaStore::Replica::SyncFiles() const {
+  RETURN_IF_ERROR(file->Sync());
+  return crc_file->Sync();
 }
 
 }  // namespace logfs::segd

@@ -1,25 +1,28 @@
 // Private to store/replica_store*.cc and store/segd/internal/replica.cc: one
 // replica's in-memory state and the file operations that must run under
 // its lock (writing at the end, rolling back, cutting at a seal). Its two
-// descriptors are owned: closed when the last holder drops it.
+// files are owned: closed when the last holder drops it.
 //
-// Thread-safety: fields marked ABSL_GUARDED_BY(mu) need `mu`; the fds and
-// segment_id are immutable.
+// Thread-safety: fields marked ABSL_GUARDED_BY(mu) need `mu`; the file
+// pointers and segment_id are immutable (the files take positional calls
+// from any thread).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "src/env/file_system.h"
 #include "store/segd/replica_store.h"
 
 namespace logfs::segd {
 
 struct ReplicaStore::Replica {
-  Replica(uint64_t id, int file_fd, int chunk_crc_fd)
-      : segment_id(id), fd(file_fd), crc_fd(chunk_crc_fd) {}
-  ~Replica();
+  Replica(uint64_t id, std::unique_ptr<env::WritableFile> data_file,
+          std::unique_ptr<env::WritableFile> chunk_crc_file)
+      : segment_id(id), file(std::move(data_file)), crc_file(std::move(chunk_crc_file)) {}
 
   ReplicaInfo Snapshot() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return ReplicaInfo{segment_id, epoch, length, durable_length, sealed, corrupt};
@@ -56,15 +59,16 @@ struct ReplicaStore::Replica {
   // reason) and returns its kDataLoss.
   absl::Status SetCorrupt(uint64_t server_id, uint64_t chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
-  // fdatasyncs the data file, then the .crc file. Returns 0, or the errno
-  // of the first that failed. No lock needed (the fds are immutable).
-  int SyncFiles() const;
+  // fdatasyncs the data file, then the .crc file. The error of the first
+  // that failed. No lock needed (the files are immutable).
+  absl::Status SyncFiles() const;
 
-  // Immutable after construction. The fds stay open as long as anyone holds
-  // the Replica, so a sync in flight never touches a reused descriptor.
+  // Immutable after construction. The files stay open as long as anyone
+  // holds the Replica, so a sync in flight never touches a reused
+  // descriptor.
   const uint64_t segment_id;
-  const int fd;      // <id>.seg
-  const int crc_fd;  // <id>.crc
+  const std::unique_ptr<env::WritableFile> file;      // <id>.seg
+  const std::unique_ptr<env::WritableFile> crc_file;  // <id>.crc
 
   mutable absl::Mutex mu;
   uint64_t epoch ABSL_GUARDED_BY(mu) = 0;
