@@ -259,6 +259,10 @@ class Namespace {
     // at this time; placement avoids it until a heartbeat arrives after
     // it (Suspect()). 0: never.
     int64_t failure_reported_ns = 0;
+    // Why the server's last heartbeat said it takes no appends (its
+    // journal failed; HeartbeatRequest.disk_failure); "" when healthy.
+    // Placement skips it; a new process (incarnation) starts healthy.
+    std::string disk_failure;
     // Random per segd process (RegisterServerRequest); 0: not yet known
     // (meta restarted), any is accepted.
     uint64_t incarnation = 0;

@@ -18,9 +18,15 @@ absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(
   constexpr uint64_t kMinFreeBytes = 4u << 20;
   std::vector<const ServerState*> live;
   size_t full = 0;
+  size_t failed = 0;
   for (const auto& [id, server] : servers_) {
     bool skip = std::find(excluded.begin(), excluded.end(), id) != excluded.end();
     if (skip || !ServerLive(server)) continue;
+    // Its journal failed: every append there fails until it restarts.
+    if (!server.disk_failure.empty()) {
+      ++failed;
+      continue;
+    }
     // free_bytes is 0 until a server's first heartbeat: not "full" then.
     if (server.free_bytes < kMinFreeBytes && server.capacity_bytes > 0) {
       ++full;
@@ -33,9 +39,9 @@ absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(
       return PosixError(ENOSPC, absl::StrCat("no space: ", full, " of the ", live.size() + full,
                                              " live segment servers are full"));
     }
-    return absl::UnavailableError(absl::StrCat("need ", replication,
-                                               " live segment servers for a new segment, ",
-                                               live.size() + full, " live"));
+    return absl::UnavailableError(absl::StrCat(
+        "need ", replication, " live segment servers for a new segment, ", live.size() + full,
+        " live", failed > 0 ? absl::StrCat(" (and ", failed, " with a failed disk)") : ""));
   }
   // Servers a writer just saw fail go last: for --dead_server_ms after a
   // crash meta still counts a dead server live, and every segment placed

@@ -128,5 +128,44 @@ TEST_F(NamespacePlacementTest, SuspectServerIsUsedWhenNoOtherHasRoom) {
   EXPECT_EQ((std::set<uint64_t>{1, 2, 3}), Roll(h, &s, {}));
 }
 
+TEST_F(NamespacePlacementTest, ServerWithAFailedDiskGetsNoSegmentsAndListsAsFailed) {
+  // Goal: a segment server whose journal failed says so in its heartbeats
+  // (disk_failure); unlike a suspect, it gets no new segment at all, even
+  // when that leaves too few servers, and ListServers shows why. Method:
+  // (a) server 3 reports a failed journal: 10 segments avoid it; (b) so
+  // does a degraded one; (c) a healthy heartbeat makes it placeable again.
+  RegisterServers(4);
+  proto::HeartbeatRequest failed;
+  failed.set_server_id(3);
+  failed.set_free_bytes(1000);
+  failed.set_disk_failure("journal /d/journal failed: fdatasync: Input/output error");
+  ASSERT_TRUE(ns_->Heartbeat(failed).ok());
+  for (int i = 0; i < 10; ++i) {
+    const uint64_t f = OpenFile("f" + std::to_string(i));
+    uint64_t s = 0;
+    std::set<uint64_t> servers = Roll(f, &s, {});
+    EXPECT_EQ(3u, servers.size());
+    EXPECT_EQ(0u, servers.count(3)) << "segment " << i;
+  }
+  auto listed = ns_->ListServers(0);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  for (const auto& server : listed->servers()) {
+    EXPECT_EQ(server.server_id() == 3 ? failed.disk_failure() : "", server.disk_failure());
+  }
+  // (b) With a second failed disk, a new segment goes degraded onto the
+  // two healthy servers rather than onto a failed one.
+  failed.set_server_id(4);
+  ASSERT_TRUE(ns_->Heartbeat(failed).ok());
+  const uint64_t g = OpenFile("g");
+  uint64_t s = 0;
+  EXPECT_EQ((std::set<uint64_t>{1, 2}), Roll(g, &s, {}));
+  // (c) A healthy heartbeat (a restarted process) clears it.
+  failed.clear_disk_failure();
+  ASSERT_TRUE(ns_->Heartbeat(failed).ok());
+  const uint64_t h = OpenFile("h");
+  s = 0;
+  EXPECT_EQ((std::set<uint64_t>{1, 2, 4}), Roll(h, &s, {}));
+}
+
 }  // namespace
 }  // namespace logfs::meta

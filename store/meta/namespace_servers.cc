@@ -1,5 +1,7 @@
 // Namespace: the segment-server registry (registration, heartbeats, the
 // live and failing servers) and statfs.
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <vector>
@@ -85,6 +87,7 @@ absl::StatusOr<uint64_t> Namespace::RegisterServer(const proto::RegisterServerRe
     // from the old one's reports no longer holds; ask for a report now.
     state.reports = ReplicaReportState();
     state.incarnation = request.incarnation();
+    state.disk_failure.clear();
   }
   state.record = std::move(record);
   state.last_seen_ns = NowNs();
@@ -133,6 +136,13 @@ absl::StatusOr<proto::HeartbeatResponse> Namespace::Heartbeat(
   server.reported = true;
   server.capacity_bytes = request.capacity_bytes();
   server.free_bytes = request.free_bytes();
+  if (request.disk_failure() != server.disk_failure) {
+    if (!request.disk_failure().empty()) {
+      LOG(ERROR) << "segment server " << request.server_id() << " (" << server.record.address()
+                 << ") failed: " << request.disk_failure() << "; no new segments go there";
+    }
+    server.disk_failure = request.disk_failure();
+  }
   HandleReports(server, request, &response);
   // Each pending deletion is handed out once: it leaves the database before
   // the reply. A server that crashes before deleting keeps a stray replica.

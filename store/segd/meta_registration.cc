@@ -127,6 +127,9 @@ absl::StatusOr<proto::HeartbeatResponse> MetaHeartbeat::BeatOnce(
   request.set_incarnation(options_.incarnation);
   request.set_capacity_bytes(space.capacity_bytes);
   request.set_free_bytes(space.free_bytes);
+  if (absl::Status health = store_->Health(); !health.ok()) {
+    request.set_disk_failure(std::string(health.message()));
+  }
   absl::StatusOr<proto::HeartbeatResponse> response = meta_->Heartbeat(request);
   heartbeats_sent_.fetch_add(1);
   if (!response.ok()) return response.status();

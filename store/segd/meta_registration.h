@@ -1,6 +1,7 @@
 // The segment server's link to meta: registration (RegisterServer, keeping
 // the id in the data dir so a restarted server keeps its identity) and a
-// heartbeat thread that reports space every `heartbeat_interval_ms`,
+// heartbeat thread that reports space (and a failed journal:
+// ReplicaStore::Health) every `heartbeat_interval_ms`,
 // deletes the replicas meta lists, registers again when meta asks, and
 // sends meta the list of replicas it holds when meta asks for it (a
 // replica report, in pages of kReportPageReplicasMax, one heartbeat each;
