@@ -7,6 +7,7 @@
 // not heard yet.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -208,6 +209,132 @@ TEST(MetaRestartTest, ChangeAppliedJustBeforeMetaDiedIsAppliedOnce) {
   auto moved = ReadFile(c.Path("y"));
   ASSERT_TRUE(moved.ok()) << moved.status();
   EXPECT_EQ("old", *moved);
+}
+
+// A child process that holds one file of the mount open and runs steps on
+// it when told to. The file must not be open in the test process while
+// meta restarts: RestartMeta forks, the fork gets a copy of the descriptor,
+// and closing that copy at exec is a FUSE flush too, which would wait for
+// the very meta being started.
+class FileInChild {
+ public:
+  enum Step : char { kOpen = 'o', kWriteFirst = 'a', kWriteSecond = 'b', kClose = 'c' };
+  static constexpr size_t kFirstBytes = 4096;
+  static constexpr size_t kSecondBytes = 100;
+
+  explicit FileInChild(const std::string& path) {
+    int to_child[2], from_child[2];
+    if (pipe2(to_child, O_CLOEXEC) != 0 || pipe2(from_child, O_CLOEXEC) != 0) return;
+    // Prepared before fork: the child only makes system calls.
+    const std::string first(kFirstBytes, 'a'), second(kSecondBytes, 'b');
+    pid_ = fork();
+    if (pid_ == 0) {
+      close(to_child[1]);
+      close(from_child[0]);
+      RunChild(path.c_str(), first, second, to_child[0], from_child[1]);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    command_fd_ = to_child[1];
+    reply_fd_ = from_child[0];
+  }
+  ~FileInChild() {
+    if (command_fd_ >= 0) close(command_fd_);  // the child exits on EOF
+    if (reply_fd_ >= 0) close(reply_fd_);
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // Runs `step` in the child; returns its errno (0 on success, -1 if the
+  // child did not answer within a minute).
+  int Run(Step step) {
+    if (pid_ <= 0 || write(command_fd_, &step, 1) != 1) return -1;
+    pollfd p = {reply_fd_, POLLIN, 0};
+    int err = -1;
+    if (poll(&p, 1, 60000) != 1 || read(reply_fd_, &err, sizeof(err)) != sizeof(err)) return -1;
+    return err;
+  }
+
+ private:
+  [[noreturn]] static void RunChild(const char* path, const std::string& first,
+                                    const std::string& second, int command_fd, int reply_fd) {
+    int fd = -1;
+    char step;
+    while (read(command_fd, &step, 1) == 1) {
+      bool ok = false;
+      switch (step) {
+        case kOpen:
+          fd = open(path, O_CREAT | O_WRONLY | O_APPEND, 0644);
+          ok = fd >= 0;
+          break;
+        case kWriteFirst:
+          ok = write(fd, first.data(), first.size()) == static_cast<ssize_t>(first.size()) &&
+               fdatasync(fd) == 0;
+          break;
+        case kWriteSecond:
+          ok = write(fd, second.data(), second.size()) == static_cast<ssize_t>(second.size());
+          break;
+        case kClose:
+          ok = close(fd) == 0;
+          break;
+      }
+      int err = ok ? 0 : errno;
+      if (write(reply_fd, &err, sizeof(err)) != sizeof(err)) break;
+    }
+    _exit(0);
+  }
+
+  pid_t pid_ = -1;
+  int command_fd_ = -1;
+  int reply_fd_ = -1;
+};
+
+// Runs `step` in `file`'s child while meta is down, brings meta back after
+// `down`, and returns the step's errno.
+int WhileMetaRestarts(MountedCluster& c, FileInChild& file, FileInChild::Step step,
+                      absl::Duration down) {
+  c.cluster().KillMeta(SIGKILL);
+  std::atomic<int> err{-1};
+  std::thread worker([&] { err.store(file.Run(step)); });
+  absl::SleepFor(down);  // meta stays down this long: the fault's shape
+  absl::Status restarted = c.cluster().RestartMeta();
+  worker.join();
+  EXPECT_TRUE(restarted.ok()) << restarted;
+  return err.load();
+}
+
+TEST(MetaRestartTest, SealsRideOutMetaRestart) {
+  // Goal: the writer's two ways of sealing a segment in meta agree: the
+  // blocking one (a roll inside write(2); FileWriter::Close) and the
+  // asynchronous one (close(2), i.e. FUSE flush: FileWriter::SealAsync)
+  // both wait out a short meta restart instead of failing with EIO.
+  // Method: a WAL file with 4 KiB segments, held open by a child process
+  // (FileInChild); (a) a write that must roll and (b) a close(2) that must
+  // seal are each started while meta is killed, and meta comes back 500 ms
+  // later; (c) both returned 0 and the file holds every byte, once.
+  MountedClusterOptions options;
+  options.mount_flags = {"--wal_segment_bytes=4096"};
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  MakeWalDir(c);
+  const std::string path = c.Path("wal/log");
+  FileInChild file(path);
+  ASSERT_EQ(0, file.Run(FileInChild::kOpen));
+  ASSERT_EQ(0, file.Run(FileInChild::kWriteFirst));  // fills the first segment
+  // (a) The next byte rolls: seal the full segment in meta, ask for a new one.
+  int roll_errno = WhileMetaRestarts(c, file, FileInChild::kWriteSecond, absl::Milliseconds(500));
+  EXPECT_EQ(0, roll_errno) << "write that rolled: " << std::strerror(roll_errno);
+  // (b) close(2) seals the open segment in meta (the flush seal).
+  int close_errno = WhileMetaRestarts(c, file, FileInChild::kClose, absl::Milliseconds(500));
+  EXPECT_EQ(0, close_errno) << "close: " << std::strerror(close_errno);
+  // (c) Every byte is there, once.
+  auto data = ReadFile(path);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(std::string(FileInChild::kFirstBytes, 'a') + std::string(FileInChild::kSecondBytes, 'b'),
+            *data);
 }
 
 // Runs `op`, returns its errno (0 on success) and how long it took.
