@@ -333,8 +333,9 @@ TEST(MetaRestartTest, SealsRideOutMetaRestart) {
   // (c) Every byte is there, once.
   auto data = ReadFile(path);
   ASSERT_TRUE(data.ok()) << data.status();
-  EXPECT_EQ(std::string(FileInChild::kFirstBytes, 'a') + std::string(FileInChild::kSecondBytes, 'b'),
-            *data);
+  const std::string want =
+      std::string(FileInChild::kFirstBytes, 'a') + std::string(FileInChild::kSecondBytes, 'b');
+  EXPECT_EQ(want, *data);
 }
 
 // Runs `op`, returns its errno (0 on success) and how long it took.

@@ -8,11 +8,23 @@
 // Concurrent Syncs share one wait (group commit, as LevelDB's
 // DBImpl::Write groups writers): for WAL files the answers of appends in
 // flight; for block files a replica Sync round, which covers every byte
-// sent before it (a sync that arrives during a round waits for the next). Waiters are callbacks kept in a map ordered by target
-// length and fired, outside the lock, when the acked length passes it.
+// sent before it (a sync that arrives during a round waits for the next).
+// Waiters are callbacks ordered by target length (wal/sync_waiters.h) and
+// run, outside the lock, when the acked length passes it.
 //
 // Errors are sticky: once a quorum is lost the writer fails every waiter
 // and every later call (fsyncgate: never retry and pretend).
+//
+// Its parts, each a value type with its own test, all under one mutex:
+// the replicas of the open segment (wal/replica_set.h), the bytes on their
+// way to them (wal/append_tail.h), the waiting syncs (wal/sync_waiters.h)
+// and one phase (wal/writer_phase.h). It reaches the segment servers, meta
+// and the clock through WriterDeps (wal/writer_deps.h). The member
+// definitions are split by job: file_writer.cc (admission, Write, Sync,
+// errors), replica_fanout.cc (appends, sync rounds, answers),
+// segment_roll.cc, segment_seal.cc (one replica seal fan-out and one meta
+// seal for roll, flush and close), recovery.cc, truncate.cc and
+// fsync_deadline.cc.
 //
 // Thread-safe. Write may block (queue full, segment roll); Sync never does.
 // Owned through shared_ptr: in-flight replica calls keep it alive.
@@ -20,7 +32,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,21 +42,25 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include <asio.hpp>
-#include "store/rpc/client_pool.h"
 #include "store/format/logfs.pb.h"
-#include "store/client/meta_retry.h"
+#include "store/rpc/client_pool.h"
+#include "store/rpc/rpc_client.h"
+#include "wal/append_tail.h"
+#include "wal/replica_set.h"
+#include "wal/sync_waiters.h"
+#include "wal/writer_deps.h"
+#include "wal/writer_phase.h"
 
 namespace logfs::wal {
 
 struct FileWriterOptions {
   uint64_t mount_id = 0;
-  uint64_t segment_bytes = 64ull << 20;    // roll the segment at this size
-  size_t append_bytes = 1;                 // send once this much is buffered
-  size_t max_unacked_bytes = 32u << 20;    // Write blocks above this
+  uint64_t segment_bytes = 64ull << 20;                // roll the segment at this size
+  size_t append_bytes = 1;                             // send once this much is buffered
+  size_t max_unacked_bytes = 32u << 20;                // Write blocks above this
   absl::Duration replica_timeout = absl::Seconds(10);  // one replica call
   absl::Duration fsync_timeout = absl::Seconds(30);    // a blocked Write/Close
-  absl::Duration meta_timeout = absl::Seconds(10);  // one attempt of a meta call
+  absl::Duration meta_timeout = absl::Seconds(10);     // one attempt of a meta call
   // Meta calls (seal, roll, truncate) whose transport fails are retried
   // this long (store/client/meta_retry.h): a meta restart in that window does not
   // fail the writer.
@@ -56,11 +71,13 @@ struct FileWriterOptions {
   std::function<proto::CallId()> next_call_id;
   // Runs a blocking job (a recovery) off the network threads. The owner
   // must finish every job before it tears down the client pool (Mount
-  // joins its thread pool first). Unset: a detached thread per job.
+  // joins its thread pool first), and must not run it inline. Unset: a
+  // detached thread per job.
   std::function<void(std::function<void()>)> run_blocking;
 };
 
-class FileWriter : public std::enable_shared_from_this<FileWriter> {
+class FileWriter final : public ReplicaReplyHandler,
+                         public std::enable_shared_from_this<FileWriter> {
  public:
   using SyncCallback = std::function<void(absl::Status)>;
 
@@ -70,7 +87,11 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   static std::shared_ptr<FileWriter> Create(FileWriterOptions options, proto::Inode inode,
                                             std::shared_ptr<rpc::RpcClient> meta,
                                             rpc::ClientPool* pool);
-  ~FileWriter();
+  // The same over any WriterDeps (a unit test's fake). `deps` is shared
+  // with the calls in flight.
+  static std::shared_ptr<FileWriter> Create(FileWriterOptions options, proto::Inode inode,
+                                            std::shared_ptr<WriterDeps> deps);
+  ~FileWriter() override;
 
   // Appends `data` at `offset`, or at the current end when `offset` is
   // nullopt (O_APPEND). Returns once the bytes are queued for the replicas.
@@ -116,31 +137,58 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   std::vector<proto::Segment> ReadableSegments() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  struct ReplicaState {
-    uint64_t server_id = 0;
-    std::string address;
-    uint64_t durable_length = 0;  // segment-relative
-    bool failed = false;
+  using Callbacks = std::vector<SyncCallback>;
+  // What the replica seal fan-out (SealReplicas) found.
+  struct ReplicaSealResult {
+    std::vector<size_t> sealed;  // replica indexes that sealed
+    std::vector<size_t> failed;  // ... and those that did not
+    absl::Status last_error;     // of a failed one
+    bool no_space = false;       // some replica was out of space
+  };
+  // A replica to seal: its index in replicas_ and its address.
+  using ReplicaAddresses = std::vector<std::pair<size_t, std::string>>;
+  // What Close sealed on the replicas, for the seal at meta.
+  struct CloseSeal {
+    uint64_t segment_id = 0;  // 0: none was open
+    uint64_t length = 0;
+    absl::Status replicas;  // of the replica seal
+    absl::Status status;    // Close's result so far
   };
 
-  FileWriter(FileWriterOptions options, proto::Inode inode, std::shared_ptr<rpc::RpcClient> meta,
-             rpc::ClientPool* pool);
-  // Keeps busy_ (and the mount's count of busy writers) equal to "bytes
-  // sent to the replicas and not yet acked, no error": call after acked_,
-  // sent_, open_, error_ or closed_ change. A stale true only turns the
-  // quorum-only sync off (EagerSync); it never affects durability.
-  void UpdateBusyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  FileWriter(FileWriterOptions options, proto::Inode inode, std::shared_ptr<WriterDeps> deps);
 
+  // --- file_writer.cc: phase, admission, Write, Sync, errors.
+  // Moves the phase along the table in wal/writer_phase.h (CHECKed).
+  void SetPhaseLocked(WriterPhase next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends operation phase `from` (kRolling, kSealing, kClosing) with `to`.
+  // If a recovery interrupted it and still runs, the recovery resumes `to`.
+  void EndPhaseLocked(WriterPhase from, WriterPhase to) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // No roll, seal or recovery in progress (the writer may be closing).
+  bool QuiescentLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Close has started (Writes fail).
+  bool ClosedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps busy_ (and the mount's count of busy writers) equal to "bytes
+  // sent to the replicas and not yet acked, no error": call after the
+  // acked or sent bytes, open_, error_ or the phase change. A stale true
+  // only turns the quorum-only sync off (EagerSync); it never affects
+  // durability.
+  void UpdateBusyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool CanAcceptLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteInternal(std::optional<uint64_t> offset, absl::string_view data,
                              rpc::CallBatch* sends) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status CloseInternal() ABSL_LOCKS_EXCLUDED(mu_);
-  // Sends buffer_ to every live replica of open_. With `sends` (Write,
-  // Sync, replies), the calls are only queued, in order, and the caller
-  // writes them with sends->Flush() once it has released mu_: no lock is
-  // held across those sendmsgs, so the io thread never waits on mu_ for
-  // them. Without (rolls, seals, close, recovery: rare), they are written
-  // at once, under mu_.
+  // Latches the first error and moves every sync waiter to failed_waiters_;
+  // callers run RunFailedWaiters() once they have dropped mu_.
+  void SetErrorLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RunFailedWaiters() ABSL_LOCKS_EXCLUDED(mu_);
+  Callbacks TakeReadyWaitersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // --- replica_fanout.cc: appends, sync rounds, the replicas' answers.
+  // Sends the buffered bytes to every live replica of open_. With `sends`
+  // (Write, Sync, replies), the calls are only queued, in order, and the
+  // caller writes them with sends->Flush() once it has released mu_: no
+  // lock is held across those sendmsgs, so the io thread never waits on
+  // mu_ for them. Without (rolls, seals, close, recovery: rare), they are
+  // written at once, under mu_.
   void SendBufferLocked(rpc::CallBatch* sends = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartSyncRoundLocked(rpc::CallBatch* sends = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts a Sync round for waiting syncs unless one is in flight or the
@@ -157,98 +205,128 @@ class FileWriter : public std::enable_shared_from_this<FileWriter> {
   // asked replicas is frozen or slow, that fsync waits for the others'
   // interval round. With anything else in flight (other writers, this
   // writer's own earlier appends, block-file appends) every replica is
-  // asked, so that the ack comes from the fastest ack quorum of them. Block files leave it to Sync rounds, and so does
-  // a WAL whose application has not synced for kLazyAfterAppends appends
-  // (RocksDB with sync=false): its appends become durable within the
-  // servers' --sync_interval_ms instead of costing an fdatasync each, and
-  // its next fsync sends a Sync round and makes it eager again.
+  // asked, so that the ack comes from the fastest ack quorum of them.
+  // Block files leave it to Sync rounds, and so does a WAL whose
+  // application has not synced for kLazyAfterAppends appends (RocksDB with
+  // sync=false): its appends become durable within the servers'
+  // --sync_interval_ms instead of costing an fdatasync each, and its next
+  // fsync sends a Sync round and makes it eager again.
   static constexpr uint64_t kLazyAfterAppends = 32;
   bool EagerSync() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return kind_ == proto::KIND_WAL && appends_since_sync_ < kLazyAfterAppends;
   }
-  void OnReplicaResponse(uint64_t segment_id, size_t replica, absl::Status status,
-                         const std::string& message, bool sync_round) ABSL_LOCKS_EXCLUDED(mu_);
-  // Latches the first error and moves every sync waiter to failed_waiters_;
-  // callers run RunFailedWaiters() once they have dropped mu_.
-  void SetErrorLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RunFailedWaiters() ABSL_LOCKS_EXCLUDED(mu_);
-  // Fails the writer (EIO, sticky) if a sync waits past fsync_timeout.
-  void ArmFsyncDeadlineLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnFsyncDeadline() ABSL_LOCKS_EXCLUDED(mu_);
-  void StartRecoveryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Recover() ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status RollAwayFromFailedReplicasLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::vector<size_t>> SealSurvivorsLocked(uint64_t* sealed_length)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status OpenNextSegmentLocked(uint64_t sealed_id, uint64_t sealed_length,
-                                     const std::vector<uint64_t>& failed_servers)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void TrimTailLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool IdleLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !rolling_ && !sealing_ && !recovering_;
-  }
-  std::vector<SyncCallback> TakeReadyWaitersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status WaitAckedLocked(uint64_t target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status RollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status SealOpenSegmentLocked(uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<proto::Inode> MetaSeal(uint64_t segment_id, uint64_t length, bool close,
-                                        int64_t mtime_ns,
+  void OnReplicaReply(uint64_t segment_id, size_t replica, bool sync_round,
+                      absl::StatusOr<uint64_t> durable_length) override ABSL_LOCKS_EXCLUDED(mu_);
+  // Records replica `replica`'s durable length and what it acks.
+  void OnDurableLocked(size_t replica, uint64_t durable_length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits (mu_.Await drops mu_) until the file's first `target` bytes are
+  // acked and no recovery runs, or the writer fails; fails it with EIO
+  // after fsync_timeout. Returns error_.
+  absl::Status WaitAckedUnlocking(uint64_t target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // --- segment_roll.cc: the next segment.
+  // Seals the open segment once it is acked and opens the next. Drops mu_
+  // for the replica and meta calls; Writes wait (kRolling) meanwhile.
+  absl::Status RollUnlocking() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Seals `sealed_id` at `sealed_length` in meta, which places the next
+  // segment, and creates its replicas (a few placements at most); then
+  // installs it. Drops mu_ for those calls.
+  absl::Status OpenNextSegmentUnlocking(uint64_t sealed_id, uint64_t sealed_length,
                                         const std::vector<uint64_t>& failed_servers)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  client::MetaRetryOptions MetaRetry() const;
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The meta seal and replica creation of OpenNextSegmentUnlocking.
+  absl::StatusOr<proto::Inode> PlaceNextSegment(MetaSealCall call) ABSL_LOCKS_EXCLUDED(mu_);
   // Creates the segment's replicas; returns the servers that failed.
   std::vector<uint64_t> CreateReplicas(const proto::Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
+  // Makes meta's new open segment (the last of `inode`) the writer's; the
+  // old one ends at `sealed_length`, and its bytes past that go to the
+  // new one.
+  absl::Status InstallSegmentLocked(const proto::Inode& inode, uint64_t sealed_length)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // --- segment_seal.cc: the one replica seal and the one meta seal.
+  // Seals `segment` at `length` on `replicas` at once; `done` runs once
+  // each has answered (inline when there are none). No lock held.
+  void SealReplicas(SegmentRef segment, uint64_t length, ReplicaAddresses replicas,
+                    std::function<void(ReplicaSealResult)> done) ABSL_LOCKS_EXCLUDED(mu_);
+  ReplicaSealResult SealReplicasAndWait(SegmentRef segment, uint64_t length,
+                                        ReplicaAddresses replicas) ABSL_LOCKS_EXCLUDED(mu_);
+  // Marks the replicas that did not seal failed; EIO unless an ack quorum
+  // sealed.
+  absl::Status ApplyReplicaSealLocked(uint64_t segment_id, const ReplicaSealResult& result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  ReplicaAddresses LiveReplicasLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Seals open_ at `length` on its live replicas (blocking; mu_ dropped
+  // meanwhile). Sets seal_in_flight_, which the caller (a roll, Close)
+  // clears once open_ is replaced or closed: a replica that fails after
+  // the seal needs no recovery, and one must not race the roll or close.
+  absl::Status SealOpenSegmentUnlocking(uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The SealSegment at meta for the writer's segment `segment_id`.
+  MetaSealCall MetaSealCallLocked(uint64_t segment_id, uint64_t length,
+                                  const std::vector<uint64_t>& failed_servers) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<proto::Inode> MetaSealAndWait(const MetaSealCall& call) ABSL_LOCKS_EXCLUDED(mu_);
+  // SealAsync's steps: seal the replicas, then meta; or fail the seal.
   void SealReplicasAsync(SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
-  std::vector<uint64_t> FailedServerIdsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Adds the failed servers and the writer's sealed file length to a seal.
-  void FillSealRequest(const std::vector<uint64_t>& failed_servers,
-                       proto::SealSegmentRequest* request) ABSL_LOCKS_EXCLUDED(mu_);
-  void FinishSealAsync(uint64_t segment_id, uint64_t length, absl::Status status,
-                       std::vector<uint64_t> failed_servers,
-                       SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
+  void OnAsyncReplicaSeal(SegmentRef segment, uint64_t length, ReplicaSealResult result,
+                          SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
+  void OnAsyncMetaSeal(uint64_t segment_id, uint64_t length, absl::Status status, SyncCallback done)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void FailAsyncSeal(absl::Status status, SyncCallback done) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status CloseInternal() ABSL_LOCKS_EXCLUDED(mu_);
+  // Close's sync and replica seal (mu_ dropped for both).
+  CloseSeal SealForCloseUnlocking() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // --- recovery.cc: rolling away from a failed replica.
+  void StartRecoveryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Recover() ABSL_LOCKS_EXCLUDED(mu_);
+  // Seals the open segment on its survivors and opens the next, with the
+  // bytes past the seal re-sent there. Drops mu_ for the calls.
+  absl::Status RollAwayUnlocking() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Asks the survivors their lengths, picks the seal length, brings short
+  // ones up to it from the tail and seals them; returns the sealed ones.
+  absl::StatusOr<std::vector<size_t>> SealSurvivorsUnlocking(uint64_t* sealed_length)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Brings each of `answered` (index, length) up to `length` from the tail
+  // (dropping those the tail can no longer complete), then seals them.
+  ReplicaSealResult CompleteAndSealUnlocking(
+      const std::vector<std::pair<size_t, uint64_t>>& answered, uint64_t length)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // --- fsync_deadline.cc: fails the writer (EIO, sticky) if a sync waits
+  // past fsync_timeout.
+  void ArmFsyncDeadlineLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnFsyncDeadline() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status NoQuorumInTimeError() const;
 
   // Immutable after construction.
   const FileWriterOptions options_;
   const uint64_t ino_;
   const proto::FileKind kind_;
-  const std::shared_ptr<rpc::RpcClient> meta_;
-  rpc::ClientPool* const pool_;
+  const std::shared_ptr<WriterDeps> deps_;
 
   mutable absl::Mutex mu_;
+  WriterPhase phase_ ABSL_GUARDED_BY(mu_) = WriterPhase::kIdle;
+  // The phase a running recovery goes back to (what it interrupted).
+  WriterPhase resume_phase_ ABSL_GUARDED_BY(mu_) = WriterPhase::kIdle;
+  // open_ is being sealed (replica seals in flight, or done and the roll,
+  // flush or close not yet finished): a replica failure seen now is the
+  // seal's to handle (it needs its quorum), not recovery's.
+  bool seal_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<proto::Segment> sealed_ ABSL_GUARDED_BY(mu_);
-  uint64_t appends_since_sync_ ABSL_GUARDED_BY(mu_) = 0;  // since the last Sync call
   std::optional<proto::Segment> open_ ABSL_GUARDED_BY(mu_);  // the open segment
-  std::vector<ReplicaState> replicas_ ABSL_GUARDED_BY(mu_);  // of open_
-  uint32_t ack_quorum_ ABSL_GUARDED_BY(mu_) = 1;
-  uint64_t length_ ABSL_GUARDED_BY(mu_) = 0;     // file bytes accepted
-  uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;       // bytes of open_ sent to replicas
-  uint64_t acked_ ABSL_GUARDED_BY(mu_) = 0;      // file bytes durable on the quorum
-  std::string buffer_ ABSL_GUARDED_BY(mu_);      // accepted, not yet sent
-  struct SyncWaiter {
-    SyncCallback done;
-    absl::Time since;  // for the --fsync_timeout_ms deadline
-  };
-  std::multimap<uint64_t, SyncWaiter> waiters_ ABSL_GUARDED_BY(mu_);  // by target
-  std::vector<SyncCallback> failed_waiters_ ABSL_GUARDED_BY(mu_);
+  ReplicaSet replicas_ ABSL_GUARDED_BY(mu_);                 // of open_
+  AppendTail tail_ ABSL_GUARDED_BY(mu_);  // open_'s file_offset is its segment_start
+  SyncWaiters waiters_ ABSL_GUARDED_BY(mu_);
+  Callbacks failed_waiters_ ABSL_GUARDED_BY(mu_);
   // Steps to resume once the recovery in progress has finished (a seal
   // that found a replica failed); run by Recover() without mu_.
   std::vector<std::function<void()>> after_recovery_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<asio::steady_timer> fsync_timer_ ABSL_GUARDED_BY(mu_);
-  bool fsync_timer_armed_ ABSL_GUARDED_BY(mu_) = false;
-  int sync_round_replies_ ABSL_GUARDED_BY(mu_) = 0;  // replies a round still awaits
-  bool rolling_ ABSL_GUARDED_BY(mu_) = false;   // Write/Close wait while set
-  bool sealing_ ABSL_GUARDED_BY(mu_) = false;   // SealAsync in progress
-  bool recovering_ ABSL_GUARDED_BY(mu_) = false;  // rolling away from a failed replica
-  // Seal RPCs for open_ are in flight: a replica failure seen now is the
-  // seal's to handle (it needs its quorum), not recovery's.
-  bool seal_in_flight_ ABSL_GUARDED_BY(mu_) = false;
-  // Bytes of open_ from tail_start_ to sent_ that not every live replica
-  // has made durable: what a roll re-sends to the next segment.
-  std::string tail_ ABSL_GUARDED_BY(mu_);
-  uint64_t tail_start_ ABSL_GUARDED_BY(mu_) = 0;
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  bool busy_ ABSL_GUARDED_BY(mu_) = false;  // counted in the process's busy writers
-  int64_t mtime_ns_ ABSL_GUARDED_BY(mu_) = 0;    // of the last write
+  bool fsync_deadline_armed_ ABSL_GUARDED_BY(mu_) = false;
+  int sync_round_replies_ ABSL_GUARDED_BY(mu_) = 0;       // replies a round still awaits
+  uint64_t appends_since_sync_ ABSL_GUARDED_BY(mu_) = 0;  // since the last Sync call
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;                // counted in the process's busy writers
+  int64_t mtime_ns_ ABSL_GUARDED_BY(mu_) = 0;             // of the last write
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   absl::Status last_replica_error_ ABSL_GUARDED_BY(mu_);  // why a replica last failed
 };

@@ -1,0 +1,488 @@
+// FileWriter over a fake WriterDeps: no processes, no sockets. The fake is
+// a small cluster in memory (replicas as strings, a meta that places
+// segments on the first healthy servers) whose answers come from a
+// network thread of its own, as in production. It can fail a server, hold
+// a server's appends unanswered, and move a clock that the fsync deadline
+// reads, with timers the test fires.
+#include "wal/file_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "src/status/posix_error.h"
+
+namespace logfs::wal {
+namespace {
+
+constexpr absl::Duration kWait = absl::Seconds(20);  // bound of every wait
+constexpr int kServers = 6;
+constexpr uint32_t kAckQuorum = 2;
+constexpr int kReplicas = 3;
+constexpr uint64_t kIno = 5;
+
+std::string Address(int server) { return absl::StrCat("s", server); }
+
+class FakeCluster : public WriterDeps {
+ public:
+  FakeCluster() : network_([this] { RunNetwork(); }) {}
+  ~FakeCluster() override { Shutdown(); }
+
+  // Stops the network thread and drops every pending answer and timer (they
+  // hold the writer).
+  void Shutdown() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+    }
+    wake_.notify_all();
+    network_.join();
+    std::lock_guard<std::mutex> lock(mu_);
+    answers_.clear();
+    held_.clear();
+    timers_.clear();
+  }
+
+  // Every call to server `s` fails with kUnavailable from now on.
+  void Fail(int s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    failed_.insert(Address(s));
+  }
+  // Appends to server `s` are neither applied nor answered (a slow disk).
+  void Hold(int s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_servers_.insert(Address(s));
+  }
+  size_t held_appends() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_.size();
+  }
+
+  void Advance(absl::Duration d) {
+    std::lock_guard<std::mutex> lock(mu_);
+    now_ += d;
+  }
+  // Runs the timers due by now, on the caller's thread.
+  void FireDueTimers() {
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = std::find_if(timers_.begin(), timers_.end(),
+                               [&](const auto& t) { return t.first <= now_; });
+        if (it == timers_.end()) return;
+        fn = std::move(it->second);
+        timers_.erase(it);
+      }
+      fn();
+    }
+  }
+  size_t pending_timers() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return timers_.size();
+  }
+
+  // The bytes of segment `id` on server `s`, and whether it is sealed.
+  std::string Bytes(uint64_t id, int s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = replicas_.find({id, Address(s)});
+    return it == replicas_.end() ? "<none>" : it->second.bytes;
+  }
+  bool Sealed(uint64_t id, int s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = replicas_.find({id, Address(s)});
+    return it != replicas_.end() && it->second.sealed;
+  }
+  // The meta seals seen, in order.
+  std::vector<MetaSealCall> meta_seals() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return meta_seals_;
+  }
+  proto::Inode inode() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return inode_;
+  }
+
+  // WriterDeps.
+  absl::Time Now() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return now_;
+  }
+  void RunAfter(absl::Duration delay, std::function<void()> fn) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    timers_.emplace_back(now_ + delay, std::move(fn));
+  }
+  void Append(const std::string& address, const AppendCall& call,
+              std::shared_ptr<const std::string> data,
+              const std::shared_ptr<ReplicaReplyHandler>& handler, rpc::CallBatch*) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (held_servers_.count(address) != 0) {
+      held_.push_back({address, call, std::move(data), handler});
+      return;
+    }
+    AppendAndAnswerLocked(address, call, *data, handler);
+  }
+  void SyncReplica(const std::string& address, SegmentRef segment, size_t replica,
+                   const std::shared_ptr<ReplicaReplyHandler>& handler, rpc::CallBatch*) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    absl::StatusOr<uint64_t> durable = LengthLocked(address, segment.id);
+    Answer([=] { handler->OnReplicaReply(segment.id, replica, true, durable); });
+  }
+  void SealReplica(const std::string& address, SegmentRef segment, uint64_t length,
+                   Done done) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    absl::Status status = SealLocked(address, segment.id, length);
+    Answer([done = std::move(done), status] { done(status); });
+  }
+  std::vector<absl::Status> CreateReplicas(const std::vector<std::string>& addresses,
+                                           SegmentRef segment) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<absl::Status> out;
+    for (const auto& a : addresses) {
+      if (failed_.count(a) != 0) {
+        out.push_back(absl::UnavailableError(a + " is down"));
+      } else {
+        replicas_[{segment.id, a}];
+        out.push_back(absl::OkStatus());
+      }
+    }
+    return out;
+  }
+  std::vector<absl::StatusOr<uint64_t>> ReplicaLengths(const std::vector<std::string>& addresses,
+                                                       uint64_t segment_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<absl::StatusOr<uint64_t>> out;
+    for (const auto& a : addresses) out.push_back(LengthLocked(a, segment_id));
+    return out;
+  }
+  absl::Status FillReplica(const std::string& address, SegmentRef segment, uint64_t offset,
+                           std::string data) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return AppendLocked(address, segment.id, offset, data).status();
+  }
+  void SealAtMeta(const MetaSealCall& call, InodeDone done) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    meta_seals_.push_back(call);
+    absl::StatusOr<proto::Inode> inode = MetaSealLocked(call);
+    Answer([done = std::move(done), inode] { done(inode); });
+  }
+  absl::Status TruncateAtMeta(uint64_t, uint64_t, std::optional<proto::CallId>) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    inode_.clear_segments();
+    return absl::OkStatus();
+  }
+
+ private:
+  struct Replica {
+    std::string bytes;
+    bool sealed = false;
+  };
+
+  struct HeldAppend {
+    std::string address;
+    AppendCall call;
+    std::shared_ptr<const std::string> data;
+    std::shared_ptr<ReplicaReplyHandler> handler;
+  };
+
+  void AppendAndAnswerLocked(const std::string& address, const AppendCall& call,
+                             absl::string_view data,
+                             const std::shared_ptr<ReplicaReplyHandler>& handler) {
+    absl::StatusOr<uint64_t> durable = AppendLocked(address, call.segment.id, call.offset, data);
+    Answer([=] { handler->OnReplicaReply(call.segment.id, call.replica, false, durable); });
+  }
+  void Answer(std::function<void()> answer) {
+    answers_.push_back(std::move(answer));
+    wake_.notify_all();
+  }
+  void RunNetwork() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stopped_ || !answers_.empty(); });
+      if (stopped_) return;
+      std::function<void()> answer = std::move(answers_.front());
+      answers_.pop_front();
+      lock.unlock();
+      answer();
+      lock.lock();
+    }
+  }
+  absl::StatusOr<Replica*> FindLocked(const std::string& address, uint64_t segment_id) {
+    if (failed_.count(address) != 0) return absl::UnavailableError(address + " is down");
+    auto it = replicas_.find({segment_id, address});
+    if (it == replicas_.end()) return absl::NotFoundError("no such replica");
+    return &it->second;
+  }
+  absl::StatusOr<uint64_t> LengthLocked(const std::string& address, uint64_t segment_id) {
+    absl::StatusOr<Replica*> r = FindLocked(address, segment_id);
+    if (!r.ok()) return r.status();
+    return (*r)->bytes.size();
+  }
+  absl::StatusOr<uint64_t> AppendLocked(const std::string& address, uint64_t segment_id,
+                                        uint64_t offset, absl::string_view data) {
+    absl::StatusOr<Replica*> found = FindLocked(address, segment_id);
+    if (!found.ok()) return found.status();
+    Replica& r = **found;
+    if (r.sealed) return absl::FailedPreconditionError("sealed");
+    if (offset != r.bytes.size()) return absl::OutOfRangeError("append not at the end");
+    r.bytes.append(data.data(), data.size());
+    return r.bytes.size();
+  }
+  absl::Status SealLocked(const std::string& address, uint64_t segment_id, uint64_t length) {
+    absl::StatusOr<Replica*> found = FindLocked(address, segment_id);
+    if (!found.ok()) return found.status();
+    Replica& r = **found;
+    if (length > r.bytes.size()) return absl::OutOfRangeError("seal past the end");
+    r.bytes.resize(length);
+    r.sealed = true;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<proto::Inode> MetaSealLocked(const MetaSealCall& call) {
+    if (call.segment_id != 0) {
+      proto::Segment* open = inode_.mutable_segments(inode_.segments_size() - 1);
+      if (open->id() != call.segment_id || open->sealed()) {
+        return absl::FailedPreconditionError("not the open segment");
+      }
+      open->set_sealed(true);
+      open->set_length(call.sealed_length);
+      auto* replicas = open->mutable_replicas();
+      for (int i = replicas->size() - 1; i >= 0; --i) {
+        const uint64_t id = replicas->Get(i).server_id();
+        if (std::count(call.failed_servers.begin(), call.failed_servers.end(), id) != 0) {
+          replicas->DeleteSubrange(i, 1);
+        }
+      }
+    }
+    if (!call.close && !call.keep_lease) {
+      proto::Segment* next = inode_.add_segments();
+      next->set_id(next_segment_id_++);
+      next->set_epoch(1);
+      next->set_ack_quorum(kAckQuorum);
+      for (int s = 1; s <= kServers && next->replicas_size() < kReplicas; ++s) {
+        if (std::count(call.failed_servers.begin(), call.failed_servers.end(), s) != 0) continue;
+        proto::Replica* r = next->add_replicas();
+        r->set_server_id(s);
+        r->set_address(Address(s));
+      }
+    }
+    return inode_;
+  }
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopped_ = false;
+  std::deque<std::function<void()>> answers_;
+  std::vector<HeldAppend> held_;
+  std::set<std::string> failed_;
+  std::set<std::string> held_servers_;
+  std::map<std::pair<uint64_t, std::string>, Replica> replicas_;
+  std::vector<MetaSealCall> meta_seals_;
+  std::vector<std::pair<absl::Time, std::function<void()>>> timers_;
+  absl::Time now_ = absl::FromUnixSeconds(1'000'000);
+  uint64_t next_segment_id_ = 1;
+  proto::Inode inode_;
+  std::thread network_;  // last: started once the rest is built
+};
+
+// Runs the writer's recoveries on threads of their own, joined at the end.
+class Jobs {
+ public:
+  ~Jobs() {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      threads.swap(threads_);
+    }
+    for (auto& t : threads) t.join();
+  }
+  std::function<void(std::function<void()>)> Runner() {
+    return [this](std::function<void()> job) {
+      std::lock_guard<std::mutex> lock(mu_);
+      threads_.emplace_back(std::move(job));
+    };
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::thread> threads_;
+};
+
+// The status a Sync ends with, waited for with a bound.
+struct SyncResult {
+  absl::Notification done;
+  absl::Status status;
+  FileWriter::SyncCallback callback() {
+    return [this](absl::Status s) {
+      status = std::move(s);
+      done.Notify();
+    };
+  }
+  bool Wait() { return done.WaitForNotificationWithTimeout(kWait); }
+};
+
+class FileWriterTest : public ::testing::Test {
+ protected:
+  void SetUp() override { cluster_ = std::make_shared<FakeCluster>(); }
+  void TearDown() override {
+    writer_.reset();
+    cluster_->Shutdown();
+  }
+
+  void Open(FileWriterOptions options) {
+    options.run_blocking = jobs_.Runner();
+    proto::Inode inode;
+    inode.mutable_attr()->set_ino(kIno);
+    inode.mutable_attr()->set_kind(proto::KIND_WAL);
+    inode.set_ack_quorum(kAckQuorum);
+    writer_ = FileWriter::Create(options, inode, cluster_);
+  }
+  absl::Status Sync() {
+    SyncResult result;
+    writer_->Sync(result.callback());
+    if (!result.Wait()) return absl::DeadlineExceededError("sync did not complete");
+    return result.status;
+  }
+  // The file as a reader of the mount sees it, read from the first replica
+  // of each segment.
+  std::string Contents() {
+    std::string out;
+    for (const proto::Segment& s : writer_->ReadableSegments()) {
+      if (s.replicas_size() == 0) continue;
+      out += cluster_->Bytes(s.id(), static_cast<int>(s.replicas(0).server_id()))
+                 .substr(0, s.length());
+    }
+    return out;
+  }
+
+  Jobs jobs_;  // first: joined after the writer is gone
+  std::shared_ptr<FakeCluster> cluster_;
+  std::shared_ptr<FileWriter> writer_;
+};
+
+TEST_F(FileWriterTest, RollSealsTheFullSegmentAndOpensTheNext) {
+  // Goal: a write that crosses segment_bytes seals the full segment on its
+  // replicas and in meta once it is acked, and the rest of the write goes
+  // to the next segment.
+  // Method: 100-byte segments, one write of 250 bytes, then a sync.
+  FileWriterOptions options;
+  options.segment_bytes = 100;
+  Open(options);
+  std::string data;
+  for (int i = 0; i < 250; ++i) data += static_cast<char>('a' + i % 26);
+  // (a) The write rolls twice.
+  ASSERT_TRUE(writer_->Write(std::nullopt, data).ok());
+  ASSERT_TRUE(Sync().ok());
+  EXPECT_EQ(250u, writer_->length());
+  EXPECT_EQ(250u, writer_->acked_length());
+  // (b) Meta saw the first segment asked for, then two seals that each
+  // placed the next.
+  std::vector<MetaSealCall> seals = cluster_->meta_seals();
+  ASSERT_EQ(3u, seals.size());
+  EXPECT_EQ(0u, seals[0].segment_id);
+  EXPECT_EQ(1u, seals[1].segment_id);
+  EXPECT_EQ(100u, seals[1].sealed_length);
+  EXPECT_EQ(0u, seals[1].sealed_file_length);
+  EXPECT_EQ(2u, seals[2].segment_id);
+  EXPECT_EQ(100u, seals[2].sealed_file_length);
+  // (c) Segments 1 and 2 are sealed at 100 on every replica; 3 is open.
+  std::vector<proto::Segment> segments = writer_->ReadableSegments();
+  ASSERT_EQ(3u, segments.size());
+  for (int s = 1; s <= 3; ++s) {
+    EXPECT_TRUE(cluster_->Sealed(1, s));
+    EXPECT_EQ(data.substr(0, 100), cluster_->Bytes(1, s));
+    EXPECT_EQ(data.substr(100, 100), cluster_->Bytes(2, s));
+    EXPECT_FALSE(cluster_->Sealed(3, s));
+  }
+  EXPECT_TRUE(segments[0].sealed());
+  EXPECT_EQ(200u, segments[2].file_offset());
+  EXPECT_EQ(50u, segments[2].length());
+  EXPECT_EQ(data, Contents());
+}
+
+TEST_F(FileWriterTest, ReplicaFailingMidStreamRollsAndResendsTheUnackedTail) {
+  // Goal: when replicas fail mid-stream, the writer seals the open segment
+  // at the acked length on the survivor, rolls to a segment on healthy
+  // servers, re-sends the bytes past the seal there, and the sync of them
+  // completes; no byte is lost or doubled.
+  // Method: ack quorum 2 of 3; "first" is synced everywhere; then servers
+  // 2 and 3 fail, so "second" reaches only server 1 (not a quorum).
+  FileWriterOptions options;
+  Open(options);
+  ASSERT_TRUE(writer_->Write(std::nullopt, "first").ok());
+  ASSERT_TRUE(Sync().ok());
+  // (a) Two of the three replicas fail under the next write.
+  cluster_->Fail(2);
+  cluster_->Fail(3);
+  ASSERT_TRUE(writer_->Write(std::nullopt, "second").ok());
+  // (b) Its sync completes once the recovery has re-sent it.
+  ASSERT_TRUE(Sync().ok());
+  EXPECT_EQ(11u, writer_->acked_length());
+  // (c) Segment 1 is sealed at the acked length on the survivor alone;
+  // meta dropped the failed replicas and placed segment 2 elsewhere.
+  std::vector<MetaSealCall> seals = cluster_->meta_seals();
+  ASSERT_EQ(2u, seals.size());
+  EXPECT_EQ(1u, seals[1].segment_id);
+  EXPECT_EQ(5u, seals[1].sealed_length);
+  std::vector<uint64_t> failed = seals[1].failed_servers;
+  std::sort(failed.begin(), failed.end());
+  EXPECT_EQ((std::vector<uint64_t>{2, 3}), failed);
+  EXPECT_TRUE(cluster_->Sealed(1, 1));
+  EXPECT_EQ("first", cluster_->Bytes(1, 1)) << "the unacked bytes were cut at the seal";
+  std::vector<proto::Segment> segments = writer_->ReadableSegments();
+  ASSERT_EQ(2u, segments.size());
+  ASSERT_EQ(1, segments[0].replicas_size());
+  EXPECT_EQ(1u, segments[0].replicas(0).server_id());
+  for (const auto& r : segments[1].replicas()) {
+    EXPECT_NE(2u, r.server_id());
+    EXPECT_NE(3u, r.server_id());
+    EXPECT_EQ("second", cluster_->Bytes(2, static_cast<int>(r.server_id())));
+  }
+  EXPECT_EQ("firstsecond", Contents());
+  // (d) The writer goes on.
+  ASSERT_TRUE(writer_->Write(std::nullopt, "!").ok());
+  ASSERT_TRUE(Sync().ok());
+  EXPECT_EQ("firstsecond!", Contents());
+}
+
+TEST_F(FileWriterTest, SyncPastTheFsyncDeadlineFailsTheWriter) {
+  // Goal: a sync that no ack quorum answers within fsync_timeout fails with
+  // EIO, and so does every later call (sticky; never retried).
+  // Method: every replica holds its appends; the fake clock moves past the
+  // timeout in two steps, and the test fires the writer's deadline timer.
+  FileWriterOptions options;
+  options.fsync_timeout = absl::Seconds(1);
+  Open(options);
+  for (int s = 1; s <= kServers; ++s) cluster_->Hold(s);
+  ASSERT_TRUE(writer_->Write(std::nullopt, "lost?").ok());
+  SyncResult sync;
+  writer_->Sync(sync.callback());
+  EXPECT_EQ(3u, cluster_->held_appends());
+  ASSERT_EQ(1u, cluster_->pending_timers());
+  // (a) Before the deadline the check re-arms and the sync still waits.
+  cluster_->Advance(absl::Milliseconds(600));
+  cluster_->FireDueTimers();
+  EXPECT_FALSE(sync.done.HasBeenNotified());
+  EXPECT_EQ(1u, cluster_->pending_timers());
+  // (b) Past it the sync fails with EIO.
+  cluster_->Advance(absl::Milliseconds(500));
+  cluster_->FireDueTimers();
+  ASSERT_TRUE(sync.Wait());
+  EXPECT_EQ(EIO, ErrnoFromStatus(sync.status)) << sync.status;
+  EXPECT_EQ(0u, cluster_->pending_timers()) << "no waiter left: no re-arm";
+  // (c) Sticky.
+  EXPECT_EQ(EIO, ErrnoFromStatus(writer_->Write(std::nullopt, "more")));
+  EXPECT_EQ(EIO, ErrnoFromStatus(Sync()));
+  EXPECT_EQ(0u, writer_->acked_length());
+}
+
+}  // namespace
+}  // namespace logfs::wal

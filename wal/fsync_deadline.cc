@@ -1,0 +1,39 @@
+// FileWriter: the fsync deadline. A sync that waits past fsync_timeout
+// fails the writer with EIO, sticky: never return 0 on hope (DESIGN §4).
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "src/status/posix_error.h"
+#include "wal/file_writer.h"
+
+namespace logfs::wal {
+
+absl::Status FileWriter::NoQuorumInTimeError() const {
+  return PosixError(EIO, absl::StrCat("no ack quorum for inode ", ino_, " within ",
+                                      absl::FormatDuration(options_.fsync_timeout)));
+}
+
+void FileWriter::ArmFsyncDeadlineLocked() {
+  if (fsync_deadline_armed_) return;
+  fsync_deadline_armed_ = true;
+  // Checked at a tenth of the timeout: a sync fails at most 10% late.
+  const absl::Duration period = std::max(absl::Milliseconds(10), options_.fsync_timeout / 10);
+  deps_->RunAfter(period, [self = shared_from_this()] { self->OnFsyncDeadline(); });
+}
+
+void FileWriter::OnFsyncDeadline() {
+  {
+    absl::MutexLock lock(&mu_);
+    fsync_deadline_armed_ = false;
+    std::optional<absl::Time> oldest = waiters_.OldestSince();
+    if (!oldest.has_value()) return;
+    if (deps_->Now() - *oldest > options_.fsync_timeout) {
+      SetErrorLocked(NoQuorumInTimeError());
+    } else {
+      ArmFsyncDeadlineLocked();
+    }
+  }
+  RunFailedWaiters();
+}
+
+}  // namespace logfs::wal
