@@ -319,6 +319,9 @@ class FileWriter final : public ReplicaReplyHandler,
   AppendTail tail_ ABSL_GUARDED_BY(mu_);  // open_'s file_offset is its segment_start
   SyncWaiters waiters_ ABSL_GUARDED_BY(mu_);
   Callbacks failed_waiters_ ABSL_GUARDED_BY(mu_);
+  // The length the running recovery seals open_ at, once it has picked
+  // it: answers of open_'s replicas count up to it only.
+  std::optional<uint64_t> recovery_seal_length_ ABSL_GUARDED_BY(mu_);
   // Steps to resume once the recovery in progress has finished (a seal
   // that found a replica failed); run by Recover() without mu_.
   std::vector<std::function<void()>> after_recovery_ ABSL_GUARDED_BY(mu_);

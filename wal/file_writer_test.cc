@@ -66,6 +66,13 @@ class FakeCluster : public WriterDeps {
     std::lock_guard<std::mutex> lock(mu_);
     return held_.size();
   }
+  // At the first replica seal, before it, the held appends arrive and are
+  // answered: bytes that land after a recovery asked for the replicas'
+  // lengths and before it sealed them.
+  void ReleaseHeldAtFirstSeal() {
+    std::lock_guard<std::mutex> lock(mu_);
+    release_held_at_seal_ = true;
+  }
 
   void Advance(absl::Duration d) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -140,6 +147,12 @@ class FakeCluster : public WriterDeps {
   void SealReplica(const std::string& address, SegmentRef segment, uint64_t length,
                    Done done) override {
     std::lock_guard<std::mutex> lock(mu_);
+    if (release_held_at_seal_) {
+      release_held_at_seal_ = false;
+      held_servers_.clear();
+      for (HeldAppend& h : held_) AppendAndAnswerLocked(h.address, h.call, *h.data, h.handler);
+      held_.clear();
+    }
     absl::Status status = SealLocked(address, segment.id, length);
     Answer([done = std::move(done), status] { done(status); });
   }
@@ -282,6 +295,7 @@ class FakeCluster : public WriterDeps {
   bool stopped_ = false;
   std::deque<std::function<void()>> answers_;
   std::vector<HeldAppend> held_;
+  bool release_held_at_seal_ = false;
   std::set<std::string> failed_;
   std::set<std::string> held_servers_;
   std::map<std::pair<uint64_t, std::string>, Replica> replicas_;
@@ -482,6 +496,43 @@ TEST_F(FileWriterTest, SyncPastTheFsyncDeadlineFailsTheWriter) {
   EXPECT_EQ(EIO, ErrnoFromStatus(writer_->Write(std::nullopt, "more")));
   EXPECT_EQ(EIO, ErrnoFromStatus(Sync()));
   EXPECT_EQ(0u, writer_->acked_length());
+}
+
+TEST_F(FileWriterTest, AcksArrivingDuringARecoveryDoNotPassItsSeal) {
+  // Goal: a recovery seals the survivors at a length it picked from their
+  // lengths; appends that land on them after that, and whose acks arrive
+  // before the seal cuts them away, must not count as acked: the bytes are
+  // re-sent to the next segment and acked there. (Counted, they made a
+  // sync return before its bytes were anywhere durable, and broke the
+  // writer's acked <= sent invariant, a CHECK failure.)
+  // Method: ack quorum 2 of 3; "first" synced; server 3 fails and servers
+  // 1 and 2 hold the next append, so the recovery finds them at 5 bytes;
+  // at the first seal the held appends land and are acked (11 bytes on a
+  // quorum) just before the seal at 5.
+  FileWriterOptions options;
+  Open(options);
+  ASSERT_TRUE(writer_->Write(std::nullopt, "first").ok());
+  ASSERT_TRUE(Sync().ok());
+  cluster_->Hold(1);
+  cluster_->Hold(2);
+  cluster_->Fail(3);
+  cluster_->ReleaseHeldAtFirstSeal();
+  ASSERT_TRUE(writer_->Write(std::nullopt, "second").ok());
+  // (a) The sync completes, from the next segment.
+  ASSERT_TRUE(Sync().ok());
+  EXPECT_EQ(11u, writer_->acked_length());
+  // (b) Segment 1 is sealed at 5 (the late bytes were cut), and "second"
+  // is on segment 2.
+  std::vector<MetaSealCall> seals = cluster_->meta_seals();
+  ASSERT_EQ(2u, seals.size());
+  EXPECT_EQ(5u, seals[1].sealed_length);
+  EXPECT_EQ("first", cluster_->Bytes(1, 1));
+  EXPECT_EQ("first", cluster_->Bytes(1, 2));
+  std::vector<proto::Segment> segments = writer_->ReadableSegments();
+  ASSERT_EQ(2u, segments.size());
+  EXPECT_EQ(5u, segments[1].file_offset());
+  EXPECT_EQ(6u, segments[1].length());
+  EXPECT_EQ("firstsecond", Contents());
 }
 
 }  // namespace

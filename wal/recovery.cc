@@ -38,6 +38,7 @@ void FileWriter::Recover() {
   {
     absl::MutexLock lock(&mu_);
     absl::Status status = RollAwayUnlocking();
+    recovery_seal_length_.reset();
     SetPhaseLocked(resume_phase_);
     if (!status.ok()) SetErrorLocked(status);
     // Everything before the new segment is in sealed segments, and a seal
@@ -97,6 +98,7 @@ absl::StatusOr<std::vector<size_t>> FileWriter::SealSurvivorsUnlocking(uint64_t*
   // otherwise those bytes go to the next segment, whose acks would else
   // count them durable while one replica has them.
   uint64_t length = answered.size() >= replicas_.ack_quorum() ? longest : acked_in_segment;
+  recovery_seal_length_ = length;
   if (answered.empty()) {
     if (acked_in_segment > 0) {
       return PosixError(EIO, absl::StrCat("no replica of segment ", segment_id,
@@ -107,8 +109,10 @@ absl::StatusOr<std::vector<size_t>> FileWriter::SealSurvivorsUnlocking(uint64_t*
     return std::vector<size_t>{};
   }
   ReplicaSealResult result = CompleteAndSealUnlocking(answered, length);
+  // Answers that came in meanwhile may have acked more (up to `length`).
+  const uint64_t acked_now = tail_.acked_in_segment();
   if (result.sealed.empty()) {
-    if (acked_in_segment > 0) {
+    if (acked_now > 0) {
       // Every replica full at once (a seal persists a little state): the
       // acked bytes are durable, but the file cannot go on; as on a local
       // disk, that is ENOSPC.
@@ -116,7 +120,8 @@ absl::StatusOr<std::vector<size_t>> FileWriter::SealSurvivorsUnlocking(uint64_t*
                         absl::StrCat("could not seal segment ", segment_id, " on any replica"));
     }
     length = 0;
-  } else if (result.sealed.size() < replicas_.ack_quorum() && length > acked_in_segment) {
+    recovery_seal_length_ = 0;  // no ack of this segment counts from now on
+  } else if (result.sealed.size() < replicas_.ack_quorum() && length > acked_now) {
     return PosixError(EIO, absl::StrCat("segment ", segment_id, " sealed on ", result.sealed.size(),
                                         " replicas, fewer than its ack quorum"));
   }

@@ -99,7 +99,11 @@ void FileWriter::OnReplicaReply(uint64_t segment_id, size_t replica, bool sync_r
         StartRecoveryLocked();
       }
     } else {
-      OnDurableLocked(replica, *durable_length);
+      // Once a recovery has picked the length it seals this segment at,
+      // bytes past it are cut and re-sent to the next segment: an ack of
+      // them here would count bytes that are not going to stay.
+      const uint64_t cap = recovery_seal_length_.value_or(*durable_length);
+      OnDurableLocked(replica, std::min(*durable_length, cap));
     }
     UpdateBusyLocked();
     if (error_.ok()) {
