@@ -337,16 +337,11 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t i
   options.append_bytes = wal ? 1 : options_.block_append_bytes;
   options.replica_timeout = options_.replica_timeout;
   options.fsync_timeout = options_.fsync_timeout;
-  options.meta_timeout = options_.rpc_timeout;
-  options.meta_retry = options_.meta_retry;
   options.next_call_id = [this] { return meta_.NextCallId(); };
   options.run_blocking = [this](std::function<void()> job) {
     asio::post(recovery_pool_, std::move(job));
   };
-  // The writer still takes the raw connection (wal/ switches to
-  // client::MetaClient and client::SegdClient on its own).
-  auto writer = wal::FileWriter::Create(options, std::move(*opened),
-                                        pool_.Get(options_.meta_address), &pool_);
+  auto writer = wal::FileWriter::Create(options, std::move(*opened), &meta_, &segd_);
   writers_[ino] = WriterRef{writer, 1, false, false};
   return writer;
 }

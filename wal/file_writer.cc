@@ -17,14 +17,10 @@
 namespace logfs::wal {
 
 std::shared_ptr<FileWriter> FileWriter::Create(FileWriterOptions options, proto::Inode inode,
-                                               std::shared_ptr<rpc::RpcClient> meta,
-                                               rpc::ClientPool* pool) {
+                                               client::MetaClient* meta, client::SegdClient* segd) {
   RpcWriterDepsOptions deps;
   deps.replica_timeout = options.replica_timeout;
-  deps.meta_retry.attempt_timeout = options.meta_timeout;
-  deps.meta_retry.retry_window = options.meta_retry;
-  return Create(std::move(options), std::move(inode),
-                NewRpcWriterDeps(deps, std::move(meta), pool));
+  return Create(std::move(options), std::move(inode), NewRpcWriterDeps(deps, meta, segd));
 }
 
 std::shared_ptr<FileWriter> FileWriter::Create(FileWriterOptions options, proto::Inode inode,

@@ -42,9 +42,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "store/client/meta_client.h"
+#include "store/client/segd_client.h"
 #include "store/format/logfs.pb.h"
-#include "store/rpc/client_pool.h"
-#include "store/rpc/rpc_client.h"
 #include "wal/append_tail.h"
 #include "wal/replica_set.h"
 #include "wal/sync_waiters.h"
@@ -60,11 +60,6 @@ struct FileWriterOptions {
   size_t max_unacked_bytes = 32u << 20;                // Write blocks above this
   absl::Duration replica_timeout = absl::Seconds(10);  // one replica call
   absl::Duration fsync_timeout = absl::Seconds(30);    // a blocked Write/Close
-  absl::Duration meta_timeout = absl::Seconds(10);     // one attempt of a meta call
-  // Meta calls (seal, roll, truncate) whose transport fails are retried
-  // this long (store/client/meta_retry.h): a meta restart in that window does not
-  // fail the writer.
-  absl::Duration meta_retry = absl::Seconds(30);
   // Ids that make the writer's changes in meta exactly-once across those
   // retries (the mount's sequence). Unset: no ids, and a retried seal that
   // meta applied before it died fails with ESTALE or EBUSY.
@@ -82,11 +77,11 @@ class FileWriter final : public ReplicaReplyHandler,
   using SyncCallback = std::function<void(absl::Status)>;
 
   // `inode` is what meta's OpenWrite returned (every segment sealed). The
-  // lease is held; Close releases it. `meta` and `pool` must outlive the
-  // writer.
+  // lease is held; Close releases it. `meta` and `segd` must outlive the
+  // writer. Meta calls (seal, roll, truncate) follow `meta`'s retry policy:
+  // a meta restart within its retry window does not fail the writer.
   static std::shared_ptr<FileWriter> Create(FileWriterOptions options, proto::Inode inode,
-                                            std::shared_ptr<rpc::RpcClient> meta,
-                                            rpc::ClientPool* pool);
+                                            client::MetaClient* meta, client::SegdClient* segd);
   // The same over any WriterDeps (a unit test's fake). `deps` is shared
   // with the calls in flight.
   static std::shared_ptr<FileWriter> Create(FileWriterOptions options, proto::Inode inode,

@@ -1,41 +1,32 @@
-// The writer's RPCs. Every request FileWriter makes is built here, so that
-// this file alone changes when they move to typed clients.
+// The writer's RPCs, over the typed clients of store/client/.
 #include "wal/rpc_writer_deps.h"
 
 #include <asio.hpp>
 #include <chrono>
 
-#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "src/util/crc32c.h"
-#include "store/format/message_type.h"
-#include "store/rpc/parallel_call.h"
+#include "store/format/setattr_bits.h"
 
 namespace logfs::wal {
 namespace {
 
-// FUSE_SET_ATTR_SIZE, the bit of SetAttrRequest.to_set that sets the size.
-constexpr uint32_t kSetAttrSize = 1 << 3;
-
 // A replica's answer to an Append or Sync: its durable length.
-absl::StatusOr<uint64_t> DurableLength(absl::Status status, const format::Frame& frame) {
-  if (!status.ok()) return status;
-  proto::SegmentInfoResponse info;
-  if (!info.ParseFromString(frame.message)) return absl::InternalError("unparseable segment info");
-  return info.durable_length();
+absl::StatusOr<uint64_t> DurableLength(absl::StatusOr<proto::SegmentInfoResponse> info) {
+  if (!info.ok()) return info.status();
+  return info->durable_length();
 }
 
 class RpcWriterDeps final : public WriterDeps {
  public:
-  RpcWriterDeps(RpcWriterDepsOptions options, std::shared_ptr<rpc::RpcClient> meta,
-                rpc::ClientPool* pool)
-      : options_(options), meta_(std::move(meta)), pool_(pool) {}
+  RpcWriterDeps(RpcWriterDepsOptions options, client::MetaClient* meta, client::SegdClient* segd)
+      : options_(options), meta_(meta), segd_(segd) {}
 
   absl::Time Now() override { return absl::Now(); }
 
   void RunAfter(absl::Duration delay, std::function<void()> fn) override {
     auto timer = std::make_shared<asio::steady_timer>(
-        pool_->io(), std::chrono::microseconds(absl::ToInt64Microseconds(delay)));
+        segd_->io(), std::chrono::microseconds(absl::ToInt64Microseconds(delay)));
     timer->async_wait([timer, fn = std::move(fn)](asio::error_code) { fn(); });
   }
 
@@ -48,11 +39,11 @@ class RpcWriterDeps final : public WriterDeps {
     request.set_offset(call.offset);
     request.set_crc32c(call.crc32c);
     request.set_sync(call.sync);
-    pool_->Get(address)->AsyncCallShared(
-        format::MessageType::kAppend, request, std::move(data), options_.replica_timeout,
-        [handler, segment_id = call.segment.id, replica = call.replica](absl::Status s,
-                                                                        format::Frame f) {
-          handler->OnReplicaReply(segment_id, replica, false, DurableLength(std::move(s), f));
+    segd_->AsyncAppend(
+        address, request, std::move(data), options_.replica_timeout,
+        [handler, segment_id = call.segment.id,
+         replica = call.replica](absl::StatusOr<proto::SegmentInfoResponse> info) {
+          handler->OnReplicaReply(segment_id, replica, false, DurableLength(std::move(info)));
         },
         batch);
   }
@@ -63,10 +54,11 @@ class RpcWriterDeps final : public WriterDeps {
     proto::SyncRequest request;
     request.set_segment_id(segment.id);
     request.set_epoch(segment.epoch);
-    pool_->Get(address)->AsyncCall(
-        format::MessageType::kSync, request, {}, options_.replica_timeout,
-        [handler, segment_id = segment.id, replica](absl::Status s, format::Frame f) {
-          handler->OnReplicaReply(segment_id, replica, true, DurableLength(std::move(s), f));
+    segd_->AsyncSync(
+        address, request, options_.replica_timeout,
+        [handler, segment_id = segment.id,
+         replica](absl::StatusOr<proto::SegmentInfoResponse> info) {
+          handler->OnReplicaReply(segment_id, replica, true, DurableLength(std::move(info)));
         },
         batch);
   }
@@ -77,38 +69,30 @@ class RpcWriterDeps final : public WriterDeps {
     request.set_segment_id(segment.id);
     request.set_epoch(segment.epoch);
     request.set_length(length);
-    pool_->Get(address)->AsyncCall(
-        format::MessageType::kSeal, request, {}, options_.replica_timeout,
-        [done = std::move(done)](absl::Status s, format::Frame) { done(std::move(s)); });
+    segd_->AsyncSeal(address, request, options_.replica_timeout,
+                     [done = std::move(done)](absl::StatusOr<proto::SegmentInfoResponse> info) {
+                       done(info.status());
+                     });
   }
 
   std::vector<absl::Status> CreateReplicas(const std::vector<std::string>& addresses,
                                            SegmentRef segment) override {
-    proto::CreateSegmentRequest request;
-    request.set_segment_id(segment.id);
-    request.set_epoch(segment.epoch);
     std::vector<absl::Status> out;
-    for (auto& result : rpc::CallEach(*pool_, addresses, format::MessageType::kCreateSegment,
-                                      request, options_.replica_timeout)) {
-      out.push_back(std::move(result.status));
+    for (auto& result :
+         segd_->CreateSegmentEach(addresses, segment.id, segment.epoch, options_.replica_timeout)) {
+      out.push_back(result.status());
     }
     return out;
   }
 
   std::vector<absl::StatusOr<uint64_t>> ReplicaLengths(const std::vector<std::string>& addresses,
                                                        uint64_t segment_id) override {
-    proto::SegmentInfoRequest request;
-    request.set_segment_id(segment_id);
     std::vector<absl::StatusOr<uint64_t>> out;
-    for (auto& result : rpc::CallEach(*pool_, addresses, format::MessageType::kSegmentInfo, request,
-                                      options_.replica_timeout)) {
-      proto::SegmentInfoResponse info;
-      if (!result.status.ok()) {
-        out.push_back(std::move(result.status));
-      } else if (!info.ParseFromString(result.response.message)) {
-        out.push_back(absl::InternalError("unparseable segment info"));
+    for (auto& info : segd_->SegmentInfoEach(addresses, segment_id, options_.replica_timeout)) {
+      if (info.ok()) {
+        out.push_back(info->length());
       } else {
-        out.push_back(info.length());
+        out.push_back(info.status());
       }
     }
     return out;
@@ -122,9 +106,7 @@ class RpcWriterDeps final : public WriterDeps {
     request.set_offset(offset);
     request.set_sync(true);
     request.set_crc32c(util::Crc32c(data.data(), data.size()));
-    proto::SegmentInfoResponse ignored;
-    return pool_->Get(address)->Call(format::MessageType::kAppend, request, &ignored,
-                                     options_.replica_timeout, std::move(data));
+    return segd_->Append(address, request, std::move(data), options_.replica_timeout).status();
   }
 
   void SealAtMeta(const MetaSealCall& call, InodeDone done) override {
@@ -139,16 +121,7 @@ class RpcWriterDeps final : public WriterDeps {
     for (uint64_t id : call.failed_servers) request.add_failed_servers(id);
     request.set_sealed_file_length(call.sealed_file_length);
     if (call.call.has_value()) *request.mutable_call() = *call.call;
-    client::AsyncCallMeta(pool_->io(), meta_, format::MessageType::kSealSegment, request,
-                          options_.meta_retry,
-                          [done = std::move(done)](absl::Status s, format::Frame frame) {
-                            proto::InodeResponse response;
-                            if (s.ok() && !response.ParseFromString(frame.message)) {
-                              s = absl::InternalError("unparseable inode from meta");
-                            }
-                            if (!s.ok()) return done(std::move(s));
-                            done(std::move(*response.mutable_inode()));
-                          });
+    meta_->AsyncSealSegment(std::move(request), std::move(done));
   }
 
   absl::Status TruncateAtMeta(uint64_t ino, uint64_t mount_id,
@@ -156,26 +129,23 @@ class RpcWriterDeps final : public WriterDeps {
     proto::SetAttrRequest request;
     request.set_ino(ino);
     request.set_mount_id(mount_id);
-    request.set_to_set(kSetAttrSize);
+    request.set_to_set(format::kSetAttrSize);
     request.set_size(0);
     if (call.has_value()) *request.mutable_call() = *call;
-    proto::AttrResponse response;
-    return client::CallMeta(*meta_, format::MessageType::kSetAttr, request, &response,
-                            options_.meta_retry);
+    return meta_->SetAttr(std::move(request)).status();
   }
 
  private:
   const RpcWriterDepsOptions options_;
-  const std::shared_ptr<rpc::RpcClient> meta_;
-  rpc::ClientPool* const pool_;
+  client::MetaClient* const meta_;
+  client::SegdClient* const segd_;
 };
 
 }  // namespace
 
-std::shared_ptr<WriterDeps> NewRpcWriterDeps(RpcWriterDepsOptions options,
-                                             std::shared_ptr<rpc::RpcClient> meta,
-                                             rpc::ClientPool* pool) {
-  return std::make_shared<RpcWriterDeps>(options, std::move(meta), pool);
+std::shared_ptr<WriterDeps> NewRpcWriterDeps(RpcWriterDepsOptions options, client::MetaClient* meta,
+                                             client::SegdClient* segd) {
+  return std::make_shared<RpcWriterDeps>(options, meta, segd);
 }
 
 }  // namespace logfs::wal

@@ -1,26 +1,25 @@
-// The production WriterDeps (wal/writer_deps.h): logfs RPCs to the segment
-// servers (through a ClientPool) and to meta, asio timers on the pool's
-// io_context, the system clock.
+// The production WriterDeps (wal/writer_deps.h): the typed clients of the
+// segment servers and of meta (store/client/), asio timers on the segment
+// client's io_context, the system clock. Meta calls follow the MetaClient's
+// own retry policy (its timeout and retry window), the same for every
+// call of the mount.
 #pragma once
 
 #include <memory>
 
 #include "absl/time/time.h"
-#include "store/client/meta_retry.h"
-#include "store/rpc/client_pool.h"
-#include "store/rpc/rpc_client.h"
+#include "store/client/meta_client.h"
+#include "store/client/segd_client.h"
 #include "wal/writer_deps.h"
 
 namespace logfs::wal {
 
 struct RpcWriterDepsOptions {
   absl::Duration replica_timeout = absl::Seconds(10);  // one replica call
-  client::MetaRetryOptions meta_retry;                 // every meta call
 };
 
-// `meta` and `pool` must outlive the result (and every call it started).
-std::shared_ptr<WriterDeps> NewRpcWriterDeps(RpcWriterDepsOptions options,
-                                             std::shared_ptr<rpc::RpcClient> meta,
-                                             rpc::ClientPool* pool);
+// `meta` and `segd` must outlive the result (and every call it started).
+std::shared_ptr<WriterDeps> NewRpcWriterDeps(RpcWriterDepsOptions options, client::MetaClient* meta,
+                                             client::SegdClient* segd);
 
 }  // namespace logfs::wal

@@ -30,8 +30,8 @@ absl::Status MetaClient::Call(MessageType type, const google::protobuf::MessageL
 }
 
 void MetaClient::AsyncCall(MessageType type, const google::protobuf::MessageLite& request,
-                           Attempts attempts, StatusCallback done) {
-  auto on_answer = [done = std::move(done)](absl::Status s, format::Frame) { done(std::move(s)); };
+                           Attempts attempts,
+                           std::function<void(absl::Status, format::Frame)> on_answer) {
   if (attempts == Attempts::kOne || !options_.retry_window.has_value()) {
     meta_->AsyncCall(type, request, {}, options_.timeout, std::move(on_answer));
     return;
@@ -86,7 +86,8 @@ absl::StatusOr<proto::HeartbeatResponse> MetaClient::Heartbeat(
 
 void MetaClient::ReportBadReplica(const proto::ReportBadReplicaRequest& request,
                                   StatusCallback done) {
-  AsyncCall(MessageType::kReportBadReplica, request, Attempts::kOne, std::move(done));
+  AsyncCall(MessageType::kReportBadReplica, request, Attempts::kOne,
+            [done = std::move(done)](absl::Status s, format::Frame) { done(std::move(s)); });
 }
 
 // ------------------------------------------------------------ namespace
@@ -238,9 +239,17 @@ absl::StatusOr<proto::Inode> MetaClient::SealSegment(proto::SealSegmentRequest r
   return std::move(*response.mutable_inode());
 }
 
-void MetaClient::AsyncSealSegment(proto::SealSegmentRequest request, StatusCallback done) {
+void MetaClient::AsyncSealSegment(proto::SealSegmentRequest request, InodeCallback done) {
   StampCall(request.mutable_call());
-  AsyncCall(MessageType::kSealSegment, request, Attempts::kRetry, std::move(done));
+  AsyncCall(MessageType::kSealSegment, request, Attempts::kRetry,
+            [done = std::move(done)](absl::Status s, format::Frame frame) {
+              proto::InodeResponse response;
+              if (s.ok() && !response.ParseFromString(frame.message)) {
+                s = absl::InternalError("unparseable inode from meta");
+              }
+              if (!s.ok()) return done(std::move(s));
+              done(std::move(*response.mutable_inode()));
+            });
 }
 
 // ----------------------------------------------------------- inspection

@@ -63,6 +63,7 @@ class MetaClient {
   // `done` of an asynchronous call runs exactly once, on an io thread,
   // never inline.
   using StatusCallback = std::function<void(absl::Status)>;
+  using InodeCallback = std::function<void(absl::StatusOr<proto::Inode>)>;
 
   // `meta` is the connection to meta (shared, e.g. with a ClientPool); `io`
   // runs the pauses between attempts of asynchronous calls and must outlive
@@ -109,9 +110,8 @@ class MetaClient {
   // Records a sealed segment and opens the next, closes, or only seals
   // (docs/rpc.md "SealSegment"); the inode after it.
   absl::StatusOr<proto::Inode> SealSegment(proto::SealSegmentRequest request);
-  // The same, asynchronously (the close/flush path); the inode in the
-  // answer is not parsed.
-  void AsyncSealSegment(proto::SealSegmentRequest request, StatusCallback done);
+  // The same, asynchronously (the writer's roll, flush and close).
+  void AsyncSealSegment(proto::SealSegmentRequest request, InodeCallback done);
 
   // --------------------------------------------------------- inspection
   // One page of the segment servers from `start_server_id`.
@@ -141,8 +141,9 @@ class MetaClient {
 
   absl::Status Call(format::MessageType type, const google::protobuf::MessageLite& request,
                     google::protobuf::MessageLite* response, Attempts attempts);
+  // `done` gets the status and the answer's frame (empty on failure).
   void AsyncCall(format::MessageType type, const google::protobuf::MessageLite& request,
-                 Attempts attempts, StatusCallback done);
+                 Attempts attempts, std::function<void(absl::Status, format::Frame)> done);
   // A fresh call id unless the change has one.
   void StampCall(proto::CallId* call);
 

@@ -203,8 +203,8 @@ TEST_F(MetaClientTest, AsyncCallsAnswerOnce) {
   seal.set_sealed_length(100);
   absl::Notification sealed;
   absl::Status seal_status = absl::UnknownError("not run");
-  client->AsyncSealSegment(seal, [&](absl::Status s) {
-    seal_status = s;
+  client->AsyncSealSegment(seal, [&](absl::StatusOr<proto::Inode> s) {
+    seal_status = s.status();
     sealed.Notify();
   });
   proto::ReportBadReplicaRequest report;
