@@ -9,8 +9,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "src/status/posix_error.h"
-#include "store/format/logfs.pb.h"
+#include "store/format/error_codec.h"
 #include "store/rpc/frame_buffer.h"
 #include "store/rpc/outgoing_frame.h"
 #include "store/rpc/rpc_server.h"
@@ -27,17 +26,7 @@ constexpr char kServerAnswerUrl[] = "logfs/server_answer";
 }  // namespace
 
 absl::Status StatusFromErrorFrame(const format::Frame& frame) {
-  proto::ErrorResponse error;
-  absl::Status status;
-  if (!error.ParseFromString(frame.message)) {
-    status = absl::InternalError("unparseable error response");
-  } else if (error.posix_errno() != 0) {
-    status = PosixError(error.posix_errno(), error.message());
-  } else {
-    auto code = static_cast<absl::StatusCode>(error.code());
-    if (code == absl::StatusCode::kOk) code = absl::StatusCode::kUnknown;
-    status = absl::Status(code, error.message());
-  }
+  absl::Status status = format::DecodeErrorBody(frame.message);
   status.SetPayload(kServerAnswerUrl, absl::Cord("1"));
   return status;
 }

@@ -10,8 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "src/status/posix_error.h"
-#include "store/format/logfs.pb.h"
+#include "store/format/error_codec.h"
 #include "store/rpc/frame_buffer.h"
 #include "store/rpc/outgoing_frame.h"
 
@@ -279,11 +278,8 @@ Responder::Responder(std::shared_ptr<ServerConnection> conn, format::MessageType
 
 Responder::State::~State() {
   if (!replied.load()) {
-    proto::ErrorResponse error;
-    error.set_code(static_cast<int>(absl::StatusCode::kInternal));
-    error.set_message("request dropped without a reply");
     conn->Send(format::kFlagResponse | format::kFlagError, type, request_id,
-               error.SerializeAsString(), {});
+               format::EncodeErrorBody(absl::InternalError("request dropped without a reply")), {});
   }
 }
 
@@ -307,12 +303,8 @@ void Responder::Reply(const google::protobuf::MessageLite& response, std::string
 void Responder::ReplyError(const absl::Status& status) const {
   CHECK(!status.ok());
   CHECK(!state_->replied.exchange(true)) << "replied twice";
-  proto::ErrorResponse error;
-  error.set_code(static_cast<int>(status.code()));
-  error.set_message(std::string(status.message()));
-  error.set_posix_errno(AttachedErrno(status));
   state_->conn->Send(format::kFlagResponse | format::kFlagError, state_->type, state_->request_id,
-                     error.SerializeAsString(), {});
+                     format::EncodeErrorBody(status), {});
 }
 
 RpcServer::RpcServer(asio::io_context& io, RequestHandler handler, TypeFilter filter)

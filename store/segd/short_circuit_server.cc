@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/status/posix_error.h"
 #include "src/status/syscall_error.h"
+#include "store/format/error_codec.h"
 #include "store/format/logfs.pb.h"
 #include "store/rpc/unix_socket.h"
 #include "store/segd/replica_files.h"
@@ -36,12 +37,8 @@ absl::Status CheckPeer(int connection) {
 
 void SendError(int connection, format::MessageType type, uint64_t request_id,
                const absl::Status& status) {
-  proto::ErrorResponse error;
-  error.set_code(static_cast<int>(status.code()));
-  error.set_message(std::string(status.message()));
-  error.set_posix_errno(AttachedErrno(status));
   absl::Status sent = rpc::SendUnixFrame(connection, format::kFlagResponse | format::kFlagError,
-                                         type, request_id, error.SerializeAsString(), {});
+                                         type, request_id, format::EncodeErrorBody(status), {});
   if (!sent.ok()) VLOG(1) << "short-circuit: reply lost: " << sent;
 }
 
