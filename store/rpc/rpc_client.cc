@@ -10,9 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "store/format/error_codec.h"
+#include "store/rpc/endpoint.h"
 #include "store/rpc/frame_buffer.h"
 #include "store/rpc/outgoing_frame.h"
-#include "store/rpc/rpc_server.h"
 
 namespace logfs::rpc {
 namespace {

@@ -124,7 +124,4 @@ class RpcServer {
   friend class ServerConnection;
 };
 
-// Parses "host:port" into an endpoint (numeric hosts and "localhost").
-absl::StatusOr<asio::ip::tcp::endpoint> ParseEndpoint(const std::string& address);
-
 }  // namespace logfs::rpc

@@ -22,6 +22,7 @@
 #include "src/util/crc32c.h"
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
+#include "store/rpc/endpoint.h"
 #include "store/rpc/rpc_client.h"
 #include "store/rpc/rpc_server.h"
 
