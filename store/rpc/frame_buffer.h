@@ -1,5 +1,5 @@
-// The read buffer of an RPC connection (store/rpc/rpc_server.cc,
-// store/rpc/rpc_client.cc): one read of up to kFrameBufferBytes usually brings a
+// The read buffer of an RPC connection's FrameReader
+// (store/rpc/frame_reader.h): one read of up to kFrameBufferBytes usually brings a
 // whole small frame, header and body, and sometimes several, so a frame
 // costs one recv instead of one for its header and one for its body. A
 // body larger than what is buffered is read by the caller straight into
