@@ -11,16 +11,12 @@
 #include "absl/synchronization/notification.h"
 #include "store/format/error_codec.h"
 #include "store/rpc/endpoint.h"
-#include "store/rpc/frame_buffer.h"
 #include "store/rpc/outgoing_frame.h"
 
 namespace logfs::rpc {
 namespace {
 // How often pending calls are checked against their deadlines.
 constexpr auto kTimerTickMs = std::chrono::milliseconds(20);
-// Gathered writes a caller's Flush makes before it leaves the rest of the
-// queue (other callers' frames) to the io thread.
-constexpr int kInlinePasses = 4;
 // Payload that marks a status as the server's answer (IsServerAnswer).
 constexpr char kServerAnswerUrl[] = "logfs/server_answer";
 }  // namespace
@@ -44,7 +40,22 @@ RpcClient::RpcClient(asio::io_context& io, std::string address)
       address_(std::move(address)),
       strand_(asio::make_strand(io)),
       socket_(strand_),
-      timer_(strand_) {}
+      timer_(strand_),
+      reader_([](const format::FrameHeader& header) {
+        if ((header.flags & format::kFlagResponse) != 0) return absl::OkStatus();
+        return absl::InvalidArgumentError("not a response");
+      }),
+      writer_(socket_, WriterOptions()) {}
+
+FrameWriter::Options RpcClient::WriterOptions() {
+  FrameWriter::Options options;
+  // Runs on strand_, only for the current connection (the writer drops an
+  // error of a connection it was closed for).
+  options.on_error = [this](const absl::Status& status) {
+    Fail(absl::UnavailableError(absl::StrCat("send to ", address_, " failed: ", status.message())));
+  };
+  return options;
+}
 
 RpcClient::~RpcClient() = default;
 
@@ -82,84 +93,22 @@ void RpcClient::Send(format::MessageType type, std::shared_ptr<OutgoingFrame> ou
     format::EncodeFrameHeader(0, type, id, out->message, out->payload(), out->header);
     pending_.emplace(id, Pending{std::move(done), absl::Now() + timeout});
     ArmTimer();
-    queue_.push_back(std::move(out));
-    if (state_ == State::kDisconnected) {
-      Connect();  // OnConnected writes the queue
-      return;
+    if (state_ == State::kDisconnected) Connect();  // OnConnected writes the queue
+    // Queued under mu_, so that a Fail() either answers this call and drops
+    // its frame or comes after both.
+    if (writer_.Enqueue(std::move(out), FrameWriter::Mode::kDefer) !=
+        FrameWriter::Queued::kFlushNeeded) {
+      return;  // the current writer (or the connect) takes it
     }
-    if (state_ != State::kConnected || writing_) return;  // the writer takes it too
   }
   if (batch != nullptr) {
     batch->Add(shared_from_this());
   } else {
-    Flush();
+    writer_.Flush();
   }
 }
 
-void RpcClient::Flush() {
-  std::vector<std::shared_ptr<OutgoingFrame>> frames;
-  int fd = -1;
-  uint64_t gen = 0;
-  ssize_t result = 0;
-  for (int pass = 0;; ++pass) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (pass == 0) {
-        if (writing_ || state_ != State::kConnected || queue_.empty()) return;
-        writing_ = true;  // this thread owns the socket's writes
-        inline_writer_ = true;
-        fd = socket_.native_handle();
-        gen = connection_generation_;
-      } else {
-        if (gen != connection_generation_) {
-          // Fail() ran meanwhile: it answered every call and waits for us.
-          inline_writer_ = false;
-          return;
-        }
-        // What the socket did not take goes back to the front, in order.
-        auto unsent = std::find_if(frames.begin(), frames.end(),
-                                   [](const auto& f) { return f->sent < f->size(); });
-        queue_.insert(queue_.begin(), unsent, frames.end());
-        if (result < 0) {
-          // The stream may hold part of a frame: the connection is done for,
-          // and Fail() answers every pending call. writing_ stays set.
-          inline_writer_ = false;
-          const int error = static_cast<int>(-result);
-          asio::post(strand_, [self = shared_from_this(), gen, error] {
-            {
-              absl::MutexLock lock(&self->mu_);
-              if (gen != self->connection_generation_) return;
-            }
-            self->Fail(absl::UnavailableError(absl::StrCat(
-                "send to ", self->address_, " failed: ", std::strerror(error))));
-          });
-          return;
-        }
-        if (queue_.empty()) {
-          writing_ = false;
-          inline_writer_ = false;
-          return;
-        }
-        if (unsent != frames.end() || pass == kInlinePasses) {
-          // The socket is full, or this thread has written enough for
-          // others: the io thread writes the rest.
-          inline_writer_ = false;
-          asio::post(strand_, [self = shared_from_this()] { self->WriteNext(); });
-          return;
-        }
-      }
-      frames.clear();
-      const size_t n = std::min(queue_.size(), kFramesPerSend);
-      for (size_t i = 0; i < n; ++i) {
-        frames.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
-    }
-    // No lock held: callers queue behind writing_, and the io thread's
-    // responses are not held up by this sendmsg.
-    result = SendGathered(fd, frames.begin(), frames.end());
-  }
-}
+void RpcClient::Flush() { writer_.Flush(); }
 
 CallBatch::~CallBatch() { Flush(); }
 
@@ -208,6 +157,7 @@ void RpcClient::Shutdown() {
 
 void RpcClient::Connect() {
   state_ = State::kConnecting;
+  writer_.Reset();  // requests queue until OnConnected opens it
   uint64_t gen = ++connection_generation_;
   asio::post(strand_, [self = shared_from_this(), gen] {
     auto endpoint = ParseEndpoint(self->address_);
@@ -222,12 +172,12 @@ void RpcClient::Connect() {
         absl::MutexLock lock(&self->mu_);
         if (gen != self->connection_generation_) return;
       }
-      self->OnConnected(ec);
+      self->OnConnected(ec, gen);
     });
   });
 }
 
-void RpcClient::OnConnected(asio::error_code ec) {
+void RpcClient::OnConnected(asio::error_code ec, uint64_t gen) {
   if (ec) {
     Fail(absl::UnavailableError(absl::StrCat("cannot connect to ", address_, ": ", ec.message())));
     return;
@@ -237,60 +187,22 @@ void RpcClient::OnConnected(asio::error_code ec) {
   {
     absl::MutexLock lock(&mu_);
     state_ = State::kConnected;
-    if (!queue_.empty() && !writing_) {
-      writing_ = true;
-      asio::post(strand_, [self = shared_from_this()] { self->WriteNext(); });
-    }
+    writer_.Open(weak_from_this());  // the io thread writes what was queued
   }
-  buffer_.Reset();  // nothing of an earlier connection is read as this one's
-  ReadMore();
+  reader_.Reset();  // nothing of an earlier connection is read as this one's
+  ReadMore(gen);
 }
 
-void RpcClient::WriteNext() {
-  std::shared_ptr<OutgoingFrame> out;
-  uint64_t gen;
-  {
-    absl::MutexLock lock(&mu_);
-    if (queue_.empty() || state_ != State::kConnected) {
-      writing_ = false;
-      return;
-    }
-    out = std::move(queue_.front());
-    queue_.pop_front();
-    gen = connection_generation_;
-  }
-  asio::async_write(socket_, out->Remaining(), [self = shared_from_this(), out, gen](asio::error_code ec,
-                                                                         size_t) {
-    {
-      absl::MutexLock lock(&self->mu_);
-      if (gen != self->connection_generation_) return;
-    }
+void RpcClient::ReadMore(uint64_t gen) {
+  reader_.AsyncRead(socket_, [self = shared_from_this(), gen](asio::error_code ec) {
+    if (!self->IsCurrent(gen)) return;
     if (ec) {
       self->Fail(absl::UnavailableError(
-          absl::StrCat("send to ", self->address_, " failed: ", ec.message())));
+          absl::StrCat("connection to ", self->address_, " lost: ", ec.message())));
       return;
     }
-    self->WriteNext();
+    self->Drain(gen);
   });
-}
-
-void RpcClient::ReadMore() {
-  uint64_t gen;
-  {
-    absl::MutexLock lock(&mu_);
-    gen = connection_generation_;
-  }
-  socket_.async_read_some(
-      buffer_.Space(), [self = shared_from_this(), gen](asio::error_code ec, size_t n) {
-        if (!self->IsCurrent(gen)) return;
-        if (ec) {
-          self->Fail(absl::UnavailableError(
-              absl::StrCat("connection to ", self->address_, " lost: ", ec.message())));
-          return;
-        }
-        self->buffer_.Commit(n);
-        self->Drain(gen);
-      });
 }
 
 bool RpcClient::IsCurrent(uint64_t gen) {
@@ -298,58 +210,23 @@ bool RpcClient::IsCurrent(uint64_t gen) {
   return gen == connection_generation_;
 }
 
-// Completes every whole response buffered, then reads again; a body bigger
-// than what is buffered is read straight into the frame.
+// Completes every whole response read, then reads again.
 void RpcClient::Drain(uint64_t gen) {
-  while (buffer_.TakeHeader(header_)) {
-    auto decoded = format::DecodeFrameHeader(header_);
-    if (!decoded.ok() || (decoded->flags & format::kFlagResponse) == 0) {
+  for (;;) {
+    auto frame = reader_.Next();
+    if (!frame.ok()) {
       Fail(absl::UnavailableError(
-          absl::StrCat("bad response frame from ", address_, ": ",
-                       decoded.ok() ? "not a response" : decoded.status().message())));
+          absl::StrCat("bad response frame from ", address_, ": ", frame.status().message())));
       return;
     }
-    decoded_ = *decoded;
-    message_.resize(decoded_.message_bytes);
-    data_.resize(decoded_.data_bytes);
-    const size_t filled = buffer_.TakeBody(message_, data_, 0);
-    if (filled < message_.size() + data_.size()) {
-      asio::async_read(socket_, RemainingBody(message_, data_, filled),
-                       [self = shared_from_this(), gen](asio::error_code ec, size_t) {
-                         if (!self->IsCurrent(gen)) return;
-                         if (ec) {
-                           self->Fail(absl::UnavailableError(absl::StrCat(
-                               "connection to ", self->address_, " lost: ", ec.message())));
-                           return;
-                         }
-                         if (self->OnResponse()) self->Drain(gen);
-                       });
-      return;
-    }
-    if (!OnResponse()) return;
+    if (!frame->has_value()) break;
+    format::Frame& response = **frame;
+    absl::Status status =
+        (response.flags & format::kFlagError) ? StatusFromErrorFrame(response) : absl::OkStatus();
+    Complete(response.request_id, std::move(status), std::move(response));
     if (!IsCurrent(gen)) return;  // a callback failed the connection
   }
-  ReadMore();
-}
-
-bool RpcClient::OnResponse() {
-  absl::Status crc = format::VerifyFrameChecksum(header_, decoded_, message_, data_);
-  if (!crc.ok()) {
-    Fail(absl::UnavailableError(absl::StrCat("response from ", address_, ": ", crc.message())));
-    return false;
-  }
-  format::Frame frame;
-  frame.flags = decoded_.flags;
-  frame.type = static_cast<format::MessageType>(decoded_.type);
-  frame.request_id = decoded_.request_id;
-  frame.message = std::move(message_);
-  frame.data = std::move(data_);
-  message_.clear();
-  data_.clear();
-  absl::Status status =
-      (frame.flags & format::kFlagError) ? StatusFromErrorFrame(frame) : absl::OkStatus();
-  Complete(frame.request_id, std::move(status), std::move(frame));
-  return true;
+  ReadMore(gen);
 }
 
 void RpcClient::Complete(uint64_t request_id, absl::Status status, format::Frame frame) {
@@ -369,13 +246,11 @@ void RpcClient::Fail(const absl::Status& status) {
   {
     absl::MutexLock lock(&mu_);
     failed.swap(pending_);
-    queue_.clear();
-    writing_ = false;
     state_ = State::kDisconnected;
     ++connection_generation_;
-    // A caller's Flush may be in sendmsg on the fd: close it only after.
-    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !inline_writer_; };
-    mu_.Await(absl::Condition(&idle));
+    // A caller's Flush may be in sendmsg on the fd: Close returns after it,
+    // and only then is the socket closed.
+    writer_.Close();
   }
   asio::error_code ignored;
   socket_.close(ignored);

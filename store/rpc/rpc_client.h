@@ -3,16 +3,16 @@
 // any order, and each completes its own call. The connection is opened on
 // first use and re-opened on the next call after it breaks.
 //
-// A call's frame is written from the caller's thread when the socket is
-// idle (no io thread wake-up), with no lock held across the sendmsg; frames
-// queued meanwhile by other callers leave in the same gathered write.
+// A call's frame is written by the connection's FrameWriter: from the
+// caller's thread when the socket is idle (no io thread wake-up), with no
+// lock held across the sendmsg; frames queued meanwhile by other callers
+// leave in the same gathered write. Responses are read by a FrameReader.
 //
 // Thread-safe: any thread may call. Callbacks run on an io thread of the
 // io_context given at construction and must not block.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -27,7 +27,8 @@
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
 #include "store/format/frame.h"
-#include "store/rpc/frame_buffer.h"
+#include "store/rpc/frame_reader.h"
+#include "store/rpc/frame_writer.h"
 #include "store/rpc/outgoing_frame.h"
 
 namespace logfs::rpc {
@@ -59,14 +60,14 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
                        std::shared_ptr<const std::string> data, absl::Duration timeout,
                        Callback done, CallBatch* batch = nullptr);
 
-  // Writes the queued requests unless another thread is writing them:
-  // gathered sendmsgs from this thread (no lock held across them) until the
-  // queue is empty, the socket is full, or a few passes are done; the io
-  // thread writes what is left. Any thread may call, io threads included.
-  // Never blocks; a failed send fails the connection, and the calls learn
-  // it through their callbacks (kUnavailable). While a caller's sendmsg is
-  // in progress, a Fail() on the io thread waits for it to return before it
-  // closes the socket.
+  // Writes the queued requests unless another thread is writing them
+  // (FrameWriter::Flush): gathered sendmsgs from this thread (no lock held
+  // across them) until the queue is empty, the socket is full, or a few
+  // passes are done; the io thread writes what is left. Any thread may
+  // call, io threads included. Never blocks; a failed send fails the
+  // connection, and the calls learn it through their callbacks
+  // (kUnavailable). While a caller's sendmsg is in progress, a Fail() on
+  // the io thread waits for it to return before it closes the socket.
   void Flush() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Blocking call: sends `request` (+`data`) and parses the response into
@@ -94,16 +95,15 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   enum class State { kDisconnected, kConnecting, kConnected };
 
   RpcClient(asio::io_context& io, std::string address);
+  FrameWriter::Options WriterOptions();
   void Connect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnConnected(asio::error_code ec);
-  void ReadMore();
+  void OnConnected(asio::error_code ec, uint64_t generation);
+  // The read loop of connection `generation`, on strand_.
+  void ReadMore(uint64_t generation);
   void Drain(uint64_t generation);
-  // Completes the response in header_/message_/data_; false if it was bad
-  // (the connection is failed).
-  bool OnResponse();
   bool IsCurrent(uint64_t generation) ABSL_LOCKS_EXCLUDED(mu_);
-  void WriteNext();
-  void Fail(const absl::Status& status);
+  // Ends the connection: every pending call gets `status`. On strand_.
+  void Fail(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
   void ArmTimer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnTimer();
   void Complete(uint64_t request_id, absl::Status status, format::Frame frame);
@@ -115,25 +115,21 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   const std::string address_;
   asio::strand<asio::io_context::executor_type> strand_;
 
-  // Used only on strand_, except Flush's sendmsg on the fd from a caller's
-  // thread while inline_writer_ is set (Fail() waits for it to clear
-  // before it closes the socket).
+  // Used only on strand_, except the writer's inline sendmsgs on its
+  // descriptor from callers' threads (Fail() closes the writer, which waits
+  // for them, before it closes the socket).
   asio::ip::tcp::socket socket_;
   asio::steady_timer timer_;
-  FrameBuffer buffer_;
-  char header_[format::kFrameHeaderBytes];
-  format::FrameHeader decoded_;
-  std::string message_;
-  std::string data_;
+  FrameReader reader_;
+
+  // Internally synchronized; locked after mu_ (requests queue under mu_).
+  FrameWriter writer_;
 
   absl::Mutex mu_;
   State state_ ABSL_GUARDED_BY(mu_) = State::kDisconnected;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t connection_generation_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::shared_ptr<OutgoingFrame>> queue_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;  // a thread owns the socket's writes
-  bool inline_writer_ ABSL_GUARDED_BY(mu_) = false;  // ... and it is a caller's Flush
   bool timer_armed_ ABSL_GUARDED_BY(mu_) = false;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -3,15 +3,14 @@
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <deque>
-#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "store/format/error_codec.h"
 #include "store/rpc/endpoint.h"
-#include "store/rpc/frame_buffer.h"
+#include "store/rpc/frame_reader.h"
+#include "store/rpc/frame_writer.h"
 #include "store/rpc/outgoing_frame.h"
 
 namespace logfs::rpc {
@@ -25,89 +24,54 @@ struct HeldResponses {
 thread_local HeldResponses held_responses;
 }  // namespace
 
-// One accepted connection: a read loop and a queue of outgoing frames.
+// One accepted connection: a FrameReader loop and a FrameWriter.
 class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
  public:
   ServerConnection(RpcServer* server, asio::ip::tcp::socket socket)
-      : server_(server), id_(server->next_connection_id_.fetch_add(1)), socket_(std::move(socket)) {
+      : server_(server),
+        id_(server->next_connection_id_.fetch_add(1)),
+        socket_(std::move(socket)),
+        reader_([server](const format::FrameHeader& h) { return CheckRequest(server, h); }),
+        writer_(socket_, WriterOptions()) {
     asio::error_code ec;
     auto remote = socket_.remote_endpoint(ec);
     peer_ = ec ? "?" : absl::StrCat(remote.address().to_string(), ":", remote.port());
     socket_.set_option(asio::ip::tcp::no_delay(true), ec);
   }
 
-  void Start() { ReadMore(); }
+  // Call on the socket's executor, once.
+  void Start() {
+    writer_.Open(weak_from_this());
+    ReadMore();
+  }
 
+  // Sends a response from any thread: inline if the socket is idle (usually
+  // all of it, with no io thread wake-up), held for this thread's
+  // ResponseBatch if one is in scope, else behind the current writer.
   void Send(uint8_t flags, format::MessageType type, uint64_t request_id, std::string message,
             std::string data) {
     auto out = std::make_shared<OutgoingFrame>();
     out->message = std::move(message);
     out->data = std::move(data);
     format::EncodeFrameHeader(flags, type, request_id, out->message, out->data, out->header);
-    absl::MutexLock lock(&mu_);
-    if (closed_) return;
+    if (closed_.load()) return;
+    // Counted before it leaves: a peer that has the answer sees it counted.
     server_->responses_.fetch_add(1, std::memory_order_relaxed);
-    if (writing_) {
-      queue_.push_back(std::move(out));
-      return;
-    }
-    if (held_responses.depth > 0) {
-      // Held for this thread's ResponseBatch; writing_ makes other senders
-      // queue behind it until Flush.
-      queue_.push_back(std::move(out));
-      writing_ = true;
+    const bool hold = held_responses.depth > 0;
+    const FrameWriter::Queued queued =
+        writer_.Enqueue(std::move(out), hold ? FrameWriter::Mode::kHold : FrameWriter::Mode::kNow);
+    // Held: other senders queue behind it until the batch flushes.
+    if (queued == FrameWriter::Queued::kFlushNeeded) {
       held_responses.connections.push_back(shared_from_this());
-      return;
     }
-    // Idle socket: write inline from this thread (usually all of it), no
-    // io thread wake-up.
-    queue_.push_back(std::move(out));
-    writing_ = true;
-    FlushLocked();
   }
 
-  // Writes the queued frames of a ResponseBatch.
-  void Flush() {
-    absl::MutexLock lock(&mu_);
-    FlushLocked();
-  }
-
-  // Writes the queued frames (writing_ set by the caller, who owns the
-  // socket's writes): as many as the socket takes now, gathered into one
-  // sendmsg per kFramesPerSend (SendGathered), then the rest from the io thread. mu_ is
-  // held across the non-blocking sendmsg, and Close() sets closed_ under
-  // mu_ before it closes the socket, so the fd stays open meanwhile.
-  void FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (closed_) return;
-    while (!queue_.empty()) {
-      server_->response_writes_.fetch_add(1, std::memory_order_relaxed);
-      ssize_t n = SendGathered(socket_.native_handle(), queue_.begin(), queue_.end());
-      if (n < 0) {
-        mu_.Unlock();
-        Close("");
-        mu_.Lock();
-        return;
-      }
-      while (!queue_.empty() && queue_.front()->sent == queue_.front()->size()) {
-        queue_.pop_front();
-      }
-      if (n == 0) break;  // the socket is full
-    }
-    if (queue_.empty()) {
-      writing_ = false;
-      return;
-    }
-    // The socket is full: the io thread writes the rest as it drains.
-    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->WriteNext(); });
-  }
+  // Writes the responses held by a ResponseBatch.
+  void Flush() { writer_.Flush(); }
 
   void Close(const std::string& reason) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (closed_) return;
-      closed_ = true;
-      queue_.clear();
-    }
+    if (closed_.exchange(true)) return;
+    writer_.Close();  // returns once no thread is in a sendmsg on the socket
     if (!reason.empty()) LOG(WARNING) << "closing connection from " << peer_ << ": " << reason;
     if (server_->connection_closed_) server_->connection_closed_(id_);
     asio::post(socket_.get_executor(), [self = shared_from_this()] {
@@ -118,72 +82,54 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   }
 
  private:
-  void ReadMore() {
-    socket_.async_read_some(buffer_.Space(),
-                            [self = shared_from_this()](asio::error_code ec, size_t n) {
-                              if (ec) {
-                                self->Close("");
-                                return;
-                              }
-                              self->buffer_.Commit(n);
-                              self->Drain();
-                            });
+  FrameWriter::Options WriterOptions() {
+    FrameWriter::Options options;
+    // A failed send may have cut a frame: the stream is done for.
+    options.on_error = [this](const absl::Status&) { Close(""); };
+    options.writes = &server_->response_writes_;
+    return options;
   }
 
-  // Serves every whole frame buffered, then reads again; a body bigger
-  // than what is buffered is read straight into the frame.
-  void Drain() {
-    while (buffer_.TakeHeader(header_)) {
-      auto decoded = format::DecodeFrameHeader(header_);
-      if (!decoded.ok()) return BadFrame(decoded.status().message());
-      decoded_ = *decoded;
-      if ((decoded_.flags & format::kFlagResponse) != 0)
-        return BadFrame("response frame sent to a server");
-      if (!server_->filter_(decoded_.type)) {
-        return BadFrame(absl::StrCat("unknown message type ", decoded_.type));
-      }
-      message_.resize(decoded_.message_bytes);
-      data_.resize(decoded_.data_bytes);
-      const size_t filled = buffer_.TakeBody(message_, data_, 0);
-      if (filled < message_.size() + data_.size()) {
-        asio::async_read(socket_, RemainingBody(message_, data_, filled),
-                         [self = shared_from_this()](asio::error_code ec, size_t) {
-                           if (ec) {
-                             self->Close(ec == asio::error::eof ? "truncated frame body" : "");
-                             return;
-                           }
-                           if (self->OnBody()) self->Drain();
-                         });
+  static absl::Status CheckRequest(RpcServer* server, const format::FrameHeader& header) {
+    if ((header.flags & format::kFlagResponse) != 0) {
+      return absl::InvalidArgumentError("response frame sent to a server");
+    }
+    if (!server->filter_(header.type)) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown message type ", header.type));
+    }
+    return absl::OkStatus();
+  }
+
+  void ReadMore() {
+    reader_.AsyncRead(socket_, [self = shared_from_this()](asio::error_code ec) {
+      if (ec) {
+        const bool truncated = ec == asio::error::eof && self->reader_.in_body();
+        self->Close(truncated ? "truncated frame body" : "");
         return;
       }
-      if (!OnBody()) return;
+      self->Drain();
+    });
+  }
+
+  // Serves every whole frame read, then reads again.
+  void Drain() {
+    for (;;) {
+      auto frame = reader_.Next();
+      if (!frame.ok()) return BadFrame(frame.status().message());
+      if (!frame->has_value()) break;
+      Dispatch(std::move(**frame));
     }
     ReadMore();
   }
 
-  // Verifies and dispatches the frame; false if the connection closed.
-  bool OnBody() {
-    absl::Status crc = format::VerifyFrameChecksum(header_, decoded_, message_, data_);
-    if (!crc.ok()) {
-      BadFrame(crc.message());
-      return false;
-    }
-    format::Frame frame;
-    frame.flags = decoded_.flags;
-    frame.type = static_cast<format::MessageType>(decoded_.type);
-    frame.request_id = decoded_.request_id;
+  void Dispatch(format::Frame frame) {
     frame.connection_id = id_;
     // A later request of this connection came in the same read, whole: the
     // handler sees it next, on this thread, in this loop.
-    frame.more_buffered = buffer_.HasWholeFrame();
-    frame.more_bytes_buffered = buffer_.buffered() > 0;
-    frame.message = std::move(message_);
-    frame.data = std::move(data_);
-    message_.clear();
-    data_.clear();
+    frame.more_buffered = reader_.HasWholeFrame();
+    frame.more_bytes_buffered = reader_.HasBufferedBytes();
     Responder responder(shared_from_this(), frame.type, frame.request_id);
     server_->handler_(std::move(frame), std::move(responder));
-    return true;
   }
 
   void BadFrame(absl::string_view reason) {
@@ -191,46 +137,18 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     Close(absl::StrCat("bad frame: ", reason));
   }
 
-  void WriteNext() {
-    std::shared_ptr<OutgoingFrame> out;
-    {
-      absl::MutexLock lock(&mu_);
-      if (queue_.empty() || closed_) {
-        writing_ = false;
-        return;
-      }
-      // Popped before the write: Close() may clear the queue meanwhile.
-      out = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    server_->response_writes_.fetch_add(1, std::memory_order_relaxed);
-    asio::async_write(socket_, out->Remaining(),
-                      [self = shared_from_this(), out](asio::error_code ec, size_t) {
-                        if (ec) {
-                          self->Close("");
-                          absl::MutexLock lock(&self->mu_);
-                          self->writing_ = false;
-                          return;
-                        }
-                        self->WriteNext();
-                      });
-  }
-
-  RpcServer* server_;
+  // Immutable after construction.
+  RpcServer* const server_;
   const uint64_t id_;
+  // Used on the connection's strand, except the writer's inline sendmsgs
+  // on its descriptor (Close waits for them before the socket closes).
   asio::ip::tcp::socket socket_;
   std::string peer_;
   // Owned by the read loop (one read at a time).
-  FrameBuffer buffer_;
-  char header_[format::kFrameHeaderBytes];
-  format::FrameHeader decoded_;
-  std::string message_;
-  std::string data_;
-
-  absl::Mutex mu_;
-  std::deque<std::shared_ptr<OutgoingFrame>> queue_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  FrameReader reader_;
+  // Internally synchronized.
+  FrameWriter writer_;
+  std::atomic<bool> closed_{false};
 };
 
 ResponseBatch::ResponseBatch() { ++held_responses.depth; }
@@ -241,8 +159,8 @@ ResponseBatch::~ResponseBatch() {
   // server's close handler, which may send (and hold) again.
   std::vector<std::shared_ptr<ServerConnection>> connections;
   connections.swap(held_responses.connections);
-  // Each connection is listed once: its first held response sets writing_,
-  // and later ones queue behind it without listing it again.
+  // Each connection is listed once: its first held response holds its
+  // writer, and later ones queue behind it without listing it again.
   for (const auto& connection : connections) connection->Flush();
 }
 
