@@ -219,7 +219,9 @@ void FrameWriter::FailLocked() {
 
 void FrameWriter::Open(std::weak_ptr<void> owner) {
   absl::MutexLock lock(&mu_);
-  CHECK(state_ == State::kQueueing) << "Open of a writer that is not queueing";
+  // A Close that came first wins (a server stopping as it accepts).
+  if (state_ == State::kClosed) return;
+  CHECK(state_ == State::kQueueing) << "Open of an open writer";
   state_ = State::kOpen;
   fd_ = socket_.native_handle();
   keepalive_ = std::move(owner);

@@ -85,7 +85,8 @@ class FrameWriter {
 
   // The socket is connected: start writing what is queued (from an io
   // thread). `owner` keeps the writer and the socket alive in io-thread
-  // handlers. Call on the socket's executor.
+  // handlers. Call on the socket's executor, or before anything else uses
+  // the socket. Does nothing after a Close (until Reset).
   void Open(std::weak_ptr<void> owner) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Stops writing: drops what is queued and every later frame, and returns

@@ -216,6 +216,28 @@ TEST_F(FrameWriterTest, FramesQueuedBeforeOpenLeaveAtOpen) {
   EXPECT_EQ("early", frames[0].message);
 }
 
+TEST_F(FrameWriterTest, OpenAfterCloseStaysClosed) {
+  // A server that stops as it accepts may close a connection before it
+  // starts: the Close wins.
+  writer_ = std::make_unique<FrameWriter>(
+      socket_, FrameWriter::Options{[](const absl::Status&) {}, nullptr, nullptr});
+  writer_->Enqueue(MakeFrame(1, "queued"), FrameWriter::Mode::kNow);
+  writer_->Close();
+  absl::Notification opened;
+  asio::post(io_, [&] {
+    writer_->Open(owner_);
+    opened.Notify();
+  });
+  ASSERT_TRUE(opened.WaitForNotificationWithTimeout(kWaitDeadline));
+  EXPECT_EQ(FrameWriter::Queued::kDropped,
+            writer_->Enqueue(MakeFrame(2, "late"), FrameWriter::Mode::kNow));
+  // A round trip through the io thread: nothing was handed to it either.
+  absl::Notification drained;
+  asio::post(io_, [&] { drained.Notify(); });
+  ASSERT_TRUE(drained.WaitForNotificationWithTimeout(kWaitDeadline));
+  EXPECT_FALSE(PeerReadable());
+}
+
 TEST_F(FrameWriterTest, CloseWaitsForAnInlineSender) {
   // Goal: when Close returns, no thread is in a sendmsg on the descriptor,
   // so the owner may close it. Method: park an inline sender right before
