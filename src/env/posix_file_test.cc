@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -17,14 +18,11 @@ namespace {
 class PosixFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/logfs-env-test-XXXXXX";
-    ASSERT_NE(nullptr, mkdtemp(tmpl));
+    std::string tmpl = testing::TempDir() + "logfs-env-test-XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(tmpl.data()));
     dir_ = tmpl;
   }
-  void TearDown() override {
-    std::string cmd = "rm -rf " + dir_;
-    ASSERT_EQ(0, system(cmd.c_str()));
-  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
   static std::string Contents(const std::string& path) {
     std::ifstream in(path);
     std::stringstream ss;

@@ -32,8 +32,8 @@ constexpr absl::Duration kTimeout = absl::Seconds(10);
 class MetaServerTest : public testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/logfs_meta_server_test_XXXXXX";
-    ASSERT_NE(nullptr, mkdtemp(tmpl));
+    std::string tmpl = testing::TempDir() + "logfs_meta_server_test_XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(tmpl.data()));
     dir_ = tmpl;
     client_work_.emplace(asio::make_work_guard(client_io_));
     client_thread_ = std::thread([this] { client_io_.run(); });

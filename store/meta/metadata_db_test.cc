@@ -15,8 +15,8 @@ namespace {
 class MetadataDbTest : public testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/logfs_metadb_test_XXXXXX";
-    ASSERT_NE(nullptr, mkdtemp(tmpl));
+    std::string tmpl = testing::TempDir() + "logfs_metadb_test_XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(tmpl.data()));
     dir_ = tmpl;
     Reopen();
   }

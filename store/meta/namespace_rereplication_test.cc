@@ -38,8 +38,8 @@ class NoSegmentServers : public SegmentServerApi {
 class NamespaceRereplicationTest : public testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/logfs_rereplication_test_XXXXXX";
-    ASSERT_NE(nullptr, mkdtemp(tmpl));
+    std::string tmpl = testing::TempDir() + "logfs_rereplication_test_XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(tmpl.data()));
     dir_ = tmpl;
     auto db = MetadataDb::Open({dir_ + "/db"});
     ASSERT_TRUE(db.ok()) << db.status();

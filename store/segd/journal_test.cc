@@ -22,8 +22,8 @@ using Record = std::pair<uint64_t, std::string>;  // segment id, data
 class JournalTest : public testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/journal_test.XXXXXX";
-    ASSERT_NE(nullptr, ::mkdtemp(tmpl));
+    std::string tmpl = testing::TempDir() + "journal_test.XXXXXX";
+    ASSERT_NE(nullptr, ::mkdtemp(tmpl.data()));
     options_.dir = tmpl;
     options_.journal_bytes = 1u << 20;
   }

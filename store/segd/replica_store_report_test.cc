@@ -21,8 +21,8 @@ namespace {
 class ReplicaStoreReportTest : public testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/logfs_replica_report_test_XXXXXX";
-    ASSERT_NE(nullptr, mkdtemp(tmpl));
+    std::string tmpl = testing::TempDir() + "logfs_replica_report_test_XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(tmpl.data()));
     dir_ = tmpl;
     auto store = ReplicaStore::Open(ReplicaStoreOptions{dir_, 1u << 20, false});
     ASSERT_TRUE(store.ok()) << store.status();

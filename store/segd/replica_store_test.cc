@@ -22,8 +22,8 @@ uint32_t Crc(const std::string& s) { return util::Crc32c(s.data(), s.size()); }
 class ReplicaStoreTest : public testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/replica_store_test.XXXXXX";
-    ASSERT_NE(nullptr, ::mkdtemp(tmpl));
+    std::string tmpl = testing::TempDir() + "replica_store_test.XXXXXX";
+    ASSERT_NE(nullptr, ::mkdtemp(tmpl.data()));
     dir_ = tmpl;
     Reopen();
   }

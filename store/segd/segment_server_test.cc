@@ -129,8 +129,8 @@ bool PollUntil(Pred done) {
 class SegmentServerTest : public testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/segment_server_test.XXXXXX";
-    ASSERT_NE(nullptr, ::mkdtemp(tmpl));
+    std::string tmpl = testing::TempDir() + "segment_server_test.XXXXXX";
+    ASSERT_NE(nullptr, ::mkdtemp(tmpl.data()));
     dir_ = tmpl;
     options_.data_dir = dir_ + "/segd";
     options_.listen_address = "127.0.0.1:0";

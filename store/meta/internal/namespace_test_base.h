@@ -98,8 +98,8 @@ class FakeSegmentServers : public SegmentServerApi {
 class NamespaceTest : public testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/logfs_namespace_test_XXXXXX";
-    ASSERT_NE(nullptr, mkdtemp(tmpl));
+    std::string tmpl = testing::TempDir() + "logfs_namespace_test_XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(tmpl.data()));
     dir_ = tmpl;
     Reopen();
   }
