@@ -191,14 +191,12 @@ absl::Status Namespace::CommitReplica(const RereplicationTask& task) {
 
 void Namespace::DropDeadReplicas(Txn& txn, proto::Segment* segment, uint32_t wanted) {
   auto* replicas = segment->mutable_replicas();
-  const auto live = std::count_if(replicas->begin(), replicas->end(), [&](const proto::Replica& r) {
+  auto is_live = [&](const proto::Replica& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return ServerIdLive(r.server_id());
-  });
+  };
+  const auto live = std::count_if(replicas->begin(), replicas->end(), is_live);
   if (live < static_cast<int64_t>(wanted)) return;  // a dead server's copy may still be needed
-  auto dead = std::stable_partition(replicas->begin(), replicas->end(),
-                                    [&](const proto::Replica& r) {
-                                      return ServerIdLive(r.server_id());
-                                    });
+  auto dead = std::stable_partition(replicas->begin(), replicas->end(), is_live);
   for (auto it = dead; it != replicas->end(); ++it) {
     txn.batch().AddPendingDeletion(it->server_id(), segment->id());
   }

@@ -176,7 +176,7 @@ absl::StatusOr<proto::Inode> Namespace::FinishRecovery(
   const uint64_t ino = request.ino();
   auto lease = leases_.find(ino);
   const bool have_lease = lease != leases_.end() && lease->second == request.mount_id();
-  auto give_up = [&](absl::Status status) {
+  auto give_up = [&](absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (have_lease) leases_.erase(ino);
     return status;
   };
