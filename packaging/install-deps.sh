@@ -5,6 +5,8 @@
 #   packaging/install-deps.sh            build/test/run packages (make uses this)
 #   packaging/install-deps.sh bench      also the tools bench/compare.sh runs
 #   packaging/install-deps.sh gluster    also GlusterFS (bench/compare.sh --with-gluster)
+#   packaging/install-deps.sh clang      also clang 14, its sanitizer runtimes and
+#                                        llvm-symbolizer (make tsa, tsan, asan)
 # Extra groups can be combined: `install-deps.sh bench gluster`.
 set -euo pipefail
 
@@ -24,7 +26,8 @@ for group in "$@"; do
   case "$group" in
     bench) PACKAGES+=(fio rocksdb-tools python3) ;;
     gluster) PACKAGES+=(glusterfs-server glusterfs-client) ;;
-    *) echo "install-deps: unknown group '$group' (known: bench, gluster)" >&2; exit 2 ;;
+    clang) PACKAGES+=(clang-14 libclang-rt-14-dev llvm-14) ;;
+    *) echo "install-deps: unknown group '$group' (known: bench, gluster, clang)" >&2; exit 2 ;;
   esac
 done
 
