@@ -147,7 +147,7 @@ pids_mentioning() {  # live pids whose command line contains $1 (a path unique t
   for f in /proc/[0-9]*/cmdline; do
     pid=${f#/proc/}; pid=${pid%/cmdline}
     if [ "$pid" = $$ ] || [ "$pid" = "$BASHPID" ]; then continue; fi
-    mapfile -d '' args <"$f" 2>/dev/null || continue
+    mapfile -d '' args 2>/dev/null <"$f" || continue
     [[ " ${args[*]} " == *"$1"* ]] && is_alive "$pid" && echo "$pid"
   done
   return 0
