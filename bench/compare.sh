@@ -13,6 +13,9 @@
 #      threads, cold and warm: p50 latency and ops/s
 #   C  RocksDB db_bench (--db and --wal_dir on the target): fillseq --sync=1,
 #      fillrandom, readrandom warm and after dropping the kernel caches: ops/s
+# --rows and --targets pick rows and targets. With --baseline_bin=PATH the
+# logfs target is measured with two binaries, PATH and LOGFS_BIN, back to
+# back in every row (see usage): an A/B of two builds.
 # Needs root (mounts, drop_caches) and /dev/fuse. Installs fio, rocksdb-tools
 # (and glusterfs-server with --with-gluster) via packaging/install-deps.sh.
 # Everything it mounts or starts is unmounted/stopped on exit, also on
@@ -34,6 +37,29 @@ usage: bench/compare.sh [flags]
   --db_keys=N      keys fillrandom loads for readrandom (default 400000)
   --out=FILE       markdown output (default build/compare.md)
   --only=A,B,C     run a subset of the workloads
+  --rows=LIST      run only these rows (comma-separated, any case; a workload
+                   letter A, B or C stands for all its rows):
+                     A512x1 A512x16 A4kx1 A4kx16   fio, block size x jobs
+                     B4kx1 B4kx10 B64kx1 B64kx10   bench read, read size x
+                                                   threads (cold and warm)
+                     fillseq fillrandom readwarm readcold   db_bench
+                   readwarm and readcold also run fillrandom (it loads their
+                   DB). With --only, a row runs if both select it.
+  --targets=LIST   the file systems to measure, of ext4, passthrough, logfs,
+                   gluster (default ext4,passthrough,logfs; gluster is the
+                   same as --with-gluster). Without ext4 the table has no
+                   ratios to ext4 and no target check.
+  --baseline_bin=PATH
+                   A/B of two builds: measure the logfs target with PATH too,
+                   in a column "logfs (baseline)" next to "logfs" (LOGFS_BIN),
+                   plus a column logfs/baseline. They alternate per row: in
+                   each row of each run the two binaries run back to back,
+                   each on a fresh embedded cluster and mount of its own that
+                   lives for that row only (never two clusters at once; C's
+                   fillrandom, readwarm and readcold share one cluster, the DB
+                   they read). The baseline goes first in odd runs, LOGFS_BIN
+                   in even runs. B reads with LOGFS_BIN's bench read on both.
+                   Without it, one logfs cluster serves the whole run.
   --with-gluster   also GlusterFS replica 3 on three bricks on this host
   --work_dir=DIR   where the targets live (default: a new directory on the
                    repo's disk, /var/tmp or /tmp if not tmpfs, else build/)
@@ -41,10 +67,13 @@ usage: bench/compare.sh [flags]
   --quick          tiny sizes, 1 run, 1 second: a smoke test
   -h, --help       this text
 env: LOGFS_BIN (default <repo>/build/logfs; built with make if missing)
+The check of two builds on the WAL rows, 3 runs each:
+  LOGFS_BIN=NEW bench/compare.sh --baseline_bin=OLD --rows=A512x1,A512x16,fillseq
 EOF
 }
 
 RUNS='' SECS='' DB_KEYS='' OUT='' ONLY=A,B,C WITH_GLUSTER=0 WORK='' KEEP=0 QUICK=0
+ROWS='' TARGET_LIST=ext4,passthrough,logfs BASE_BIN=''
 for arg in "$@"; do
   case "$arg" in
     --runs=*) RUNS=${arg#*=} ;;
@@ -52,6 +81,9 @@ for arg in "$@"; do
     --db_keys=*) DB_KEYS=${arg#*=} ;;
     --out=*) OUT=${arg#*=} ;;
     --only=*) ONLY=${arg#*=} ;;
+    --rows=*) ROWS=${arg#*=} ;;
+    --targets=*) TARGET_LIST=${arg#*=} ;;
+    --baseline_bin=*|--baseline-bin=*) BASE_BIN=${arg#*=} ;;
     --with-gluster|--with_gluster) WITH_GLUSTER=1 ;;
     --work_dir=*|--work-dir=*) WORK=${arg#*=} ;;
     --keep) KEEP=1 ;;
@@ -73,13 +105,66 @@ for v in runs:RUNS seconds:SECS db_keys:DB_KEYS; do
   [[ ${!name} =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --${v%%:*} must be a positive integer" >&2; exit 2; }
 done
 DO_A=0 DO_B=0 DO_C=0
+declare -A ONLY_ON
 IFS=, read -ra only_list <<<"$ONLY"
 for w in "${only_list[@]}"; do
   case "${w^^}" in
-    A) DO_A=1 ;; B) DO_B=1 ;; C) DO_C=1 ;;
+    A|B|C) ONLY_ON[${w^^}]=1 ;;
     *) echo "compare.sh: --only takes A, B, C (got '$w')" >&2; exit 2 ;;
   esac
 done
+# The rows, named as in --rows; ROW_ON[name]=1 for each one that runs.
+ALL_ROWS=(A512x1 A512x16 A4kx1 A4kx16 B4kx1 B4kx10 B64kx1 B64kx10 fillseq fillrandom readwarm readcold)
+row_workload() { case "$1" in A*) echo A ;; B*) echo B ;; *) echo C ;; esac; }
+declare -A ROW_ON
+IFS=, read -ra rows_list <<<"${ROWS:-A,B,C}"
+for w in "${rows_list[@]}"; do
+  found=0
+  for r in "${ALL_ROWS[@]}"; do
+    if [ "${w,,}" = "${r,,}" ]; then
+      ROW_ON[$r]=1 found=1
+    elif [[ $w =~ ^[ABCabc]$ ]] && [ "${w^^}" = "$(row_workload "$r")" ]; then
+      ROW_ON[$r]=1 found=1
+    fi
+  done
+  [ "$found" = 1 ] || { echo "compare.sh: --rows: unknown row '$w' (see --help)" >&2; exit 2; }
+done
+if [ -n "${ROW_ON[readwarm]:-}${ROW_ON[readcold]:-}" ]; then ROW_ON[fillrandom]=1; fi
+for r in "${ALL_ROWS[@]}"; do
+  if [ -n "${ROW_ON[$r]:-}" ] && [ -z "${ONLY_ON[$(row_workload "$r")]:-}" ]; then unset "ROW_ON[$r]"; fi
+done
+[ ${#ROW_ON[@]} -gt 0 ] || { echo "compare.sh: --only and --rows select no row" >&2; exit 2; }
+row_on() { [ -n "${ROW_ON[$1]:-}" ]; }
+for r in "${!ROW_ON[@]}"; do
+  case "$(row_workload "$r")" in A) DO_A=1 ;; B) DO_B=1 ;; C) DO_C=1 ;; esac
+done
+# The targets in table order; with --baseline_bin "baseline" (the logfs
+# target on BASE_BIN) comes right before "logfs".
+declare -A TARGET_ON
+IFS=, read -ra target_list <<<"$TARGET_LIST"
+for w in "${target_list[@]}"; do
+  case "${w,,}" in
+    ext4|passthrough|logfs) TARGET_ON[${w,,}]=1 ;;
+    gluster) WITH_GLUSTER=1 ;;
+    *) echo "compare.sh: --targets takes ext4, passthrough, logfs, gluster (got '$w')" >&2; exit 2 ;;
+  esac
+done
+if [ -n "$BASE_BIN" ] && [ -n "${TARGET_ON[logfs]:-}" ]; then TARGET_ON[baseline]=1; fi
+TARGETS=()
+for t in ext4 passthrough baseline logfs; do
+  [ -z "${TARGET_ON[$t]:-}" ] || TARGETS+=("$t")
+done
+[ ${#TARGETS[@]} -gt 0 ] || [ "$WITH_GLUSTER" = 1 ] || { echo "compare.sh: --targets is empty" >&2; exit 2; }
+FRESH=0  # 1: each logfs cell gets a fresh cluster of its binary (--baseline_bin)
+if [ -n "$BASE_BIN" ]; then
+  [ -n "${TARGET_ON[logfs]:-}" ] || { echo "compare.sh: --baseline_bin needs logfs in --targets" >&2; exit 2; }
+  if [ ! -f "$BASE_BIN" ] || [ ! -x "$BASE_BIN" ]; then
+    echo "compare.sh: --baseline_bin=$BASE_BIN is not an executable file" >&2
+    exit 2
+  fi
+  BASE_BIN=$(realpath "$BASE_BIN")
+  FRESH=1
+fi
 
 log() { printf '[compare %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -141,7 +226,7 @@ LOCAL_FS=${MNT_TYPE:-$STATFS_TYPE}
 case "$STATFS_TYPE" in tmpfs|ramfs) log "WARNING: work dir $WORK is on $STATFS_TYPE, not a disk" ;; esac
 
 # ---------------------------------------------------------------- cleanup
-PT_PID='' PT_MNT='' LOGFS_MNT='' GL_MNT='' GL_VOL='' GL_NS='' GLUSTERD_PID='' FAILED=1 CELLS_FAILED=0
+PT_PID='' PT_MNT='' LOGFS_MNT='' LOGFS_MNT_BIN='' GL_MNT='' GL_VOL='' GL_NS='' GLUSTERD_PID='' FAILED=1 CELLS_FAILED=0
 pids_mentioning() {  # live pids whose command line contains $1 (a path unique to this run)
   local f pid args
   for f in /proc/[0-9]*/cmdline; do
@@ -179,6 +264,21 @@ stop_pids() {  # TERM, wait up to 10 s, KILL
   done
   kill -9 "$@" 2>/dev/null || true
 }
+# Unmounts logfs (if mounted), stops the mount daemon, meta and segds of
+# this run's data dir (if still up) and copies their logs to $1.
+stop_logfs() {
+  if [ -n "$LOGFS_MNT" ] && is_mounted "$LOGFS_MNT"; then
+    timeout 60 "$LOGFS_MNT_BIN" umount "$LOGFS_MNT" >>"$LOGS/logfs-umount.log" 2>&1 || unmount_fuse "$LOGFS_MNT"
+  fi
+  if [ -n "$LOGFS_MNT" ]; then
+    # shellcheck disable=SC2046
+    stop_pids $(pids_mentioning "$WORK/logfs-data")
+  fi
+  if [ -d "$WORK/logfs-data" ]; then
+    mkdir -p "$1"
+    find "$WORK/logfs-data" -maxdepth 2 -name '*.log' -type f -exec cp {} "$1/" \; 2>/dev/null || true
+  fi
+}
 cleanup() {
   local rc=$?
   set +e
@@ -195,18 +295,7 @@ cleanup() {
   fi
   if [ -n "$GLUSTERD_PID" ]; then stop_pids "$GLUSTERD_PID"; fi
   if [ -n "$GL_NS" ]; then ip netns del "$GL_NS" 2>/dev/null; fi
-  if [ -n "$LOGFS_MNT" ] && is_mounted "$LOGFS_MNT"; then
-    timeout 60 "$LOGFS_BIN" umount "$LOGFS_MNT" >>"$LOGS/logfs-umount.log" 2>&1 || unmount_fuse "$LOGFS_MNT"
-  fi
-  if [ -n "$LOGFS_MNT" ]; then
-    # the mount daemon, meta and segds of this run's data dir, if still up
-    # shellcheck disable=SC2046
-    stop_pids $(pids_mentioning "$WORK/logfs-data")
-  fi
-  if [ -d "$WORK/logfs-data" ]; then
-    mkdir -p "$LOGS/logfs"
-    find "$WORK/logfs-data" -maxdepth 2 -name '*.log' -type f -exec cp {} "$LOGS/logfs/" \; 2>/dev/null
-  fi
+  stop_logfs "$LOGS/logfs"
   if [ -n "$PT_MNT" ]; then unmount_fuse "$PT_MNT"; fi
   if [ -n "$PT_PID" ]; then stop_pids "$PT_PID"; fi
   if [ "$KEEP" = 1 ]; then
@@ -240,7 +329,6 @@ wait_mounted() {  # $1 mountpoint, $2 pid that must stay alive (optional)
 }
 
 # ---------------------------------------------------------------- targets
-TARGETS=(ext4 passthrough logfs)
 declare -A WAL_ROOT BLOCK_ROOT
 
 mkdir -p "$WORK/ext4"
@@ -270,18 +358,38 @@ setup_passthrough() {
   BLOCK_ROOT[passthrough]=$PT_MNT
 }
 
-setup_logfs() {
+# Mounts a new embedded cluster of binary $1 at $WORK/logfs-mnt with a `wal`
+# and a `block` directory; returns 1 with the reason in MOUNT_WHY if it failed.
+MOUNT_WHY=''
+mount_logfs() {
   mkdir -p "$WORK/logfs-data" "$WORK/logfs-mnt"
-  LOGFS_MNT=$WORK/logfs-mnt
-  "$LOGFS_BIN" mount --data_dir="$WORK/logfs-data" "$LOGFS_MNT" >"$LOGS/logfs-mount.log" 2>&1 ||
-    die "logfs mount failed: $LOGS/logfs-mount.log and $WORK/logfs-data/mount.log"
-  wait_mounted "$LOGFS_MNT" || die "logfs is not mounted at $LOGFS_MNT"
-  mkdir "$LOGFS_MNT/wal" "$LOGFS_MNT/block"
-  setfattr -n user.logfs.kind -v wal "$LOGFS_MNT/wal"
-  setfattr -n user.logfs.kind -v block "$LOGFS_MNT/block"
+  LOGFS_MNT=$WORK/logfs-mnt LOGFS_MNT_BIN=$1
+  if ! "$1" mount --data_dir="$WORK/logfs-data" "$LOGFS_MNT" >>"$LOGS/logfs-mount.log" 2>&1; then
+    MOUNT_WHY="logfs mount failed: $LOGS/logfs-mount.log and $WORK/logfs-data/mount.log"
+    return 1
+  fi
+  wait_mounted "$LOGFS_MNT" || { MOUNT_WHY="logfs is not mounted at $LOGFS_MNT"; return 1; }
+  if ! { mkdir "$LOGFS_MNT/wal" "$LOGFS_MNT/block" &&
+    setfattr -n user.logfs.kind -v wal "$LOGFS_MNT/wal" &&
+    setfattr -n user.logfs.kind -v block "$LOGFS_MNT/block"; }; then
+    MOUNT_WHY="making the wal and block dirs in $LOGFS_MNT failed"
+    return 1
+  fi
+}
+setup_logfs() {
+  mount_logfs "$LOGFS_BIN" || die "$MOUNT_WHY"
   WAL_ROOT[logfs]=$LOGFS_MNT/wal
   BLOCK_ROOT[logfs]=$LOGFS_MNT/block
 }
+
+# With --baseline_bin the two logfs targets take turns on one mount point:
+# each cell mounts a fresh cluster of its binary, and drops it afterwards.
+declare -A BIN_OF=([logfs]=$LOGFS_BIN [baseline]=$BASE_BIN)
+CLUSTER_DOWN=0  # 1: this cell's fresh cluster did not come up
+for t in baseline logfs; do
+  WAL_ROOT[$t]=$WORK/logfs-mnt/wal
+  BLOCK_ROOT[$t]=$WORK/logfs-mnt/block
+done
 
 # GlusterFS refuses bricks on loopback addresses, and this script sends
 # traffic to no address of the machine's own: glusterd, its bricks and the
@@ -322,10 +430,16 @@ setup_gluster() {
   BLOCK_ROOT[gluster]=$GL_MNT
 }
 
-log "setting up passthrough_ll"
-setup_passthrough
-log "mounting logfs ($LOGFS_BIN)"
-setup_logfs
+if [ -n "${TARGET_ON[passthrough]:-}" ]; then
+  log "setting up passthrough_ll"
+  setup_passthrough
+fi
+if [ "$FRESH" = 1 ]; then
+  log "logfs (baseline) is $BASE_BIN, logfs is $LOGFS_BIN: a fresh cluster for each cell"
+elif [ -n "${TARGET_ON[logfs]:-}" ]; then
+  log "mounting logfs ($LOGFS_BIN)"
+  setup_logfs
+fi
 GL_HOST=
 if [ "$WITH_GLUSTER" = 1 ]; then
   log "setting up GlusterFS replica 3"
@@ -337,14 +451,47 @@ cell_failed() {  # message log-file target
   CELLS_FAILED=$((CELLS_FAILED + 1))
   log "$1"
   tail -n 3 "$2" 2>/dev/null | sed 's/^/    | /' >&2 || true
-  if [ "$3" = logfs ] && [ -f "$WORK/logfs-data/mount.log" ]; then
+  if is_logfs "$3" && [ -f "$WORK/logfs-data/mount.log" ]; then
     grep -E '^[EW]' "$WORK/logfs-data/mount.log" | tail -n 3 | sed 's/^/    | mount.log: /' >&2 || true
   fi
 }
+is_logfs() { [ "$1" = logfs ] || [ "$1" = baseline ]; }
 record() {  # id target run value
   printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$RAW"
 }
 TIMEOUT=$((SECS * 40 + 600))
+
+# measure target run cell command...: runs the command (which measures one
+# cell of target) and, with --baseline_bin, gives a logfs target a fresh
+# cluster of its binary for it. If that cluster does not come up, the command
+# records its figures as failed (cluster_down) and the run goes on.
+measure() {
+  local t=$1 run=$2 cell=$3
+  shift 3
+  if [ "$FRESH" != 1 ] || ! is_logfs "$t"; then
+    "$@"
+    return 0
+  fi
+  CLUSTER_DOWN=0
+  if ! mount_logfs "${BIN_OF[$t]}"; then
+    CLUSTER_DOWN=1
+    cell_failed "run $run $cell $t: $MOUNT_WHY" "$LOGS/logfs-mount.log" "$t"
+  fi
+  "$@"
+  stop_logfs "$LOGS/logfs/r$run.$cell.$t"
+  is_mounted "$LOGFS_MNT" && die "$LOGFS_MNT is still mounted after the $cell cell of $t"
+  rm -rf "$WORK/logfs-data"
+  sync
+  CLUSTER_DOWN=0
+}
+# cluster_down target run id...: true, after recording the ids as failed, if
+# this cell's fresh cluster did not come up.
+cluster_down() {
+  local t=$1 run=$2 i
+  shift 2
+  [ "$CLUSTER_DOWN" = 1 ] || return 1
+  for i in "$@"; do record "$i" "$t" "$run" nan; done
+}
 
 # ---------------------------------------------------------------- A: fio
 # Sequential write to a new file per job, write + fdatasync each block.
@@ -360,6 +507,7 @@ run_fio() {  # target bs jobs run
   id=A.$bs.$jobs
   dir=${WAL_ROOT[$t]}/A-$bs-$jobs-r$run
   json=$LOGS/$id.$t.r$run.json
+  if cluster_down "$t" "$run" "$id"; then return 0; fi
   mkdir -p "$dir"
   if timeout --foreground -k 10 "$TIMEOUT" fio --name=append --directory="$dir" --rw=write --bs="$bs" \
       --ioengine=sync --fdatasync=1 --fallocate=none --overwrite=0 \
@@ -407,6 +555,7 @@ run_bench_read() {  # target read_bytes threads run
   if [ "$B_SUPPORTED" != 1 ]; then
     return 0
   fi
+  if cluster_down "$t" "$run" "$id".{cold,warm}.{p50,ops}; then return 0; fi
   mkdir -p "${BLOCK_ROOT[$t]}/B-files"
   if ! timeout --foreground -k 10 "$TIMEOUT" "$LOGFS_BIN" bench read --dir="${BLOCK_ROOT[$t]}/B-files" --files="$B_FILES" \
       --file_bytes="$B_FILE_BYTES" --read_bytes="$rb" --threads="$thr" --seconds="$SECS" \
@@ -430,6 +579,10 @@ db_bench_ops() {  # log benchmark-name -> ops/s from "name : X micros/op N ops/s
 }
 run_db_step() {  # target run step
   local t=$1 run=$2 step=$3 db wal out bench ops rc=0
+  if cluster_down "$t" "$run" "C.$step"; then
+    if [ "$step" = fillrandom ]; then FILL_FAILED[$t]=1; fi
+    return 0
+  fi
   db=${BLOCK_ROOT[$t]}/C-r$run-db
   wal=${WAL_ROOT[$t]}/C-r$run-wal
   case "$step" in
@@ -474,28 +627,66 @@ run_db_step() {  # target run step
 }
 
 # ---------------------------------------------------------------- runs
+# The targets take turns on each row. With --baseline_bin the two logfs
+# targets swap places in even runs, so that neither always goes first.
+run_order() {  # run -> ORDER, the targets in the order they take turns
+  local i
+  ORDER=("${TARGETS[@]}")
+  if [ "$FRESH" = 1 ] && [ $(($1 % 2)) = 0 ]; then
+    for i in "${!ORDER[@]}"; do
+      case "${ORDER[i]}" in logfs) ORDER[i]=baseline ;; baseline) ORDER[i]=logfs ;; esac
+    done
+  fi
+}
+run_db_steps() {  # target run step...: C's steps in order, on one cluster
+  local t=$1 run=$2 step
+  shift 2
+  for step in "$@"; do run_db_step "$t" "$run" "$step"; done
+}
 START=$(date +%s)
 [ "$DO_B" = 1 ] && probe_bench_read
 for run in $(seq 1 "$RUNS"); do
-  log "=== run $run of $RUNS (targets: ${TARGETS[*]})"
-  if [ "$DO_A" = 1 ]; then
-    for bs in 512 4k; do
-      for jobs in 1 16; do
-        for t in "${TARGETS[@]}"; do run_fio "$t" "$bs" "$jobs" "$run"; done
-      done
+  run_order "$run"
+  log "=== run $run of $RUNS (targets: ${ORDER[*]})"
+  for bs in 512 4k; do
+    for jobs in 1 16; do
+      row_on "A${bs}x$jobs" || continue
+      for t in "${ORDER[@]}"; do measure "$t" "$run" "A${bs}x$jobs" run_fio "$t" "$bs" "$jobs" "$run"; done
     done
-  fi
-  if [ "$DO_B" = 1 ] && [ "$B_SUPPORTED" = 1 ]; then
+  done
+  if [ "$B_SUPPORTED" = 1 ]; then
     for rb in 4096 65536; do
       for thr in 1 10; do
-        for t in "${TARGETS[@]}"; do run_bench_read "$t" "$rb" "$thr" "$run"; done
+        row_on "B$((rb / 1024))kx$thr" || continue
+        for t in "${ORDER[@]}"; do
+          measure "$t" "$run" "B$((rb / 1024))kx$thr" run_bench_read "$t" "$rb" "$thr" "$run"
+        done
       done
     done
   fi
   if [ "$DO_C" = 1 ]; then
     FILL_FAILED=()
-    for step in fillseq fillrandom warm cold; do
-      for t in "${TARGETS[@]}"; do run_db_step "$t" "$run" "$step"; done
+    # A unit is the steps one cluster serves: the readrandoms read the DB
+    # that fillrandom loaded. On a cluster that stays up, every step is a
+    # unit of its own, and the targets take turns on each step.
+    steps=()
+    row_on fillseq && steps+=(fillseq)
+    row_on fillrandom && steps+=(fillrandom)
+    row_on readwarm && steps+=(warm)
+    row_on readcold && steps+=(cold)
+    units=("${steps[@]}")
+    if [ "$FRESH" = 1 ]; then
+      units=() chain=()
+      for step in "${steps[@]}"; do
+        if [ "$step" = fillseq ]; then units+=(fillseq); else chain+=("$step"); fi
+      done
+      [ ${#chain[@]} = 0 ] || units+=("${chain[*]}")
+    fi
+    for unit in "${units[@]}"; do
+      read -ra unit_steps <<<"$unit"
+      for t in "${ORDER[@]}"; do
+        measure "$t" "$run" "C.${unit_steps[0]}" run_db_steps "$t" "$run" "${unit_steps[@]}"
+      done
     done
     for t in "${TARGETS[@]}"; do rm -rf "${BLOCK_ROOT[$t]}/C-r$run-db" "${WAL_ROOT[$t]}/C-r$run-wal"; done
   fi
@@ -513,7 +704,11 @@ export CMP_RAW=$RAW CMP_TARGETS="${TARGETS[*]}" CMP_LOCAL="$LOCAL_FS" CMP_STATFS
   CMP_DO="$DO_A$DO_B$DO_C" CMP_B_SUPPORTED="$B_SUPPORTED" CMP_LOGFS_BIN="$LOGFS_BIN" CMP_GIT="$git_rev" \
   CMP_ELAPSED="$ELAPSED" CMP_DB_KEYS="$DB_KEYS" CMP_FILLSEQ=$((FILLSEQ_PER_SEC * SECS)) \
   CMP_B_FILES="$B_FILES" CMP_B_FILE_BYTES="$B_FILE_BYTES" CMP_GL_HOST="$GL_HOST" \
-  CMP_VERSIONS="$versions"
+  CMP_VERSIONS="$versions" CMP_ROWS="${!ROW_ON[*]}" CMP_BASE_BIN="$BASE_BIN"
+if [ "$FRESH" = 1 ]; then
+  CMP_BIN_SHA="$(sha256sum "$BASE_BIN" | cut -c1-12) $(sha256sum "$LOGFS_BIN" | cut -c1-12)"
+  export CMP_BIN_SHA
+fi
 mkdir -p "$(dirname "$OUT")"
 python3 - >"$OUT.tmp" <<'PY'
 import math, os, statistics, subprocess, time
@@ -524,6 +719,9 @@ targets = E["CMP_TARGETS"].split()
 others = [t for t in targets if t != "ext4"]
 local = E["CMP_LOCAL"]
 label = {t: (local if t == "ext4" else t) for t in targets}
+if "baseline" in targets: label["baseline"] = "logfs (baseline)"
+ref = "ext4" if "ext4" in targets else None          # the ratios' reference
+check = ref is not None and "logfs" in targets       # the target and "logfs met" columns
 vals = defaultdict(list)          # (id, target) -> [(run, value)]
 for line in open(E["CMP_RAW"]):
     i, t, r, v = line.rstrip("\n").split("\t")
@@ -540,27 +738,27 @@ def fmt(x, kind):
     if kind == "ratio": return "%.2f" % x
     return "%.0f" % x if x >= 100 else "%.1f" % x
 
-rows = []   # (workload, variant, metric, id, kind, target)
+rows = []   # (row name as in --rows, workload, variant, metric, id, kind, target)
+on = set(E["CMP_ROWS"].split())
+for bs, bsl in (("512", "512 B"), ("4k", "4 KiB")):
+    for j in (1, 16):
+        tgt = (">=", 0.5) if bs == "512" else None
+        rows.append(("A%sx%d" % (bs, j), "A fio append+fdatasync", "%s, %d job%s" % (bsl, j, "s" if j > 1 else ""),
+                     "syncs/s", "A.%s.%d" % (bs, j), "rate", tgt))
+for rb, rbl in (("4096", "4 KiB"), ("65536", "64 KiB")):
+    for th in (1, 10):
+        for ph in ("cold", "warm"):
+            name, v = "B%dkx%d" % (int(rb) // 1024, th), "%s, %d thr, %s" % (rbl, th, ph)
+            rows.append((name, "B logfs bench read", v, "p50 us", "B.%s.%d.%s.p50" % (rb, th, ph), "lat", None))
+            rows.append((name, "B logfs bench read", v, "ops/s", "B.%s.%d.%s.ops" % (rb, th, ph), "rate", None))
+if {"B4kx1", "B4kx10"} <= on:
+    rows.append(("B4kx10", "B logfs bench read", "4 KiB warm, p50 10 thr / 1 thr", "ratio", "B.ratio", "ratio", ("<=", 1.5)))
+rows.append(("fillseq", "C db_bench", "fillseq --sync=1 (%s keys)" % E["CMP_FILLSEQ"], "ops/s", "C.fillseq", "rate", (">=", 0.5)))
+rows.append(("fillrandom", "C db_bench", "fillrandom (%s keys)" % E["CMP_DB_KEYS"], "ops/s", "C.fillrandom", "rate", None))
+rows.append(("readwarm", "C db_bench", "readrandom warm", "ops/s", "C.warm", "rate", (">=", 0.9)))
+rows.append(("readcold", "C db_bench", "readrandom after drop_caches", "ops/s", "C.cold", "rate", None))
+rows = [r[1:] for r in rows if r[0] in on]
 do_a, do_b, do_c = (c == "1" for c in E["CMP_DO"])
-if do_a:
-    for bs, bsl in (("512", "512 B"), ("4k", "4 KiB")):
-        for j in (1, 16):
-            tgt = (">=", 0.5) if bs == "512" else None
-            rows.append(("A fio append+fdatasync", "%s, %d job%s" % (bsl, j, "s" if j > 1 else ""),
-                         "syncs/s", "A.%s.%d" % (bs, j), "rate", tgt))
-if do_b:
-    for rb, rbl in (("4096", "4 KiB"), ("65536", "64 KiB")):
-        for th in (1, 10):
-            for ph in ("cold", "warm"):
-                v = "%s, %d thr, %s" % (rbl, th, ph)
-                rows.append(("B logfs bench read", v, "p50 us", "B.%s.%d.%s.p50" % (rb, th, ph), "lat", None))
-                rows.append(("B logfs bench read", v, "ops/s", "B.%s.%d.%s.ops" % (rb, th, ph), "rate", None))
-    rows.append(("B logfs bench read", "4 KiB warm, p50 10 thr / 1 thr", "ratio", "B.ratio", "ratio", ("<=", 1.5)))
-if do_c:
-    rows.append(("C db_bench", "fillseq --sync=1 (%s keys)" % E["CMP_FILLSEQ"], "ops/s", "C.fillseq", "rate", (">=", 0.5)))
-    rows.append(("C db_bench", "fillrandom (%s keys)" % E["CMP_DB_KEYS"], "ops/s", "C.fillrandom", "rate", None))
-    rows.append(("C db_bench", "readrandom warm", "ops/s", "C.warm", "rate", (">=", 0.9)))
-    rows.append(("C db_bench", "readrandom after drop_caches", "ops/s", "C.cold", "rate", None))
 
 def cell(i, t):
     if i == "B.ratio":
@@ -579,10 +777,18 @@ w("- date: %s; kernel %s; %d CPUs; memory %s" % (time.strftime("%Y-%m-%d %H:%M:%
   os.uname().release, os.cpu_count(), E["CMP_MEM"]))
 w("- work dir: `%s` on **%s** (statfs type %s); all targets on that disk" % (E["CMP_WORK"], local, E["CMP_STATFS"]))
 w("- command: `%s`" % E["CMP_CMDLINE"])
-w("- logfs: `%s` at commit %s; embedded cluster, 1 meta + 3 segd on loopback; fio and db_bench --wal_dir in a "
-  "`user.logfs.kind=wal` dir, db_bench --db and bench read in a `block` dir" % (E["CMP_LOGFS_BIN"], E["CMP_GIT"]))
-w("- passthrough: libfuse example passthrough_ll, compiled at run time, its defaults "
-  "(cache=auto: entry/attr timeout 1 s, no writeback cache, max_threads 10), over a dir on the same disk")
+if "logfs" in targets:
+    w("- logfs: `%s` at commit %s; embedded cluster, 1 meta + 3 segd on loopback; fio and db_bench --wal_dir in a "
+      "`user.logfs.kind=wal` dir, db_bench --db and bench read in a `block` dir" % (E["CMP_LOGFS_BIN"], E["CMP_GIT"]))
+if "baseline" in targets:
+    sha_base, sha_logfs = E["CMP_BIN_SHA"].split()
+    w("- logfs (baseline): `%s` (sha256 %s; logfs: sha256 %s), the same setup; each logfs cell on a fresh cluster of "
+      "its binary that lives for that row only (C's fillrandom and readrandoms share one), the two binaries back to "
+      "back in each row, the baseline first in odd runs, logfs first in even runs; `logfs/baseline` = logfs / "
+      "logfs (baseline)" % (E["CMP_BASE_BIN"], sha_base, sha_logfs))
+if "passthrough" in targets:
+    w("- passthrough: libfuse example passthrough_ll, compiled at run time, its defaults "
+      "(cache=auto: entry/attr timeout 1 s, no writeback cache, max_threads 10), over a dir on the same disk")
 if "gluster" in targets:
     w("- gluster: replica 3 volume, 3 bricks under the work dir on %s (force), mounted with "
       "`mount -t glusterfs %s:/VOL` in a network namespace of the run, default volume options" % (E["CMP_GL_HOST"], E["CMP_GL_HOST"]))
@@ -598,22 +804,32 @@ if do_b:
         w("- B: **n/a**: this logfs binary has no working `bench read` subcommand")
 if do_c: w("- C: `db_bench --compression_type=none`; readrandom warm = a new process after readseq over the DB; "
   "cold = `sync; echo 3 > /proc/sys/vm/drop_caches` first (also empties the page cache under segd and bricks)")
-w("- ratio = target / %s of the same figure: higher is better for syncs/s and ops/s, lower for p50 latency; "
-  "\"met\" checks logfs against the issue's target" % label["ext4"])
+if ref:
+    w("- ratio = target / %s of the same figure: higher is better for syncs/s and ops/s, lower for p50 latency; "
+      "\"met\" checks logfs against the issue's target" % label["ext4"])
 w("- wall time of the measurements: %s s" % E["CMP_ELAPSED"])
 w("")
-hdr = ["workload", "variant", "metric"] + [label[t] for t in targets] + \
-      ["%s/%s" % (t, label["ext4"]) for t in others] + ["target", "logfs met"]
+hdr = ["workload", "variant", "metric"] + [label[t] for t in targets]
+if ref: hdr += ["%s/%s" % (label[t], label[ref]) for t in others]
+if "baseline" in targets: hdr += ["logfs/baseline"]
+ncols = len(hdr)
+if check: hdr += ["target", "logfs met"]
 w("| " + " | ".join(hdr) + " |")
-w("|" + "|".join("---" if k < 3 else "--:" for k in range(len(hdr) - 2)) + "|---|---|")
+w("|" + "|".join("---" if k < 3 else "--:" for k in range(ncols)) + "|" + "---|---|" * check)
+def ratio(x, y, digits):
+    return "%.*fx" % (digits, x / y) if x is not None and y else "n/a"
 for wl, var, metric, i, kind, tgt in rows:
     cells = {t: cell(i, t) for t in targets}
     line = [wl, var, metric] + [fmt(cells[t][0], kind) + cells[t][1] for t in targets]
-    base = cells["ext4"][0]
-    for t in others:
-        x = cells[t][0]
-        line.append("-" if i == "B.ratio" else ("%.2fx" % (x / base) if x is not None and base else "n/a"))
-    if tgt:
+    if ref:
+        for t in others:
+            line.append("-" if i == "B.ratio" else ratio(cells[t][0], cells[ref][0], 2))
+    if "baseline" in targets:
+        line.append("-" if i == "B.ratio" else ratio(cells["logfs"][0], cells["baseline"][0], 3))
+    if not check:
+        pass
+    elif tgt:
+        base = cells["ext4"][0]
         op, th = tgt
         if i == "B.ratio":
             tv = cells["logfs"][0]
@@ -634,14 +850,21 @@ if runs > 1:
     w("")
     w("Per-run values (run 1, 2, ...):")
     w("")
-    w("| id | " + " | ".join(label[t] for t in targets) + " |")
-    w("|---|" + "---|" * len(targets))
+    pair = ["logfs/baseline"] if "baseline" in targets else []
+    w("| id | " + " | ".join([label[t] for t in targets] + pair) + " |")
+    w("|---|" + "---|" * (len(targets) + len(pair)))
     ids = []
     for line in open(E["CMP_RAW"]):
         i = line.split("\t")[0]
         if i not in ids: ids.append(i)
+    def per_run_ratios(i):   # logfs / baseline of the same run
+        base = dict(vals.get((i, "baseline"), []))
+        return ", ".join("%.3f" % (v / base[r]) if base.get(r) and not math.isnan(v / base[r]) else "nan"
+                         for r, v in sorted(vals.get((i, "logfs"), [])))
     for i in ids:
-        w("| %s | " % i + " | ".join(", ".join("%g" % v for _, v in sorted(vals.get((i, t), []))) for t in targets) + " |")
+        line = [", ".join("%g" % v for _, v in sorted(vals.get((i, t), []))) for t in targets]
+        if pair: line.append(per_run_ratios(i))
+        w("| %s | " % i + " | ".join(line) + " |")
 print("\n".join(out))
 PY
 mv "$OUT.tmp" "$OUT"
