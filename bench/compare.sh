@@ -477,6 +477,7 @@ measure() {
     CLUSTER_DOWN=1
     cell_failed "run $run $cell $t: $MOUNT_WHY" "$LOGS/logfs-mount.log" "$t"
   fi
+  sync  # the new cluster's files reach the disk before the cell, not during it
   "$@"
   stop_logfs "$LOGS/logfs/r$run.$cell.$t"
   is_mounted "$LOGFS_MNT" && die "$LOGFS_MNT is still mounted after the $cell cell of $t"
