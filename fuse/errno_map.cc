@@ -9,8 +9,47 @@
 
 namespace logfs::fuse {
 
+namespace {
+
+// The errno for a status that carries none, by its code (README "Errors").
+int ErrnoOfCode(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+      return ENOENT;
+    case absl::StatusCode::kAlreadyExists:
+      return EEXIST;
+    case absl::StatusCode::kPermissionDenied:
+      return EPERM;
+    case absl::StatusCode::kInvalidArgument:
+      return EINVAL;
+    case absl::StatusCode::kOutOfRange:
+      return EINVAL;
+    case absl::StatusCode::kResourceExhausted:
+      return ENOSPC;
+    // A server that does not answer in time is, for the caller, the same
+    // cause as one that cannot be reached (README "Errors"): EIO, as an NFS
+    // soft mount answers; ETIMEDOUT is not an errno file calls document.
+    case absl::StatusCode::kDeadlineExceeded:
+      return EIO;
+    case absl::StatusCode::kUnimplemented:
+      return ENOSYS;
+    case absl::StatusCode::kFailedPrecondition:
+      return EIO;
+    case absl::StatusCode::kAborted:
+      return EAGAIN;
+    case absl::StatusCode::kUnauthenticated:
+      return EACCES;
+    default:
+      return EIO;
+  }
+}
+
+}  // namespace
+
 int ToErrno(const absl::Status& status) {
-  int err = ErrnoFromStatus(status);
+  if (status.ok()) return 0;
+  int err = AttachedErrno(status);
+  if (err == 0) err = ErrnoOfCode(status);
   // A failing cluster can fail every call of a busy application.
   if (err == EIO) LOGFS_LOG_EVERY_MS(WARNING, 1000) << "returning EIO for: " << status;
   return err;

@@ -7,7 +7,9 @@
 namespace logfs::fuse {
 
 // 0 for OK; else the attached errno (src/status/posix_error.h) or one
-// derived from the status code. Logs statuses that become EIO, since those
+// derived from the status code (kNotFound→ENOENT, kResourceExhausted→
+// ENOSPC, kUnavailable/kDeadlineExceeded/kDataLoss/kInternal→EIO, ...; the
+// table is in README "Errors"). Logs statuses that become EIO, since those
 // lose their detail on the way to the application.
 int ToErrno(const absl::Status& status);
 

@@ -490,11 +490,11 @@ TEST_F(FileWriterTest, SyncPastTheFsyncDeadlineFailsTheWriter) {
   cluster_->Advance(absl::Milliseconds(500));
   cluster_->FireDueTimers();
   ASSERT_TRUE(sync.Wait());
-  EXPECT_EQ(EIO, ErrnoFromStatus(sync.status)) << sync.status;
+  EXPECT_EQ(EIO, AttachedErrno(sync.status)) << sync.status;
   EXPECT_EQ(0u, cluster_->pending_timers()) << "no waiter left: no re-arm";
   // (c) Sticky.
-  EXPECT_EQ(EIO, ErrnoFromStatus(writer_->Write(std::nullopt, "more")));
-  EXPECT_EQ(EIO, ErrnoFromStatus(Sync()));
+  EXPECT_EQ(EIO, AttachedErrno(writer_->Write(std::nullopt, "more")));
+  EXPECT_EQ(EIO, AttachedErrno(Sync()));
   EXPECT_EQ(0u, writer_->acked_length());
 }
 

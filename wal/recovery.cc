@@ -158,7 +158,7 @@ FileWriter::ReplicaSealResult FileWriter::CompleteAndSealUnlocking(
     }
     LOGFS_LOG_EVERY_MS(WARNING, 1000)
         << "could not seal segment " << segment.id << " on " << fill.address << ": " << s;
-    fill_no_space |= absl::IsResourceExhausted(s) || ErrnoFromStatus(s) == ENOSPC;
+    fill_no_space |= absl::IsResourceExhausted(s) || AttachedErrno(s) == ENOSPC;
   }
   ReplicaSealResult result = SealReplicasAndWait(segment, length, std::move(complete));
   mu_.Lock();

@@ -43,10 +43,10 @@ absl::Status FileWriter::OpenNextSegmentUnlocking(uint64_t sealed_id, uint64_t s
     // Out of space (meta has no server with room, or the replicas we roll
     // away from were full) is ENOSPC, as on a local disk; the rest is EIO.
     const bool no_space =
-        ErrnoFromStatus(inode.status()) == ENOSPC || absl::IsResourceExhausted(last_replica_error_);
+        AttachedErrno(inode.status()) == ENOSPC || absl::IsResourceExhausted(last_replica_error_);
     // A file at its segment limit (store/format/limits.h) is too large, as
     // on a local disk past the file size limit.
-    if (ErrnoFromStatus(inode.status()) == EFBIG) return inode.status();
+    if (AttachedErrno(inode.status()) == EFBIG) return inode.status();
     return PosixError(no_space ? ENOSPC : EIO, inode.status().message());
   }
   return InstallSegmentLocked(*inode, sealed_length);

@@ -46,7 +46,7 @@ void FileWriter::SealReplicas(SegmentRef segment, uint64_t length, ReplicaAddres
                                  << ": " << s;
                              round->result.failed.push_back(index);
                              round->result.no_space |=
-                                 absl::IsResourceExhausted(s) || ErrnoFromStatus(s) == ENOSPC;
+                                 absl::IsResourceExhausted(s) || AttachedErrno(s) == ENOSPC;
                              round->result.last_error = std::move(s);
                            }
                            if (--round->pending != 0) return;

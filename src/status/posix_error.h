@@ -13,13 +13,9 @@ namespace logfs {
 // and the errno itself attached.
 absl::Status PosixError(int errno_value, absl::string_view message);
 
-// The errno to report for `status`: the attached one if any, else one
-// derived from the code (kNotFound→ENOENT, kResourceExhausted→ENOSPC,
-// kUnavailable/kDeadlineExceeded/kDataLoss/kInternal→EIO, ...; the table
-// is in README "Errors"). 0 for OK.
-int ErrnoFromStatus(const absl::Status& status);
-
-// The attached errno, or 0 when none.
+// The attached errno, or 0 when none. Code below fuse/ tests for a
+// particular POSIX error with it (AttachedErrno(s) == EBUSY); which errno
+// a status without one reports is fuse/errno_map's business alone.
 int AttachedErrno(const absl::Status& status);
 
 }  // namespace logfs

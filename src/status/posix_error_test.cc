@@ -1,27 +1,33 @@
-// The one mapping of statuses to errno (README "Errors").
 #include "src/status/posix_error.h"
 
 #include <gtest/gtest.h>
 
 #include <cerrno>
 
+#include "src/status/syscall_error.h"
+
 namespace logfs {
 namespace {
 
-TEST(PosixErrorTest, AttachedErrnoWins) {
-  EXPECT_EQ(ENOTEMPTY, ErrnoFromStatus(PosixError(ENOTEMPTY, "not empty")));
-  EXPECT_EQ(EBUSY, ErrnoFromStatus(PosixError(EBUSY, "leased")));
-  EXPECT_EQ(0, ErrnoFromStatus(absl::OkStatus()));
+TEST(PosixErrorTest, TheErrnoRidesAlongWithTheCanonicalCode) {
+  absl::Status busy = PosixError(EBUSY, "leased");
+  EXPECT_EQ(EBUSY, AttachedErrno(busy));
+  EXPECT_EQ(absl::StatusCode::kFailedPrecondition, busy.code());  // as absl::ErrnoToStatus
+  EXPECT_EQ("leased", busy.message());
+  EXPECT_EQ(ENOTEMPTY, AttachedErrno(PosixError(ENOTEMPTY, "not empty")));
 }
 
-TEST(PosixErrorTest, UnreachableAndTooSlowAreTheSameCause) {
-  // Goal: a server that does not answer in time and one that cannot be
-  // reached give the caller the same errno (issue 11: open for write gave
-  // ETIMEDOUT where every other call gave EIO).
-  EXPECT_EQ(EIO, ErrnoFromStatus(absl::UnavailableError("connection refused")));
-  EXPECT_EQ(EIO, ErrnoFromStatus(absl::DeadlineExceededError("no response in time")));
-  EXPECT_EQ(ENOSPC, ErrnoFromStatus(absl::ResourceExhaustedError("disk full")));
-  EXPECT_EQ(EIO, ErrnoFromStatus(absl::DataLossError("crc")));
+TEST(PosixErrorTest, StatusesWithoutAnErrnoCarryNone) {
+  EXPECT_EQ(0, AttachedErrno(absl::OkStatus()));
+  EXPECT_EQ(0, AttachedErrno(absl::NotFoundError("x")));
+  EXPECT_EQ(0, AttachedErrno(absl::UnavailableError("connection refused")));
+}
+
+TEST(SyscallErrorTest, KeepsTheErrnoAndSaysWhatFailed) {
+  absl::Status s = SyscallError(ENOSPC, "pwrite journal");
+  EXPECT_EQ(ENOSPC, AttachedErrno(s));
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_NE(std::string::npos, s.message().find("pwrite journal")) << s;
 }
 
 }  // namespace

@@ -144,7 +144,7 @@ TEST_F(MetaClientTest, MetaErrorIsFinalAndKeepsItsErrno) {
   auto client = ClientOf(meta.address(), absl::Seconds(10));
   auto attr = client->Lookup(1, "missing");
   ASSERT_FALSE(attr.ok());
-  EXPECT_EQ(ENOENT, ErrnoFromStatus(attr.status()));
+  EXPECT_EQ(ENOENT, AttachedErrno(attr.status()));
   EXPECT_TRUE(rpc::IsServerAnswer(attr.status()));
   EXPECT_EQ(1u, meta.requests().size());
 }

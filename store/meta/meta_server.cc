@@ -165,8 +165,8 @@ class MetaServerImpl : public MetaServer {
     if (inode.ok()) {
       LOG(INFO) << "recovered inode " << ino << " after its writer's lease lapsed: "
                 << inode->attr().size() << " bytes";
-    } else if (absl::IsUnavailable(inode.status()) ||
-               ErrnoFromStatus(inode.status()) == EAGAIN) {
+    } else if (absl::IsUnavailable(inode.status()) || absl::IsAborted(inode.status()) ||
+               AttachedErrno(inode.status()) == EAGAIN) {
       // Too few replicas answer: tried again every lease_recovery_delay_ms,
       // one bounded attempt each time.
       LOGFS_LOG_EVERY_MS(WARNING, 10000) << "recovering inode " << ino

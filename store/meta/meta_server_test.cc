@@ -172,8 +172,8 @@ TEST_F(MetaServerTest, OpenWriteAndSealPlaceSegmentOnThreeServers) {
   // (b) a file, with POSIX errors carried back with their errno.
   auto file = Create(1, "wal.log", S_IFREG | 0644);
   ASSERT_TRUE(file.ok()) << file.status();
-  EXPECT_EQ(EEXIST, ErrnoFromStatus(Create(1, "wal.log", S_IFREG | 0644).status()));
-  EXPECT_EQ(ENOENT, ErrnoFromStatus(Lookup(1, "missing").status()));
+  EXPECT_EQ(EEXIST, AttachedErrno(Create(1, "wal.log", S_IFREG | 0644).status()));
+  EXPECT_EQ(ENOENT, AttachedErrno(Lookup(1, "missing").status()));
   EXPECT_EQ(file->ino(), Lookup(1, "wal.log")->ino());
   // (c) OpenWrite, then the first segment.
   proto::OpenWriteRequest open;
@@ -197,7 +197,7 @@ TEST_F(MetaServerTest, OpenWriteAndSealPlaceSegmentOnThreeServers) {
   // (d) another mount is refused.
   open.set_mount_id(mount->mount_id() + 1);
   auto busy = Call<proto::InodeResponse>(format::MessageType::kOpenWrite, open);
-  EXPECT_EQ(EBUSY, ErrnoFromStatus(busy.status()));
+  EXPECT_EQ(EBUSY, AttachedErrno(busy.status()));
   auto statfs = Call<proto::StatFsResponse>(format::MessageType::kStatFs, proto::Empty());
   ASSERT_TRUE(statfs.ok());
   EXPECT_EQ(3u, statfs->live_servers());

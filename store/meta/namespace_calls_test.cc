@@ -85,7 +85,7 @@ TEST_F(NamespaceCallsTest, RetriedCreateAfterRestartGetsTheFirstReply) {
   auto root = ns_->GetAttr(kRootIno);
   ASSERT_TRUE(root.ok());
   EXPECT_EQ(3u, root->nlink());  // one subdirectory
-  EXPECT_EQ(EEXIST, ErrnoFromStatus(ns_->Create(CreateRequest("f", S_IFREG | 0644, 3)).status()));
+  EXPECT_EQ(EEXIST, AttachedErrno(ns_->Create(CreateRequest("f", S_IFREG | 0644, 3)).status()));
 }
 
 TEST_F(NamespaceCallsTest, RetriedRenameAndUnlinkAfterRestartSucceed) {
@@ -102,8 +102,8 @@ TEST_F(NamespaceCallsTest, RetriedRenameAndUnlinkAfterRestartSucceed) {
   EXPECT_TRUE(ns_->Lookup(kRootIno, "b").ok());
   EXPECT_EQ(1, Entries());
   // Without the record (another call id) they fail as POSIX says.
-  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->Rename(RenameRequest("a", "b", 5))));
-  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->Unlink(kRootIno, "x", false, Call(6))));
+  EXPECT_EQ(ENOENT, AttachedErrno(ns_->Rename(RenameRequest("a", "b", 5))));
+  EXPECT_EQ(ENOENT, AttachedErrno(ns_->Unlink(kRootIno, "x", false, Call(6))));
 }
 
 TEST_F(NamespaceCallsTest, RetriedSetXattrCreateDoesNotFailWithEexist) {
@@ -122,13 +122,13 @@ TEST_F(NamespaceCallsTest, RetriedSetXattrCreateDoesNotFailWithEexist) {
   EXPECT_TRUE(ns_->SetXattr(set).ok());
   ASSERT_TRUE(ns_->RemoveXattr(file->ino(), "user.k", Call(3)).ok());
   EXPECT_TRUE(ns_->RemoveXattr(file->ino(), "user.k", Call(3)).ok());
-  EXPECT_EQ(ENODATA, ErrnoFromStatus(ns_->GetXattr(file->ino(), "user.k").status()));
+  EXPECT_EQ(ENODATA, AttachedErrno(ns_->GetXattr(file->ino(), "user.k").status()));
 }
 
 TEST_F(NamespaceCallsTest, FailedChangeIsNotRecorded) {
   // Goal: a change that failed changed nothing and is not recorded, so its
   // retry runs afresh (here: succeeds once its cause is gone).
-  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->Rename(RenameRequest("a", "b", 1))));
+  EXPECT_EQ(ENOENT, AttachedErrno(ns_->Rename(RenameRequest("a", "b", 1))));
   ASSERT_TRUE(ns_->Create(CreateRequest("a", S_IFREG | 0644, 2)).ok());
   EXPECT_TRUE(ns_->Rename(RenameRequest("a", "b", 1)).ok());
   EXPECT_TRUE(ns_->Lookup(kRootIno, "b").ok());
@@ -142,12 +142,12 @@ TEST_F(NamespaceCallsTest, TableKeepsTheLastChangesOfEachMountAndExpiresOldOnes)
     ASSERT_TRUE(ns_->Create(CreateRequest("f" + std::to_string(seq), S_IFREG | 0644, seq)).ok());
   }
   // Call 1 is forgotten: its retry is a new create, EEXIST; call 2 is kept.
-  EXPECT_EQ(EEXIST, ErrnoFromStatus(ns_->Create(CreateRequest("f1", S_IFREG | 0644, 1)).status()));
+  EXPECT_EQ(EEXIST, AttachedErrno(ns_->Create(CreateRequest("f1", S_IFREG | 0644, 1)).status()));
   EXPECT_TRUE(ns_->Create(CreateRequest("f2", S_IFREG | 0644, 2)).ok());
   // An hour later everything is expired.
   now_ns_ += 60 * 60 * 1000 * kMs + 1;
   ASSERT_TRUE(ns_->ExpireCallRecords().ok());
-  EXPECT_EQ(EEXIST, ErrnoFromStatus(ns_->Create(CreateRequest("f2", S_IFREG | 0644, 2)).status()));
+  EXPECT_EQ(EEXIST, AttachedErrno(ns_->Create(CreateRequest("f2", S_IFREG | 0644, 2)).status()));
 }
 
 TEST_F(NamespaceCallsTest, CallIdOfAnotherTypeIsRefused) {

@@ -173,7 +173,7 @@ absl::Status Namespace::CommitReplica(const RereplicationTask& task) {
   absl::MutexLock lock(&mu_);
   Txn txn(db_);
   auto inode = txn.Get(task.ino);
-  if (!inode.ok() && ErrnoFromStatus(inode.status()) != ESTALE) return inode.status();
+  if (!inode.ok() && AttachedErrno(inode.status()) != ESTALE) return inode.status();
   proto::Segment* segment = inode.ok() ? FindSegment(*inode, task.segment_id) : nullptr;
   if (segment != nullptr && HasReplica(*segment, task.target_server_id)) return absl::OkStatus();
   if (segment == nullptr || !segment->sealed() || segment->length() != task.length) {

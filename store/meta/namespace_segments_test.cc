@@ -23,7 +23,7 @@ TEST_F(NamespaceTest, OrphanLeftAtRestartIsDeletedAtOpen) {
   ASSERT_TRUE(ns_->Unlink(kRootIno, "f", false).ok());
   ASSERT_TRUE(ns_->GetAttr(f).ok());
   Reopen();
-  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(f).status()));
+  EXPECT_EQ(ESTALE, AttachedErrno(ns_->GetAttr(f).status()));
   EXPECT_EQ(std::vector<uint64_t>{segment_id}, Deletions(servers[1]));
 }
 
@@ -62,7 +62,7 @@ TEST_F(NamespaceTest, KindInheritanceAndXattrErrors) {
   EXPECT_EQ(EINVAL, SetXattrErrno(wal_dir, "user.logfs.replication", "0"));
   EXPECT_EQ(EPERM, SetXattrErrno(log, "user.logfs.segments", "x"));
   EXPECT_EQ(EPERM, SetXattrErrno(log, "user.logfs.durable_length", "1"));
-  EXPECT_EQ(EPERM, ErrnoFromStatus(ns_->RemoveXattr(wal_dir, "user.logfs.kind")));
+  EXPECT_EQ(EPERM, AttachedErrno(ns_->RemoveXattr(wal_dir, "user.logfs.kind")));
   // A file with data keeps its settings.
   RegisterServers(3);
   WriteAndClose(log, 1, 10);
@@ -73,7 +73,7 @@ TEST_F(NamespaceTest, KindInheritanceAndXattrErrors) {
   EXPECT_EQ(EEXIST, SetXattrErrno(log, "user.note", "again", 1));
   EXPECT_EQ(ENODATA, SetXattrErrno(log, "user.other", "v", /*XATTR_REPLACE=*/2));
   EXPECT_EQ("hi", Xattr(log, "user.note"));
-  EXPECT_EQ(ENODATA, ErrnoFromStatus(ns_->GetXattr(log, "user.other").status()));
+  EXPECT_EQ(ENODATA, AttachedErrno(ns_->GetXattr(log, "user.other").status()));
   EXPECT_EQ(E2BIG, SetXattrErrno(log, "user.big", std::string((64 << 10) + 1, 'v')));
   EXPECT_EQ(ERANGE, SetXattrErrno(log, "user." + std::string(251, 'n'), "v"));
   auto names = ns_->ListXattr(log);
@@ -83,7 +83,7 @@ TEST_F(NamespaceTest, KindInheritanceAndXattrErrors) {
             *names);
   EXPECT_EQ(3u, ns_->ListXattr(wal_dir)->size());
   ASSERT_TRUE(ns_->RemoveXattr(log, "user.note").ok());
-  EXPECT_EQ(ENODATA, ErrnoFromStatus(ns_->RemoveXattr(log, "user.note")));
+  EXPECT_EQ(ENODATA, AttachedErrno(ns_->RemoveXattr(log, "user.note")));
 }
 
 TEST_F(NamespaceTest, OpenWriteIsExclusivePerMountAndReentrant) {
@@ -93,20 +93,20 @@ TEST_F(NamespaceTest, OpenWriteIsExclusivePerMountAndReentrant) {
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_TRUE(first->attr().open_for_write());
   EXPECT_TRUE(ns_->GetAttr(f)->open_for_write());
-  EXPECT_EQ(EBUSY, ErrnoFromStatus(OpenWrite(f, 2).status()));
+  EXPECT_EQ(EBUSY, AttachedErrno(OpenWrite(f, 2).status()));
   EXPECT_TRUE(OpenWrite(f, 1).ok());
-  EXPECT_EQ(EISDIR, ErrnoFromStatus(OpenWrite(kRootIno, 1).status()));
+  EXPECT_EQ(EISDIR, AttachedErrno(OpenWrite(kRootIno, 1).status()));
   uint64_t link = Make(kRootIno, "l", S_IFLNK | 0777, "f");
-  EXPECT_EQ(EINVAL, ErrnoFromStatus(OpenWrite(link, 1).status()));
+  EXPECT_EQ(EINVAL, AttachedErrno(OpenWrite(link, 1).status()));
   // Mount 1 goes silent; mount 2 keeps heartbeating and takes over.
   Advance(30000);
   ASSERT_TRUE(ns_->MountHeartbeat(2).ok());
-  EXPECT_EQ(EBUSY, ErrnoFromStatus(OpenWrite(f, 2).status()));
+  EXPECT_EQ(EBUSY, AttachedErrno(OpenWrite(f, 2).status()));
   Advance(30001);
   ASSERT_TRUE(ns_->MountHeartbeat(2).ok());
   EXPECT_FALSE(ns_->GetAttr(f)->open_for_write());
   EXPECT_TRUE(OpenWrite(f, 2).ok());
-  EXPECT_EQ(EBUSY, ErrnoFromStatus(OpenWrite(f, 1).status()));
+  EXPECT_EQ(EBUSY, AttachedErrno(OpenWrite(f, 1).status()));
 }
 
 TEST_F(NamespaceTest, TruncateRules) {
@@ -123,13 +123,13 @@ TEST_F(NamespaceTest, TruncateRules) {
     request.set_mount_id(mount);
     return ns_->SetAttr(request);
   };
-  EXPECT_EQ(EPERM, ErrnoFromStatus(truncate(log, 10, 0).status()));
-  EXPECT_EQ(EPERM, ErrnoFromStatus(truncate(log, 60, 0).status()));
+  EXPECT_EQ(EPERM, AttachedErrno(truncate(log, 10, 0).status()));
+  EXPECT_EQ(EPERM, AttachedErrno(truncate(log, 60, 0).status()));
   EXPECT_EQ(50u, truncate(log, 50, 0)->size());  // same size: no-op
-  EXPECT_EQ(EISDIR, ErrnoFromStatus(truncate(wal_dir, 0, 0).status()));
+  EXPECT_EQ(EISDIR, AttachedErrno(truncate(wal_dir, 0, 0).status()));
   // (a) a live lease of another mount blocks truncate(0).
   ASSERT_TRUE(OpenWrite(log, 2).ok());
-  EXPECT_EQ(EBUSY, ErrnoFromStatus(truncate(log, 0, 3).status()));
+  EXPECT_EQ(EBUSY, AttachedErrno(truncate(log, 0, 3).status()));
   ASSERT_TRUE(Seal(log, 2, 0, 0, true).ok());
   // (b) truncate(0) drops the segments and queues the replicas.
   auto truncated = truncate(log, 0, 3);
@@ -148,9 +148,9 @@ TEST_F(NamespaceTest, TruncateRules) {
   uint64_t sst = File(kRootIno, "sst");
   EXPECT_EQ(0u, truncate(sst, 0, 0)->size());  // empty block file: no-op
   WriteAndClose(sst, 1, 20);
-  EXPECT_EQ(EPERM, ErrnoFromStatus(truncate(sst, 0, 0).status()));
-  EXPECT_EQ(EPERM, ErrnoFromStatus(OpenWrite(sst, 1).status()));
-  EXPECT_EQ(EPERM, ErrnoFromStatus(OpenWrite(sst, 1, true).status()));
+  EXPECT_EQ(EPERM, AttachedErrno(truncate(sst, 0, 0).status()));
+  EXPECT_EQ(EPERM, AttachedErrno(OpenWrite(sst, 1).status()));
+  EXPECT_EQ(EPERM, AttachedErrno(OpenWrite(sst, 1, true).status()));
 }
 
 TEST_F(NamespaceTest, SealSegmentPlacesNewSegmentOnDistinctServers) {
@@ -174,9 +174,9 @@ TEST_F(NamespaceTest, SealSegmentPlacesNewSegmentOnDistinctServers) {
   }
   EXPECT_EQ(3u, ids.size());
   // (a) errors: wrong segment, other mount, open segment not named.
-  EXPECT_EQ(ESTALE, ErrnoFromStatus(Seal(f, 1, s0.id() + 100, 5, false).status()));
-  EXPECT_EQ(ESTALE, ErrnoFromStatus(Seal(f, 1, 0, 0, false).status()));
-  EXPECT_EQ(EBUSY, ErrnoFromStatus(Seal(f, 2, s0.id(), 5, false).status()));
+  EXPECT_EQ(ESTALE, AttachedErrno(Seal(f, 1, s0.id() + 100, 5, false).status()));
+  EXPECT_EQ(ESTALE, AttachedErrno(Seal(f, 1, 0, 0, false).status()));
+  EXPECT_EQ(EBUSY, AttachedErrno(Seal(f, 2, s0.id(), 5, false).status()));
   // (b) seal at 100 and roll.
   auto second = Seal(f, 1, s0.id(), 100, false);
   ASSERT_TRUE(second.ok()) << second.status();
@@ -258,7 +258,7 @@ TEST_F(NamespaceTest, OpenWriteRecoversDeadWritersSegment) {
   fake_.Put(seg.replicas(1).address(), seg.id(), 80, 80);
   fake_.down.insert(seg.replicas(2).address());
   // (a) while mount 1's lease is live, mount 2 gets EBUSY and no recovery.
-  EXPECT_EQ(EBUSY, ErrnoFromStatus(OpenWrite(f, 2).status()));
+  EXPECT_EQ(EBUSY, AttachedErrno(OpenWrite(f, 2).status()));
   EXPECT_EQ(0, fake_.seal_calls);
   // (b) mount 1 dies; with only one replica reachable (fewer than
   // RF - AQ + 1 = 2) recovery refuses and changes nothing.
@@ -294,7 +294,7 @@ TEST_F(NamespaceTest, OpenWriteRecoversDeadWritersSegment) {
   auto next = Seal(f, 2, 0, 0, false);
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(100u, next->segments(1).file_offset());
-  EXPECT_EQ(EBUSY, ErrnoFromStatus(Seal(f, 1, seg.id(), 120, false).status()));
+  EXPECT_EQ(EBUSY, AttachedErrno(Seal(f, 1, seg.id(), 120, false).status()));
 }
 
 TEST_F(NamespaceTest, RollOnASmallClusterPlacesTheNextSegmentOnFewerReplicas) {

@@ -41,7 +41,7 @@ TEST_F(NamespaceTest, CreateLookupReaddir) {
   EXPECT_EQ(3u, ns_->GetAttr(kRootIno)->nlink());
   EXPECT_EQ("b", *ns_->Readlink(c));
   EXPECT_EQ(1u, ns_->GetAttr(c)->size());
-  EXPECT_EQ(EINVAL, ErrnoFromStatus(ns_->Readlink(b).status()));
+  EXPECT_EQ(EINVAL, AttachedErrno(ns_->Readlink(b).status()));
   EXPECT_EQ(kRootIno, LookupIno(a, ".."));
 
   auto page = ns_->Readdir(kRootIno, "");
@@ -55,16 +55,16 @@ TEST_F(NamespaceTest, CreateLookupReaddir) {
   EXPECT_TRUE(S_ISDIR(page->entries(0).mode()));
 
   EXPECT_EQ(EEXIST, CreateErrno(kRootIno, "b", S_IFREG | 0644));
-  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->Lookup(kRootIno, "zz").status()));
-  EXPECT_EQ(ENOTDIR, ErrnoFromStatus(ns_->Lookup(b, "x").status()));
+  EXPECT_EQ(ENOENT, AttachedErrno(ns_->Lookup(kRootIno, "zz").status()));
+  EXPECT_EQ(ENOTDIR, AttachedErrno(ns_->Lookup(b, "x").status()));
   EXPECT_EQ(ENOTDIR, CreateErrno(b, "x", S_IFREG | 0644));
-  EXPECT_EQ(ENOTDIR, ErrnoFromStatus(ns_->Readdir(b, "").status()));
+  EXPECT_EQ(ENOTDIR, AttachedErrno(ns_->Readdir(b, "").status()));
   EXPECT_EQ(ESTALE, CreateErrno(999, "x", S_IFREG | 0644));  // no such directory inode
   EXPECT_EQ(ENAMETOOLONG, CreateErrno(kRootIno, std::string(256, 'n'), S_IFREG | 0644));
-  EXPECT_EQ(ENAMETOOLONG, ErrnoFromStatus(ns_->Lookup(kRootIno, std::string(256, 'n')).status()));
+  EXPECT_EQ(ENAMETOOLONG, AttachedErrno(ns_->Lookup(kRootIno, std::string(256, 'n')).status()));
   EXPECT_EQ(0, CreateErrno(kRootIno, std::string(255, 'n'), S_IFREG | 0644));
   EXPECT_EQ(EINVAL, CreateErrno(kRootIno, "fifo", S_IFIFO | 0644));
-  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(12345).status()));
+  EXPECT_EQ(ESTALE, AttachedErrno(ns_->GetAttr(12345).status()));
 }
 
 
@@ -170,11 +170,11 @@ TEST_F(NamespaceTest, SegmentsPerFileAreBoundedWithEfbig) {
   ASSERT_TRUE(full.ok());
   EXPECT_EQ(static_cast<int>(segments), full->segments_size());
   EXPECT_GE(32u << 10, full->ByteSizeLong());
-  EXPECT_EQ(EFBIG, ErrnoFromStatus(rolled_status)) << rolled_status;
+  EXPECT_EQ(EFBIG, AttachedErrno(rolled_status)) << rolled_status;
   // (b)
   EXPECT_TRUE(full->segments(full->segments_size() - 1).sealed());
   EXPECT_EQ(segments, full->attr().size());
-  EXPECT_EQ(EFBIG, ErrnoFromStatus(Seal(ino, 1, 0, 0, /*close=*/false).status()));
+  EXPECT_EQ(EFBIG, AttachedErrno(Seal(ino, 1, 0, 0, /*close=*/false).status()));
   ASSERT_TRUE(Seal(ino, 1, 0, 0, /*close=*/true).ok());
   // (c)
   ASSERT_TRUE(OpenWrite(ino, 1, /*truncate=*/true).ok());
@@ -233,7 +233,7 @@ TEST_F(NamespaceTest, ListServersPagesAndAddressesAreBounded) {
   // (a)
   proto::RegisterServerRequest long_address;
   long_address.set_address(std::string(format::kServerAddressBytesMax + 1, 'a'));
-  EXPECT_EQ(EINVAL, ErrnoFromStatus(ns_->RegisterServer(long_address).status()));
+  EXPECT_EQ(EINVAL, AttachedErrno(ns_->RegisterServer(long_address).status()));
   // (b)
   const int servers = static_cast<int>(format::kListServersPageMax) + 5;
   std::vector<uint64_t> ids = RegisterServers(servers);
@@ -252,15 +252,15 @@ TEST_F(NamespaceTest, ListServersPagesAndAddressesAreBounded) {
 TEST_F(NamespaceTest, RmdirOfNonEmptyDirFailsWithEnotempty) {
   uint64_t a = Dir(kRootIno, "a");
   File(a, "f");
-  EXPECT_EQ(ENOTEMPTY, ErrnoFromStatus(ns_->Unlink(kRootIno, "a", true)));
-  EXPECT_EQ(EISDIR, ErrnoFromStatus(ns_->Unlink(kRootIno, "a", false)));
-  EXPECT_EQ(ENOTDIR, ErrnoFromStatus(ns_->Unlink(a, "f", true)));
-  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->Unlink(a, "nope", false)));
+  EXPECT_EQ(ENOTEMPTY, AttachedErrno(ns_->Unlink(kRootIno, "a", true)));
+  EXPECT_EQ(EISDIR, AttachedErrno(ns_->Unlink(kRootIno, "a", false)));
+  EXPECT_EQ(ENOTDIR, AttachedErrno(ns_->Unlink(a, "f", true)));
+  EXPECT_EQ(ENOENT, AttachedErrno(ns_->Unlink(a, "nope", false)));
   ASSERT_TRUE(ns_->Unlink(a, "f", false).ok());
   ASSERT_TRUE(ns_->Unlink(kRootIno, "a", true).ok());
   EXPECT_EQ(2u, ns_->GetAttr(kRootIno)->nlink());
-  EXPECT_EQ(ENOENT, ErrnoFromStatus(ns_->Lookup(kRootIno, "a").status()));
-  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(a).status()));
+  EXPECT_EQ(ENOENT, AttachedErrno(ns_->Lookup(kRootIno, "a").status()));
+  EXPECT_EQ(ESTALE, AttachedErrno(ns_->GetAttr(a).status()));
 }
 
 TEST_F(NamespaceTest, RenameReplacesAtomicallyAndFollowsTheRules) {
@@ -270,7 +270,7 @@ TEST_F(NamespaceTest, RenameReplacesAtomicallyAndFollowsTheRules) {
   ASSERT_EQ(0, RenameErrno(kRootIno, "x", kRootIno, "y"));
   EXPECT_EQ(x, LookupIno(kRootIno, "y"));
   EXPECT_EQ(0u, LookupIno(kRootIno, "x"));
-  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(y).status()));
+  EXPECT_EQ(ESTALE, AttachedErrno(ns_->GetAttr(y).status()));
   // (b) the errnos.
   uint64_t d = Dir(kRootIno, "d");
   uint64_t e = Dir(kRootIno, "e");
@@ -293,7 +293,7 @@ TEST_F(NamespaceTest, RenameReplacesAtomicallyAndFollowsTheRules) {
   EXPECT_EQ(3u, ns_->GetAttr(e)->nlink());
   ASSERT_EQ(0, RenameErrno(d, "sub", e, "empty"));
   EXPECT_EQ(sub, LookupIno(e, "empty"));
-  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(empty).status()));
+  EXPECT_EQ(ESTALE, AttachedErrno(ns_->GetAttr(empty).status()));
   EXPECT_EQ(2u, ns_->GetAttr(d)->nlink());
   EXPECT_EQ(3u, ns_->GetAttr(e)->nlink());
   EXPECT_EQ(e, LookupIno(sub, ".."));
@@ -319,7 +319,7 @@ TEST_F(NamespaceTest, UnlinkOfPinnedFileKeepsItUntilRelease) {
   EXPECT_TRUE(Deletions(servers[0]).empty());
   // (b) the last release deletes it and queues each replica once.
   ASSERT_TRUE(ns_->Release(f, 7).ok());
-  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(f).status()));
+  EXPECT_EQ(ESTALE, AttachedErrno(ns_->GetAttr(f).status()));
   for (uint64_t server : servers) {
     EXPECT_EQ(std::vector<uint64_t>{segment_id}, Deletions(server));
     EXPECT_TRUE(Deletions(server).empty());
@@ -350,7 +350,7 @@ TEST_F(NamespaceTest, AReplacedFileStaysOpenableForTheGraceThenGoesStale) {
   ASSERT_TRUE(ns_->ExpireMounts().ok());
   ASSERT_TRUE(ns_->GetAttr(y).ok());
   ASSERT_TRUE(ns_->Release(y, 7).ok());
-  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(y).status()));
+  EXPECT_EQ(ESTALE, AttachedErrno(ns_->GetAttr(y).status()));
   EXPECT_EQ(std::vector<uint64_t>{segment_id}, Deletions(servers[0]));
   // (c) unpinned: gone at the first expiry pass after the grace.
   ASSERT_TRUE(ns_->Unlink(kRootIno, "y", false).ok());
@@ -360,7 +360,7 @@ TEST_F(NamespaceTest, AReplacedFileStaysOpenableForTheGraceThenGoesStale) {
   ASSERT_TRUE(ns_->GetAttr(x).ok());
   Advance(1001);
   ASSERT_TRUE(ns_->ExpireMounts().ok());
-  EXPECT_EQ(ESTALE, ErrnoFromStatus(ns_->GetAttr(x).status()));
+  EXPECT_EQ(ESTALE, AttachedErrno(ns_->GetAttr(x).status()));
 }
 
 TEST_F(NamespaceTest, ALapsedLeaseGoesBackToALiveMountElseMetaRecoversTheFile) {

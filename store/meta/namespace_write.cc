@@ -366,7 +366,7 @@ absl::StatusOr<proto::Inode> Namespace::RecoverLease(uint64_t ino, bool only_if_
   as_recovery.set_ino(ino);
   as_recovery.set_mount_id(kRecoveryMountId);
   auto inode = FinishRecovery(as_recovery, plan, result);
-  if (!inode.ok() && ErrnoFromStatus(inode.status()) == EPERM) {
+  if (!inode.ok() && AttachedErrno(inode.status()) == EPERM) {
     // A sealed block file: recovered all the same (OpenWrite's EPERM).
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * sealed, txn.Get(ino));

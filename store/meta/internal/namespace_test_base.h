@@ -153,7 +153,7 @@ class NamespaceTest : public testing::Test {
     request.set_parent(parent);
     request.set_name(name);
     request.set_mode(mode);
-    return ErrnoFromStatus(ns_->Create(request).status());
+    return AttachedErrno(ns_->Create(request).status());
   }
   int RenameErrno(uint64_t parent, const std::string& name, uint64_t new_parent,
                   const std::string& new_name, uint32_t flags = 0) {
@@ -163,7 +163,7 @@ class NamespaceTest : public testing::Test {
     request.set_new_parent(new_parent);
     request.set_new_name(new_name);
     request.set_flags(flags);
-    return ErrnoFromStatus(ns_->Rename(request));
+    return AttachedErrno(ns_->Rename(request));
   }
   int SetXattrErrno(uint64_t ino, const std::string& name, const std::string& value,
                     uint32_t flags = 0) {
@@ -172,7 +172,7 @@ class NamespaceTest : public testing::Test {
     request.set_name(name);
     request.set_value(value);
     request.set_flags(flags);
-    return ErrnoFromStatus(ns_->SetXattr(request));
+    return AttachedErrno(ns_->SetXattr(request));
   }
   std::string Xattr(uint64_t ino, const std::string& name) {
     auto value = ns_->GetXattr(ino, name);
