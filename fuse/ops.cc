@@ -19,6 +19,7 @@
 #include "fuse/errno_map.h"
 #include "fuse/mount.h"
 #include "fuse/session.h"
+#include "store/format/limits.h"
 #include "store/format/setattr_bits.h"
 #include "store/format/xattr_names.h"
 
@@ -39,7 +40,6 @@ static_assert(format::kSetAttrMode == FUSE_SET_ATTR_MODE &&
 // attributes for a while; files being written are asked for every time.
 constexpr double kSealedAttrTimeoutSeconds = 1.0;
 constexpr double kEntryTimeoutSeconds = 1.0;
-constexpr unsigned kMaxWriteBytes = 1u << 20;
 
 Mount& M(fuse_req_t req) { return *static_cast<Mount*>(fuse_req_userdata(req)); }
 
@@ -100,7 +100,7 @@ void ReplyStatus(fuse_req_t req, const absl::Status& status) {
 }
 
 void OpInit(void* userdata, fuse_conn_info* conn) noexcept {
-  conn->max_write = kMaxWriteBytes;
+  conn->max_write = format::kFuseWriteBytesMax;
   // Appends must reach us in order and at once: no kernel write-back cache.
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 }

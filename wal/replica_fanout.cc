@@ -8,6 +8,7 @@
 #include "src/status/posix_error.h"
 #include "src/util/crc32c.h"
 #include "src/util/log_rate_limit.h"
+#include "store/format/limits.h"
 #include "wal/file_writer.h"
 #include "wal/internal/busy_writers.h"
 #include "wal/writer_counters.h"
@@ -18,8 +19,6 @@ void FileWriter::SendBufferLocked(rpc::CallBatch* sends) {
   // While a recovery rolls away from open_, new bytes wait in the buffer
   // and go to the next segment with the re-sent tail.
   if (tail_.buffered() == 0 || !open_.has_value() || phase_ == WriterPhase::kRecovering) return;
-  // Bound one append to what a frame can carry.
-  constexpr size_t kMaxAppendBytes = 8u << 20;
   // One buffer per append, shared by the calls to every replica: the bytes
   // are copied once more, into the re-send tail, and nowhere else.
   std::string pending = tail_.TakeBuffered();
@@ -28,7 +27,7 @@ void FileWriter::SendBufferLocked(rpc::CallBatch* sends) {
   AppendCall call;
   call.segment = {open_->id(), open_->epoch()};
   while (!rest.empty()) {
-    const size_t n = std::min(rest.size(), kMaxAppendBytes);
+    const size_t n = std::min<size_t>(rest.size(), format::kAppendBytesMax);
     auto chunk = n == pending.size() ? std::make_shared<const std::string>(std::move(pending))
                                      : std::make_shared<const std::string>(rest.substr(0, n));
     rest = n == rest.size() ? absl::string_view() : rest.substr(n);

@@ -19,6 +19,13 @@ namespace logfs::format {
 // chunk a copy or a short-circuit read moves at once).
 inline constexpr uint64_t kReadBytesMax = 8u << 20;
 static_assert(kReadBytesMax <= kMaxDataBytes, "a full Read answer fits in one frame");
+// Largest Append a writer sends in one frame; a longer run of buffered
+// bytes goes out as several.
+inline constexpr uint64_t kAppendBytesMax = 8u << 20;
+static_assert(kAppendBytesMax <= kMaxDataBytes, "an Append fits in one frame");
+// Largest write(2) the kernel hands the mount at once (FUSE max_write).
+inline constexpr uint32_t kFuseWriteBytesMax = 1u << 20;
+static_assert(kFuseWriteBytesMax <= kAppendBytesMax, "one FUSE write goes out in one Append");
 
 inline constexpr size_t kNameBytesMax = 255;            // one path component (ENAMETOOLONG)
 inline constexpr size_t kSymlinkTargetBytesMax = 4095;  // PATH_MAX - 1 (ENAMETOOLONG)
