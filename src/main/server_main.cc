@@ -18,6 +18,7 @@
 #include "src/env/posix_file.h"
 #include "src/main/subcommands.h"
 #include "store/meta/meta_server.h"
+#include "store/rpc/io_threads.h"
 #include "store/segd/segment_server.h"
 
 DEFINE_string(data_dir, "",
@@ -83,26 +84,6 @@ sigset_t BlockTerminationSignals() {
   return set;
 }
 
-// Runs `io` on `threads` threads until Stop.
-class IoThreads {
- public:
-  IoThreads(asio::io_context& io, int threads) : io_(io), guard_(asio::make_work_guard(io)) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
-  }
-  ~IoThreads() { Stop(); }
-  void Stop() {
-    guard_.reset();
-    io_.stop();
-    for (auto& t : threads_) t.join();
-    threads_.clear();
-  }
-
- private:
-  asio::io_context& io_;
-  asio::executor_work_guard<asio::io_context::executor_type> guard_;
-  std::vector<std::thread> threads_;
-};
-
 int Fail(const char* what, const absl::Status& status) {
   std::fprintf(stderr, "logfs %s: %s\n", what, std::string(status.message()).c_str());
   return 1;
@@ -110,7 +91,7 @@ int Fail(const char* what, const absl::Status& status) {
 
 // Serves until a termination signal, then stops `server`.
 template <typename Server>
-int Serve(const char* what, Server& server, const sigset_t& signals, IoThreads& threads) {
+int Serve(const char* what, Server& server, const sigset_t& signals, rpc::IoThreads& threads) {
   if (!FLAGS_address_file.empty()) {
     absl::Status s = env::WriteFileAtomically(FLAGS_address_file, server.bound_address());
     if (!s.ok()) return Fail(what, s);
@@ -120,7 +101,7 @@ int Serve(const char* what, Server& server, const sigset_t& signals, IoThreads& 
   sigwait(&signals, &sig);
   LOG(INFO) << "logfs " << what << " stopping on signal " << sig;
   server.Stop();
-  threads.Stop();
+  threads.Join();
   return 0;
 }
 
@@ -137,8 +118,7 @@ int MetaMain(int argc, char** argv) {
               {{"meta:"}, {"data_dir", "listen", "address_file", "io_threads", "rpc_timeout_ms"}});
   if (!RequireDataDir("meta")) return 1;
   sigset_t signals = BlockTerminationSignals();
-  asio::io_context io;
-  IoThreads threads(io, FLAGS_io_threads);
+  rpc::IoThreads threads(FLAGS_io_threads);
   meta::MetaServerOptions options;
   options.data_dir = FLAGS_data_dir;
   options.listen_address = FLAGS_listen;
@@ -149,7 +129,7 @@ int MetaMain(int argc, char** argv) {
   options.TEST_exit_before_reply_to_change = FLAGS_TEST_exit_before_reply_to_change;
   options.replica_report_interval_ms = FLAGS_replica_report_interval_ms;
   options.stray_replica_grace_ms = FLAGS_stray_replica_grace_ms;
-  auto server = meta::MetaServer::Start(options, io);
+  auto server = meta::MetaServer::Start(options, threads.io());
   if (!server.ok()) return Fail("meta", server.status());
   return Serve("meta", **server, signals, threads);
 }
@@ -164,8 +144,7 @@ int SegdMain(int argc, char** argv) {
     return 1;
   }
   sigset_t signals = BlockTerminationSignals();
-  asio::io_context io;
-  IoThreads threads(io, FLAGS_io_threads);
+  rpc::IoThreads threads(FLAGS_io_threads);
   segd::SegmentServerOptions options;
   options.data_dir = FLAGS_data_dir;
   options.listen_address = FLAGS_listen;
@@ -184,7 +163,7 @@ int SegdMain(int argc, char** argv) {
       options.short_circuit_socket = (error ? FLAGS_data_dir : dir.string()) + "/segd.sock";
     }
   }
-  auto server = segd::SegmentServer::Start(options, io);
+  auto server = segd::SegmentServer::Start(options, threads.io());
   if (!server.ok()) return Fail("segd", server.status());
   return Serve("segd", **server, signals, threads);
 }

@@ -17,6 +17,7 @@
 #include "src/status/posix_error.h"
 #include "store/client/internal/fake_server.h"
 #include "store/rpc/client_pool.h"
+#include "store/rpc/io_threads.h"
 
 namespace logfs::client {
 namespace {
@@ -67,7 +68,7 @@ class MetaClientTest : public testing::Test {
   }
 
   // Destroyed in reverse: servers of a test first, then the clients.
-  internal::IoThread io_;
+  rpc::IoThreads io_{1};
   rpc::ClientPool pool_{io_.io()};
 };
 

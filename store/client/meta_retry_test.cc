@@ -16,32 +16,17 @@
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "store/format/logfs.pb.h"
+#include "store/rpc/io_threads.h"
 #include "store/rpc/rpc_server.h"
 
 namespace logfs::client {
 namespace {
 
-class IoThread {
- public:
-  IoThread() : work_(asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
-  ~IoThread() {
-    work_.reset();
-    io_.stop();
-    thread_.join();
-  }
-  asio::io_context& io() { return io_; }
-
- private:
-  asio::io_context io_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  std::thread thread_;
-};
-
 // Answers StatFs with `error` (when set) or an empty StatFsResponse.
 class FakeMeta {
  public:
   FakeMeta(const std::string& address, absl::Status error)
-      : error_(std::move(error)), io_(std::make_unique<IoThread>()) {
+      : error_(std::move(error)), io_(std::make_unique<rpc::IoThreads>(1)) {
     server_ = std::make_unique<rpc::RpcServer>(
         io_->io(),
         [this](format::Frame, rpc::Responder r) {
@@ -64,7 +49,7 @@ class FakeMeta {
  private:
   const absl::Status error_;
   std::atomic<int> requests_{0};
-  std::unique_ptr<IoThread> io_;
+  std::unique_ptr<rpc::IoThreads> io_;
   std::unique_ptr<rpc::RpcServer> server_;
 };
 
@@ -84,7 +69,7 @@ MetaRetryOptions Options(absl::Duration window) {
 TEST(MetaRetryTest, UnreachableMetaFailsAfterTheWindow) {
   // Goal: connection refused is retried until the window is over, then the
   // call fails with kUnavailable saying meta is unreachable.
-  IoThread io;
+  rpc::IoThreads io(1);
   auto client = rpc::RpcClient::Create(io.io(), FreeAddress());
   proto::StatFsResponse response;
   const absl::Time start = absl::Now();
@@ -99,7 +84,7 @@ TEST(MetaRetryTest, UnreachableMetaFailsAfterTheWindow) {
 }
 
 TEST(MetaRetryTest, ZeroWindowFailsAtOnce) {
-  IoThread io;
+  rpc::IoThreads io(1);
   auto client = rpc::RpcClient::Create(io.io(), FreeAddress());
   proto::StatFsResponse response;
   const absl::Time start = absl::Now();
@@ -114,7 +99,7 @@ TEST(MetaRetryTest, MetaAnswerIsFinalEvenWhenUnavailable) {
   // Goal: an error meta sends back (here kUnavailable, as "too few live
   // segment servers") is not retried: it is an answer, not a lost call.
   FakeMeta meta("127.0.0.1:0", absl::UnavailableError("need 3 live segment servers"));
-  IoThread io;
+  rpc::IoThreads io(1);
   auto client = rpc::RpcClient::Create(io.io(), meta.address());
   proto::StatFsResponse response;
   absl::Status s = CallMeta(*client, format::MessageType::kStatFs, proto::Empty(), &response,
@@ -130,7 +115,7 @@ TEST(MetaRetryTest, MetaThatComesBackWithinTheWindowAnswers) {
   // Goal: a meta restarting on its address (down for 300 ms) answers the
   // call that was made while it was down, blocking and asynchronous alike.
   const std::string address = FreeAddress();
-  IoThread io;
+  rpc::IoThreads io(1);
   auto client = rpc::RpcClient::Create(io.io(), address);
   std::unique_ptr<FakeMeta> meta;
   std::thread restart([&] {

@@ -12,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "src/util/crc32c.h"
 #include "store/client/internal/fake_server.h"
+#include "store/rpc/io_threads.h"
 
 namespace logfs::client {
 namespace {
@@ -62,7 +63,7 @@ void AnswerAsReplica(const format::Frame& request, rpc::Responder responder) {
 class SegdClientTest : public testing::Test {
  protected:
   // Destroyed in reverse: a test's servers first, then the pool.
-  internal::IoThread io_;
+  rpc::IoThreads io_{1};
   rpc::ClientPool pool_{io_.io()};
   SegdClient segd_{pool_};
 };

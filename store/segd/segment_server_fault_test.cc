@@ -20,6 +20,7 @@
 #include "src/util/crc32c.h"
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
+#include "store/rpc/io_threads.h"
 #include "store/rpc/rpc_client.h"
 #include "store/rpc/rpc_server.h"
 #include "store/segd/journal.h"
@@ -42,33 +43,12 @@ bool PollUntil(Pred done) {
   return true;
 }
 
-// An io_context run by `threads` threads until Join().
-class IoThreads {
- public:
-  explicit IoThreads(int threads) : work_(io_.get_executor()) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
-  }
-  ~IoThreads() { Join(); }
-  void Join() {
-    work_.reset();
-    io_.stop();
-    for (auto& t : threads_) t.join();
-    threads_.clear();
-  }
-  asio::io_context& io() { return io_; }
-
- private:
-  asio::io_context io_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  std::vector<std::thread> threads_;
-};
-
 // Registers servers as id 7 and remembers the last disk_failure a
 // heartbeat carried.
 class FakeMeta {
  public:
   FakeMeta()
-      : io_threads_(std::make_unique<IoThreads>(1)),
+      : io_threads_(std::make_unique<rpc::IoThreads>(1)),
         server_(std::make_unique<rpc::RpcServer>(
             io_threads_->io(),
             [this](format::Frame f, rpc::Responder r) { Handle(std::move(f), r); },
@@ -104,7 +84,7 @@ class FakeMeta {
     }
   }
 
-  std::unique_ptr<IoThreads> io_threads_;
+  std::unique_ptr<rpc::IoThreads> io_threads_;
   std::unique_ptr<rpc::RpcServer> server_;
   absl::Mutex mu_;
   std::string disk_failure_ ABSL_GUARDED_BY(mu_);
@@ -149,7 +129,7 @@ class SegmentServerFaultTest : public ::testing::Test {
     options_.sync_interval_ms = 60000;
     options_.heartbeat_interval_ms = 20;
     options_.file_system = &fs_;
-    segd_io_ = std::make_unique<IoThreads>(2);
+    segd_io_ = std::make_unique<rpc::IoThreads>(2);
     auto server = SegmentServer::Start(options_, segd_io_->io());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -198,9 +178,9 @@ class SegmentServerFaultTest : public ::testing::Test {
   std::string dir_;
   testing::FaultFileSystem fs_;
   FakeMeta meta_;
-  IoThreads client_io_{1};
+  rpc::IoThreads client_io_{1};
   SegmentServerOptions options_;
-  std::unique_ptr<IoThreads> segd_io_;
+  std::unique_ptr<rpc::IoThreads> segd_io_;
   std::unique_ptr<SegmentServer> server_;
   std::shared_ptr<rpc::RpcClient> client_;
 };

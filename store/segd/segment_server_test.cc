@@ -23,6 +23,7 @@
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
 #include "store/rpc/endpoint.h"
+#include "store/rpc/io_threads.h"
 #include "store/rpc/rpc_client.h"
 #include "store/rpc/rpc_server.h"
 
@@ -32,33 +33,12 @@ namespace {
 constexpr absl::Duration kCallTimeout = absl::Seconds(10);
 constexpr absl::Duration kWaitDeadline = absl::Seconds(10);
 
-// An io_context with a work guard and `threads` threads, joined on reset.
-class IoThreads {
- public:
-  explicit IoThreads(int threads) : work_(io_.get_executor()) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
-  }
-  ~IoThreads() { Join(); }
-  void Join() {
-    work_.reset();
-    io_.stop();
-    for (auto& t : threads_) t.join();
-    threads_.clear();
-  }
-  asio::io_context& io() { return io_; }
-
- private:
-  asio::io_context io_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  std::vector<std::thread> threads_;
-};
-
 // Answers RegisterServer (id 7 for a new server) and Heartbeat (with the
 // queued deletions), and remembers what it saw.
 class FakeMeta {
  public:
   FakeMeta()
-      : io_threads_(std::make_unique<IoThreads>(1)),
+      : io_threads_(std::make_unique<rpc::IoThreads>(1)),
         server_(std::make_unique<rpc::RpcServer>(
             io_threads_->io(),
             [this](format::Frame f, rpc::Responder r) { Handle(std::move(f), r); },
@@ -107,7 +87,7 @@ class FakeMeta {
     }
   }
 
-  std::unique_ptr<IoThreads> io_threads_;
+  std::unique_ptr<rpc::IoThreads> io_threads_;
   std::unique_ptr<rpc::RpcServer> server_;
   absl::Mutex mu_;
   std::vector<uint64_t> deletes_ ABSL_GUARDED_BY(mu_);
@@ -145,7 +125,7 @@ class SegmentServerTest : public testing::Test {
   }
 
   void StartServer() {
-    segd_io_ = std::make_unique<IoThreads>(3);
+    segd_io_ = std::make_unique<rpc::IoThreads>(3);
     auto server = SegmentServer::Start(options_, segd_io_->io());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -263,9 +243,9 @@ class SegmentServerTest : public testing::Test {
 
   std::string dir_;
   FakeMeta meta_;
-  IoThreads client_io_{1};
+  rpc::IoThreads client_io_{1};
   SegmentServerOptions options_;
-  std::unique_ptr<IoThreads> segd_io_;
+  std::unique_ptr<rpc::IoThreads> segd_io_;
   std::unique_ptr<SegmentServer> server_;
   std::shared_ptr<rpc::RpcClient> client_;
   std::vector<std::shared_ptr<rpc::RpcClient>> clients_;
@@ -558,14 +538,14 @@ TEST_F(SegmentServerTest, RestartKeepsServerIdAndData) {
 TEST_F(SegmentServerTest, StartFailsOnDataDirThatIsAFile) {
   options_.data_dir = dir_ + "/file";
   ASSERT_EQ(0, ::close(::creat(options_.data_dir.c_str(), 0644)));
-  IoThreads io(1);
+  rpc::IoThreads io(1);
   auto server = SegmentServer::Start(options_, io.io());
   EXPECT_EQ(absl::StatusCode::kFailedPrecondition, server.status().code()) << server.status();
 }
 
 TEST_F(SegmentServerTest, StartFailsWhenAddressIsBusy) {
   options_.listen_address = meta_.address();
-  IoThreads io(1);
+  rpc::IoThreads io(1);
   auto server = SegmentServer::Start(options_, io.io());
   EXPECT_EQ(absl::StatusCode::kUnavailable, server.status().code()) << server.status();
 }
@@ -582,7 +562,7 @@ TEST_F(SegmentServerTest, StartFailsWhenMetaIsUnreachable) {
   ::close(fd);
   options_.meta_address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
   options_.rpc_timeout_ms = 500;
-  IoThreads io(1);
+  rpc::IoThreads io(1);
   auto server = SegmentServer::Start(options_, io.io());
   EXPECT_EQ(absl::StatusCode::kUnavailable, server.status().code()) << server.status();
 }

@@ -18,26 +18,10 @@
 #include "absl/synchronization/mutex.h"
 #include "store/format/frame.h"
 #include "store/format/message_type.h"
+#include "store/rpc/io_threads.h"
 #include "store/rpc/rpc_server.h"
 
 namespace logfs::client::internal {
-
-// An io_context run by one thread for the life of the object.
-class IoThread {
- public:
-  IoThread() : work_(asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
-  ~IoThread() {
-    work_.reset();
-    io_.stop();
-    thread_.join();
-  }
-  asio::io_context& io() { return io_; }
-
- private:
-  asio::io_context io_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  std::thread thread_;
-};
 
 class FakeServer {
  public:
@@ -45,7 +29,7 @@ class FakeServer {
   using Handler = std::function<void(const format::Frame& request, rpc::Responder responder)>;
 
   explicit FakeServer(Handler handler, const std::string& address = "127.0.0.1:0")
-      : handler_(std::move(handler)), io_(std::make_unique<IoThread>()) {
+      : handler_(std::move(handler)), io_(std::make_unique<rpc::IoThreads>(1)) {
     server_ = std::make_unique<rpc::RpcServer>(
         io_->io(),
         [this](format::Frame frame, rpc::Responder responder) {
@@ -89,7 +73,7 @@ class FakeServer {
 
  private:
   const Handler handler_;
-  std::unique_ptr<IoThread> io_;
+  std::unique_ptr<rpc::IoThreads> io_;
   std::unique_ptr<rpc::RpcServer> server_;
   absl::Mutex mu_;
   std::vector<format::Frame> requests_ ABSL_GUARDED_BY(mu_);
