@@ -21,6 +21,7 @@
 #include "absl/types/span.h"
 #include "bench/bench_util.h"
 #include "bench/latency_histogram.h"
+#include "src/status/macros.h"
 #include "src/status/syscall_error.h"
 #include "store/format/xattr_names.h"
 
@@ -94,9 +95,7 @@ std::string HitRatio(const std::map<std::string, uint64_t>& d) {
   return absl::StrFormat("%.3f", Ratio(hits->second, hits->second + misses->second));
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
+absl::Status CheckOptions(const ReadBenchOptions& o) {
   const uint64_t span = std::max(o.read_bytes, o.scan_bytes);
   auto bad = [](const char* what) { return absl::InvalidArgumentError(what); };
   if (o.dir.empty()) return bad("--dir is required");
@@ -115,13 +114,153 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
       o.cache != "all") {
     return bad("--cache must be cold, warm, block, both or all");
   }
-  absl::Status prepared = PrepareFiles(o);
-  if (!prepared.ok()) return prepared;
+  return absl::OkStatus();
+}
+
+// The files of the run, open; closed when it goes.
+struct OpenFiles {
   std::vector<int> fds;
-  auto close_all = [&fds] {
+  ~OpenFiles() { CloseAll(); }
+  void CloseAll() {
     for (int fd : fds) close(fd);
     fds.clear();
-  };
+  }
+};
+
+// Opens the files for `phase`: cold drops the kernel's caches and the
+// mount's block cache first; warm reads every file once; block warms the
+// mount's cache through the page cache, then reopens with O_DIRECT, so
+// the measured reads bypass the page cache and on logfs each one reaches
+// the mount and its block cache (on ext4, the disk).
+absl::Status OpenForPhase(const ReadBenchOptions& o, const std::string& phase, bool on_logfs,
+                          OpenFiles& files) {
+  files.CloseAll();
+  if (phase == "cold") {
+    RETURN_IF_ERROR(DropKernelCaches());
+    if (on_logfs && setxattr(o.dir.c_str(), format::kDropBlockCacheXattr, "1", 1, 0) != 0) {
+      return SyscallError(errno, "setxattr " + std::string(format::kDropBlockCacheXattr));
+    }
+  }
+  for (int i = 0; i < o.files; ++i) {
+    int fd = open(FilePath(o, i).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return SyscallError(errno, "open " + FilePath(o, i));
+    posix_fadvise(fd, 0, 0, o.scan_bytes > 0 ? POSIX_FADV_SEQUENTIAL : POSIX_FADV_RANDOM);
+    files.fds.push_back(fd);
+  }
+  // So the warm-up reads of the block phase reach the mount and fill its cache.
+  if (phase == "block") RETURN_IF_ERROR(DropKernelCaches());
+  if (phase != "cold") RETURN_IF_ERROR(ReadWholeFiles(files.fds, o.file_bytes));
+  if (phase != "block") return absl::OkStatus();
+  files.CloseAll();
+  for (int i = 0; i < o.files; ++i) {
+    int fd = open(FilePath(o, i).c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+    if (fd < 0) return SyscallError(errno, "open O_DIRECT " + FilePath(o, i));
+    files.fds.push_back(fd);
+  }
+  return absl::OkStatus();
+}
+
+// Where the reads of a phase go. Cold reads never touch a span twice: the
+// threads share one shuffled list of every span-aligned offset, so a read
+// cannot be served by what an earlier one brought into a cache (the phase
+// ends early if the list runs out). Warm reads pick offsets at random.
+class ReadOffsets {
+ public:
+  ReadOffsets(const ReadBenchOptions& o, bool cold)
+      : o_(o), span_(std::max(o.read_bytes, o.scan_bytes)), spans_per_file_(o.file_bytes / span_) {
+    if (!cold) return;
+    unread_.resize(o.files * spans_per_file_);
+    for (size_t i = 0; i < unread_.size(); ++i) unread_[i] = i;
+    std::shuffle(unread_.begin(), unread_.end(), std::mt19937_64(42));
+  }
+  // The next (file, offset) for a thread with `rng`; false once a cold
+  // phase has read every span.
+  bool Next(std::mt19937_64& rng, uint64_t* file, uint64_t* offset) {
+    if (unread_.empty()) {
+      const uint64_t positions = (o_.file_bytes - span_) / o_.read_bytes + 1;
+      *file = rng() % o_.files;
+      *offset = (rng() % positions) * o_.read_bytes;
+      return true;
+    }
+    size_t k = next_unread_.fetch_add(1);
+    if (k >= unread_.size()) return false;
+    *file = unread_[k] / spans_per_file_;
+    *offset = unread_[k] % spans_per_file_ * span_;
+    return true;
+  }
+
+ private:
+  const ReadBenchOptions& o_;
+  const uint64_t span_;
+  const uint64_t spans_per_file_;
+  std::vector<uint64_t> unread_;  // file * spans_per_file + span index
+  std::atomic<size_t> next_unread_{0};
+};
+
+// Reads one span (one read, or --scan_bytes of them) and checks the first
+// word of each read.
+absl::Status ReadSpan(const ReadBenchOptions& o, int fd, uint64_t file, uint64_t offset,
+                      absl::Span<char> buf) {
+  for (uint64_t done = 0; done < std::max<uint64_t>(o.scan_bytes, 1); done += o.read_bytes) {
+    const uint64_t at = offset + done;
+    ssize_t n = pread(fd, buf.data(), buf.size(), static_cast<off_t>(at));
+    if (n < 0) return SyscallError(errno, "pread");
+    uint64_t word = 0;
+    if (n == static_cast<ssize_t>(buf.size())) std::memcpy(&word, buf.data(), 8);
+    if (n != static_cast<ssize_t>(buf.size()) || word != Word(file, at)) {
+      return absl::DataLossError(
+          absl::StrCat("wrong bytes at offset ", at, " of ", FilePath(o, file)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Runs the threads of one phase; the latency of every span read.
+absl::StatusOr<LatencyHistogram> MeasurePhase(const ReadBenchOptions& o, bool cold,
+                                              const std::vector<int>& fds, double* seconds) {
+  const bool timed = o.seconds > 0;
+  const uint64_t ops = o.ops > 0 ? o.ops : (timed ? 0 : 1000);
+  ReadOffsets offsets(o, cold);
+  std::vector<LatencyHistogram> histograms(o.threads);
+  absl::Mutex error_mu;
+  absl::Status error;
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + absl::Seconds(o.seconds);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < o.threads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(t * 7919 + 17);
+      // Page-aligned, as O_DIRECT wants.
+      std::unique_ptr<char, decltype(&std::free)> aligned(
+          static_cast<char*>(std::aligned_alloc(4096, (o.read_bytes + 4095) / 4096 * 4096)),
+          &std::free);
+      absl::Span<char> buf(aligned.get(), o.read_bytes);
+      uint64_t file = 0, offset = 0;
+      for (uint64_t i = 0; timed ? absl::Now() < deadline : i < ops; ++i) {
+        if (!offsets.Next(rng, &file, &offset)) break;
+        absl::Time begin = absl::Now();
+        if (absl::Status s = ReadSpan(o, fds[file], file, offset, buf); !s.ok()) {
+          absl::MutexLock lock(&error_mu);
+          if (error.ok()) error = s;
+          return;
+        }
+        histograms[t].Add(absl::ToInt64Nanoseconds(absl::Now() - begin));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  *seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (!error.ok()) return error;
+  LatencyHistogram all;
+  for (auto& h : histograms) all.Merge(h);
+  return all;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
+  RETURN_IF_ERROR(CheckOptions(o));
+  RETURN_IF_ERROR(PrepareFiles(o));
   std::string report = absl::StrFormat(
       "bench read: dir=%s files=%d file_bytes=%d read_bytes=%d scan_bytes=%d threads=%d\n", o.dir,
       o.files, o.file_bytes, o.read_bytes, o.scan_bytes, o.threads);
@@ -132,110 +271,13 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
   // A logfs mount answers the stats xattr; only then is there a block cache
   // to empty (setting the xattr elsewhere would store it).
   const bool on_logfs = GetXattr(o.dir, format::kStatsXattr).has_value();
-  const bool timed = o.seconds > 0;
-  const uint64_t ops = o.ops > 0 ? o.ops : (timed ? 0 : 1000);
+  OpenFiles files;
   for (const std::string& phase : phases) {
-    close_all();
-    if (phase == "cold") {
-      absl::Status dropped = DropKernelCaches();
-      if (!dropped.ok()) return dropped;
-      if (on_logfs && setxattr(o.dir.c_str(), format::kDropBlockCacheXattr, "1", 1, 0) != 0) {
-        return SyscallError(errno, "setxattr " + std::string(format::kDropBlockCacheXattr));
-      }
-    }
-    for (int i = 0; i < o.files; ++i) {
-      int fd = open(FilePath(o, i).c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) return SyscallError(errno, "open " + FilePath(o, i));
-      posix_fadvise(fd, 0, 0, o.scan_bytes > 0 ? POSIX_FADV_SEQUENTIAL : POSIX_FADV_RANDOM);
-      fds.push_back(fd);
-    }
-    if (phase == "block") {
-      // So the warm-up reads reach the mount and fill its cache.
-      absl::Status dropped = DropKernelCaches();
-      if (!dropped.ok()) return dropped;
-    }
-    if (phase != "cold") {
-      absl::Status warmed = ReadWholeFiles(fds, o.file_bytes);
-      if (!warmed.ok()) return warmed;
-    }
-    if (phase == "block") {
-      // Measured reads bypass the kernel's page cache (O_DIRECT), so on
-      // logfs each one reaches the mount and its block cache; on ext4 each
-      // one goes to the disk.
-      close_all();
-      for (int i = 0; i < o.files; ++i) {
-        int fd = open(FilePath(o, i).c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
-        if (fd < 0) return SyscallError(errno, "open O_DIRECT " + FilePath(o, i));
-        fds.push_back(fd);
-      }
-    }
+    RETURN_IF_ERROR(OpenForPhase(o, phase, on_logfs, files));
     auto stats_before = ParseCounters(GetXattr(o.dir, format::kStatsXattr).value_or(""));
-    // Cold reads never touch a span twice: the threads share one shuffled
-    // list of every span-aligned offset, so a read cannot be served by what
-    // an earlier one brought into a cache (the phase ends early if the list
-    // runs out). Warm reads pick offsets at random.
-    const bool cold = phase == "cold";
-    const uint64_t spans_per_file = o.file_bytes / span;
-    std::vector<uint64_t> unread;  // file * spans_per_file + span index
-    std::atomic<size_t> next_unread{0};
-    if (cold) {
-      unread.resize(o.files * spans_per_file);
-      for (size_t i = 0; i < unread.size(); ++i) unread[i] = i;
-      std::shuffle(unread.begin(), unread.end(), std::mt19937_64(42));
-    }
-    std::vector<LatencyHistogram> histograms(o.threads);
-    absl::Mutex error_mu;
-    absl::Status error;
-    const absl::Time start = absl::Now();
-    const absl::Time deadline = start + absl::Seconds(o.seconds);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < o.threads; ++t) {
-      threads.emplace_back([&, t] {
-        std::mt19937_64 rng(t * 7919 + 17);
-        const uint64_t positions = (o.file_bytes - span) / o.read_bytes + 1;
-        // Page-aligned, as O_DIRECT wants.
-        std::unique_ptr<char, decltype(&std::free)> aligned(
-            static_cast<char*>(std::aligned_alloc(4096, (o.read_bytes + 4095) / 4096 * 4096)),
-            &std::free);
-        absl::Span<char> buf(aligned.get(), o.read_bytes);
-        for (uint64_t i = 0; timed ? absl::Now() < deadline : i < ops; ++i) {
-          uint64_t file = rng() % o.files;
-          uint64_t offset = (rng() % positions) * o.read_bytes;
-          if (cold) {
-            size_t k = next_unread.fetch_add(1);
-            if (k >= unread.size()) break;
-            file = unread[k] / spans_per_file;
-            offset = unread[k] % spans_per_file * span;
-          }
-          absl::Time begin = absl::Now();
-          for (uint64_t done = 0; done < std::max<uint64_t>(o.scan_bytes, 1); done += o.read_bytes) {
-            uint64_t at = offset + done;
-            ssize_t n = pread(fds[file], buf.data(), buf.size(), static_cast<off_t>(at));
-            uint64_t word = 0;
-            if (n == static_cast<ssize_t>(buf.size())) std::memcpy(&word, buf.data(), 8);
-            if (n != static_cast<ssize_t>(buf.size()) || word != Word(file, at)) {
-              absl::MutexLock lock(&error_mu);
-              if (error.ok()) {
-                error = n < 0 ? SyscallError(errno, "pread")
-                              : absl::DataLossError(absl::StrCat("wrong bytes at offset ", at,
-                                                                 " of ", FilePath(o, file)));
-              }
-              return;
-            }
-          }
-          histograms[t].Add(absl::ToInt64Nanoseconds(absl::Now() - begin));
-        }
-      });
-    }
-    for (auto& th : threads) th.join();
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-    if (!error.ok()) {
-      close_all();
-      return error;
-    }
+    double seconds = 0;
+    ASSIGN_OR_RETURN(LatencyHistogram all, MeasurePhase(o, phase == "cold", files.fds, &seconds));
     auto stats_after = ParseCounters(GetXattr(o.dir, format::kStatsXattr).value_or(""));
-    LatencyHistogram all;
-    for (auto& h : histograms) all.Merge(h);
     const uint64_t bytes_per_op = std::max(o.scan_bytes, o.read_bytes);
     absl::StrAppend(&report, all.Report(phase + " read latency"),
                     absl::StrFormat("%s: ops=%d seconds=%.3f ops/s=%.0f bytes/s=%.0f "
@@ -244,7 +286,7 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
                                     all.count() * bytes_per_op / seconds,
                                     HitRatio(Delta(stats_before, stats_after))));
   }
-  close_all();
+  files.CloseAll();
   if (!o.keep) {
     for (int i = 0; i < o.files; ++i) unlink(FilePath(o, i).c_str());
   }

@@ -18,6 +18,7 @@
 #include "bench/bench_util.h"
 #include "bench/latency_histogram.h"
 #include "fuse/mount.h"
+#include "src/status/macros.h"
 #include "src/status/syscall_error.h"
 #include "store/format/xattr_names.h"
 #include "wal/writer_counters.h"
@@ -181,9 +182,7 @@ Snapshot Take(WalTarget& target, const std::string& meta) {
   return s;
 }
 
-}  // namespace
-
-absl::StatusOr<WalBenchResult> RunWalBench(const WalBenchOptions& options) {
+absl::Status CheckOptions(const WalBenchOptions& options) {
   if (options.dir.empty() == options.meta.empty()) {
     return absl::InvalidArgumentError(
         "give exactly one of --dir (a directory) and --meta (the client library)");
@@ -193,32 +192,36 @@ absl::StatusOr<WalBenchResult> RunWalBench(const WalBenchOptions& options) {
   if (options.record_bytes == 0) return absl::InvalidArgumentError("--record_bytes must be > 0");
   if (options.sync_every < 1) return absl::InvalidArgumentError("--sync_every must be at least 1");
   if (options.seconds < 0) return absl::InvalidArgumentError("--seconds must not be negative");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<WalTarget>> OpenTarget(const WalBenchOptions& options) {
+  if (!options.dir.empty()) return std::make_unique<PosixTarget>(options.dir);
+  auto library = LibraryTarget::Connect(options.meta);
+  if (!library.ok()) return library.status();
+  return std::unique_ptr<WalTarget>(std::move(*library));
+}
+
+// What the writer threads measured.
+struct WriterRuns {
+  LatencyHistogram latency;            // every append (+sync)
+  std::vector<int64_t> sync_times_ns;  // since the start, sorted
+  uint64_t synced_appends = 0;
+  double seconds = 0;
+};
+
+// Runs `options.threads` writers over `files` (thread t writes file t %
+// files) for `options.seconds`, or `records` appends each when untimed.
+absl::StatusOr<WriterRuns> RunWriters(const WalBenchOptions& options,
+                                      std::vector<std::unique_ptr<WalFile>>& files,
+                                      uint64_t records) {
   const bool timed = options.seconds > 0;
-  const uint64_t records = options.records > 0 ? options.records : (timed ? 0 : 1000);
-
-  std::unique_ptr<WalTarget> target;
-  if (!options.dir.empty()) {
-    target = std::make_unique<PosixTarget>(options.dir);
-  } else {
-    auto library = LibraryTarget::Connect(options.meta);
-    if (!library.ok()) return library.status();
-    target = std::move(*library);
-  }
-  std::vector<std::unique_ptr<WalFile>> files;
-  for (int f = 0; f < options.files; ++f) {
-    auto file = target->Open(f);
-    if (!file.ok()) return file.status();
-    files.push_back(std::move(*file));
-  }
-  const std::string meta = target->meta_address();
-
   std::vector<LatencyHistogram> histograms(options.threads);
   std::vector<std::vector<int64_t>> sync_times(options.threads);  // ns since start
   std::vector<uint64_t> synced_appends(options.threads, 0);
   absl::Mutex error_mu;
   absl::Status error;
-  std::string record(options.record_bytes, 'r');
-  Snapshot before = Take(*target, meta);
+  const std::string record(options.record_bytes, 'r');
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + absl::Seconds(options.seconds);
   std::vector<std::thread> threads;
@@ -245,38 +248,22 @@ absl::StatusOr<WalBenchResult> RunWalBench(const WalBenchOptions& options) {
     });
   }
   for (auto& th : threads) th.join();
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  Snapshot after = Take(*target, meta);
-  files.clear();
-  target.reset();
+  WriterRuns runs;
+  runs.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   if (!error.ok()) return error;
-
-  LatencyHistogram all;
-  for (auto& h : histograms) all.Merge(h);
-  std::vector<int64_t> times;
-  uint64_t synced = 0;
   for (int t = 0; t < options.threads; ++t) {
-    times.insert(times.end(), sync_times[t].begin(), sync_times[t].end());
-    synced += synced_appends[t];
+    runs.latency.Merge(histograms[t]);
+    runs.sync_times_ns.insert(runs.sync_times_ns.end(), sync_times[t].begin(), sync_times[t].end());
+    runs.synced_appends += synced_appends[t];
   }
-  std::sort(times.begin(), times.end());
-  LatencyHistogram between;
-  for (size_t i = 1; i < times.size(); ++i) between.Add(times[i] - times[i - 1]);
+  std::sort(runs.sync_times_ns.begin(), runs.sync_times_ns.end());
+  return runs;
+}
 
-  WalBenchResult result;
-  const uint64_t appends = all.count();
-  const uint64_t syncs = times.size();
-  result.p50_ns = all.Percentile(50);
-  result.syncs_per_second = syncs / seconds;
-  std::string report = absl::StrCat(
-      absl::StrFormat("bench wal: %s threads=%d files=%d record_bytes=%d sync_every=%d\n",
-                      options.dir.empty() ? "meta=" + options.meta : "dir=" + options.dir,
-                      options.threads, options.files, options.record_bytes, options.sync_every),
-      all.Report("append+sync latency"), between.Report("time between syncs"),
-      absl::StrFormat("appends=%d seconds=%.3f appends/s=%.0f syncs/s=%.0f "
-                      "append bytes/s=%.0f appends per sync=%.2f\n",
-                      appends, seconds, appends / seconds, result.syncs_per_second,
-                      appends * options.record_bytes / seconds, Ratio(appends, syncs)));
+// The counters of the writer (client) and of the segment servers between
+// two snapshots.
+std::string CounterLines(const Snapshot& before, const Snapshot& after) {
+  std::string report;
   if (before.have_writer && after.have_writer) {
     auto d = Delta(before.writer, after.writer);
     absl::StrAppendFormat(
@@ -298,10 +285,52 @@ absl::StatusOr<WalBenchResult> RunWalBench(const WalBenchOptions& options) {
   } else {
     absl::StrAppend(&report, "segd: n/a (no segment servers reachable)\n");
   }
+  return report;
+}
+
+}  // namespace
+
+absl::StatusOr<WalBenchResult> RunWalBench(const WalBenchOptions& options) {
+  RETURN_IF_ERROR(CheckOptions(options));
+  const uint64_t records = options.records > 0 ? options.records : (options.seconds > 0 ? 0 : 1000);
+  ASSIGN_OR_RETURN(std::unique_ptr<WalTarget> target, OpenTarget(options));
+  std::vector<std::unique_ptr<WalFile>> files;
+  for (int f = 0; f < options.files; ++f) {
+    auto file = target->Open(f);
+    if (!file.ok()) return file.status();
+    files.push_back(std::move(*file));
+  }
+  const std::string meta = target->meta_address();
+  Snapshot before = Take(*target, meta);
+  absl::StatusOr<WriterRuns> runs = RunWriters(options, files, records);
+  Snapshot after = Take(*target, meta);
+  files.clear();
+  target.reset();
+  if (!runs.ok()) return runs.status();
+
+  const double seconds = runs->seconds;
+  const std::vector<int64_t>& times = runs->sync_times_ns;
+  LatencyHistogram between;
+  for (size_t i = 1; i < times.size(); ++i) between.Add(times[i] - times[i - 1]);
+  WalBenchResult result;
+  const uint64_t appends = runs->latency.count();
+  const uint64_t syncs = times.size();
+  result.p50_ns = runs->latency.Percentile(50);
+  result.syncs_per_second = syncs / seconds;
+  std::string report = absl::StrCat(
+      absl::StrFormat("bench wal: %s threads=%d files=%d record_bytes=%d sync_every=%d\n",
+                      options.dir.empty() ? "meta=" + options.meta : "dir=" + options.dir,
+                      options.threads, options.files, options.record_bytes, options.sync_every),
+      runs->latency.Report("append+sync latency"), between.Report("time between syncs"),
+      absl::StrFormat("appends=%d seconds=%.3f appends/s=%.0f syncs/s=%.0f "
+                      "append bytes/s=%.0f appends per sync=%.2f\n",
+                      appends, seconds, appends / seconds, result.syncs_per_second,
+                      appends * options.record_bytes / seconds, Ratio(appends, syncs)),
+      CounterLines(before, after));
   const double cpu = CpuSecondsBetween(before.cpu_seconds, after.cpu_seconds);
   absl::StrAppendFormat(&report,
-                        "cpu: logfs processes used %.3f s; per 1000 synced appends %.4f s\n",
-                        cpu, Ratio(cpu * 1000, synced));
+                        "cpu: logfs processes used %.3f s; per 1000 synced appends %.4f s\n", cpu,
+                        Ratio(cpu * 1000, runs->synced_appends));
   result.report = std::move(report);
   return result;
 }
