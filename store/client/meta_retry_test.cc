@@ -40,7 +40,7 @@ class FakeMeta {
   }
   ~FakeMeta() {
     server_->Stop();
-    io_.reset();  // before the server: its connections point at it
+    io_->Join();  // before the server goes: its connections run on it
     server_.reset();
   }
   std::string address() const { return server_->bound_address(); }

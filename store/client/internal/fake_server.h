@@ -47,7 +47,7 @@ class FakeServer {
 
   ~FakeServer() {
     server_->Stop();
-    io_.reset();  // before the server: its connections point at it
+    io_->Join();  // before the server goes: its connections run on it
     {
       absl::MutexLock lock(&mu_);
       held_.clear();
