@@ -35,6 +35,7 @@ absl::Status Feed(FrameReader& reader, const std::string& bytes, size_t chunk,
     size_t n = 0;
     for (const asio::mutable_buffer& b : space) {
       const size_t take = std::min({b.size(), bytes.size() - fed, chunk - n});
+      if (take == 0) continue;  // an empty buffer's data() may be null
       std::memcpy(b.data(), bytes.data() + fed, take);
       fed += take;
       n += take;
