@@ -57,6 +57,11 @@ class FakeCluster : public WriterDeps {
     std::lock_guard<std::mutex> lock(mu_);
     failed_.insert(Address(s));
   }
+  // Every later SealAtMeta answers `error` (meta's own error: final).
+  void FailMetaSeals(absl::Status error) {
+    std::lock_guard<std::mutex> lock(mu_);
+    meta_seal_error_ = std::move(error);
+  }
   // Appends to server `s` are neither applied nor answered (a slow disk).
   void Hold(int s) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -185,7 +190,8 @@ class FakeCluster : public WriterDeps {
   void SealAtMeta(const MetaSealCall& call, InodeDone done) override {
     std::lock_guard<std::mutex> lock(mu_);
     meta_seals_.push_back(call);
-    absl::StatusOr<proto::Inode> inode = MetaSealLocked(call);
+    absl::StatusOr<proto::Inode> inode =
+        meta_seal_error_.ok() ? MetaSealLocked(call) : absl::StatusOr<proto::Inode>(meta_seal_error_);
     Answer([done = std::move(done), inode] { done(inode); });
   }
   absl::Status TruncateAtMeta(uint64_t, uint64_t, std::optional<proto::CallId>) override {
@@ -300,6 +306,7 @@ class FakeCluster : public WriterDeps {
   std::set<std::string> held_servers_;
   std::map<std::pair<uint64_t, std::string>, Replica> replicas_;
   std::vector<MetaSealCall> meta_seals_;
+  absl::Status meta_seal_error_;
   std::vector<std::pair<absl::Time, std::function<void()>>> timers_;
   absl::Time now_ = absl::FromUnixSeconds(1'000'000);
   uint64_t next_segment_id_ = 1;
@@ -420,6 +427,24 @@ TEST_F(FileWriterTest, RollSealsTheFullSegmentAndOpensTheNext) {
   EXPECT_EQ(200u, segments[2].file_offset());
   EXPECT_EQ(50u, segments[2].length());
   EXPECT_EQ(data, Contents());
+}
+
+TEST_F(FileWriterTest, MetaOutOfSpaceAtARollFailsTheWriterWithEnospc) {
+  // Goal: when meta cannot place the next segment for lack of space, even
+  // with no errno attached (RocksDB full answers a bare
+  // kResourceExhausted), the writer fails with ENOSPC, as a full local
+  // disk does, not EIO.
+  // Method: 100-byte segments; the first segment is placed, then every
+  // meta seal answers kResourceExhausted; a write past the segment rolls.
+  FileWriterOptions options;
+  options.segment_bytes = 100;
+  Open(options);
+  ASSERT_TRUE(writer_->Write(std::nullopt, std::string(50, 'a')).ok());
+  ASSERT_TRUE(Sync().ok());
+  cluster_->FailMetaSeals(absl::ResourceExhaustedError("metadata db: no space left"));
+  absl::Status wrote = writer_->Write(std::nullopt, std::string(100, 'b'));
+  absl::Status synced = wrote.ok() ? Sync() : wrote;
+  EXPECT_EQ(ENOSPC, AttachedErrno(synced)) << synced;
 }
 
 TEST_F(FileWriterTest, ReplicaFailingMidStreamRollsAndResendsTheUnackedTail) {

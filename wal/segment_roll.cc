@@ -42,8 +42,9 @@ absl::Status FileWriter::OpenNextSegmentUnlocking(uint64_t sealed_id, uint64_t s
   if (!inode.ok()) {
     // Out of space (meta has no server with room, or the replicas we roll
     // away from were full) is ENOSPC, as on a local disk; the rest is EIO.
-    const bool no_space =
-        AttachedErrno(inode.status()) == ENOSPC || absl::IsResourceExhausted(last_replica_error_);
+    const bool no_space = AttachedErrno(inode.status()) == ENOSPC ||
+                          absl::IsResourceExhausted(inode.status()) ||
+                          absl::IsResourceExhausted(last_replica_error_);
     // A file at its segment limit (store/format/limits.h) is too large, as
     // on a local disk past the file size limit.
     if (AttachedErrno(inode.status()) == EFBIG) return inode.status();
