@@ -44,12 +44,34 @@ int ErrnoOfCode(const absl::Status& status) {
   }
 }
 
+// A socket's errno (a server refused, reset or unreachable): for a file
+// call that is the same cause as a timeout, EIO (README "Errors"), however
+// deep in the stack the syscall that saw it was.
+bool IsTransportErrno(int err) {
+  switch (err) {
+    case ECONNREFUSED:
+    case ECONNRESET:
+    case ECONNABORTED:
+    case EPIPE:
+    case ETIMEDOUT:
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+    case ENETDOWN:
+    case ENOTCONN:
+    case ESHUTDOWN:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 int ToErrno(const absl::Status& status) {
   if (status.ok()) return 0;
   int err = AttachedErrno(status);
   if (err == 0) err = ErrnoOfCode(status);
+  if (IsTransportErrno(err)) err = EIO;
   // A failing cluster can fail every call of a busy application.
   if (err == EIO) LOGFS_LOG_EVERY_MS(WARNING, 1000) << "returning EIO for: " << status;
   return err;

@@ -31,6 +31,16 @@ TEST(ErrnoMapTest, CodesWithoutAnErrnoMapToTheReadmeTable) {
   EXPECT_EQ(EACCES, ToErrno(absl::UnauthenticatedError("x")));
 }
 
+TEST(ErrnoMapTest, ASocketsErrnoIsEioLikeATimeout) {
+  // Goal: a syscall error of a connection (the short-circuit socket, a
+  // reset TCP stream) carries its errno, but a file call answers EIO for
+  // any unreachable server, as README "Errors" says.
+  EXPECT_EQ(EIO, ToErrno(SyscallError(ECONNREFUSED, "connect segd.sock")));
+  EXPECT_EQ(EIO, ToErrno(SyscallError(ECONNRESET, "recvmsg")));
+  EXPECT_EQ(EIO, ToErrno(SyscallError(ETIMEDOUT, "connect")));
+  EXPECT_EQ(ENOSPC, ToErrno(SyscallError(ENOSPC, "pwrite")));
+}
+
 TEST(ErrnoMapTest, RefusalsAnswerWithTheirDocumentedErrno) {
   EXPECT_EQ(EPERM, ToErrno(Refusal::kSpecialFile));
   EXPECT_EQ(EPERM, ToErrno(Refusal::kHardLink));
