@@ -36,7 +36,7 @@ while IFS= read -r file; do
   while IFS= read -r inc; do
     case "$inc" in
       rocksdb/*|\"rocksdb/*) [[ "$file" == store/meta/metadata_db.cc ]] || report "$file" "RocksDB ($inc)" ;;
-      fuse_lowlevel.h|fuse.h|fuse3/*) [[ "$owner" == fuse ]] || report "$file" "libfuse ($inc)" ;;
+      fuse_*.h|fuse.h|fuse3/*) [[ "$owner" == fuse ]] || report "$file" "libfuse ($inc)" ;;
       gflags/*|\"gflags/*) ((main)) || report "$file" "gflags ($inc)" ;;
       \"*/*)
         ((main)) && continue

@@ -60,9 +60,9 @@ struct FileWriterOptions {
   size_t max_unacked_bytes = 32u << 20;                // Write blocks above this
   absl::Duration replica_timeout = absl::Seconds(10);  // one replica call
   absl::Duration fsync_timeout = absl::Seconds(30);    // a blocked Write/Close
-  // Ids that make the writer's changes in meta exactly-once across those
-  // retries (the mount's sequence). Unset: no ids, and a retried seal that
-  // meta applied before it died fails with ESTALE or EBUSY.
+  // Ids that make the writer's changes in meta exactly-once across
+  // retries (the mount's sequence). Unset: client::MetaClient stamps its
+  // own, from the same sequence.
   std::function<proto::CallId()> next_call_id;
   // Runs a blocking job (a recovery) off the network threads. The owner
   // must finish every job before it tears down the client pool (Mount

@@ -2,7 +2,7 @@
 // segment servers and of meta (store/client/), asio timers on the segment
 // client's io_context, the system clock. Meta calls follow the MetaClient's
 // own retry policy (its timeout and retry window), the same for every
-// call of the mount.
+// call of the mount. Thread-safe, as WriterDeps requires.
 #pragma once
 
 #include <memory>

@@ -78,7 +78,8 @@ class WriterDeps {
 
   // The clock of the fsync deadline.
   virtual absl::Time Now() = 0;
-  // Runs `fn` once, after `delay` (or at shutdown, early).
+  // Runs `fn` once, after `delay`; never, if the event loop stops first
+  // (at shutdown).
   virtual void RunAfter(absl::Duration delay, std::function<void()> fn) = 0;
 
   // Appends `data` to a replica at `address`; the answer goes to

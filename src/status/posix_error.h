@@ -2,6 +2,7 @@
 // (meta) and the FUSE layer agree on POSIX errors (ENOTEMPTY, EISDIR, ...)
 // that absl::StatusCode alone cannot tell apart, so such a status keeps the
 // errno as a payload, and the RPC layer ships it in ErrorResponse.
+// Thread-safe: pure functions.
 #pragma once
 
 #include "absl/status/status.h"

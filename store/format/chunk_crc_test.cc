@@ -1,4 +1,4 @@
-// The pure chunk-CRC arithmetic of store/chunk_crc.h.
+// The pure chunk-CRC arithmetic of store/format/chunk_crc.h.
 #include "store/format/chunk_crc.h"
 
 #include <gtest/gtest.h>

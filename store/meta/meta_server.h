@@ -3,6 +3,9 @@
 // placement on segment servers, writer leases, and the segment-server
 // registry. State lives in RocksDB under its data dir; every namespace
 // change is a synced RocksDB write before the reply.
+//
+// Thread-safe: requests are served on the caller's io threads at once;
+// Start and Stop from one thread.
 #pragma once
 
 #include <memory>

@@ -1,4 +1,4 @@
-// Private to store/namespace*.cc: the inodes one namespace call reads and
+// Private to store/meta/namespace*.cc: the inodes one namespace call reads and
 // changes, written back with the call's other mutations in one synced
 // MetadataDb batch. Reading an inode twice gives the same object, so a call
 // that touches one directory in two roles (rename within a directory)

@@ -1,4 +1,4 @@
-// Private to store/replica_store*.cc and store/segd/internal/replica.cc: one
+// Private to store/segd/replica_store*.cc and store/segd/internal/replica.cc: one
 // replica's in-memory state and the file operations that must run under
 // its lock (writing at the end, rolling back, cutting at a seal). Its two
 // files are owned: closed when the last holder drops it.
