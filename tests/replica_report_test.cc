@@ -16,9 +16,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "store/client/segd_client.h"
 #include "store/format/logfs.pb.h"
-#include "store/format/message_type.h"
-#include "store/rpc/rpc_client.h"
+#include "store/rpc/client_pool.h"
+#include "store/rpc/io_threads.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {
@@ -59,39 +60,26 @@ std::vector<std::string> ReplicaFiles(MountedCluster& mc, int i) {
 
 // A blocking client of one segment server, for making replicas that no
 // file lists.
-class SegdClient {
+class StrayMaker {
  public:
-  explicit SegdClient(const std::string& address)
-      : work_(asio::make_work_guard(io_)),
-        thread_([this] { io_.run(); }),
-        client_(rpc::RpcClient::Create(io_, address)) {}
-  ~SegdClient() {
-    client_->Shutdown();
-    work_.reset();
-    io_.stop();
-    thread_.join();
-  }
+  explicit StrayMaker(const std::string& address) : address_(address) {}
+  ~StrayMaker() { pool_.ShutdownAll(); }
   absl::Status Create(uint64_t segment_id) {
-    proto::CreateSegmentRequest request;
-    request.set_segment_id(segment_id);
-    request.set_epoch(1);
-    proto::SegmentInfoResponse response;
-    return client_->Call(format::MessageType::kCreateSegment, request, &response, absl::Seconds(5));
+    return segd_.CreateSegment(address_, segment_id, 1, absl::Seconds(5)).status();
   }
   absl::Status Seal(uint64_t segment_id) {
     proto::SealRequest request;
     request.set_segment_id(segment_id);
     request.set_epoch(1);
     request.set_length(0);
-    proto::SegmentInfoResponse response;
-    return client_->Call(format::MessageType::kSeal, request, &response, absl::Seconds(5));
+    return segd_.Seal(address_, request, absl::Seconds(5)).status();
   }
 
  private:
-  asio::io_context io_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::thread thread_;
-  std::shared_ptr<rpc::RpcClient> client_;
+  const std::string address_;
+  rpc::IoThreads io_{1};
+  rpc::ClientPool pool_{io_.io()};
+  client::SegdClient segd_{pool_};
 };
 
 TEST(ReplicaReportTest, WipedServerRestartedUnderItsIdGetsItsReplicasBack) {
@@ -183,7 +171,7 @@ TEST(ReplicaReportTest, ReplicaNoFileListsIsDeletedAfterTheGracePeriod) {
   constexpr uint64_t kSealedStray = 900000002;
   const absl::Time created = absl::Now();
   {
-    SegdClient segd(c.cluster().segd_address(1));
+    StrayMaker segd(c.cluster().segd_address(1));
     ASSERT_TRUE(segd.Create(kOpenStray).ok());
     ASSERT_TRUE(segd.Create(kSealedStray).ok());
     ASSERT_TRUE(segd.Seal(kSealedStray).ok());
