@@ -1,14 +1,17 @@
 // Every logfs process exits non-zero with a one-line reason on bad flags,
 // a busy port, an unusable data dir or an unreachable meta.
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "src/cluster/process.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {
@@ -93,6 +96,57 @@ TEST_F(CliTest, UnreachableMeta) {
   ASSERT_EQ(0, RunCommand("mkdir " + dir_ + "/mnt").exit_code);
   ExpectOneLineFailure("mount --meta=127.0.0.1:1 --rpc_timeout_ms=2000 " + dir_ + "/mnt",
                        "cannot reach meta at 127.0.0.1:1");
+}
+
+TEST_F(CliTest, AWildcardListenNeedsAnAdvertisedAddress) {
+  // Goal (issue 13 item 1): a server bound to a wildcard address cannot
+  // tell others how to dial it, so it refuses to start without
+  // --advertise and says so.
+  ExpectOneLineFailure("meta --data_dir=" + dir_ + "/m --listen=0.0.0.0:0", "--advertise");
+  ExpectOneLineFailure("segd --data_dir=" + dir_ + "/s --listen=0.0.0.0:0 --meta=127.0.0.1:1",
+                       "--advertise");
+  ExpectOneLineFailure("meta --data_dir=" + dir_ + "/m --listen=0.0.0.0:0 --advertise=0.0.0.0",
+                       "wildcard");
+}
+
+TEST_F(CliTest, ServersOnAWildcardListenRegisterTheirAdvertisedAddress) {
+  // Goal: meta and a segment server listening on 0.0.0.0 with --advertise
+  // (host only: the bound port) write the advertised address to their
+  // address files, and meta's registry lists the segment server under
+  // it, never under 0.0.0.0. Only 127.0.0.1 is dialled.
+  const std::string meta_file = dir_ + "/meta.addr", segd_file = dir_ + "/segd.addr";
+  struct Children {  // stopped however the test ends
+    std::vector<pid_t> pids;
+    ~Children() {
+      for (auto it = pids.rbegin(); it != pids.rend(); ++it) {
+        cluster::StopChild(*it, SIGTERM, absl::Seconds(10));
+      }
+    }
+  } children;
+  auto meta =
+      cluster::Spawn({LogfsBinary(), "meta", "--data_dir=" + dir_ + "/m", "--listen=0.0.0.0:0",
+                      "--advertise=127.0.0.1", "--address_file=" + meta_file},
+                     dir_ + "/meta.log");
+  ASSERT_TRUE(meta.ok()) << meta.status();
+  children.pids.push_back(*meta);
+  auto meta_address = cluster::WaitForFile(meta_file, absl::Seconds(20), *meta);
+  ASSERT_TRUE(meta_address.ok()) << meta_address.status() << cluster::LastLine(dir_ + "/meta.log");
+  EXPECT_TRUE(absl::StartsWith(*meta_address, "127.0.0.1:")) << *meta_address;
+  auto segd = cluster::Spawn(
+      {LogfsBinary(), "segd", "--data_dir=" + dir_ + "/s", "--listen=0.0.0.0:0",
+       "--advertise=127.0.0.1", "--meta=" + *meta_address, "--address_file=" + segd_file},
+      dir_ + "/segd.log");
+  ASSERT_TRUE(segd.ok()) << segd.status();
+  children.pids.push_back(*segd);
+  auto segd_address = cluster::WaitForFile(segd_file, absl::Seconds(20), *segd);
+  EXPECT_TRUE(segd_address.ok()) << segd_address.status();
+  if (segd_address.ok()) {
+    EXPECT_TRUE(absl::StartsWith(*segd_address, "127.0.0.1:")) << *segd_address;
+    auto status = RunCommand(LogfsBinary() + " status --meta=" + *meta_address);
+    EXPECT_EQ(0, status.exit_code) << status.output;
+    EXPECT_NE(std::string::npos, status.output.find(*segd_address)) << status.output;
+    EXPECT_EQ(std::string::npos, status.output.find("0.0.0.0")) << status.output;
+  }
 }
 
 TEST_F(CliTest, MountPointMustBeADirectory) {

@@ -25,7 +25,11 @@ DEFINE_string(data_dir, "",
               "meta and segd: directory for the server's state (required); mount: the embedded "
               "cluster's (default $XDG_DATA_HOME/logfs or ~/.local/share/logfs)");
 DEFINE_string(listen, "127.0.0.1:0", "host:port to listen on (port 0 picks a free port)");
-DEFINE_string(address_file, "", "if set, write the bound host:port here once serving");
+DEFINE_string(advertise, "",
+              "meta and segd: host[:port] others dial (what meta registers and hands to "
+              "mounts); default: the --listen address, which must then not be a wildcard such "
+              "as 0.0.0.0; without a port (or with port 0): the bound port");
+DEFINE_string(address_file, "", "if set, write the advertised host:port here once serving");
 DEFINE_string(meta, "", "host:port of the meta server (segd: required; mount: none = embedded; bench wal: "
               "append through the client library, no FUSE)");
 DEFINE_int32(io_threads, 1,
@@ -93,10 +97,11 @@ int Fail(const char* what, const absl::Status& status) {
 template <typename Server>
 int Serve(const char* what, Server& server, const sigset_t& signals, rpc::IoThreads& threads) {
   if (!FLAGS_address_file.empty()) {
-    absl::Status s = env::WriteFileAtomically(FLAGS_address_file, server.bound_address());
+    absl::Status s = env::WriteFileAtomically(FLAGS_address_file, server.advertised_address());
     if (!s.ok()) return Fail(what, s);
   }
-  LOG(INFO) << "logfs " << what << " serving on " << server.bound_address();
+  LOG(INFO) << "logfs " << what << " serving on " << server.bound_address() << ", advertised as "
+            << server.advertised_address();
   int sig = 0;
   sigwait(&signals, &sig);
   LOG(INFO) << "logfs " << what << " stopping on signal " << sig;
@@ -114,14 +119,17 @@ bool RequireDataDir(const char* what) {
 }  // namespace
 
 int MetaMain(int argc, char** argv) {
-  InitProcess(&argc, &argv, "logfs meta --data_dir=DIR --listen=HOST:PORT",
-              {{"meta:"}, {"data_dir", "listen", "address_file", "io_threads", "rpc_timeout_ms"}});
+  InitProcess(
+      &argc, &argv, "logfs meta --data_dir=DIR --listen=HOST:PORT",
+      {{"meta:"},
+       {"data_dir", "listen", "advertise", "address_file", "io_threads", "rpc_timeout_ms"}});
   if (!RequireDataDir("meta")) return 1;
   sigset_t signals = BlockTerminationSignals();
   rpc::IoThreads threads(FLAGS_io_threads);
   meta::MetaServerOptions options;
   options.data_dir = FLAGS_data_dir;
   options.listen_address = FLAGS_listen;
+  options.advertise_address = FLAGS_advertise;
   options.dead_server_ms = FLAGS_dead_server_ms;
   options.lease_timeout_ms = FLAGS_lease_timeout_ms;
   options.lease_recovery_delay_ms = FLAGS_lease_recovery_delay_ms;
@@ -137,7 +145,8 @@ int MetaMain(int argc, char** argv) {
 int SegdMain(int argc, char** argv) {
   InitProcess(&argc, &argv, "logfs segd --data_dir=DIR --listen=HOST:PORT --meta=HOST:PORT",
               {{"segd:"},
-               {"data_dir", "listen", "address_file", "meta", "io_threads", "rpc_timeout_ms"}});
+               {"data_dir", "listen", "advertise", "address_file", "meta", "io_threads",
+                "rpc_timeout_ms"}});
   if (!RequireDataDir("segd")) return 1;
   if (FLAGS_meta.empty()) {
     std::fprintf(stderr, "logfs segd: --meta is required\n");
@@ -148,6 +157,7 @@ int SegdMain(int argc, char** argv) {
   segd::SegmentServerOptions options;
   options.data_dir = FLAGS_data_dir;
   options.listen_address = FLAGS_listen;
+  options.advertise_address = FLAGS_advertise;
   options.meta_address = FLAGS_meta;
   options.sync_interval_ms = FLAGS_sync_interval_ms;
   options.journal_bytes = FLAGS_journal_bytes;

@@ -23,6 +23,7 @@
 #include "store/meta/namespace.h"
 #include "store/meta/rereplicator.h"
 #include "store/meta/segd_api.h"
+#include "store/rpc/endpoint.h"
 #include "store/rpc/rpc_server.h"
 
 namespace logfs::meta {
@@ -110,15 +111,20 @@ class MetaServerImpl : public MetaServer {
       ns_->MountDisconnected(mount_id);
     });
     RETURN_IF_ERROR(server_->Listen(options_.listen_address));
+    ASSIGN_OR_RETURN(advertised_address_,
+                     rpc::AdvertisedAddress(options_.listen_address, server_->bound_address(),
+                                            options_.advertise_address));
     ScheduleExpiry();
     StartRereplication();
-    LOG(INFO) << "meta serving " << server_->bound_address() << " from " << options_.data_dir;
+    LOG(INFO) << "meta serving " << server_->bound_address() << " (advertised as "
+              << advertised_address_ << ") from " << options_.data_dir;
     return absl::OkStatus();
   }
 
   std::string bound_address() const override {
     return server_ != nullptr ? server_->bound_address() : "";
   }
+  std::string advertised_address() const override { return advertised_address_; }
 
   void Stop() override {
     if (stopped_.exchange(true)) return;
@@ -394,6 +400,7 @@ class MetaServerImpl : public MetaServer {
   std::unique_ptr<Namespace> ns_;
   std::unique_ptr<Rereplicator> rereplicator_;
   std::unique_ptr<rpc::RpcServer> server_;
+  std::string advertised_address_;  // set once in Start
 
   std::atomic<bool> stopped_{false};
   std::atomic<int> TEST_changes_{0};  // changes with a call id handled

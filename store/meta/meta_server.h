@@ -20,6 +20,10 @@ namespace logfs::meta {
 struct MetaServerOptions {
   std::string data_dir;        // created if missing; holds the RocksDB
   std::string listen_address;  // "host:port"; port 0 picks one
+  // What others dial: "host:port", or "host" for the bound port
+  // (rpc::AdvertisedAddress). Empty: the bound address; then a wildcard
+  // listen_address (0.0.0.0) is refused.
+  std::string advertise_address;
   int dead_server_ms = 10000;  // no heartbeat for this long: server is dead
   int lease_timeout_ms = 60000;  // writer lease without mount heartbeat
   // A lapsed lease's file is recovered by meta after this long (ms).
@@ -43,12 +47,16 @@ class MetaServer {
  public:
   // Opens (or creates) the database and listens. Errors:
   // kFailedPrecondition (data dir unusable, database locked by another
-  // meta), kUnavailable (address busy). `io` must outlive the server.
+  // meta), kUnavailable (address busy), kInvalidArgument (a wildcard
+  // listen address without advertise_address, a bad one). `io` must
+  // outlive the server.
   static absl::StatusOr<std::unique_ptr<MetaServer>> Start(const MetaServerOptions& options,
                                                            asio::io_context& io);
   virtual ~MetaServer() = default;
 
   virtual std::string bound_address() const = 0;
+  // "host:port" others dial.
+  virtual std::string advertised_address() const = 0;
 
   // Stops accepting connections and fails calls to segment servers in
   // flight; later requests on open connections get kUnavailable. Destroy

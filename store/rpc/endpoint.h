@@ -18,4 +18,19 @@ namespace logfs::rpc {
 // resolved.
 absl::StatusOr<asio::ip::tcp::endpoint> ParseEndpoint(const std::string& address);
 
+// "host:port" of `endpoint` (IPv6 hosts in brackets).
+std::string FormatEndpoint(const asio::ip::tcp::endpoint& endpoint);
+
+// The address a server tells others to dial (meta's registry, the
+// user.logfs.segments lines, --address_file), for a server that listens
+// on `listen` and got `bound` (the same, with port 0 resolved):
+//   - `advertise` "host:port": that; "host" or "host:0": host and the
+//     bound port;
+//   - `advertise` empty: `bound`, unless `listen` is a wildcard
+//     (0.0.0.0, [::]), which nobody can dial.
+// kInvalidArgument for a wildcard listen without `advertise`, a wildcard
+// or malformed `advertise`, with a message that names --advertise.
+absl::StatusOr<std::string> AdvertisedAddress(const std::string& listen, const std::string& bound,
+                                              const std::string& advertise);
+
 }  // namespace logfs::rpc

@@ -27,5 +27,32 @@ TEST(EndpointTest, RejectsWhatIsNotHostPort) {
   }
 }
 
+TEST(EndpointTest, AdvertisedAddressDefaultsToTheBoundOneUnlessItIsAWildcard) {
+  EXPECT_EQ("127.0.0.1:7100", *AdvertisedAddress("127.0.0.1:0", "127.0.0.1:7100", ""));
+  EXPECT_EQ("[::1]:7100", *AdvertisedAddress("[::1]:0", "[::1]:7100", ""));
+  for (const char* wildcard : {"0.0.0.0:7100", "[::]:7100"}) {
+    auto advertised = AdvertisedAddress(wildcard, "0.0.0.0:7100", "");
+    EXPECT_EQ(absl::StatusCode::kInvalidArgument, advertised.status().code()) << wildcard;
+    EXPECT_NE(std::string::npos, advertised.status().message().find("--advertise"))
+        << advertised.status();
+  }
+}
+
+TEST(EndpointTest, AdvertisedAddressTakesTheBoundPortWhenItHasNone) {
+  EXPECT_EQ("10.0.0.5:7100", *AdvertisedAddress("0.0.0.0:7100", "0.0.0.0:7100", "10.0.0.5:7100"));
+  EXPECT_EQ("10.0.0.5:41234", *AdvertisedAddress("0.0.0.0:0", "0.0.0.0:41234", "10.0.0.5"));
+  EXPECT_EQ("10.0.0.5:41234", *AdvertisedAddress("0.0.0.0:0", "0.0.0.0:41234", "10.0.0.5:0"));
+  EXPECT_EQ("[fd00::5]:41234", *AdvertisedAddress("[::]:0", "[::]:41234", "fd00::5"));
+  EXPECT_EQ("[fd00::5]:41234", *AdvertisedAddress("[::]:0", "[::]:41234", "[fd00::5]"));
+  EXPECT_EQ("[fd00::5]:7000", *AdvertisedAddress("[::]:0", "[::]:41234", "[fd00::5]:7000"));
+}
+
+TEST(EndpointTest, AdvertisedAddressRefusesWildcardsAndGarbage) {
+  for (const char* bad : {"0.0.0.0", "0.0.0.0:7100", "[::]", "db1.example.com", "10.0.0.5:x"}) {
+    auto advertised = AdvertisedAddress("0.0.0.0:0", "0.0.0.0:41234", bad);
+    EXPECT_EQ(absl::StatusCode::kInvalidArgument, advertised.status().code()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace logfs::rpc

@@ -3,19 +3,19 @@
 // MetaHeartbeat (registration and heartbeats).
 #include "store/segd/segment_server.h"
 
-#include <unistd.h>
-
 #include <glog/logging.h>
+#include <unistd.h>
 
 #include <random>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
 #include "store/format/message_type.h"
+#include "store/rpc/endpoint.h"
+#include "store/rpc/rpc_server.h"
 #include "store/segd/meta_registration.h"
 #include "store/segd/replica_store.h"
-#include "store/rpc/rpc_server.h"
 #include "store/segd/segment_copier.h"
 #include "store/segd/segment_service.h"
 #include "store/segd/short_circuit_server.h"
@@ -59,12 +59,10 @@ class SegmentServerImpl : public SegmentServer {
     RETURN_IF_ERROR(rpc_server_.Listen(options.listen_address));
     MetaHeartbeatOptions meta;
     meta.meta_address = options.meta_address;
-    meta.advertise_address = options.advertise_address.empty() ? rpc_server_.bound_address()
-                                                               : options.advertise_address;
-    if (absl::StartsWith(meta.advertise_address, "0.0.0.0:")) {
-      LOG(WARNING) << "advertising wildcard address " << meta.advertise_address
-                   << " to meta; set advertise_address";
-    }
+    ASSIGN_OR_RETURN(advertised_address_,
+                     rpc::AdvertisedAddress(options.listen_address, rpc_server_.bound_address(),
+                                            options.advertise_address));
+    meta.advertise_address = advertised_address_;
     meta.heartbeat_interval_ms = options.heartbeat_interval_ms;
     meta.rpc_timeout_ms = options.rpc_timeout_ms;
     meta.incarnation = incarnation;
@@ -77,6 +75,7 @@ class SegmentServerImpl : public SegmentServer {
   }
 
   std::string bound_address() const override { return rpc_server_.bound_address(); }
+  std::string advertised_address() const override { return advertised_address_; }
   uint64_t server_id() const override { return store_->server_id(); }
 
   SegmentServerCounters counters() const override {
@@ -150,6 +149,7 @@ class SegmentServerImpl : public SegmentServer {
   SegmentCopier copier_;
   SegmentService service_;
   rpc::RpcServer rpc_server_;
+  std::string advertised_address_;  // set once in Start
   std::unique_ptr<ShortCircuitServer> short_circuit_;
   std::unique_ptr<MetaHeartbeat> heartbeat_;
 };

@@ -34,8 +34,9 @@ struct SegmentServerOptions {
   uint64_t journal_bytes = 64u << 20;  // <data_dir>/journal (store/segd/journal.h)
   int heartbeat_interval_ms = 1000;
   int rpc_timeout_ms = 5000;   // for calls to meta
-  // "host:port" registered with meta, for clients to reach this server.
-  // Empty: the bound address (fine unless listening on 0.0.0.0).
+  // What meta hands to clients to reach this server: "host:port", or
+  // "host" for the bound port (rpc::AdvertisedAddress). Empty: the bound
+  // address; then a wildcard listen_address (0.0.0.0) is refused.
   std::string advertise_address;
   size_t sync_waiters_max = 1 << 16;  // appends waiting for durability
   // Unix socket for short-circuit reads (store/segd/short_circuit_server.h);
@@ -67,13 +68,17 @@ class SegmentServer {
   // Opens the data dir, listens and registers with meta. Errors:
   // kFailedPrecondition (data dir not usable or of another server id;
   // meta refused the id because another live process holds it),
-  // kUnavailable (address busy, meta unreachable). `io` must outlive the server; the caller runs it.
+  // kUnavailable (address busy, meta unreachable), kInvalidArgument (a
+  // wildcard listen address without advertise_address, a bad one). `io`
+  // must outlive the server; the caller runs it.
   static absl::StatusOr<std::unique_ptr<SegmentServer>> Start(
       const SegmentServerOptions& options, asio::io_context& io);
   virtual ~SegmentServer() = default;
 
   // "host:port" actually bound.
   virtual std::string bound_address() const = 0;
+  // "host:port" others dial (registered with meta).
+  virtual std::string advertised_address() const = 0;
 
   // The id meta assigned (kept in the data dir across restarts).
   virtual uint64_t server_id() const = 0;
