@@ -113,7 +113,8 @@ TEST_F(CliTest, ServersOnAWildcardListenRegisterTheirAdvertisedAddress) {
   // Goal: meta and a segment server listening on 0.0.0.0 with --advertise
   // (host only: the bound port) write the advertised address to their
   // address files, and meta's registry lists the segment server under
-  // it, never under 0.0.0.0. Only 127.0.0.1 is dialled.
+  // it, never under 0.0.0.0, with its failure domain. Only 127.0.0.1 is
+  // dialled.
   const std::string meta_file = dir_ + "/meta.addr", segd_file = dir_ + "/segd.addr";
   struct Children {  // stopped however the test ends
     std::vector<pid_t> pids;
@@ -132,10 +133,11 @@ TEST_F(CliTest, ServersOnAWildcardListenRegisterTheirAdvertisedAddress) {
   auto meta_address = cluster::WaitForFile(meta_file, absl::Seconds(20), *meta);
   ASSERT_TRUE(meta_address.ok()) << meta_address.status() << cluster::LastLine(dir_ + "/meta.log");
   EXPECT_TRUE(absl::StartsWith(*meta_address, "127.0.0.1:")) << *meta_address;
-  auto segd = cluster::Spawn(
-      {LogfsBinary(), "segd", "--data_dir=" + dir_ + "/s", "--listen=0.0.0.0:0",
-       "--advertise=127.0.0.1", "--meta=" + *meta_address, "--address_file=" + segd_file},
-      dir_ + "/segd.log");
+  auto segd =
+      cluster::Spawn({LogfsBinary(), "segd", "--data_dir=" + dir_ + "/s", "--listen=0.0.0.0:0",
+                      "--advertise=127.0.0.1", "--meta=" + *meta_address,
+                      "--address_file=" + segd_file, "--failure_domain=rack1/host7"},
+                     dir_ + "/segd.log");
   ASSERT_TRUE(segd.ok()) << segd.status();
   children.pids.push_back(*segd);
   auto segd_address = cluster::WaitForFile(segd_file, absl::Seconds(20), *segd);
@@ -146,6 +148,8 @@ TEST_F(CliTest, ServersOnAWildcardListenRegisterTheirAdvertisedAddress) {
     EXPECT_EQ(0, status.exit_code) << status.output;
     EXPECT_NE(std::string::npos, status.output.find(*segd_address)) << status.output;
     EXPECT_EQ(std::string::npos, status.output.find("0.0.0.0")) << status.output;
+    // ... and with the failure domain it registered (issue 13 item 3).
+    EXPECT_NE(std::string::npos, status.output.find("rack1/host7")) << status.output;
   }
 }
 

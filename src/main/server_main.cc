@@ -40,6 +40,10 @@ DEFINE_uint64(journal_bytes, 64u << 20,
               "segd: bytes of the journal file that group-commits appends (zero-filled once; "
               ">= 1 MiB)");
 DEFINE_int32(heartbeat_interval_ms, 1000, "segd: interval of heartbeats to meta");
+DEFINE_string(failure_domain, "",
+              "segd: where this server sits, outermost first, e.g. rack1/host3; placement puts "
+              "a segment's replicas in distinct domains at the highest level that has enough "
+              "(default: the host name)");
 DEFINE_string(short_circuit_socket, "",
               "segd: Unix socket that hands sealed replicas to readers on this host "
               "(short-circuit reads; default DATA_DIR/segd.sock; 'off' disables them)");
@@ -158,6 +162,7 @@ int SegdMain(int argc, char** argv) {
   options.data_dir = FLAGS_data_dir;
   options.listen_address = FLAGS_listen;
   options.advertise_address = FLAGS_advertise;
+  options.failure_domain = FLAGS_failure_domain;
   options.meta_address = FLAGS_meta;
   options.sync_interval_ms = FLAGS_sync_interval_ms;
   options.journal_bytes = FLAGS_journal_bytes;

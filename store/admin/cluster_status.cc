@@ -49,8 +49,8 @@ std::string FormatClusterStatus(const ClusterStatus& status) {
   std::string out = absl::StrFormat("servers: %d (%u live, %d dead)\n",
                                     status.servers.servers_size(), live,
                                     status.servers.servers_size() - static_cast<int>(live));
-  absl::StrAppend(&out, absl::StrFormat("%6s  %-24s %-6s %10s %10s %s\n", "id", "address",
-                                        "state", "capacity", "free", "heartbeat"));
+  absl::StrAppend(&out, absl::StrFormat("%6s  %-24s %-16s %-6s %10s %10s %s\n", "id", "address",
+                                        "domain", "state", "capacity", "free", "heartbeat"));
   // A server meta has not heard from since it started (heartbeat age -1)
   // has no known space: meta counts it live for --dead_server_ms on trust,
   // so the totals are unknown too until it reports.
@@ -62,10 +62,11 @@ std::string FormatClusterStatus(const ClusterStatus& status) {
                                : "none since meta start";
     // "failed": live, but its journal failed, so it takes no appends.
     const char* state = !s.live() ? "dead" : !s.disk_failure().empty() ? "failed" : "live";
-    absl::StrAppend(&out, absl::StrFormat("%6d  %-24s %-6s %10s %10s %s\n", s.server_id(),
-                                          s.address(), state,
-                                          reported ? Bytes(s.capacity_bytes()) : "unknown",
-                                          reported ? Bytes(s.free_bytes()) : "unknown", age));
+    const std::string& domain = s.failure_domain().empty() ? s.host() : s.failure_domain();
+    absl::StrAppend(
+        &out, absl::StrFormat("%6d  %-24s %-16s %-6s %10s %10s %s\n", s.server_id(), s.address(),
+                              domain, state, reported ? Bytes(s.capacity_bytes()) : "unknown",
+                              reported ? Bytes(s.free_bytes()) : "unknown", age));
   }
   for (const auto& s : status.servers.servers()) {
     if (s.live() && !s.disk_failure().empty()) {

@@ -43,6 +43,10 @@ inline constexpr uint32_t kDegradedReplicasMin = 2;
 // A segment server's "host:port" and host name (EINVAL at RegisterServer).
 inline constexpr size_t kServerAddressBytesMax = 255;
 inline constexpr size_t kServerHostBytesMax = 255;
+// A segment server's failure domain, "rack/host" (EINVAL at RegisterServer),
+// and the reason a failed server reports (cut to this many bytes).
+inline constexpr size_t kFailureDomainBytesMax = 255;
+inline constexpr size_t kDiskFailureBytesMax = 255;
 // Encoded bytes of one inode as meta replies it (segments with their
 // replica addresses; xattrs are left out): a roll, or the first write after
 // an open, whose new segment would take the reply past this fails with
@@ -100,7 +104,8 @@ inline constexpr size_t kAttrBytesMax =
 // proto::ServerStatus.
 inline constexpr size_t kServerStatusBytesMax =
     kVarintFieldBytesMax + LengthFieldBytes(kServerAddressBytesMax) +
-    LengthFieldBytes(kServerHostBytesMax) + kBoolFieldBytes + 3 * kVarintFieldBytesMax;
+    LengthFieldBytes(kServerHostBytesMax) + kBoolFieldBytes + 3 * kVarintFieldBytesMax +
+    LengthFieldBytes(kDiskFailureBytesMax) + LengthFieldBytes(kFailureDomainBytesMax);
 
 }  // namespace internal
 

@@ -1,6 +1,7 @@
 // Namespace: placement of a new segment's replicas on distinct live
-// servers with room (most free space first, suspects last), and the
-// replica addresses a reply carries.
+// servers with room (most free space first, suspects last) in distinct
+// failure domains (store/meta/placement.h), and the replica addresses a
+// reply carries.
 #include <algorithm>
 #include <cerrno>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/status/posix_error.h"
 #include "store/meta/namespace.h"
+#include "store/meta/placement.h"
 
 namespace logfs::meta {
 
@@ -59,8 +61,13 @@ absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(
     if (fa != fb) return fa > fb;
     return (a->record.server_id() + rotation) % n < (b->record.server_id() + rotation) % n;
   });
+  // Then distinct failure domains, in that order of preference.
+  std::vector<std::string> domains;
+  for (const ServerState* server : live) domains.push_back(FailureDomainOf(server->record));
   std::vector<uint64_t> ids;
-  for (uint32_t i = 0; i < replication; ++i) ids.push_back(live[i]->record.server_id());
+  for (size_t i : SpreadOverDomains(domains, replication)) {
+    ids.push_back(live[i]->record.server_id());
+  }
   return ids;
 }
 

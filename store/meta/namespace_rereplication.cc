@@ -1,6 +1,7 @@
 // Namespace: inspection (ListServers, ListSegments) and the meta half of
 // re-replication: planning copies of under-replicated sealed segments and
 // recording them (docs/rpc.md "Re-replication").
+#include <glog/logging.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -9,10 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
-#include <glog/logging.h>
-
-#include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_txn.h"
+#include "store/meta/namespace.h"
+#include "store/meta/placement.h"
 
 namespace logfs::meta {
 namespace {
@@ -64,6 +64,7 @@ absl::StatusOr<proto::ListServersResponse> Namespace::ListServers(uint64_t start
     status->set_capacity_bytes(server.capacity_bytes);
     status->set_free_bytes(server.free_bytes);
     status->set_disk_failure(server.disk_failure);
+    status->set_failure_domain(FailureDomainOf(server.record));
     // A restarted meta counts registered servers live for a while before
     // they report (Load), but knows neither their space nor a heartbeat.
     status->set_heartbeat_age_ms(server.last_seen_ns == 0 || !server.reported

@@ -81,6 +81,8 @@ absl::Status MetaHeartbeat::Register() {
   request.set_capacity_bytes(space.capacity_bytes);
   request.set_free_bytes(space.free_bytes);
   request.set_host(HostName());
+  request.set_failure_domain(options_.failure_domain.empty() ? request.host()
+                                                             : options_.failure_domain);
   request.set_server_id(store_->server_id());
   request.set_incarnation(options_.incarnation);
   request.set_cluster_id(store_->cluster_id());
@@ -128,7 +130,7 @@ absl::StatusOr<proto::HeartbeatResponse> MetaHeartbeat::BeatOnce(
   request.set_capacity_bytes(space.capacity_bytes);
   request.set_free_bytes(space.free_bytes);
   if (absl::Status health = store_->Health(); !health.ok()) {
-    request.set_disk_failure(std::string(health.message()));
+    request.set_disk_failure(std::string(health.message().substr(0, format::kDiskFailureBytesMax)));
   }
   absl::StatusOr<proto::HeartbeatResponse> response = meta_->Heartbeat(request);
   heartbeats_sent_.fetch_add(1);

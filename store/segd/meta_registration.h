@@ -45,6 +45,8 @@ struct MetaHeartbeatOptions {
   // Random and new for each process (RegisterServerRequest.incarnation);
   // meta refuses a second live process with this server's id.
   uint64_t incarnation = 0;
+  // RegisterServerRequest.failure_domain; empty: the host name.
+  std::string failure_domain;
 };
 
 class MetaHeartbeat {

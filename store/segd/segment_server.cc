@@ -63,6 +63,7 @@ class SegmentServerImpl : public SegmentServer {
                      rpc::AdvertisedAddress(options.listen_address, rpc_server_.bound_address(),
                                             options.advertise_address));
     meta.advertise_address = advertised_address_;
+    meta.failure_domain = options.failure_domain;
     meta.heartbeat_interval_ms = options.heartbeat_interval_ms;
     meta.rpc_timeout_ms = options.rpc_timeout_ms;
     meta.incarnation = incarnation;

@@ -38,6 +38,8 @@ struct SegmentServerOptions {
   // "host" for the bound port (rpc::AdvertisedAddress). Empty: the bound
   // address; then a wildcard listen_address (0.0.0.0) is refused.
   std::string advertise_address;
+  // "rack/host" (RegisterServerRequest.failure_domain); empty: the host name.
+  std::string failure_domain;
   size_t sync_waiters_max = 1 << 16;  // appends waiting for durability
   // Unix socket for short-circuit reads (store/segd/short_circuit_server.h);
   // empty: off.

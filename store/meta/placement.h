@@ -1,0 +1,35 @@
+// Spreading a segment's replicas over failure domains. A server's domain
+// is a path, outermost level first ("rack/host", or "host"); placement
+// takes distinct domains at the highest level that has enough of them
+// (distinct racks when there are at least `replication` racks among the
+// candidates, else distinct hosts), as HDFS's rack-aware placement and
+// Ceph's CRUSH failure-domain rule do; where no level has enough, it
+// takes as many distinct hosts as there are and fills up with the
+// remaining servers. Pure functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "store/format/logfs.pb.h"
+
+namespace logfs::meta {
+
+// The indexes into `domains` of the `replication` servers to use (fewer if
+// there are fewer servers), taken in `domains`' order (the caller's
+// preference: most free space first) subject to the spread above.
+std::vector<size_t> SpreadOverDomains(const std::vector<std::string>& domains,
+                                      uint32_t replication);
+
+// A registered server's failure domain: its failure_domain, else its
+// host name (servers that registered before domains existed).
+std::string FailureDomainOf(const proto::RegisterServerRequest& record);
+
+// EINVAL (PosixError) unless `domain` is at most kFailureDomainBytesMax
+// bytes of non-empty levels separated by '/'; "" is allowed (the host).
+absl::Status ValidateFailureDomain(const std::string& domain);
+
+}  // namespace logfs::meta
