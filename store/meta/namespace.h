@@ -331,10 +331,13 @@ class Namespace {
   absl::Status DeleteOrphans(const std::vector<uint64_t>& inos)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `replication` distinct live servers, most free space first, none of
-  // `excluded`; suspect servers only when there are too few others.
-  // kUnavailable when there are too few.
+  // `excluded`, in distinct failure domains (store/meta/placement.h) also
+  // from the live servers in `kept` (replicas the segment keeps); suspect
+  // servers only when there are too few others. kUnavailable when there
+  // are too few.
   absl::StatusOr<std::vector<uint64_t>> PlaceReplicas(uint32_t replication,
-                                                      const std::vector<uint64_t>& excluded) const
+                                                      const std::vector<uint64_t>& excluded,
+                                                      const std::vector<uint64_t>& kept = {}) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends a new open segment to `inode`.
   absl::Status AppendSegment(Txn& txn, proto::Inode* inode,

@@ -14,7 +14,8 @@
 namespace logfs::meta {
 
 absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(
-    uint32_t replication, const std::vector<uint64_t>& excluded) const {
+    uint32_t replication, const std::vector<uint64_t>& excluded,
+    const std::vector<uint64_t>& kept) const {
   // A server whose last heartbeat reported less free space than this gets
   // no new segments: its appends would fail with ENOSPC at once.
   constexpr uint64_t kMinFreeBytes = 4u << 20;
@@ -64,8 +65,15 @@ absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(
   // Then distinct failure domains, in that order of preference.
   std::vector<std::string> domains;
   for (const ServerState* server : live) domains.push_back(FailureDomainOf(server->record));
+  std::vector<std::string> kept_domains;
+  for (uint64_t id : kept) {
+    auto it = servers_.find(id);
+    if (it != servers_.end() && ServerLive(it->second)) {
+      kept_domains.push_back(FailureDomainOf(it->second.record));
+    }
+  }
   std::vector<uint64_t> ids;
-  for (size_t i : SpreadOverDomains(domains, replication)) {
+  for (size_t i : SpreadOverDomains(domains, replication, kept_domains)) {
     ids.push_back(live[i]->record.server_id());
   }
   return ids;

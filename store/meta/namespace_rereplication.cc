@@ -154,7 +154,8 @@ void Namespace::PlanSegment(const proto::Inode& inode, const proto::Segment& seg
   if (sources.empty() || sources.size() >= wanted) return;
   const size_t missing = std::min<size_t>(wanted - sources.size(), room);
   for (size_t i = 0; i < missing; ++i) {
-    auto target = PlaceReplicas(1, holders);
+    // Away from the domains of the replicas it keeps: the spread comes back.
+    auto target = PlaceReplicas(1, holders, holders);
     if (!target.ok()) return;  // too few live servers: copy to those there are
     const uint64_t target_id = target->front();
     holders.push_back(target_id);

@@ -27,13 +27,14 @@ size_t Levels(const std::string& domain) {
   return static_cast<size_t>(std::count(domain.begin(), domain.end(), '/')) + 1;
 }
 
-// Takes, in order, the servers whose prefix at `levels` is not taken yet;
-// then, while short, the rest in order.
+// Takes, in order, the servers whose prefix at `levels` is not taken yet
+// (by `kept` or an earlier choice); then, while short, the rest in order.
 std::vector<size_t> TakeDistinct(const std::vector<std::string>& domains, size_t levels,
-                                 uint32_t replication) {
+                                 uint32_t replication, const std::vector<std::string>& kept) {
   std::vector<size_t> chosen;
   std::vector<bool> used(domains.size(), false);
   std::set<std::string> taken;
+  for (const auto& d : kept) taken.insert(Prefix(d, levels));
   for (size_t i = 0; i < domains.size() && chosen.size() < replication; ++i) {
     if (taken.insert(Prefix(domains[i], levels)).second) {
       chosen.push_back(i);
@@ -48,18 +49,23 @@ std::vector<size_t> TakeDistinct(const std::vector<std::string>& domains, size_t
 
 }  // namespace
 
-std::vector<size_t> SpreadOverDomains(const std::vector<std::string>& domains,
-                                      uint32_t replication) {
+std::vector<size_t> SpreadOverDomains(const std::vector<std::string>& domains, uint32_t replication,
+                                      const std::vector<std::string>& kept) {
   size_t deepest = 1;
   for (const auto& d : domains) deepest = std::max(deepest, Levels(d));
-  // The highest level with enough distinct domains; the full path (the
-  // host) if none has.
+  for (const auto& d : kept) deepest = std::max(deepest, Levels(d));
+  // The highest level with a distinct domain for each new replica beyond
+  // those the kept ones occupy; the full path (the host) if none has.
   for (size_t levels = 1; levels <= deepest; ++levels) {
-    std::set<std::string> distinct;
+    std::set<std::string> distinct, distinct_kept;
+    for (const auto& d : kept) distinct_kept.insert(Prefix(d, levels));
+    distinct = distinct_kept;
     for (const auto& d : domains) distinct.insert(Prefix(d, levels));
-    if (distinct.size() >= replication) return TakeDistinct(domains, levels, replication);
+    if (distinct.size() >= distinct_kept.size() + replication) {
+      return TakeDistinct(domains, levels, replication, kept);
+    }
   }
-  return TakeDistinct(domains, deepest, replication);
+  return TakeDistinct(domains, deepest, replication, kept);
 }
 
 std::string FailureDomainOf(const proto::RegisterServerRequest& record) {

@@ -21,8 +21,10 @@ namespace logfs::meta {
 // The indexes into `domains` of the `replication` servers to use (fewer if
 // there are fewer servers), taken in `domains`' order (the caller's
 // preference: most free space first) subject to the spread above.
-std::vector<size_t> SpreadOverDomains(const std::vector<std::string>& domains,
-                                      uint32_t replication);
+// `kept`: the domains of replicas the segment keeps (re-replication adds
+// to them): the spread counts them as taken.
+std::vector<size_t> SpreadOverDomains(const std::vector<std::string>& domains, uint32_t replication,
+                                      const std::vector<std::string>& kept = {});
 
 // A registered server's failure domain: its failure_domain, else its
 // host name (servers that registered before domains existed).

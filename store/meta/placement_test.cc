@@ -53,6 +53,19 @@ TEST(PlacementTest, NeverTwoReplicasOnOneHostWhileAnotherHostHasRoom) {
   EXPECT_EQ((std::vector<size_t>{0, 1}), SpreadOverDomains({"h", "h"}, 3));
 }
 
+TEST(PlacementTest, ReReplicationRestoresTheSpreadAwayFromKeptReplicas) {
+  // Goal: a segment that lost its rack-3 replica gets its new one in rack
+  // 3 again, not next to the replicas it keeps, even when a server in
+  // their racks is preferred (more free space).
+  std::vector<std::string> candidates = {"r1/h2", "r2/h4", "r3/h6"};
+  EXPECT_EQ((std::vector<size_t>{2}), SpreadOverDomains(candidates, 1, {"r1/h1", "r2/h3"}));
+  // Replicas kept in one rack (placed while only it had room): the new
+  // one goes to another rack.
+  EXPECT_EQ((std::vector<size_t>{1}), SpreadOverDomains({"r1/h3", "r2/h4"}, 1, {"r1/h1", "r1/h2"}));
+  // No other rack: another host of the rack, not a kept host.
+  EXPECT_EQ((std::vector<size_t>{1}), SpreadOverDomains({"r1/h1", "r1/h3"}, 1, {"r1/h1", "r1/h2"}));
+}
+
 TEST(PlacementTest, FailureDomainsAreCheckedAtRegistration) {
   EXPECT_TRUE(ValidateFailureDomain("").ok());
   EXPECT_TRUE(ValidateFailureDomain("rack1/host3").ok());
