@@ -40,7 +40,7 @@ absl::StatusOr<std::string> ReadVerifiedReplica(const format::ReplicaFds& files,
 SegmentReader::SegmentReader(client::SegdClient& segd, SegmentReaderOptions options)
     : segd_(segd),
       options_(std::move(options)),
-      boot_id_(rpc::HostBootId()),
+      boot_id_(options_.host_id.empty() ? rpc::HostBootId() : options_.host_id),
       replica_cache_(options_.replica_cache) {}
 
 absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, uint64_t offset,

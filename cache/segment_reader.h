@@ -31,6 +31,9 @@ struct SegmentReaderOptions {
   bool short_circuit = true;
   absl::Duration timeout = absl::Seconds(10);  // per replica call, TCP or Unix socket
   ReplicaCacheOptions replica_cache;
+  // This host's id, compared with a segment server's (ShortCircuitInfo)
+  // before reading its replicas from their files; empty: the boot id.
+  std::string host_id;
 };
 
 struct SegmentReaderStats {

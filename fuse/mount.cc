@@ -50,6 +50,7 @@ Mount::Mount(MountOptions options)
       meta_(io_, pool_.Get(options_.meta_address), MetaOptions(options_)) {
   cache::SegmentReaderOptions reader_options;
   reader_options.short_circuit = options_.short_circuit;
+  reader_options.host_id = options_.host_id;
   reader_options.timeout = options_.rpc_timeout;
   reader_options.replica_cache = options_.replica_cache;
   segment_reader_ = std::make_unique<cache::SegmentReader>(segd_, reader_options);

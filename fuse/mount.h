@@ -56,6 +56,9 @@ struct MountOptions {
   uint32_t block_cache_block_bytes = 64u << 10;  // a multiple of 16 KiB
   // Short-circuit reads of sealed replicas on this host (cache/segment_reader.h).
   bool short_circuit = true;
+  // This host's id for short-circuit reads (cache::SegmentReaderOptions);
+  // empty: the boot id.
+  std::string host_id;
   cache::ReplicaCacheOptions replica_cache;
 };
 

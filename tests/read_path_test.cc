@@ -173,6 +173,33 @@ TEST(ShortCircuitReadTest, TurnedOffEverythingGoesOverTcp) {
   EXPECT_EQ(0u, stats["short_circuit_reads"]);
 }
 
+TEST(ShortCircuitReadTest, ServersWithAnotherHostIdAreReadOverTcp) {
+  // Goal (issue 13 item 1): a mount reads replicas from their files only
+  // from servers with its own host id, not because they share a kernel
+  // or an address: with --host_id set apart (as network namespaces that
+  // stand in for hosts will), every read goes over TCP; with the same id
+  // set on both, reads are local again.
+  for (const bool same : {false, true}) {
+    MountedClusterOptions options;
+    options.segd_flags = {"--host_id=host-a"};
+    options.mount_flags = {same ? "--host_id=host-a" : "--host_id=host-b"};
+    auto mc = MountedCluster::Start(options);
+    ASSERT_TRUE(mc.ok()) << mc.status();
+    const std::string path = (*mc)->Path("hosts.dat");
+    const std::string data = Pattern(3 * kBlock, 9);
+    ASSERT_TRUE(WriteFile(path, data).ok());
+    DropKernelCaches();
+    EXPECT_EQ(data, ReadInPieces(path, data.size(), 65536));
+    auto stats = MountStats(path);
+    if (same) {
+      EXPECT_GE(stats["short_circuit_reads"], 1u) << "same host id";
+    } else {
+      EXPECT_GE(stats["remote_reads"], 1u);
+      EXPECT_EQ(0u, stats["short_circuit_reads"]) << "another host id";
+    }
+  }
+}
+
 TEST(MountBlockCacheTest, BadBlockSizeIsRefused) {
   auto run = RunCommand(LogfsBinary() + " mount --block_cache_block_bytes=1000 /nonexistent");
   EXPECT_NE(0, run.exit_code);

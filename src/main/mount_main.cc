@@ -35,6 +35,7 @@ DECLARE_string(meta);
 DECLARE_string(data_dir);
 DECLARE_int32(rpc_timeout_ms);
 DECLARE_int32(io_threads);
+DECLARE_string(host_id);
 DEFINE_bool(f, false, "mount: stay in the foreground");
 DEFINE_bool(fuse_debug, false, "mount: print every FUSE request (libfuse -d)");
 DEFINE_int32(fuse_threads, 16, "mount: FUSE worker threads");
@@ -204,6 +205,7 @@ fuse::MountOptions MountOptionsFromFlags(const std::string& meta) {
   options.block_cache_bytes = FLAGS_block_cache_bytes;
   options.block_cache_block_bytes = FLAGS_block_cache_block_bytes;
   options.short_circuit = FLAGS_short_circuit;
+  options.host_id = FLAGS_host_id;
   options.replica_cache.max_evictable = FLAGS_replica_cache_size;
   options.replica_cache.max_idle = absl::Milliseconds(FLAGS_replica_cache_expiry_ms);
   return options;
@@ -284,7 +286,8 @@ int RunMount(const std::string& mountpoint_arg) {
 
 int MountMain(int argc, char** argv) {
   InitProcess(&argc, &argv, "logfs mount [--meta=HOST:PORT] [-f] [--data_dir=DIR] MOUNTPOINT",
-              {{"mount:", "embedded cluster:"}, {"meta", "data_dir", "io_threads", "rpc_timeout_ms"}});
+              {{"mount:", "embedded cluster:"},
+               {"meta", "data_dir", "io_threads", "rpc_timeout_ms", "host_id"}});
   if (argc != 2) {
     std::fprintf(stderr, "logfs mount: expected one mount point, got %d arguments\n", argc - 1);
     return 1;

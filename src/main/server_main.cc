@@ -40,6 +40,10 @@ DEFINE_uint64(journal_bytes, 64u << 20,
               "segd: bytes of the journal file that group-commits appends (zero-filled once; "
               ">= 1 MiB)");
 DEFINE_int32(heartbeat_interval_ms, 1000, "segd: interval of heartbeats to meta");
+DEFINE_string(host_id, "",
+              "segd and mount: this host's id for short-circuit reads, which a mount uses only "
+              "for servers with the same id (default: the kernel's boot id; set one per network "
+              "namespace when namespaces of one kernel stand in for hosts)");
 DEFINE_string(failure_domain, "",
               "segd: where this server sits, outermost first, e.g. rack1/host3; placement puts "
               "a segment's replicas in distinct domains at the highest level that has enough "
@@ -150,7 +154,7 @@ int SegdMain(int argc, char** argv) {
   InitProcess(&argc, &argv, "logfs segd --data_dir=DIR --listen=HOST:PORT --meta=HOST:PORT",
               {{"segd:"},
                {"data_dir", "listen", "advertise", "address_file", "meta", "io_threads",
-                "rpc_timeout_ms"}});
+                "rpc_timeout_ms", "host_id"}});
   if (!RequireDataDir("segd")) return 1;
   if (FLAGS_meta.empty()) {
     std::fprintf(stderr, "logfs segd: --meta is required\n");
@@ -163,6 +167,7 @@ int SegdMain(int argc, char** argv) {
   options.listen_address = FLAGS_listen;
   options.advertise_address = FLAGS_advertise;
   options.failure_domain = FLAGS_failure_domain;
+  options.host_id = FLAGS_host_id;
   options.meta_address = FLAGS_meta;
   options.sync_interval_ms = FLAGS_sync_interval_ms;
   options.journal_bytes = FLAGS_journal_bytes;

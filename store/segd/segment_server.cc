@@ -56,6 +56,7 @@ class SegmentServerImpl : public SegmentServer {
     RETURN_IF_ERROR(TakeServerId(options.server_id));
     const uint64_t incarnation = NewIncarnation();
     service_.set_incarnation(incarnation);
+    if (!options.host_id.empty()) service_.set_host_id(options.host_id);
     RETURN_IF_ERROR(rpc_server_.Listen(options.listen_address));
     MetaHeartbeatOptions meta;
     meta.meta_address = options.meta_address;

@@ -40,6 +40,11 @@ struct SegmentServerOptions {
   std::string advertise_address;
   // "rack/host" (RegisterServerRequest.failure_domain); empty: the host name.
   std::string failure_domain;
+  // The id a mount compares with its own to read this server's sealed
+  // replicas from their files (short-circuit reads); empty: the boot id,
+  // which every process of one kernel shares. Set one per emulated host
+  // (network namespaces of one kernel) to keep reads between them on TCP.
+  std::string host_id;
   size_t sync_waiters_max = 1 << 16;  // appends waiting for durability
   // Unix socket for short-circuit reads (store/segd/short_circuit_server.h);
   // empty: off.

@@ -36,6 +36,9 @@ class SegmentService {
   // What ShortCircuitInfo answers: the short-circuit socket's path (empty:
   // off). Call before serving.
   void set_short_circuit_socket(std::string path) { short_circuit_socket_ = std::move(path); }
+  // What ShortCircuitInfo answers as this host's id (default: the boot id).
+  // Call before serving.
+  void set_host_id(std::string host_id) { boot_id_ = std::move(host_id); }
   // This process's incarnation (store/segd/meta_registration.h), which ServerStats
   // reports with the server id. Call before serving.
   void set_incarnation(uint64_t incarnation) { incarnation_ = incarnation; }
@@ -69,7 +72,7 @@ class SegmentService {
   ReplicaStore* const store_;
   SyncThread* const sync_thread_;
   SegmentCopier* const copier_;
-  const std::string boot_id_;
+  std::string boot_id_;               // the host id readers compare with theirs
   std::string short_circuit_socket_;  // set before serving
   uint64_t incarnation_ = 0;          // set before serving
   asio::thread_pool read_pool_{2};
