@@ -20,27 +20,6 @@ namespace {
 
 std::string Pattern(size_t n) { return testing::Pattern(n, 1); }
 
-struct SegmentLine {
-  std::string id;
-  std::vector<std::string> replicas;  // addresses
-};
-
-// The file's segments as the mount lists them in user.logfs.segments
-// ("<id> <addr>,<addr>,... <length> sealed|open" per line).
-std::vector<SegmentLine> Segments(const std::string& path) {
-  char buf[16384];
-  ssize_t n = getxattr(path.c_str(), "user.logfs.segments", buf, sizeof(buf));
-  std::vector<SegmentLine> out;
-  if (n < 0) return out;
-  for (absl::string_view line : absl::StrSplit(absl::string_view(buf, n), '\n',
-                                               absl::SkipEmpty())) {
-    std::vector<std::string> fields = absl::StrSplit(line, ' ');
-    if (fields.size() != 4) continue;
-    out.push_back({fields[0], absl::StrSplit(fields[1], ',', absl::SkipEmpty())});
-  }
-  return out;
-}
-
 bool Lists(const SegmentLine& segment, const std::string& address) {
   return std::find(segment.replicas.begin(), segment.replicas.end(), address) !=
          segment.replicas.end();

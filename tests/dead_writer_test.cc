@@ -24,12 +24,6 @@
 namespace logfs::testing {
 namespace {
 
-std::string Xattr(const std::string& path, const char* name) {
-  char buf[4096];
-  ssize_t n = getxattr(path.c_str(), name, buf, sizeof(buf));
-  return n < 0 ? "" : std::string(buf, n);
-}
-
 TEST(DeadWriterTest, StatShowsTheSyncedBytesAndMetaRecoversTheFileByItself) {
   MountedClusterOptions options;
   options.mounts = 2;

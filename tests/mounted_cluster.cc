@@ -298,6 +298,28 @@ std::map<std::string, uint64_t> MountStats(const std::string& path) {
   return out;
 }
 
+std::string Xattr(const std::string& path, const char* name) {
+  char buf[16384];
+  ssize_t n = getxattr(path.c_str(), name, buf, sizeof(buf));
+  return n < 0 ? "" : std::string(buf, n);
+}
+
+std::vector<SegmentLine> Segments(const std::string& path) {
+  std::vector<SegmentLine> out;
+  for (absl::string_view line :
+       absl::StrSplit(Xattr(path, "user.logfs.segments"), '\n', absl::SkipEmpty())) {
+    std::vector<std::string> f = absl::StrSplit(line, ' ');
+    if (f.size() != 4) continue;
+    SegmentLine s;
+    s.id = f[0];
+    s.replicas = absl::StrSplit(f[1], ',', absl::SkipEmpty());
+    if (!absl::SimpleAtoi(f[2], &s.length)) continue;
+    s.state = f[3];
+    out.push_back(s);
+  }
+  return out;
+}
+
 void DropKernelCaches() {
   sync();
   int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);

@@ -89,6 +89,19 @@ bool StopProcess(pid_t pid);
 // name; empty if the xattr cannot be read.
 std::map<std::string, uint64_t> MountStats(const std::string& path);
 
+// The value of xattr `name` of `path`; "" if it cannot be read.
+std::string Xattr(const std::string& path, const char* name);
+
+// One line of a file's user.logfs.segments ("<id> <addr>,... <length>
+// sealed|open"): its replicas' advertised addresses.
+struct SegmentLine {
+  std::string id;
+  std::vector<std::string> replicas;
+  uint64_t length = 0;
+  std::string state;  // "sealed" or "open"
+};
+std::vector<SegmentLine> Segments(const std::string& path);
+
 // sync, then empties the kernel's page, dentry and inode caches.
 void DropKernelCaches();
 

@@ -23,36 +23,6 @@
 namespace logfs::testing {
 namespace {
 
-
-std::string Xattr(const std::string& path, const char* name) {
-  char buf[16384];
-  ssize_t n = getxattr(path.c_str(), name, buf, sizeof(buf));
-  return n < 0 ? "" : std::string(buf, n);
-}
-
-struct SegmentLine {
-  std::string id;
-  std::vector<std::string> replicas;
-  uint64_t length = 0;
-  std::string state;
-};
-
-std::vector<SegmentLine> Segments(const std::string& path) {
-  std::vector<SegmentLine> out;
-  for (absl::string_view line : absl::StrSplit(Xattr(path, "user.logfs.segments"), '\n',
-                                               absl::SkipEmpty())) {
-    std::vector<std::string> f = absl::StrSplit(line, ' ');
-    if (f.size() != 4) continue;
-    SegmentLine s;
-    s.id = f[0];
-    s.replicas = absl::StrSplit(f[1], ',');
-    s.length = std::stoull(f[2]);
-    s.state = f[3];
-    out.push_back(s);
-  }
-  return out;
-}
-
 MountedClusterOptions SmallSegments(int mounts = 1) {
   MountedClusterOptions options;
   options.mounts = mounts;

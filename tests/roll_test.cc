@@ -31,12 +31,6 @@ MountedClusterOptions FourServers() {
 
 std::string Record(int i) { return absl::StrCat("record-", i, "-", std::string(100, 'x'), "\n"); }
 
-std::string Xattr(const std::string& path, const char* name) {
-  char buf[16384];
-  ssize_t n = getxattr(path.c_str(), name, buf, sizeof(buf));
-  return n < 0 ? "" : std::string(buf, n);
-}
-
 // Appends records 0..n-1 with an fdatasync after each; calls `fault` once
 // after record `fault_at`. Returns the file's expected content.
 std::string AppendSynced(int fd, int n, int fault_at, const std::function<void()>& fault) {

@@ -1,10 +1,12 @@
 #include "store/admin/fsck.h"
 
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
 #include "store/client/admin_client.h"
+#include "store/format/failure_domain.h"
 
 namespace logfs::admin {
 namespace {
@@ -40,13 +42,64 @@ std::string Describe(const ReplicaCheck& r) {
   return out;
 }
 
+struct Registry {
+  std::map<uint64_t, bool> live;
+  std::map<uint64_t, std::string> domain;
+  std::vector<std::string> live_domains;  // live servers with a healthy disk
+};
+
+Registry ReadRegistry(const proto::ListServersResponse& servers) {
+  Registry registry;
+  for (const auto& server : servers.servers()) {
+    registry.live[server.server_id()] = server.live();
+    registry.domain[server.server_id()] = server.failure_domain();
+    if (server.live() && server.disk_failure().empty()) {
+      registry.live_domains.push_back(server.failure_domain());
+    }
+  }
+  return registry;
+}
+
+void CheckSpread(const Registry& registry, uint64_t ino, const proto::Segment& segment,
+                 FsckReport* report) {
+  std::vector<std::string> domains;
+  for (const auto& replica : segment.replicas()) {
+    auto it = registry.domain.find(replica.server_id());
+    if (it != registry.domain.end()) domains.push_back(it->second);
+  }
+  MisplacedSegment misplaced;
+  misplaced.shared_domain = NeedlesslySharedDomain(domains, registry.live_domains, &misplaced.level,
+                                                   &misplaced.live_domains);
+  if (misplaced.shared_domain.empty()) return;
+  misplaced.ino = ino;
+  misplaced.segment_id = segment.id();
+  report->misplaced.push_back(std::move(misplaced));
+}
+
 }  // namespace
+
+std::string NeedlesslySharedDomain(const std::vector<std::string>& replica_domains,
+                                   const std::vector<std::string>& live_domains, size_t* level,
+                                   size_t* distinct) {
+  if (replica_domains.size() < 2) return "";
+  const auto n = static_cast<uint32_t>(replica_domains.size());
+  *level = format::SpreadLevel(live_domains, n);
+  std::set<std::string> live;
+  for (const auto& d : live_domains) live.insert(format::DomainPrefix(d, *level));
+  *distinct = live.size();
+  if (live.size() < n) return "";  // no level has room for a spread
+  std::set<std::string> seen;
+  for (const auto& d : replica_domains) {
+    std::string prefix = format::DomainPrefix(d, *level);
+    if (!seen.insert(prefix).second) return prefix;
+  }
+  return "";
+}
 
 absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options) {
   client::AdminClient client(options.meta_address, absl::Milliseconds(options.rpc_timeout_ms));
   ASSIGN_OR_RETURN(proto::ListServersResponse servers, client.ListServers());
-  std::map<uint64_t, bool> live;
-  for (const auto& server : servers.servers()) live[server.server_id()] = server.live();
+  const Registry registry = ReadRegistry(servers);
   FsckReport report;
   RETURN_IF_ERROR(client.ForEachFile([&](const proto::Inode& file) {
     ++report.files;
@@ -63,11 +116,12 @@ absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options) {
       check.wanted = file.replication();
       bool disagree = false;
       for (const auto& replica : segment.replicas()) {
-        check.replicas.push_back(CheckReplica(client, live, segment, replica));
+        check.replicas.push_back(CheckReplica(client, registry.live, segment, replica));
         check.good += check.replicas.back().good ? 1 : 0;
         disagree = disagree || Disagrees(check.replicas.back());
       }
       if (check.good < check.wanted || disagree) report.problems.push_back(std::move(check));
+      CheckSpread(registry, file.attr().ino(), segment, &report);
     }
   }));
   return report;
@@ -82,8 +136,14 @@ std::string FormatFsck(const FsckReport& report) {
     for (const auto& replica : problem.replicas) absl::StrAppend(&out, "; ", Describe(replica));
     out += "\n";
   }
+  for (const auto& m : report.misplaced) {
+    absl::StrAppend(&out, "MISPLACED ino ", m.ino, " segment ", m.segment_id,
+                    ": replicas share failure domain ", m.shared_domain, " though ", m.live_domains,
+                    " live domains at level ", m.level, " could hold them apart\n");
+  }
   absl::StrAppend(&out, "fsck: ", report.files, " files, ", report.segments, " segments (",
-                  report.open_segments, " open, not checked), ", report.problems.size(),
+                  report.open_segments, " open, not checked), ", report.misplaced.size(),
+                  " misplaced, ", report.problems.size(),
                   report.problems.empty() ? " problems: HEALTHY\n" : " problems: NOT HEALTHY\n");
   return out;
 }

@@ -3,7 +3,9 @@
 // its server is live in meta and answers SegmentInfo sealed, not corrupt,
 // at the segment's recorded length. Open segments belong to their writer
 // and are counted, not checked. A segment is reported when it has fewer
-// good replicas than wanted or a replica answers with anything else.
+// good replicas than wanted or a replica answers with anything else, and
+// listed as misplaced when its replicas share a failure domain they need
+// not share.
 //
 // Thread-safety: a plain function; it blocks on RPCs (timeout each).
 #pragma once
@@ -41,12 +43,36 @@ struct SegmentCheck {
   std::vector<ReplicaCheck> replicas;
 };
 
+// A sealed segment whose replicas share a failure domain they need not
+// share: placement's rule (store/format/failure_domain.h) over the live
+// servers' domains would put them in distinct domains at `level` levels
+// ("rack/host": 1 = racks). As HDFS fsck's "mis-replicated blocks": listed
+// and counted, but the data is whole, so it does not make fsck fail;
+// re-replication does not move replicas that are good.
+struct MisplacedSegment {
+  uint64_t ino = 0;
+  uint64_t segment_id = 0;
+  size_t level = 0;
+  std::string shared_domain;  // the domain prefix two or more replicas share
+  size_t live_domains = 0;    // distinct live domains at `level`
+};
+
 struct FsckReport {
   uint64_t files = 0;
   uint64_t segments = 0;
   uint64_t open_segments = 0;  // not checked
   std::vector<SegmentCheck> problems;  // under-replicated or disagreeing
+  std::vector<MisplacedSegment> misplaced;
 };
+
+// The domain prefix that replicas in `replica_domains` share although
+// `live_domains` (every live, healthy server's domain) has a distinct one
+// for each of them at the level placement spreads over; "" when they are
+// spread as placement would. Sets *level and *distinct (distinct live
+// domains at that level). Pure; thread-safe.
+std::string NeedlesslySharedDomain(const std::vector<std::string>& replica_domains,
+                                   const std::vector<std::string>& live_domains, size_t* level,
+                                   size_t* distinct);
 
 // Errors: meta unreachable (kUnavailable, kDeadlineExceeded).
 absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options);

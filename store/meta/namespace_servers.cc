@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
+#include "store/format/failure_domain.h"
 #include "store/meta/internal/namespace_txn.h"
 #include "store/meta/namespace.h"
 #include "store/meta/placement.h"
@@ -53,7 +54,7 @@ absl::StatusOr<uint64_t> Namespace::RegisterServer(const proto::RegisterServerRe
     return PosixError(EINVAL, absl::StrCat("server address or host name longer than ",
                                            format::kServerAddressBytesMax, " bytes"));
   }
-  RETURN_IF_ERROR(ValidateFailureDomain(request.failure_domain()));
+  RETURN_IF_ERROR(format::ValidateFailureDomain(request.failure_domain()));
   std::string holder;
   uint64_t holder_incarnation = 0;
   {

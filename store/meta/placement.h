@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "store/format/logfs.pb.h"
 
 namespace logfs::meta {
@@ -29,9 +28,5 @@ std::vector<size_t> SpreadOverDomains(const std::vector<std::string>& domains, u
 // A registered server's failure domain: its failure_domain, else its
 // host name (servers that registered before domains existed).
 std::string FailureDomainOf(const proto::RegisterServerRequest& record);
-
-// EINVAL (PosixError) unless `domain` is at most kFailureDomainBytesMax
-// bytes of non-empty levels separated by '/'; "" is allowed (the host).
-absl::Status ValidateFailureDomain(const std::string& domain);
 
 }  // namespace logfs::meta
