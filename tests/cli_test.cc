@@ -7,15 +7,27 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "src/cluster/process.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {
 namespace {
+
+// Processes a test spawned, stopped however it ends (last first).
+struct Children {
+  std::vector<pid_t> pids;
+  ~Children() {
+    for (auto it = pids.rbegin(); it != pids.rend(); ++it) {
+      cluster::StopChild(*it, SIGTERM, absl::Seconds(10));
+    }
+  }
+};
 
 class CliTest : public ::testing::Test {
  protected:
@@ -116,14 +128,7 @@ TEST_F(CliTest, ServersOnAWildcardListenRegisterTheirAdvertisedAddress) {
   // it, never under 0.0.0.0, with its failure domain. Only 127.0.0.1 is
   // dialled.
   const std::string meta_file = dir_ + "/meta.addr", segd_file = dir_ + "/segd.addr";
-  struct Children {  // stopped however the test ends
-    std::vector<pid_t> pids;
-    ~Children() {
-      for (auto it = pids.rbegin(); it != pids.rend(); ++it) {
-        cluster::StopChild(*it, SIGTERM, absl::Seconds(10));
-      }
-    }
-  } children;
+  Children children;
   auto meta =
       cluster::Spawn({LogfsBinary(), "meta", "--data_dir=" + dir_ + "/m", "--listen=0.0.0.0:0",
                       "--advertise=127.0.0.1", "--address_file=" + meta_file},
@@ -151,6 +156,41 @@ TEST_F(CliTest, ServersOnAWildcardListenRegisterTheirAdvertisedAddress) {
     // ... and with the failure domain it registered (issue 13 item 3).
     EXPECT_NE(std::string::npos, status.output.find("rack1/host7")) << status.output;
   }
+}
+
+TEST_F(CliTest, AnAdvertisedAddressNobodyCanReachIsShownUnreachable) {
+  // Goal (issue 13 item 7): a segment server that advertises an address
+  // where nothing listens (a mistyped --advertise) registers, but `logfs
+  // status` marks it unreachable and says why, naming --advertise.
+  const std::string meta_file = dir_ + "/meta.addr", segd_file = dir_ + "/segd.addr";
+  Children children;
+  auto meta = cluster::Spawn({LogfsBinary(), "meta", "--data_dir=" + dir_ + "/m",
+                              "--listen=127.0.0.1:0", "--address_file=" + meta_file},
+                             dir_ + "/meta.log");
+  ASSERT_TRUE(meta.ok()) << meta.status();
+  children.pids.push_back(*meta);
+  auto meta_address = cluster::WaitForFile(meta_file, absl::Seconds(20), *meta);
+  ASSERT_TRUE(meta_address.ok()) << meta_address.status();
+  // Port 1 on loopback: nothing listens there, so a dial is refused.
+  auto segd = cluster::Spawn(
+      {LogfsBinary(), "segd", "--data_dir=" + dir_ + "/s", "--listen=127.0.0.1:0",
+       "--advertise=127.0.0.1:1", "--meta=" + *meta_address, "--address_file=" + segd_file},
+      dir_ + "/segd.log");
+  ASSERT_TRUE(segd.ok()) << segd.status();
+  children.pids.push_back(*segd);
+  ASSERT_TRUE(cluster::WaitForFile(segd_file, absl::Seconds(20), *segd).ok());
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  CommandResult status;
+  do {
+    status = RunCommand(LogfsBinary() + " status --meta=" + *meta_address);
+    if (absl::StrContains(status.output, "unreachable:")) break;
+    absl::SleepFor(absl::Milliseconds(100));  // poll: meta dials once per re-replication pass
+  } while (absl::Now() < deadline);
+  EXPECT_EQ(0, status.exit_code) << status.output;
+  EXPECT_TRUE(absl::StrContains(status.output, "127.0.0.1:1 ")) << status.output;
+  EXPECT_TRUE(absl::StrContains(status.output, " unreachable ")) << status.output;
+  EXPECT_TRUE(absl::StrContains(status.output, "meta cannot dial 127.0.0.1:1")) << status.output;
+  EXPECT_TRUE(absl::StrContains(status.output, "--advertise")) << status.output;
 }
 
 TEST_F(CliTest, MountPointMustBeADirectory) {

@@ -49,7 +49,7 @@ std::string FormatClusterStatus(const ClusterStatus& status) {
   std::string out = absl::StrFormat("servers: %d (%u live, %d dead)\n",
                                     status.servers.servers_size(), live,
                                     status.servers.servers_size() - static_cast<int>(live));
-  absl::StrAppend(&out, absl::StrFormat("%6s  %-24s %-16s %-6s %10s %10s %s\n", "id", "address",
+  absl::StrAppend(&out, absl::StrFormat("%6s  %-24s %-16s %-11s %10s %10s %s\n", "id", "address",
                                         "domain", "state", "capacity", "free", "heartbeat"));
   // A server meta has not heard from since it started (heartbeat age -1)
   // has no known space: meta counts it live for --dead_server_ms on trust,
@@ -60,17 +60,24 @@ std::string FormatClusterStatus(const ClusterStatus& status) {
     if (!reported && s.live()) ++unreported_live;
     std::string age = reported ? absl::StrCat(s.heartbeat_age_ms(), "ms ago")
                                : "none since meta start";
-    // "failed": live, but its journal failed, so it takes no appends.
-    const char* state = !s.live() ? "dead" : !s.disk_failure().empty() ? "failed" : "live";
+    // "failed": live, but its journal failed, so it takes no appends;
+    // "unreachable": live, but meta cannot dial its advertised address.
+    const char* state = !s.live()                   ? "dead"
+                        : !s.disk_failure().empty() ? "failed"
+                        : !s.unreachable().empty()  ? "unreachable"
+                                                    : "live";
     const std::string& domain = s.failure_domain().empty() ? s.host() : s.failure_domain();
     absl::StrAppend(
-        &out, absl::StrFormat("%6d  %-24s %-16s %-6s %10s %10s %s\n", s.server_id(), s.address(),
+        &out, absl::StrFormat("%6d  %-24s %-16s %-11s %10s %10s %s\n", s.server_id(), s.address(),
                               domain, state, reported ? Bytes(s.capacity_bytes()) : "unknown",
                               reported ? Bytes(s.free_bytes()) : "unknown", age));
   }
   for (const auto& s : status.servers.servers()) {
     if (s.live() && !s.disk_failure().empty()) {
       absl::StrAppend(&out, "server ", s.server_id(), " failed: ", s.disk_failure(), "\n");
+    } else if (s.live() && !s.unreachable().empty()) {
+      absl::StrAppend(&out, "server ", s.server_id(), " unreachable: ", s.unreachable(),
+                      " (check its --advertise)\n");
     }
   }
   if (unreported_live > 0) {

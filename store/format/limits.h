@@ -47,6 +47,8 @@ inline constexpr size_t kServerHostBytesMax = 255;
 // and the reason a failed server reports (cut to this many bytes).
 inline constexpr size_t kFailureDomainBytesMax = 255;
 inline constexpr size_t kDiskFailureBytesMax = 255;
+// Why meta cannot dial a server's advertised address (ServerStatus.unreachable).
+inline constexpr size_t kUnreachableBytesMax = 255;
 // Encoded bytes of one inode as meta replies it (segments with their
 // replica addresses; xattrs are left out): a roll, or the first write after
 // an open, whose new segment would take the reply past this fails with
@@ -105,7 +107,8 @@ inline constexpr size_t kAttrBytesMax =
 inline constexpr size_t kServerStatusBytesMax =
     kVarintFieldBytesMax + LengthFieldBytes(kServerAddressBytesMax) +
     LengthFieldBytes(kServerHostBytesMax) + kBoolFieldBytes + 3 * kVarintFieldBytesMax +
-    LengthFieldBytes(kDiskFailureBytesMax) + LengthFieldBytes(kFailureDomainBytesMax);
+    LengthFieldBytes(kDiskFailureBytesMax) + LengthFieldBytes(kFailureDomainBytesMax) +
+    LengthFieldBytes(kUnreachableBytesMax);
 
 }  // namespace internal
 

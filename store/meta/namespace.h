@@ -208,6 +208,15 @@ class Namespace {
   // starts the next page (0 at the end).
   absl::StatusOr<proto::ListServersResponse> ListServers(uint64_t start_server_id)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Dials the advertised address of up to `max` live servers that meta has
+  // not tried since they registered, or could not reach the last time
+  // (SegmentServerApi::Identify, at most kIdentifyTimeout each, without the
+  // mutex), and records why for ListServers (ServerStatus.unreachable): a
+  // server that registers from a NAT or with a mistyped --advertise is
+  // alive to meta, but no mount can reach it. Returns how many it tried.
+  // Report only: placement does not act on it (a mount may reach what meta
+  // cannot). Called by the re-replication loop.
+  size_t ProbeServerAddresses(size_t max) ABSL_LOCKS_EXCLUDED(mu_);
   // The regular files among the next min(max_inodes, kListInodesMax)
   // inodes from `start_ino` (docs/rpc.md "ListSegments").
   absl::StatusOr<proto::ListSegmentsResponse> ListSegments(uint64_t start_ino,
@@ -267,6 +276,10 @@ class Namespace {
     // (meta restarted), any is accepted.
     uint64_t incarnation = 0;
     ReplicaReportState reports;
+    // Meta dialled the advertised address since the server registered
+    // (ProbeServerAddresses), and why that failed ("" when it answered).
+    bool probed = false;
+    std::string unreachable;
   };
   // What OpenWrite must recover without the mutex (namespace_write.cc).
   Namespace(MetadataDb* db, SegmentServerApi* segment_servers, NamespaceOptions options);

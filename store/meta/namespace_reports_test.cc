@@ -252,5 +252,34 @@ TEST_F(NamespaceReportsTest, SecondLiveProcessWithAServersIdIsRefused) {
   EXPECT_EQ(1u, *restarted);
 }
 
+// Goal (issue 13 item 7): a server registered at an address nobody can
+// dial is shown unreachable, with why, and shown reachable again once it
+// answers there; one that answers as another server is unreachable too.
+TEST_F(NamespaceReportsTest, AServerMetaCannotDialIsListedUnreachable) {
+  auto one = Register(1, 0, 11);
+  auto two = Register(2, 0, 22);
+  ASSERT_TRUE(one.ok() && two.ok());
+  servers_.alive["10.0.0.2:7000"] = {*one, 11};  // answers as server one
+  auto unreachable_of = [&](uint64_t id) {
+    auto listed = ns_->ListServers(0);
+    EXPECT_TRUE(listed.ok()) << listed.status();
+    for (const auto& server : listed->servers()) {
+      if (server.server_id() == id) return server.unreachable();
+    }
+    return std::string("not listed");
+  };
+  EXPECT_EQ("", unreachable_of(*one));  // not dialled yet
+  EXPECT_EQ(2u, ns_->ProbeServerAddresses(8));
+  EXPECT_EQ("meta cannot dial 10.0.0.1:7000: connection refused", unreachable_of(*one));
+  EXPECT_EQ("10.0.0.2:7000 answers as server 1", unreachable_of(*two));
+  // Failing ones are dialled again; one that answered is not.
+  servers_.alive.clear();
+  servers_.alive["10.0.0.1:7000"] = {*one, 11};
+  EXPECT_EQ(2u, ns_->ProbeServerAddresses(8));
+  EXPECT_EQ("", unreachable_of(*one));
+  EXPECT_EQ(1u, ns_->ProbeServerAddresses(8));
+  EXPECT_EQ(1u, ns_->ProbeServerAddresses(1));
+}
+
 }  // namespace
 }  // namespace logfs::meta

@@ -65,6 +65,7 @@ absl::StatusOr<proto::ListServersResponse> Namespace::ListServers(uint64_t start
     status->set_free_bytes(server.free_bytes);
     status->set_disk_failure(server.disk_failure);
     status->set_failure_domain(FailureDomainOf(server.record));
+    status->set_unreachable(server.unreachable);
     // A restarted meta counts registered servers live for a while before
     // they report (Load), but knows neither their space nor a heartbeat.
     status->set_heartbeat_age_ms(server.last_seen_ns == 0 || !server.reported

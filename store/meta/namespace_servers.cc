@@ -10,6 +10,7 @@
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
 #include "store/format/failure_domain.h"
+#include "store/format/limits.h"
 #include "store/meta/internal/namespace_txn.h"
 #include "store/meta/namespace.h"
 #include "store/meta/placement.h"
@@ -92,6 +93,7 @@ absl::StatusOr<uint64_t> Namespace::RegisterServer(const proto::RegisterServerRe
     state.incarnation = request.incarnation();
     state.disk_failure.clear();
   }
+  state.probed = false;  // maybe a new address: dial it again
   state.record = std::move(record);
   state.last_seen_ns = NowNs();
   state.reported = true;
@@ -179,6 +181,49 @@ absl::StatusOr<proto::StatFsResponse> Namespace::StatFs() {
   response.set_inodes(inode_count_);
   response.set_live_servers(live);
   return response;
+}
+
+size_t Namespace::ProbeServerAddresses(size_t max) {
+  struct Probe {
+    uint64_t id;
+    uint64_t incarnation;
+    std::string address;
+  };
+  std::vector<Probe> probes;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, server] : servers_) {
+      if (probes.size() == max) break;
+      if (ServerLive(server) && (!server.probed || !server.unreachable.empty())) {
+        probes.push_back({id, server.incarnation, server.record.address()});
+      }
+    }
+  }
+  for (const Probe& probe : probes) {
+    auto who = segment_servers_->Identify(probe.address);
+    std::string unreachable;
+    if (!who.ok()) {
+      unreachable = absl::StrCat("meta cannot dial ", probe.address, ": ", who.status().message());
+    } else if (who->server_id() != probe.id) {
+      unreachable = absl::StrCat(probe.address, " answers as server ", who->server_id());
+    }
+    unreachable.resize(std::min(unreachable.size(), format::kUnreachableBytesMax));
+    absl::MutexLock lock(&mu_);
+    auto it = servers_.find(probe.id);
+    // A server that registered again meanwhile is dialled anew.
+    if (it == servers_.end() || it->second.incarnation != probe.incarnation) continue;
+    if (unreachable != it->second.unreachable) {
+      if (unreachable.empty()) {
+        LOG(INFO) << "segment server " << probe.id << " answers at " << probe.address;
+      } else {
+        LOG(WARNING) << "segment server " << probe.id << " is registered at an address meta "
+                     << "cannot reach (check its --advertise): " << unreachable;
+      }
+    }
+    it->second.probed = true;
+    it->second.unreachable = std::move(unreachable);
+  }
+  return probes.size();
 }
 
 }  // namespace logfs::meta

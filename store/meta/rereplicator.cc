@@ -6,6 +6,14 @@
 #include "src/status/macros.h"
 
 namespace logfs::meta {
+namespace {
+
+// Servers whose advertised address a pass dials (Namespace::
+// ProbeServerAddresses): each waits at most kIdentifyTimeout, so
+// unreachable ones delay a pass by at most this many of it.
+constexpr size_t kProbesPerPass = 4;
+
+}  // namespace
 
 Rereplicator::Rereplicator(Namespace* ns, CopyFn copy, RereplicatorOptions options)
     : ns_(ns), copy_(std::move(copy)), options_(options) {}
@@ -41,6 +49,7 @@ void Rereplicator::Loop() {
 }
 
 absl::StatusOr<size_t> Rereplicator::RunPass() {
+  ns_->ProbeServerAddresses(kProbesPerPass);
   // Replicas that servers report lost leave their segments first, so this
   // very pass can copy them again.
   auto reconciled = ns_->ReconcileReplicaReports();
