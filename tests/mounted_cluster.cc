@@ -131,6 +131,11 @@ absl::StatusOr<std::unique_ptr<MountedCluster>> MountedCluster::Start(
     MountedClusterOptions options) {
   std::unique_ptr<MountedCluster> mc(new MountedCluster());
   mc->options_ = std::move(options);
+  if (!mc->options_.mount_hosts.empty() &&
+      static_cast<int>(mc->options_.mount_hosts.size()) != mc->options_.mounts) {
+    return absl::InvalidArgumentError("mount_hosts needs one host per mount");
+  }
+  mc->options_.mount_hosts.resize(mc->options_.mounts);  // here by default
   char tmpl[] = "/tmp/logfs-test-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return absl::ErrnoToStatus(errno, "mkdtemp");
   mc->root_ = tmpl;
@@ -180,9 +185,11 @@ absl::Status MountedCluster::MountOne(int i) {
       LogfsBinary(), "mount", "--meta=" + cluster_->meta_address(),
       absl::StrCat("--log_file=", root_, "/mount", i, ".daemon.log")};
   argv.insert(argv.end(), options_.mount_flags.begin(), options_.mount_flags.end());
+  const cluster::ServerHost& host = options_.mount_hosts[i];
+  argv.insert(argv.end(), host.flags.begin(), host.flags.end());
   argv.push_back(mountpoints_[i]);
   std::string log = absl::StrCat(root_, "/mount", i, ".log");
-  ASSIGN_OR_RETURN(pid_t pid, cluster::Spawn(argv, log));
+  ASSIGN_OR_RETURN(pid_t pid, cluster::Spawn(argv, log, host.netns));
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -235,6 +242,8 @@ cluster::LocalClusterOptions MountedCluster::ClusterOptions() const {
   copts.segment_servers = options_.segment_servers;
   copts.meta_flags = options_.meta_flags;
   copts.segd_flags = options_.segd_flags;
+  copts.meta_host = options_.meta_host;
+  copts.segd_hosts = options_.segd_hosts;
   return copts;
 }
 

@@ -32,6 +32,13 @@ struct MountedClusterOptions {
   // with servers run by hand): their logs and address files go to
   // <root>/run.
   std::string data_dir;
+  // Where meta, each segment server and each mount run (multi-host tests,
+  // tests/multi_host_cluster.h): a network namespace each, with its
+  // address and flags. Empty = all here on loopback. A mount host's
+  // address is unused.
+  cluster::ServerHost meta_host;
+  std::vector<cluster::ServerHost> segd_hosts;   // one per segment server, or empty
+  std::vector<cluster::ServerHost> mount_hosts;  // one per mount, or empty
 };
 
 class MountedCluster {

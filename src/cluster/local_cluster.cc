@@ -17,16 +17,26 @@ std::string AddressFile(const std::string& dir, const std::string& run_dir,
   return run_dir.empty() ? dir + "/address" : absl::StrCat(run_dir, "/", name, ".address");
 }
 
-// Starts one server process and waits until it has written its address.
-absl::StatusOr<std::string> StartServer(const std::vector<std::string>& argv,
+// The listen flags of a server on `host`; `port` 0 picks one.
+std::vector<std::string> ListenFlags(const ServerHost& host, const std::string& port) {
+  if (host.address.empty()) return {"--listen=127.0.0.1:" + port};
+  return {"--listen=0.0.0.0:" + port, "--advertise=" + host.address};
+}
+
+std::string PortOf(const std::string& address) { return address.substr(address.rfind(':') + 1); }
+
+// Starts one server process on `host` and waits until it has written its
+// address.
+absl::StatusOr<std::string> StartServer(std::vector<std::string> argv, const ServerHost& host,
                                         const std::string& dir, const std::string& run_dir,
                                         const std::string& name, absl::Duration timeout,
                                         pid_t* pid) {
+  argv.insert(argv.end(), host.flags.begin(), host.flags.end());
   RETURN_IF_ERROR(env::MakeDirs(dir));
   std::string address_file = AddressFile(dir, run_dir, name);
   unlink(address_file.c_str());
   std::string log = (run_dir.empty() ? dir : run_dir) + "/" + name + ".log";
-  ASSIGN_OR_RETURN(*pid, Spawn(argv, log));
+  ASSIGN_OR_RETURN(*pid, Spawn(argv, log, host.netns));
   auto address = WaitForFile(address_file, timeout, *pid);
   if (!address.ok()) {
     StopChild(*pid, SIGKILL, absl::Seconds(1));
@@ -41,7 +51,12 @@ absl::StatusOr<std::string> StartServer(const std::vector<std::string>& argv,
 
 absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     const LocalClusterOptions& options) {
+  if (!options.segd_hosts.empty() &&
+      static_cast<int>(options.segd_hosts.size()) != options.segment_servers) {
+    return absl::InvalidArgumentError("segd_hosts needs one host per segment server");
+  }
   std::unique_ptr<LocalCluster> cluster(new LocalCluster(options));
+  cluster->options_.segd_hosts.resize(options.segment_servers);  // loopback by default
   RETURN_IF_ERROR(env::MakeDirs(options.data_dir));
   if (!options.run_dir.empty()) RETURN_IF_ERROR(env::MakeDirs(options.run_dir));
   RETURN_IF_ERROR(cluster->StartMeta());
@@ -57,41 +72,37 @@ LocalCluster::~LocalCluster() { Stop(); }
 
 absl::Status LocalCluster::StartMeta() {
   std::string dir = options_.data_dir + "/meta";
+  // A restarted meta comes back on the same port: segment servers keep
+  // the old meta address.
   std::vector<std::string> argv = {options_.binary, "meta", "--data_dir=" + dir,
-                                   "--listen=127.0.0.1:0",
                                    "--address_file=" + AddressFile(dir, options_.run_dir, "meta")};
+  for (auto& flag :
+       ListenFlags(options_.meta_host, meta_address_.empty() ? "0" : PortOf(meta_address_))) {
+    argv.push_back(flag);
+  }
   argv.insert(argv.end(), options_.meta_flags.begin(), options_.meta_flags.end());
-  ASSIGN_OR_RETURN(meta_address_, StartServer(argv, dir, options_.run_dir, "meta",
-                                              options_.start_timeout, &meta_pid_));
+  ASSIGN_OR_RETURN(meta_address_, StartServer(argv, options_.meta_host, dir, options_.run_dir,
+                                              "meta", options_.start_timeout, &meta_pid_));
   return absl::OkStatus();
 }
 
 absl::Status LocalCluster::StartSegd(int i, const std::vector<std::string>& extra_flags) {
   std::string dir = absl::StrCat(options_.data_dir, "/segd", i);
-  std::vector<std::string> argv = {options_.binary, "segd", "--data_dir=" + dir,
-                                   "--listen=127.0.0.1:0", "--meta=" + meta_address_,
-                                   "--address_file=" +
-                                       AddressFile(dir, options_.run_dir, absl::StrCat("segd", i))};
+  std::vector<std::string> argv = {
+      options_.binary, "segd", "--data_dir=" + dir, "--meta=" + meta_address_,
+      "--address_file=" + AddressFile(dir, options_.run_dir, absl::StrCat("segd", i))};
+  for (auto& flag : ListenFlags(options_.segd_hosts[i], "0")) argv.push_back(flag);
   argv.insert(argv.end(), options_.segd_flags.begin(), options_.segd_flags.end());
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   ASSIGN_OR_RETURN(segd_addresses_[i],
-                   StartServer(argv, dir, options_.run_dir, absl::StrCat("segd", i),
-                               options_.start_timeout, &segd_pids_[i]));
+                   StartServer(argv, options_.segd_hosts[i], dir, options_.run_dir,
+                               absl::StrCat("segd", i), options_.start_timeout, &segd_pids_[i]));
   return absl::OkStatus();
 }
 
 absl::Status LocalCluster::RestartMeta() {
   StopChild(meta_pid_, SIGKILL, absl::Seconds(1));
-  // Segment servers keep the old meta address; a restarted meta must come
-  // back on the same port.
-  std::string dir = options_.data_dir + "/meta";
-  std::vector<std::string> argv = {options_.binary, "meta", "--data_dir=" + dir,
-                                   "--listen=" + meta_address_,
-                                   "--address_file=" + AddressFile(dir, options_.run_dir, "meta")};
-  argv.insert(argv.end(), options_.meta_flags.begin(), options_.meta_flags.end());
-  ASSIGN_OR_RETURN(meta_address_, StartServer(argv, dir, options_.run_dir, "meta",
-                                              options_.start_timeout, &meta_pid_));
-  return absl::OkStatus();
+  return StartMeta();
 }
 
 absl::Status LocalCluster::RestartMeta(const std::vector<std::string>& meta_flags) {

@@ -16,6 +16,16 @@
 
 namespace logfs::cluster {
 
+// Where one server runs. The default is this process's network namespace
+// on 127.0.0.1; multi-host tests put each server in a network namespace of
+// its own that stands in for a host (tests/multi_host_cluster.h).
+struct ServerHost {
+  std::string netns;               // network namespace file the server joins, "" = ours
+  std::string address;             // "" = listen on 127.0.0.1; else listen on 0.0.0.0
+                                   // and advertise this host address (no port)
+  std::vector<std::string> flags;  // extra flags for this server alone
+};
+
 struct LocalClusterOptions {
   std::string binary;    // path of the logfs binary
   std::string data_dir;  // meta/ and segd<i>/ go below it
@@ -25,6 +35,8 @@ struct LocalClusterOptions {
   int segment_servers = 3;
   std::vector<std::string> meta_flags;  // extra flags, e.g. "--dead_server_ms=500"
   std::vector<std::string> segd_flags;
+  ServerHost meta_host;
+  std::vector<ServerHost> segd_hosts;  // empty, or one per segment server
   absl::Duration start_timeout = absl::Seconds(20);
 };
 

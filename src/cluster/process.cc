@@ -1,6 +1,7 @@
 #include "src/cluster/process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,7 +17,8 @@
 
 namespace logfs::cluster {
 
-absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log_path) {
+absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log_path,
+                            const std::string& netns) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -25,13 +27,25 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::str
     log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0) return SyscallError(errno, absl::StrCat("open ", log_path));
   }
+  // Opened before fork: the child only calls async-signal-safe setns().
+  int netns_fd = -1;
+  if (!netns.empty()) {
+    netns_fd = open(netns.c_str(), O_RDONLY | O_CLOEXEC);
+    if (netns_fd < 0) {
+      int err = errno;
+      if (log_fd >= 0) close(log_fd);
+      return SyscallError(err, absl::StrCat("open ", netns));
+    }
+  }
   pid_t pid = fork();
   if (pid < 0) {
     int err = errno;
     if (log_fd >= 0) close(log_fd);
+    if (netns_fd >= 0) close(netns_fd);
     return SyscallError(err, "fork");
   }
   if (pid == 0) {
+    if (netns_fd >= 0 && setns(netns_fd, CLONE_NEWNET) != 0) _exit(126);
     if (log_fd >= 0) {
       dup2(log_fd, STDOUT_FILENO);
       dup2(log_fd, STDERR_FILENO);
@@ -46,6 +60,7 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::str
     _exit(127);
   }
   if (log_fd >= 0) close(log_fd);
+  if (netns_fd >= 0) close(netns_fd);
   return pid;
 }
 

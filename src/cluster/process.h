@@ -17,7 +17,12 @@ namespace logfs::cluster {
 // Starts `argv[0]` with `argv`, stdout and stderr appended to `log_path`
 // (or inherited when empty). Returns the child's pid. kInternal if fork
 // fails; an exec failure shows as the child exiting with status 127.
-absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log_path);
+// A non-empty `netns` is a network namespace file (e.g. /run/netns/NAME)
+// the child joins before exec, as `nsenter --net=` does: only the network
+// namespace changes, so the child's FUSE mounts stay visible here. Errors:
+// the errno of opening `netns`; a failed setns shows as exit status 126.
+absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log_path,
+                            const std::string& netns = "");
 
 // True while `pid` (our child) has not exited; reaps it if it has, storing
 // its wait status in `*wait_status` when given.
