@@ -523,6 +523,28 @@ TEST_F(FileWriterTest, SyncPastTheFsyncDeadlineFailsTheWriter) {
   EXPECT_EQ(0u, writer_->acked_length());
 }
 
+TEST_F(FileWriterTest, SyncFailsAtItsDeadlineNotAPeriodLater) {
+  // Goal: the deadline check, which runs every tenth of fsync_timeout,
+  // also runs just past the oldest sync's deadline: a sync fails within
+  // fsync_timeout (+1 ms), not up to 10% late (found by the network
+  // partitions of tests/partition_fault_test.cc: fsyncs of 5.3-5.5 s with
+  // --fsync_timeout_ms=5000).
+  FileWriterOptions options;
+  options.fsync_timeout = absl::Seconds(1);
+  Open(options);
+  for (int s = 1; s <= kServers; ++s) cluster_->Hold(s);
+  ASSERT_TRUE(writer_->Write(std::nullopt, "lost?").ok());
+  SyncResult sync;
+  writer_->Sync(sync.callback());
+  cluster_->Advance(absl::Milliseconds(950));
+  cluster_->FireDueTimers();  // re-armed for 1001 ms after the sync
+  EXPECT_FALSE(sync.done.HasBeenNotified());
+  cluster_->Advance(absl::Milliseconds(55));
+  cluster_->FireDueTimers();
+  ASSERT_TRUE(sync.Wait()) << "not failed 1005 ms after a 1 s deadline";
+  EXPECT_EQ(EIO, AttachedErrno(sync.status)) << sync.status;
+}
+
 TEST_F(FileWriterTest, AcksArrivingDuringARecoveryDoNotPassItsSeal) {
   // Goal: a recovery seals the survivors at a length it picked from their
   // lengths; appends that land on them after that, and whose acks arrive

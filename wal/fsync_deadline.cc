@@ -1,6 +1,7 @@
 // FileWriter: the fsync deadline. A sync that waits past fsync_timeout
 // fails the writer with EIO, sticky: never return 0 on hope (DESIGN §4).
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "src/status/posix_error.h"
@@ -16,9 +17,15 @@ absl::Status FileWriter::NoQuorumInTimeError() const {
 void FileWriter::ArmFsyncDeadlineLocked() {
   if (fsync_deadline_armed_) return;
   fsync_deadline_armed_ = true;
-  // Checked at a tenth of the timeout: a sync fails at most 10% late.
-  const absl::Duration period = std::max(absl::Milliseconds(10), options_.fsync_timeout / 10);
-  deps_->RunAfter(period, [self = shared_from_this()] { self->OnFsyncDeadline(); });
+  // Checked at a tenth of the timeout, and at the oldest waiter's deadline
+  // itself (just past it), so that a sync fails on time, not up to a
+  // period late.
+  absl::Duration delay = std::max(absl::Milliseconds(10), options_.fsync_timeout / 10);
+  if (std::optional<absl::Time> oldest = waiters_.OldestSince(); oldest.has_value()) {
+    const absl::Duration left = *oldest + options_.fsync_timeout - deps_->Now();
+    delay = std::clamp(left + absl::Milliseconds(1), absl::Milliseconds(1), delay);
+  }
+  deps_->RunAfter(delay, [self = shared_from_this()] { self->OnFsyncDeadline(); });
 }
 
 void FileWriter::OnFsyncDeadline() {
