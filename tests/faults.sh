@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# Runs every fault of the fault-injection suite (tests/fault_test.cc) N
+# Runs every fault of the fault-injection suite (tests/fault_test.cc,
+# tests/partition_fault_test.cc) N
 # times against a real cluster and prints a markdown table: fault |
 # trials | acked bytes | acked bytes lost | longest fsync stall (ms) |
 # max seconds to full replication | failed trials.
 #
-#   tests/faults.sh [--trials=N] [--seconds=S]     (defaults: 20 trials, 3 s each)
+#   tests/faults.sh [--trials=N] [--seconds=S] [--filter=GTEST_FILTER]
+#   (defaults: 20 trials, 3 s each, every suite named *FaultTest; e.g.
+#   --filter='PartitionFaultTest.*' runs the network partitions alone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trials=20
 seconds=3
+filter='*FaultTest.*'
 for arg in "$@"; do
   case "$arg" in
     --trials=*) trials="${arg#*=}" ;;
     --seconds=*) seconds="${arg#*=}" ;;
+    --filter=*) filter="${arg#*=}" ;;
     *) echo "faults.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -20,7 +25,7 @@ make --no-print-directory build >/dev/null
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 LOGFS_BIN="$PWD/build/logfs" LOGFS_FAULT_SECONDS="$seconds" \
-  build/logfs_test --gtest_filter='*FaultTest.*' --gtest_repeat="$trials" >"$out" 2>&1 || true
+  build/logfs_test --gtest_filter="$filter" --gtest_repeat="$trials" >"$out" 2>&1 || true
 echo "| fault | trials | acked bytes | acked bytes lost | longest fsync stall (ms) | max seconds to full replication | failed trials |"
 echo "|---|---|---|---|---|---|---|"
 awk '

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "src/cluster/process.h"
 
 namespace logfs::testing {
 namespace {
@@ -106,6 +108,69 @@ bool InNamespace(const std::string& netns, const std::function<void()>& body) {
 
 }  // namespace
 
+CommandShell::~CommandShell() {
+  if (in_ >= 0) close(in_);  // end of input: the shell exits
+  if (out_ >= 0) close(out_);
+  if (pid_ > 0) cluster::StopChild(pid_, SIGTERM, absl::Seconds(5));
+}
+
+bool CommandShell::Start() {
+  int in[2], out[2];
+  if (pipe2(in, O_CLOEXEC) != 0) return false;
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    close(in[0]);
+    close(in[1]);
+    return false;
+  }
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(in[0], STDIN_FILENO);
+    dup2(out[1], STDOUT_FILENO);
+    dup2(out[1], STDERR_FILENO);
+    execl("/bin/sh", "sh", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  in_ = in[1];
+  out_ = out[0];
+  return pid_ > 0;
+}
+
+CommandResult CommandShell::Run(const std::string& command, absl::Duration timeout) {
+  CommandResult result;
+  if (pid_ <= 0 || !cluster::ChildRunning(pid_)) return result;
+  const std::string marker = absl::StrCat("\n__lfs_done_", ++commands_, " ");
+  const std::string input = absl::StrCat("( ", command, "\n) </dev/null 2>&1; printf '\\n",
+                                         marker.substr(1), "%d\\n' $?\n");
+  if (write(in_, input.data(), input.size()) != static_cast<ssize_t>(input.size())) return result;
+  std::string out;
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    size_t at = out.find(marker);
+    if (at != std::string::npos && out.find('\n', at + marker.size()) != std::string::npos) {
+      absl::SimpleAtoi(out.substr(at + marker.size(), out.find('\n', at + marker.size())),
+                       &result.exit_code);
+      result.output = out.substr(0, at);
+      return result;
+    }
+    pollfd p{out_, POLLIN, 0};
+    const int64_t left_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+    char buf[4096];
+    ssize_t n = left_ms > 0 && poll(&p, 1, static_cast<int>(left_ms)) == 1
+                    ? read(out_, buf, sizeof(buf))
+                    : -1;
+    if (n <= 0) break;
+    out.append(buf, n);
+  }
+  // Timed out or the shell died: it is of no further use.
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+  result.output = out + "\n(command shell: no answer in time)";
+  return result;
+}
+
 absl::StatusOr<std::unique_ptr<VirtualNetwork>> VirtualNetwork::Create(int hosts) {
   if (hosts < 1 || hosts > 200) return absl::InvalidArgumentError("1..200 hosts");
   RemoveLeftovers();
@@ -113,6 +178,7 @@ absl::StatusOr<std::unique_ptr<VirtualNetwork>> VirtualNetwork::Create(int hosts
   const int n = networks.fetch_add(1);
   std::unique_ptr<VirtualNetwork> net(new VirtualNetwork());
   net->prefix_ = absl::StrCat(kPrefix, getpid(), ".", n, "-");
+  if (!net->shell_.Start()) return absl::InternalError("cannot start a shell");
   absl::Status built = net->Build(hosts);
   if (!built.ok()) return built;  // the destructor removes what was made
   return net;
@@ -147,7 +213,7 @@ absl::Status VirtualNetwork::Build(int hosts) {
   // Bridge ports without STP forward at once once their carrier is up.
   const absl::Time deadline = absl::Now() + absl::Seconds(5);
   while (true) {
-    CommandResult r = RunCommand("bridge -n " + sw + " link");
+    CommandResult r = Command("bridge -n " + sw + " link");
     int forwarding = 0;
     for (absl::string_view line : absl::StrSplit(r.output, '\n')) {
       forwarding += absl::StrContains(line, "state forwarding") ? 1 : 0;
@@ -180,8 +246,16 @@ void VirtualNetwork::RemoveLeftovers() {
 
 std::string VirtualNetwork::Name(int host) const { return absl::StrCat(prefix_, "h", host); }
 
+std::string VirtualNetwork::Ip(int host) const {
+  return absl::StrCat("nsenter --net=", Netns(host), " ip");
+}
+
+CommandResult VirtualNetwork::Command(const std::string& command) const {
+  return shell_.Run(command, absl::Seconds(60));
+}
+
 absl::Status VirtualNetwork::Shell(const std::string& script) const {
-  CommandResult r = RunCommand("set -e; " + script);
+  CommandResult r = Command("set -e; " + script);
   if (r.exit_code != 0) {
     return absl::FailedPreconditionError(absl::StrCat("network: ", r.output, " (", script, ")"));
   }
@@ -189,7 +263,7 @@ absl::Status VirtualNetwork::Shell(const std::string& script) const {
 }
 
 CommandResult VirtualNetwork::Run(int host, const std::string& command) const {
-  return RunCommand(absl::StrCat("nsenter --net=", Netns(host), " -- sh -c ", ShellQuote(command)));
+  return Command(absl::StrCat("nsenter --net=", Netns(host), " -- sh -c ", ShellQuote(command)));
 }
 
 absl::Status VirtualNetwork::Disconnect(int host) {
@@ -205,8 +279,7 @@ absl::Status VirtualNetwork::Reconnect(int host) {
   disconnected_[host - 1] = false;
   const absl::Time deadline = absl::Now() + absl::Seconds(5);
   while (true) {
-    CommandResult r =
-        RunCommand(absl::StrCat("bridge -n ", SwitchName(), " link show dev p", host));
+    CommandResult r = Command(absl::StrCat("bridge -n ", SwitchName(), " link show dev p", host));
     if (absl::StrContains(r.output, "state forwarding")) return absl::OkStatus();
     if (absl::Now() > deadline) return absl::DeadlineExceededError("bridge port: " + r.output);
     absl::SleepFor(absl::Milliseconds(10));  // poll: the port comes up asynchronously
@@ -216,8 +289,8 @@ absl::Status VirtualNetwork::Reconnect(int host) {
 absl::Status VirtualNetwork::Partition(int host, const std::vector<int>& peers) {
   std::string script = "true";
   for (int p : peers) {
-    absl::StrAppend(&script, "; ip -n ", Name(host), " neigh replace ", Address(p), " ", kBlackHole,
-                    "; ip -n ", Name(p), " neigh replace ", Address(host), " ", kBlackHole);
+    absl::StrAppend(&script, "; ", Ip(host), " neigh replace ", Address(p), " ", kBlackHole, "; ",
+                    Ip(p), " neigh replace ", Address(host), " ", kBlackHole);
     partitions_[host - 1].push_back(p);
   }
   return Shell(script);
@@ -228,8 +301,8 @@ absl::Status VirtualNetwork::Heal(int host, const std::vector<int>& peers) {
   auto& cut = partitions_[host - 1];
   for (int p : peers) {
     // Deleted, the entries are learnt again by ARP.
-    absl::StrAppend(&script, "; ip -n ", Name(host), " neigh del ", Address(p), " dev eth0; ip -n ",
-                    Name(p), " neigh del ", Address(host), " dev eth0");
+    absl::StrAppend(&script, "; ", Ip(host), " neigh del ", Address(p), " dev eth0; ", Ip(p),
+                    " neigh del ", Address(host), " dev eth0");
     cut.erase(std::remove(cut.begin(), cut.end(), p), cut.end());
   }
   return Shell(script);

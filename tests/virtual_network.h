@@ -14,11 +14,11 @@
 // pairs lose every packet while the rest of the network still works.
 //
 // Processes join a host with cluster::Spawn(..., Netns(host)) or
-// `nsenter --net=` (Run()), which leave the mount namespace alone, so FUSE
-// mounts made there are visible to the test. The destructor kills every
-// process still in a host's namespace, lazily unmounts the mounts of any
-// `logfs mount` among them and deletes the namespaces (the veths go with
-// them), whatever state the test left. Create() first removes what a
+// `nsenter --net=` (Run(), through a CommandShell started with the
+// network, so that commands run fast while files are open), which leave the mount namespace alone,
+// so FUSE mounts made there are visible to the test. The destructor kills every process still in a
+// host's namespace, lazily unmounts the mounts of any `logfs mount` among them and deletes the
+// namespaces (the veths go with them), whatever state the test left. Create() first removes what a
 // crashed earlier run (a dead pid) left under the same name prefix.
 // Needs root. Not thread-safe.
 #pragma once
@@ -32,6 +32,30 @@
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {
+
+// A shell started once, early, that runs commands one at a time. A test
+// process with files open on a FUSE mount should not fork: the child's
+// copies of those descriptors are closed at its exec or exit, and each
+// close sends the mount a flush, which on a cut-off mount waits until the
+// writer gives up (seconds per command). Thread-compatible.
+class CommandShell {
+ public:
+  CommandShell() = default;
+  CommandShell(const CommandShell&) = delete;
+  CommandShell& operator=(const CommandShell&) = delete;
+  ~CommandShell();
+  bool Start();
+  // Runs `command` (stdout and stderr, stdin /dev/null) in a subshell.
+  // After `timeout` the shell is killed and every later call fails
+  // (exit_code -1).
+  CommandResult Run(const std::string& command, absl::Duration timeout);
+
+ private:
+  pid_t pid_ = -1;
+  int in_ = -1;   // its stdin
+  int out_ = -1;  // its stdout and stderr
+  int commands_ = 0;
+};
 
 class VirtualNetwork {
  public:
@@ -72,8 +96,12 @@ class VirtualNetwork {
   VirtualNetwork() = default;
   absl::Status Build(int hosts);
   std::string SwitchName() const { return prefix_ + "sw"; }
+  // `ip` in `host`'s network namespace.
+  std::string Ip(int host) const;
   absl::Status Shell(const std::string& script) const;
+  CommandResult Command(const std::string& command) const;
 
+  mutable CommandShell shell_;          // runs every command but the destructor's
   std::string prefix_;                  // "lfsnet<pid>.<n>-"
   std::vector<std::string> addresses_;  // of hosts 1..N
   std::vector<int> listener_fds_;       // Reaches()'s listener in each host, -1 = none yet
