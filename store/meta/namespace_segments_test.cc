@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cerrno>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "src/status/posix_error.h"
 #include "store/meta/internal/namespace_test_base.h"
 #include "store/meta/namespace.h"
@@ -362,6 +365,43 @@ TEST_F(NamespaceTest, RecoveryNeedsEnoughAnswersThatAreNotCorrupt) {
   EXPECT_EQ(0, fake_.seal_calls);
   EXPECT_TRUE(fake_.copies.empty());
   EXPECT_FALSE(ns_->GetInode(f)->segments(0).sealed());
+}
+
+TEST_F(NamespaceTest, TwoRecoveriesOfOneFileAtOnceBothSucceed) {
+  // Goal: `logfs recover` while another recovery of the same file runs
+  // (meta's own after a lapsed lease, or a second `logfs recover`) reports
+  // the file recovered, not EBUSY "lease lost during recovery": the first
+  // to finish seals the segment and drops the recovery's lease, which the
+  // other then misses (found by PartitionFaultTest.WritingMountCutOffFrom-
+  // EveryServer: the admin recover failed although the file was sealed).
+  // Method: the first recovery is held at its first replica call while
+  // the second runs to the end.
+  RegisterServers(3);
+  uint64_t f = 0;
+  const proto::Segment seg = OpenWalSegment(&f);
+  for (int r = 0; r < 3; ++r) fake_.Put(seg.replicas(r).address(), seg.id(), 100, 100);
+  absl::Notification held, release;
+  std::atomic<bool> first{true};
+  fake_.before_info = [&] {
+    if (first.exchange(false)) {
+      held.Notify();
+      release.WaitForNotification();
+    }
+  };
+  absl::StatusOr<proto::Inode> slow;
+  std::thread t([&] { slow = ns_->RecoverLease(f); });
+  held.WaitForNotification();
+  auto fast = ns_->RecoverLease(f);
+  ASSERT_TRUE(fast.ok()) << fast.status();
+  EXPECT_TRUE(fast->segments(0).sealed());
+  release.Notify();
+  t.join();
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  EXPECT_TRUE(slow->segments(0).sealed());
+  EXPECT_EQ(100u, slow->segments(0).length());
+  EXPECT_EQ(100u, ns_->GetAttr(f)->size());
+  // Nobody keeps a lease: another mount opens the file for write.
+  EXPECT_TRUE(OpenWrite(f, 2).ok());
 }
 
 }  // namespace

@@ -344,6 +344,15 @@ RecoveryPlan Namespace::PlanRecovery(const proto::Segment& open) const {
   return plan;
 }
 
+namespace {
+bool SegmentSealed(const proto::Inode& inode, uint64_t segment_id) {
+  for (const auto& s : inode.segments()) {
+    if (s.id() == segment_id) return s.sealed();
+  }
+  return false;
+}
+}  // namespace
+
 absl::StatusOr<proto::Inode> Namespace::RecoverLease(uint64_t ino, bool only_if_unleased) {
   RecoveryPlan plan;
   {
@@ -376,6 +385,15 @@ absl::StatusOr<proto::Inode> Namespace::RecoverLease(uint64_t ino, bool only_if_
   auto lease = leases_.find(ino);
   if (lease != leases_.end() && lease->second == kRecoveryMountId) leases_.erase(lease);
   if (inode.ok()) Unpin(ino, kRecoveryMountId);
+  const int err = inode.ok() ? 0 : AttachedErrno(inode.status());
+  if (err == EBUSY || err == EAGAIN) {
+    // Another recovery of this file (meta's own after a lapsed lease, or a
+    // second `logfs recover`) sealed the segment first and dropped the
+    // recovery lease: the file is recovered all the same.
+    Txn txn(db_);
+    auto current = txn.Get(ino);
+    if (current.ok() && SegmentSealed(**current, plan.segment_id)) inode = ReplyInode(**current);
+  }
   return inode;
 }
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -32,6 +33,7 @@ class FakeSegmentServers : public SegmentServerApi {
  public:
   absl::StatusOr<proto::SegmentInfoResponse> SegmentInfo(const std::string& address,
                                                          uint64_t segment_id) override {
+    if (before_info) before_info();  // e.g. holds a recovery at its fence
     absl::MutexLock lock(&mu_);
     if (down.count(address)) return absl::UnavailableError("down");
     auto it = replicas.find({address, segment_id});
@@ -93,6 +95,7 @@ class FakeSegmentServers : public SegmentServerApi {
   std::set<std::string> down;
   int seal_calls = 0;
   std::vector<RereplicationTask> copies;
+  std::function<void()> before_info;  // set before the calls it is to see
 };
 
 class NamespaceTest : public testing::Test {
