@@ -28,17 +28,24 @@ LOGFS_BIN="$PWD/build/logfs" LOGFS_FAULT_SECONDS="$seconds" \
   build/logfs_test --gtest_filter="$filter" --gtest_repeat="$trials" >"$out" 2>&1 || true
 echo "| fault | trials | acked bytes | acked bytes lost | longest fsync stall (ms) | max seconds to full replication | failed trials |"
 echo "|---|---|---|---|---|---|---|"
+# A failure counts against the fault of the test that failed (known from
+# that test's rows), also when the trial failed before printing its row.
 awk '
+  /^\[ RUN      \] / { test = $4; printed = 0 }
   /^fault=/ {
     split($0, kv, " ");
     for (i in kv) { split(kv[i], p, "="); v[p[1]] = p[2] }
     f = v["fault"]; n[f]++; acked[f] += v["acked_bytes"]; lost[f] += v["acked_bytes_lost"];
     if (v["longest_fsync_ms"] + 0 > stall[f]) stall[f] = v["longest_fsync_ms"] + 0;
     if (v["seconds_to_full_replication"] + 0 > repl[f]) repl[f] = v["seconds_to_full_replication"] + 0;
-    last = f
+    fault_of[test] = f; printed = 1
   }
-  /^\[  FAILED  \] [A-Za-z]*FaultTest\./ && !/listed below/ { failed[last]++ }
+  /^\[  FAILED  \] .* \([0-9]+ ms\)$/ { failed_test[$4]++; if (!printed) rowless[$4]++ }
   END {
+    for (t in failed_test) {
+      f = (t in fault_of) ? fault_of[t] : t
+      failed[f] += failed_test[t]; n[f] += rowless[t]
+    }
     for (f in n) printf "| %s | %d | %d | %d | %d | %s | %d |\n", f, n[f], acked[f], lost[f], stall[f], (repl[f] > 0 ? sprintf("%.1f", repl[f]) : "-"), failed[f] + 0
   }' "$out" | sort
 grep -q "^\[  FAILED  \]" "$out" && { echo; echo "some trials failed; log: kept in $out.log"; cp "$out" "$out.log"; exit 1; }

@@ -257,6 +257,40 @@ class ProbeWriter {
   Result result_ ABSL_GUARDED_BY(mu_);
 };
 
+// Polls until each probe has begun `more` attempts since `since[k]` (or
+// since the cut, when `since` is empty).
+void AwaitProbeAttempts(std::vector<std::unique_ptr<ProbeWriter>>& probes, int more,
+                        const std::vector<int>& since = {}) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  for (size_t k = 0; k < probes.size(); ++k) {
+    const int target = (since.empty() ? 0 : since[k]) + more;
+    while (probes[k]->result().attempts_after_cut < target && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(20));  // poll: failing attempts back off
+    }
+    EXPECT_GE(probes[k]->result().attempts_after_cut, target) << "probe " << k << " stuck";
+  }
+}
+
+// The checks of one probe: nothing written after the cut was acked;
+// `recovered` (read through mount B after the recovery) holds every byte
+// acked before it and none written after it; `now` is the same.
+void CheckProbe(const ProbeWriter::Result& r, const std::string& recovered,
+                const std::string& now) {
+  std::printf(
+      "probe: written=%zu acked=%lu first_after_cut=%ld attempts_after_cut=%d "
+      "recovered=%zu longest_fsync_ms=%.0f\n",
+      r.written.size(), static_cast<unsigned long>(r.acked),
+      r.first_after_cut == UINT64_MAX ? -1L : static_cast<long>(r.first_after_cut),
+      r.attempts_after_cut, recovered.size(), absl::ToDoubleMilliseconds(r.longest_fsync));
+  EXPECT_EQ(0, r.acked_after_cut) << "an fsync over a write after the cut returned 0";
+  EXPECT_GE(r.attempts_after_cut, 4);
+  EXPECT_GE(recovered.size(), r.acked);
+  EXPECT_LE(recovered.size(), std::min<uint64_t>(r.first_after_cut, r.written.size()));
+  EXPECT_TRUE(r.written.compare(0, recovered.size(), recovered) == 0) << "damaged";
+  EXPECT_EQ(recovered.size(), now.size()) << "the file changed after the heal";
+  EXPECT_TRUE(now == recovered);
+}
+
 TEST_F(PartitionFaultTest, WritingMountCutOffFromEveryServer) {
   // Mount A's host loses meta and every segment server (not mount B).
   // A's writes and fsyncs after the cut never succeed; mount B recovers
@@ -266,9 +300,11 @@ TEST_F(PartitionFaultTest, WritingMountCutOffFromEveryServer) {
   // and the recovered files do not change.
   std::atomic<bool> cut{false};
   std::vector<std::unique_ptr<ProbeWriter>> probes;
+  auto probe_path = [&](size_t k, int mount) {
+    return mounted().Path(absl::StrCat("wal/probe-", k), mount);
+  };
   for (int k = 0; k < 2; ++k) {
-    probes.push_back(
-        std::make_unique<ProbeWriter>(mounted().Path(absl::StrCat("wal/probe-", k), 0), k, &cut));
+    probes.push_back(std::make_unique<ProbeWriter>(probe_path(k, 0), k, &cut));
     ASSERT_TRUE(probes.back()->Start());
   }
   std::vector<int> servers = cluster_->SegdHosts();
@@ -285,20 +321,13 @@ TEST_F(PartitionFaultTest, WritingMountCutOffFromEveryServer) {
       [&] {
         ASSERT_TRUE(network().Partition(a, servers).ok());
         cut = true;
-        // Poll until each probe has seen a post-cut attempt fail.
-        const absl::Time deadline = absl::Now() + absl::Seconds(20);
-        for (auto& p : probes) {
-          while (p->result().attempts_after_cut < 2 && absl::Now() < deadline) {
-            absl::SleepFor(absl::Milliseconds(20));  // poll: fsyncs time out
-          }
-          ASSERT_GE(p->result().attempts_after_cut, 2) << "a probe never failed";
-        }
+        AwaitProbeAttempts(probes, 2);  // each has failed since the cut
         CommandResult r =
             network().Run(b, absl::StrCat("for f in ", mounted().Path("wal", 1), "/*; do ",
                                           LogfsBinary(), " recover \"$f\" || exit 1; done"));
         ASSERT_EQ(0, r.exit_code) << r.output;
         for (size_t k = 0; k < probes.size(); ++k) {
-          auto data = ReadFile(mounted().Path(absl::StrCat("wal/probe-", k), 1));
+          auto data = ReadFile(probe_path(k, 1));
           ASSERT_TRUE(data.ok()) << data.status();
           recovered[k] = *data;
         }
@@ -306,36 +335,17 @@ TEST_F(PartitionFaultTest, WritingMountCutOffFromEveryServer) {
       },
       [&] {
         // A's probes try again after the heal, then stop.
-        const absl::Time deadline = absl::Now() + absl::Seconds(20);
-        for (auto& p : probes) {
-          const int before = p->result().attempts_after_cut;
-          while (p->result().attempts_after_cut < before + 2 && absl::Now() < deadline) {
-            absl::SleepFor(absl::Milliseconds(20));  // poll: the next attempts
-          }
-          p->Stop();
-        }
+        std::vector<int> attempts;
+        for (auto& p : probes) attempts.push_back(p->result().attempts_after_cut);
+        AwaitProbeAttempts(probes, 2, attempts);
+        for (auto& p : probes) p->Stop();
       },
       /*wait_replication=*/false, /*verify_mount=*/1, probe_fsyncs);
   for (size_t k = 0; k < probes.size(); ++k) {
     SCOPED_TRACE(absl::StrCat("probe ", k));
-    const ProbeWriter::Result r = probes[k]->result();
-    std::printf(
-        "probe %zu: written=%zu acked=%lu first_after_cut=%ld attempts_after_cut=%d "
-        "recovered=%zu longest_fsync_ms=%.0f\n",
-        k, r.written.size(), static_cast<unsigned long>(r.acked),
-        r.first_after_cut == UINT64_MAX ? -1L : static_cast<long>(r.first_after_cut),
-        r.attempts_after_cut, recovered[k].size(), absl::ToDoubleMilliseconds(r.longest_fsync));
-    EXPECT_EQ(0, r.acked_after_cut) << "an fsync over a write after the cut returned 0";
-    EXPECT_GE(r.attempts_after_cut, 4);
-    // Recovered: every acknowledged byte, nothing written after the cut.
-    EXPECT_GE(recovered[k].size(), r.acked);
-    EXPECT_LE(recovered[k].size(), std::min<uint64_t>(r.first_after_cut, r.written.size()));
-    EXPECT_TRUE(r.written.compare(0, recovered[k].size(), recovered[k]) == 0) << "damaged";
-    // ... and so it stays after the heal.
-    auto now = ReadFile(mounted().Path(absl::StrCat("wal/probe-", k), 1));
+    auto now = ReadFile(probe_path(k, 1));
     ASSERT_TRUE(now.ok()) << now.status();
-    EXPECT_EQ(recovered[k].size(), now->size()) << "the file changed after the heal";
-    EXPECT_TRUE(*now == recovered[k]);
+    CheckProbe(probes[k]->result(), recovered[k], *now);
   }
 }
 
