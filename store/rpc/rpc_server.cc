@@ -172,10 +172,25 @@ Responder::Responder(std::shared_ptr<ServerConnection> conn, format::MessageType
   state_->request_id = request_id;
 }
 
+Responder::Responder(Sink sink, format::MessageType type, uint64_t request_id)
+    : state_(std::make_shared<State>()) {
+  state_->sink = std::move(sink);
+  state_->type = type;
+  state_->request_id = request_id;
+}
+
+void Responder::State::Send(uint8_t flags, std::string message, std::string data) {
+  if (conn != nullptr) {
+    conn->Send(flags, type, request_id, std::move(message), std::move(data));
+  } else {
+    sink(flags, std::move(message), std::move(data));
+  }
+}
+
 Responder::State::~State() {
   if (!replied.load()) {
-    conn->Send(format::kFlagResponse | format::kFlagError, type, request_id,
-               format::EncodeErrorBody(absl::InternalError("request dropped without a reply")), {});
+    Send(format::kFlagResponse | format::kFlagError,
+         format::EncodeErrorBody(absl::InternalError("request dropped without a reply")), {});
   }
 }
 
@@ -192,15 +207,13 @@ void Responder::Reply(const google::protobuf::MessageLite& response, std::string
     return;
   }
   CHECK(!state_->replied.exchange(true)) << "replied twice";
-  state_->conn->Send(format::kFlagResponse, state_->type, state_->request_id,
-                     response.SerializeAsString(), std::move(data));
+  state_->Send(format::kFlagResponse, response.SerializeAsString(), std::move(data));
 }
 
 void Responder::ReplyError(const absl::Status& status) const {
   CHECK(!status.ok());
   CHECK(!state_->replied.exchange(true)) << "replied twice";
-  state_->conn->Send(format::kFlagResponse | format::kFlagError, state_->type, state_->request_id,
-                     format::EncodeErrorBody(status), {});
+  state_->Send(format::kFlagResponse | format::kFlagError, format::EncodeErrorBody(status), {});
 }
 
 RpcServer::RpcServer(asio::io_context& io, RequestHandler handler, TypeFilter filter)

@@ -34,6 +34,14 @@ class Responder {
  public:
   Responder(std::shared_ptr<ServerConnection> conn, format::MessageType type, uint64_t request_id);
 
+  // Where the frames of a Responder without a connection go: its one
+  // response (flags has kFlagResponse, and kFlagError for an error body
+  // from format::EncodeErrorBody). Called once, on the replying thread.
+  using Sink = std::function<void(uint8_t flags, std::string message, std::string data)>;
+  // A Responder that hands its response to `sink` instead of a socket: for
+  // tests and fuzz targets (fuzz/) that call a request handler directly.
+  Responder(Sink sink, format::MessageType type, uint64_t request_id);
+
   void Reply(const google::protobuf::MessageLite& response, std::string data = {}) const;
   void ReplyError(const absl::Status& status) const;
 
@@ -41,7 +49,9 @@ class Responder {
 
  private:
   struct State {
+    void Send(uint8_t flags, std::string message, std::string data);
     std::shared_ptr<ServerConnection> conn;
+    Sink sink;  // used when conn is null
     format::MessageType type;
     uint64_t request_id;
     std::atomic<bool> replied{false};
