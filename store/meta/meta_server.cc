@@ -6,9 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <map>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +17,7 @@
 #include "store/format/limits.h"
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
+#include "store/meta/meta_service.h"
 #include "store/meta/metadata_db.h"
 #include "store/meta/namespace.h"
 #include "store/meta/rereplicator.h"
@@ -38,31 +37,6 @@ constexpr int kExpireIntervalMsMax = 1000;
 // Re-replication passes run every --dead_server_ms / 4, at most this far
 // apart.
 constexpr int kRereplicationIntervalMsMax = 10000;
-
-// Parses the request of `frame` as Request, runs fn(request) -> StatusOr<
-// Response> and replies. An unparseable request is answered with
-// kInvalidArgument; the connection stays open.
-template <typename Request, typename Fn>
-void Serve(const format::Frame& frame, const rpc::Responder& responder, Fn fn) {
-  Request request;
-  if (!request.ParseFromString(frame.message)) {
-    responder.ReplyError(absl::InvalidArgumentError(absl::StrCat(
-        "unparseable ", request.GetTypeName(), " (message type ",
-        static_cast<int>(frame.type), ")")));
-    return;
-  }
-  auto response = fn(request);
-  if (!response.ok()) {
-    responder.ReplyError(response.status());
-    return;
-  }
-  responder.Reply(*response);
-}
-
-absl::StatusOr<proto::Empty> ToEmpty(const absl::Status& status) {
-  if (!status.ok()) return status;
-  return proto::Empty();
-}
 
 class MetaServerImpl : public MetaServer {
  public:
@@ -95,20 +69,15 @@ class MetaServerImpl : public MetaServer {
     ns_options.replica_report_interval_ms = options_.replica_report_interval_ms;
     ns_options.stray_replica_grace_ms = options_.stray_replica_grace_ms;
     ASSIGN_OR_RETURN(ns_, Namespace::Open(db_.get(), segment_servers_.get(), ns_options));
+    service_ = std::make_unique<MetaService>(ns_.get(), options_.TEST_exit_before_reply_to_change);
     server_ = std::make_unique<rpc::RpcServer>(
         io_, [this](format::Frame frame, rpc::Responder responder) { Handle(frame, responder); },
         format::IsMetaType);
     server_->SetConnectionClosedHandler([this](uint64_t connection) {
-      uint64_t mount_id = 0;
-      {
-        absl::MutexLock lock(&sessions_mu_);
-        auto it = mount_sessions_.find(connection);
-        if (it == mount_sessions_.end()) return;
-        mount_id = it->second;
-        mount_sessions_.erase(it);
-      }
-      LOG(INFO) << "mount " << mount_id << " disconnected: its leases lapse";
-      ns_->MountDisconnected(mount_id);
+      std::optional<uint64_t> mount_id = service_->TakeSession(connection);
+      if (!mount_id.has_value()) return;
+      LOG(INFO) << "mount " << *mount_id << " disconnected: its leases lapse";
+      ns_->MountDisconnected(*mount_id);
     });
     RETURN_IF_ERROR(server_->Listen(options_.listen_address));
     ASSIGN_OR_RETURN(advertised_address_,
@@ -201,183 +170,14 @@ class MetaServerImpl : public MetaServer {
     rereplicator_->Start();
   }
 
-  // Dispatch, one handler per family of calls: servers and mounts here.
-  void Handle(const format::Frame& frame, const rpc::Responder& r) {
+  void Handle(const format::Frame& frame, const rpc::Responder& responder) {
     if (stopped_.load()) {
-      r.ReplyError(absl::UnavailableError("meta is stopping"));
+      responder.ReplyError(absl::UnavailableError("meta is stopping"));
       return;
     }
-    Namespace& ns = *ns_;
-    switch (frame.type) {
-      case format::MessageType::kRegisterServer:
-        return Serve<proto::RegisterServerRequest>(frame, r, [&](const auto& q)
-            -> absl::StatusOr<proto::RegisterServerResponse> {
-          ASSIGN_OR_RETURN(uint64_t id, ns.RegisterServer(q));
-          proto::RegisterServerResponse response;
-          response.set_server_id(id);
-          response.set_cluster_id(ns.cluster_id());
-          return response;
-        });
-      case format::MessageType::kHeartbeat:
-        return Serve<proto::HeartbeatRequest>(frame, r,
-                                              [&](const auto& q) { return ns.Heartbeat(q); });
-      case format::MessageType::kNewMount:
-        return Serve<proto::NewMountRequest>(frame, r, [&](const auto&)
-            -> absl::StatusOr<proto::NewMountResponse> {
-          ASSIGN_OR_RETURN(uint64_t id, ns.NewMount());
-          RememberSession(frame.connection_id, id);
-          proto::NewMountResponse response;
-          response.set_mount_id(id);
-          return response;
-        });
-      case format::MessageType::kMountHeartbeat:
-        return Serve<proto::MountHeartbeatRequest>(frame, r, [&](const auto& q) {
-          RememberSession(frame.connection_id, q.mount_id());
-          return ToEmpty(ns.MountHeartbeat(
-              q.mount_id(), std::vector<uint64_t>(q.writing_inos().begin(),
-                                                  q.writing_inos().end())));
-        });
-      case format::MessageType::kStatFs:
-        return Serve<proto::Empty>(frame, r, [&](const auto&) { return ns.StatFs(); });
-      case format::MessageType::kListServers:
-        return Serve<proto::ListServersRequest>(
-            frame, r, [&](const auto& q) { return ns.ListServers(q.start_server_id()); });
-      case format::MessageType::kListSegments:
-        return Serve<proto::ListSegmentsRequest>(frame, r, [&](const auto& q) {
-          return ns.ListSegments(q.start_ino(), q.max_inodes());
-        });
-      case format::MessageType::kReportBadReplica:
-        return Serve<proto::ReportBadReplicaRequest>(
-            frame, r, [&](const auto& q) { return ToEmpty(ns.ReportBadReplica(q)); });
-      default:
-        return HandleNames(frame, r);
-    }
-  }
-
-  // Names and attributes.
-  void HandleNames(const format::Frame& frame, const rpc::Responder& r) {
-    Namespace& ns = *ns_;
-    switch (frame.type) {
-      case format::MessageType::kLookup:
-        return Serve<proto::LookupRequest>(frame, r, [&](const auto& q) {
-          return AttrReply(ns.Lookup(q.parent(), q.name()));
-        });
-      case format::MessageType::kGetAttr:
-        return Serve<proto::GetAttrRequest>(
-            frame, r, [&](const auto& q) { return AttrReply(ns.GetAttr(q.ino())); });
-      case format::MessageType::kGetInode:
-        return Serve<proto::GetAttrRequest>(
-            frame, r, [&](const auto& q) { return InodeReply(ns.GetInode(q.ino())); });
-      case format::MessageType::kSetAttr:
-        return Serve<proto::SetAttrRequest>(frame, r, [&](const auto& q) {
-          return TEST_AfterChange(q.call(), AttrReply(ns.SetAttr(q)));
-        });
-      case format::MessageType::kCreate:
-        return Serve<proto::CreateRequest>(frame, r, [&](const auto& q) {
-          return TEST_AfterChange(q.call(), AttrReply(ns.Create(q)));
-        });
-      case format::MessageType::kUnlink:
-        return Serve<proto::UnlinkRequest>(frame, r, [&](const auto& q) {
-          return TEST_AfterChange(q.call(),
-                                  ToEmpty(ns.Unlink(q.parent(), q.name(), q.directory(), q.call())));
-        });
-      case format::MessageType::kRename:
-        return Serve<proto::RenameRequest>(frame, r, [&](const auto& q) {
-          return TEST_AfterChange(q.call(), ToEmpty(ns.Rename(q)));
-        });
-      case format::MessageType::kReadlink:
-        return Serve<proto::GetAttrRequest>(frame, r, [&](const auto& q)
-            -> absl::StatusOr<proto::ReadlinkResponse> {
-          ASSIGN_OR_RETURN(std::string target, ns.Readlink(q.ino()));
-          proto::ReadlinkResponse response;
-          response.set_target(std::move(target));
-          return response;
-        });
-      case format::MessageType::kReaddir:
-        return Serve<proto::ReaddirRequest>(
-            frame, r, [&](const auto& q) { return ns.Readdir(q.ino(), q.start_after()); });
-      default:
-        return HandleFiles(frame, r);
-    }
-  }
-
-  // Xattrs, opens, write leases and seals.
-  void HandleFiles(const format::Frame& frame, const rpc::Responder& r) {
-    Namespace& ns = *ns_;
-    switch (frame.type) {
-      case format::MessageType::kSetXattr:
-        return Serve<proto::SetXattrRequest>(frame, r, [&](const auto& q) {
-          return TEST_AfterChange(q.call(), ToEmpty(ns.SetXattr(q)));
-        });
-      case format::MessageType::kGetXattr:
-        return Serve<proto::GetXattrRequest>(frame, r, [&](const auto& q)
-            -> absl::StatusOr<proto::GetXattrResponse> {
-          ASSIGN_OR_RETURN(std::string value, ns.GetXattr(q.ino(), q.name()));
-          proto::GetXattrResponse response;
-          response.set_value(std::move(value));
-          return response;
-        });
-      case format::MessageType::kListXattr:
-        return Serve<proto::GetAttrRequest>(frame, r, [&](const auto& q)
-            -> absl::StatusOr<proto::ListXattrResponse> {
-          ASSIGN_OR_RETURN(auto names, ns.ListXattr(q.ino()));
-          proto::ListXattrResponse response;
-          for (auto& name : names) response.add_names(std::move(name));
-          return response;
-        });
-      case format::MessageType::kRemoveXattr:
-        return Serve<proto::GetXattrRequest>(frame, r, [&](const auto& q) {
-          return TEST_AfterChange(q.call(), ToEmpty(ns.RemoveXattr(q.ino(), q.name(), q.call())));
-        });
-      case format::MessageType::kOpen:
-        return Serve<proto::OpenRequest>(frame, r, [&](const auto& q) {
-          return InodeReply(ns.Open(q.ino(), q.mount_id()));
-        });
-      case format::MessageType::kRelease:
-        return Serve<proto::ReleaseRequest>(frame, r, [&](const auto& q) {
-          return ToEmpty(ns.Release(q.ino(), q.mount_id()));
-        });
-      case format::MessageType::kOpenWrite:
-        return Serve<proto::OpenWriteRequest>(
-            frame, r, [&](const auto& q) { return InodeReply(ns.OpenWrite(q)); });
-      case format::MessageType::kRecoverLease:
-        return Serve<proto::RecoverLeaseRequest>(
-            frame, r, [&](const auto& q) { return InodeReply(ns.RecoverLease(q.ino())); });
-      case format::MessageType::kSealSegment:
-        return Serve<proto::SealSegmentRequest>(
-            frame, r, [&](const auto& q) { return InodeReply(ns.SealSegment(q)); });
-      default:
-        r.ReplyError(absl::InvalidArgumentError(
-            absl::StrCat("meta does not serve message type ", static_cast<int>(frame.type))));
-    }
-  }
-
-  // Passes `result` through; see MetaServerOptions::TEST_exit_before_reply_to_change.
-  template <typename Result>
-  Result TEST_AfterChange(const proto::CallId& call, Result result) {
-    if (options_.TEST_exit_before_reply_to_change <= 0 || call.seq() == 0) return result;
-    if (TEST_changes_.fetch_add(1) + 1 == options_.TEST_exit_before_reply_to_change) {
-      std::fprintf(stderr, "meta: TEST_exit_before_reply_to_change: exiting before the reply "
-                           "to call %lu/%lu\n",
-                   static_cast<unsigned long>(call.mount_id()),
-                   static_cast<unsigned long>(call.seq()));
-      std::_Exit(3);
-    }
-    return result;
-  }
-
-  static absl::StatusOr<proto::AttrResponse> AttrReply(absl::StatusOr<proto::Attr> attr) {
-    if (!attr.ok()) return attr.status();
-    proto::AttrResponse response;
-    *response.mutable_attr() = std::move(*attr);
-    return response;
-  }
-
-  static absl::StatusOr<proto::InodeResponse> InodeReply(absl::StatusOr<proto::Inode> inode) {
-    if (!inode.ok()) return inode.status();
-    proto::InodeResponse response;
-    *response.mutable_inode() = std::move(*inode);
-    return response;
+    MetaService::Reply reply = service_->Handle(frame);
+    if (!reply.ok()) return responder.ReplyError(reply.status());
+    responder.Reply(**reply);
   }
 
   // Immutable after construction.
@@ -398,21 +198,12 @@ class MetaServerImpl : public MetaServer {
   std::unique_ptr<MetadataDb> db_;
   std::unique_ptr<RpcSegmentServerApi> segment_servers_;
   std::unique_ptr<Namespace> ns_;
+  std::unique_ptr<MetaService> service_;
   std::unique_ptr<Rereplicator> rereplicator_;
   std::unique_ptr<rpc::RpcServer> server_;
   std::string advertised_address_;  // set once in Start
 
   std::atomic<bool> stopped_{false};
-  std::atomic<int> TEST_changes_{0};  // changes with a call id handled
-
-  // Which mount talks over which connection: a closed connection ends that
-  // mount's session (its leases lapse).
-  void RememberSession(uint64_t connection, uint64_t mount_id) {
-    absl::MutexLock lock(&sessions_mu_);
-    mount_sessions_[connection] = mount_id;
-  }
-  absl::Mutex sessions_mu_;
-  std::map<uint64_t, uint64_t> mount_sessions_ ABSL_GUARDED_BY(sessions_mu_);
 };
 
 }  // namespace

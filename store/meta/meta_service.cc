@@ -1,0 +1,225 @@
+#include "store/meta/meta_service.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "src/status/macros.h"
+#include "store/format/message_type.h"
+
+namespace logfs::meta {
+namespace {
+
+// Parses the request of `frame` as Request and runs fn(request) ->
+// StatusOr<Response>. An unparseable request is kInvalidArgument; the
+// connection stays open.
+template <typename Request, typename Fn>
+MetaService::Reply Serve(const format::Frame& frame, Fn fn) {
+  Request request;
+  if (!request.ParseFromString(frame.message)) {
+    return absl::InvalidArgumentError(absl::StrCat("unparseable ", request.GetTypeName(),
+                                                   " (message type ", static_cast<int>(frame.type),
+                                                   ")"));
+  }
+  auto response = fn(request);
+  if (!response.ok()) return response.status();
+  using Response = std::decay_t<decltype(*response)>;
+  return std::make_unique<Response>(std::move(*response));
+}
+
+absl::StatusOr<proto::Empty> ToEmpty(const absl::Status& status) {
+  if (!status.ok()) return status;
+  return proto::Empty();
+}
+
+absl::StatusOr<proto::AttrResponse> AttrReply(absl::StatusOr<proto::Attr> attr) {
+  if (!attr.ok()) return attr.status();
+  proto::AttrResponse response;
+  *response.mutable_attr() = std::move(*attr);
+  return response;
+}
+
+absl::StatusOr<proto::InodeResponse> InodeReply(absl::StatusOr<proto::Inode> inode) {
+  if (!inode.ok()) return inode.status();
+  proto::InodeResponse response;
+  *response.mutable_inode() = std::move(*inode);
+  return response;
+}
+
+}  // namespace
+
+MetaService::MetaService(Namespace* ns, int TEST_exit_before_reply_to_change)
+    : ns_(ns), TEST_exit_before_reply_to_change_(TEST_exit_before_reply_to_change) {}
+
+template <typename Result>
+Result MetaService::TEST_AfterChange(const proto::CallId& call, Result result) {
+  if (TEST_exit_before_reply_to_change_ <= 0 || call.seq() == 0) return result;
+  if (TEST_changes_.fetch_add(1) + 1 == TEST_exit_before_reply_to_change_) {
+    std::fprintf(stderr,
+                 "meta: TEST_exit_before_reply_to_change: exiting before the reply "
+                 "to call %lu/%lu\n",
+                 static_cast<unsigned long>(call.mount_id()),
+                 static_cast<unsigned long>(call.seq()));
+    std::_Exit(3);
+  }
+  return result;
+}
+
+// One handler per family of calls: servers and mounts here.
+MetaService::Reply MetaService::Handle(const format::Frame& frame) {
+  Namespace& ns = *ns_;
+  switch (frame.type) {
+    case format::MessageType::kRegisterServer:
+      return Serve<proto::RegisterServerRequest>(
+          frame, [&](const auto& q) -> absl::StatusOr<proto::RegisterServerResponse> {
+            ASSIGN_OR_RETURN(uint64_t id, ns.RegisterServer(q));
+            proto::RegisterServerResponse response;
+            response.set_server_id(id);
+            response.set_cluster_id(ns.cluster_id());
+            return response;
+          });
+    case format::MessageType::kHeartbeat:
+      return Serve<proto::HeartbeatRequest>(frame, [&](const auto& q) { return ns.Heartbeat(q); });
+    case format::MessageType::kNewMount:
+      return Serve<proto::NewMountRequest>(
+          frame, [&](const auto&) -> absl::StatusOr<proto::NewMountResponse> {
+            ASSIGN_OR_RETURN(uint64_t id, ns.NewMount());
+            RememberSession(frame.connection_id, id);
+            proto::NewMountResponse response;
+            response.set_mount_id(id);
+            return response;
+          });
+    case format::MessageType::kMountHeartbeat:
+      return Serve<proto::MountHeartbeatRequest>(frame, [&](const auto& q) {
+        RememberSession(frame.connection_id, q.mount_id());
+        return ToEmpty(ns.MountHeartbeat(
+            q.mount_id(), std::vector<uint64_t>(q.writing_inos().begin(), q.writing_inos().end())));
+      });
+    case format::MessageType::kStatFs:
+      return Serve<proto::Empty>(frame, [&](const auto&) { return ns.StatFs(); });
+    case format::MessageType::kListServers:
+      return Serve<proto::ListServersRequest>(
+          frame, [&](const auto& q) { return ns.ListServers(q.start_server_id()); });
+    case format::MessageType::kListSegments:
+      return Serve<proto::ListSegmentsRequest>(
+          frame, [&](const auto& q) { return ns.ListSegments(q.start_ino(), q.max_inodes()); });
+    case format::MessageType::kReportBadReplica:
+      return Serve<proto::ReportBadReplicaRequest>(
+          frame, [&](const auto& q) { return ToEmpty(ns.ReportBadReplica(q)); });
+    default:
+      return HandleNames(frame);
+  }
+}
+
+// Names and attributes.
+MetaService::Reply MetaService::HandleNames(const format::Frame& frame) {
+  Namespace& ns = *ns_;
+  switch (frame.type) {
+    case format::MessageType::kLookup:
+      return Serve<proto::LookupRequest>(
+          frame, [&](const auto& q) { return AttrReply(ns.Lookup(q.parent(), q.name())); });
+    case format::MessageType::kGetAttr:
+      return Serve<proto::GetAttrRequest>(
+          frame, [&](const auto& q) { return AttrReply(ns.GetAttr(q.ino())); });
+    case format::MessageType::kGetInode:
+      return Serve<proto::GetAttrRequest>(
+          frame, [&](const auto& q) { return InodeReply(ns.GetInode(q.ino())); });
+    case format::MessageType::kSetAttr:
+      return Serve<proto::SetAttrRequest>(frame, [&](const auto& q) {
+        return TEST_AfterChange(q.call(), AttrReply(ns.SetAttr(q)));
+      });
+    case format::MessageType::kCreate:
+      return Serve<proto::CreateRequest>(frame, [&](const auto& q) {
+        return TEST_AfterChange(q.call(), AttrReply(ns.Create(q)));
+      });
+    case format::MessageType::kUnlink:
+      return Serve<proto::UnlinkRequest>(frame, [&](const auto& q) {
+        return TEST_AfterChange(q.call(),
+                                ToEmpty(ns.Unlink(q.parent(), q.name(), q.directory(), q.call())));
+      });
+    case format::MessageType::kRename:
+      return Serve<proto::RenameRequest>(
+          frame, [&](const auto& q) { return TEST_AfterChange(q.call(), ToEmpty(ns.Rename(q))); });
+    case format::MessageType::kReadlink:
+      return Serve<proto::GetAttrRequest>(
+          frame, [&](const auto& q) -> absl::StatusOr<proto::ReadlinkResponse> {
+            ASSIGN_OR_RETURN(std::string target, ns.Readlink(q.ino()));
+            proto::ReadlinkResponse response;
+            response.set_target(std::move(target));
+            return response;
+          });
+    case format::MessageType::kReaddir:
+      return Serve<proto::ReaddirRequest>(
+          frame, [&](const auto& q) { return ns.Readdir(q.ino(), q.start_after()); });
+    default:
+      return HandleFiles(frame);
+  }
+}
+
+// Xattrs, opens, write leases and seals.
+MetaService::Reply MetaService::HandleFiles(const format::Frame& frame) {
+  Namespace& ns = *ns_;
+  switch (frame.type) {
+    case format::MessageType::kSetXattr:
+      return Serve<proto::SetXattrRequest>(frame, [&](const auto& q) {
+        return TEST_AfterChange(q.call(), ToEmpty(ns.SetXattr(q)));
+      });
+    case format::MessageType::kGetXattr:
+      return Serve<proto::GetXattrRequest>(
+          frame, [&](const auto& q) -> absl::StatusOr<proto::GetXattrResponse> {
+            ASSIGN_OR_RETURN(std::string value, ns.GetXattr(q.ino(), q.name()));
+            proto::GetXattrResponse response;
+            response.set_value(std::move(value));
+            return response;
+          });
+    case format::MessageType::kListXattr:
+      return Serve<proto::GetAttrRequest>(
+          frame, [&](const auto& q) -> absl::StatusOr<proto::ListXattrResponse> {
+            ASSIGN_OR_RETURN(auto names, ns.ListXattr(q.ino()));
+            proto::ListXattrResponse response;
+            for (auto& name : names) response.add_names(std::move(name));
+            return response;
+          });
+    case format::MessageType::kRemoveXattr:
+      return Serve<proto::GetXattrRequest>(frame, [&](const auto& q) {
+        return TEST_AfterChange(q.call(), ToEmpty(ns.RemoveXattr(q.ino(), q.name(), q.call())));
+      });
+    case format::MessageType::kOpen:
+      return Serve<proto::OpenRequest>(
+          frame, [&](const auto& q) { return InodeReply(ns.Open(q.ino(), q.mount_id())); });
+    case format::MessageType::kRelease:
+      return Serve<proto::ReleaseRequest>(
+          frame, [&](const auto& q) { return ToEmpty(ns.Release(q.ino(), q.mount_id())); });
+    case format::MessageType::kOpenWrite:
+      return Serve<proto::OpenWriteRequest>(
+          frame, [&](const auto& q) { return InodeReply(ns.OpenWrite(q)); });
+    case format::MessageType::kRecoverLease:
+      return Serve<proto::RecoverLeaseRequest>(
+          frame, [&](const auto& q) { return InodeReply(ns.RecoverLease(q.ino())); });
+    case format::MessageType::kSealSegment:
+      return Serve<proto::SealSegmentRequest>(
+          frame, [&](const auto& q) { return InodeReply(ns.SealSegment(q)); });
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("meta does not serve message type ", static_cast<int>(frame.type)));
+  }
+}
+
+void MetaService::RememberSession(uint64_t connection, uint64_t mount_id) {
+  absl::MutexLock lock(&sessions_mu_);
+  mount_sessions_[connection] = mount_id;
+}
+
+std::optional<uint64_t> MetaService::TakeSession(uint64_t connection_id) {
+  absl::MutexLock lock(&sessions_mu_);
+  auto it = mount_sessions_.find(connection_id);
+  if (it == mount_sessions_.end()) return std::nullopt;
+  const uint64_t mount_id = it->second;
+  mount_sessions_.erase(it);
+  return mount_id;
+}
+
+}  // namespace logfs::meta

@@ -1,0 +1,67 @@
+// The meta server's request handler: decodes each meta request, runs it
+// against the Namespace and returns the response to send, as docs/rpc.md
+// ("Meta server") says. Every request is answered inline: the caller
+// (MetaServer's RpcServer handler, or a fuzz target) sends what it
+// returns.
+//
+// Thread-safety: Handle and TakeSession may be called concurrently from
+// any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "google/protobuf/message_lite.h"
+#include "store/format/frame.h"
+#include "store/format/logfs.pb.h"
+#include "store/meta/namespace.h"
+
+namespace logfs::meta {
+
+class MetaService {
+ public:
+  // The response message to send, or the error to answer with.
+  using Reply = absl::StatusOr<std::unique_ptr<google::protobuf::MessageLite>>;
+
+  // Keeps `ns`, which must outlive the service. With
+  // TEST_exit_before_reply_to_change = N > 0 the process exits (status 3)
+  // right after the Nth namespace change that carries a call id, before
+  // its reply (MetaServerOptions).
+  explicit MetaService(Namespace* ns, int TEST_exit_before_reply_to_change = 0);
+
+  // Serves one request: the response, or kInvalidArgument for a message
+  // that does not parse as its type's request or a type meta does not
+  // serve, else the namespace's error. Never keeps `request`.
+  Reply Handle(const format::Frame& request);
+
+  // The mount whose session ran over this connection (NewMount and
+  // MountHeartbeat tell which), forgotten; nullopt if none. A closed
+  // connection ends that mount's session (its leases lapse).
+  std::optional<uint64_t> TakeSession(uint64_t connection_id) ABSL_LOCKS_EXCLUDED(sessions_mu_);
+
+ private:
+  Reply HandleNames(const format::Frame& frame);
+  Reply HandleFiles(const format::Frame& frame);
+  void RememberSession(uint64_t connection, uint64_t mount_id) ABSL_LOCKS_EXCLUDED(sessions_mu_);
+  // Passes `result` through; see the constructor.
+  template <typename Result>
+  Result TEST_AfterChange(const proto::CallId& call, Result result);
+
+  // Immutable after construction.
+  Namespace* const ns_;
+  const int TEST_exit_before_reply_to_change_;
+
+  // Internally synchronized.
+  std::atomic<int> TEST_changes_{0};  // changes with a call id handled
+
+  absl::Mutex sessions_mu_;
+  // Connection id -> mount id.
+  std::map<uint64_t, uint64_t> mount_sessions_ ABSL_GUARDED_BY(sessions_mu_);
+};
+
+}  // namespace logfs::meta
