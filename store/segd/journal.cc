@@ -171,6 +171,7 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& opt
 }
 
 absl::Status Journal::Replay(const ReplayFn& replay) {
+  ASSIGN_OR_RETURN(const uint64_t file_bytes, file_->Size());
   uint64_t at = 0;
   uint64_t generation = 0;
   uint64_t replayed = 0;
@@ -180,6 +181,9 @@ absl::Status Journal::Replay(const ReplayFn& replay) {
     Header h;
     if (n < sizeof(raw) || !DecodeHeader(raw, &h)) break;
     if (generation != 0 && h.generation != generation) break;
+    // A length past the file's end (a damaged header whose CRC still
+    // matches) is never allocated: no whole record follows.
+    if (h.length > file_bytes - at - kJournalHeaderBytes) break;
     ASSIGN_OR_RETURN(std::string body, env::ReadUpTo(*file_, at + kJournalHeaderBytes, h.length));
     if (body.size() != h.length || util::Crc32c(body.data(), body.size()) != h.data_crc) {
       break;  // torn: written after the last fdatasync, never acknowledged

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -49,6 +50,27 @@ class JournalTest : public testing::Test {
   JournalOptions options_;
   std::unique_ptr<Journal> journal_;
 };
+
+// Regression (fuzz/journal_replay_fuzzer): a header with a valid CRC whose
+// length (0xfffffff0) runs far past the file's end made replay allocate
+// 4 GiB for the body before finding it short. It ends replay instead.
+TEST_F(JournalTest, LengthPastTheFileEndsReplay) {
+  const std::string header(
+      "\x4c\x47\x4a\x31\xaa\xaf\xb3\x13\x07\x00\x00\x00\x00\x00\x00\x00"
+      "\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+      "\xf0\xff\xff\xff\x00\x00\x00\x00",
+      kJournalHeaderBytes);
+  std::FILE* f = std::fopen((options_.dir + "/" + kJournalFileName).c_str(), "wb");
+  ASSERT_NE(nullptr, f);
+  ASSERT_EQ(header.size(), std::fwrite(header.data(), 1, header.size(), f));
+  ASSERT_EQ(0, std::fclose(f));
+  EXPECT_TRUE(Reopen().empty());
+  ASSERT_NE(nullptr, journal_);
+  Restart();
+  ASSERT_TRUE(journal_->Add(4, 0, "ok").ok());
+  ASSERT_TRUE(journal_->Sync().ok());
+  EXPECT_EQ(Reopen(), std::vector<Record>({{4, "ok"}}));
+}
 
 TEST_F(JournalTest, ReplayReturnsExactlyTheSyncedRecords) {
   EXPECT_TRUE(Reopen().empty());
