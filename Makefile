@@ -1,8 +1,9 @@
 # logfs build. `make` builds build/logfs; `make test` builds and runs every
 # test. Both first install missing Debian packages (packaging/install-deps.sh).
 #
-# Flavours: `make tsa`, `make tsan` and `make asan` run this Makefile again
-# with BUILDDIR set to build/tsa, build/tsan or build/asan and the flavour's
+# Flavours: `make tsa`, `make tsan`, `make asan` and `make fuzz` run this
+# Makefile again with BUILDDIR set to build/tsa, build/tsan, build/asan or
+# build/fuzz and the flavour's
 # compiler and flags, so every flavour keeps its own objects and binaries and
 # `make build` never rebuilds because of another flavour.
 
@@ -62,7 +63,8 @@ INTEGRATION_TEST_OBJS := $(INTEGRATION_TEST_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 # --gtest_filter reaches any suite.
 BINARIES := $(BUILDDIR)/logfs $(BUILDDIR)/logfs_unit $(BUILDDIR)/logfs_test
 
-.PHONY: all deps deps-clang build test unit faults tsa tsan asan clean help install check-layers
+.PHONY: all deps deps-clang build test unit faults tsa tsan asan fuzz fuzz-build clean help install \
+        check-layers
 
 all: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) build
@@ -129,6 +131,32 @@ asan: deps-clang
 	@$(MAKE) --no-print-directory -j$(JOBS) $(ASAN_VARS) build
 	tests/sanitizers/run.sh asan $(BUILDDIR)/asan '$(SANITIZER_FILTER)'
 
+# libFuzzer targets (fuzz/, one per *_fuzzer.cc) under ASan + UBSan. The
+# objects get libFuzzer's coverage instrumentation (-fsanitize=fuzzer-no-link);
+# only the targets' links add libFuzzer itself (-fsanitize=fuzzer). The
+# flavour compiles only the folders the targets use and links them from an
+# archive, so each target takes just the objects it needs. `make fuzz` runs
+# every target for FUZZ_SECONDS on seeds it writes into a temp dir
+# (fuzz/run.sh); a crash, UB report, leak or hang fails it.
+FUZZ_VARS := BUILDDIR=$(BUILDDIR)/fuzz CXX=$(CLANGXX) OPT="-O1 -g" FLAVOUR_WARN="$(CLANG_WARN)" \
+             FLAVOUR_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+                            -fno-omit-frame-pointer"
+FUZZ_SECONDS ?= 60
+FUZZ_LIB_DIRS := src/util src/status src/env $(filter-out store/admin,$(shell find store -type d))
+FUZZ_LIB_OBJS := $(PROTO_OBJ) $(patsubst %.cc,$(BUILDDIR)/obj/%.o, \
+                   $(filter-out %_test.cc,$(foreach d,$(FUZZ_LIB_DIRS),$(wildcard $(d)/*.cc))))
+FUZZ_TARGET_SRCS := $(wildcard fuzz/*_fuzzer.cc)
+FUZZ_HELPER_OBJS := $(patsubst %.cc,$(BUILDDIR)/obj/%.o,$(filter-out %_fuzzer.cc,$(wildcard fuzz/*.cc)))
+FUZZ_BINARIES := $(FUZZ_TARGET_SRCS:fuzz/%.cc=$(BUILDDIR)/%)
+
+fuzz: deps-clang
+	@$(MAKE) --no-print-directory -j$(JOBS) $(FUZZ_VARS) fuzz-build
+	fuzz/run.sh $(BUILDDIR)/fuzz $(FUZZ_SECONDS)
+
+fuzz-build: $(FUZZ_BINARIES)
+# Kept: the link rule's pattern would make them intermediate and delete them.
+.SECONDARY: $(FUZZ_HELPER_OBJS) $(FUZZ_TARGET_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
+
 # --- rules --------------------------------------------------------------------
 $(PROTO_CC) $(PROTO_H) &: $(PROTO)
 	@mkdir -p $(BUILDDIR)/gen
@@ -156,6 +184,14 @@ $(BUILDDIR)/logfs_test: $(TEST_MAIN_OBJ) $(UNIT_TEST_OBJS) $(INTEGRATION_TEST_OB
 	@echo "LINK $@"
 	@$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS) -lgmock -lgtest
 
+$(BUILDDIR)/libfuzz_deps.a: $(FUZZ_LIB_OBJS)
+	@rm -f $@
+	@ar rcs $@ $^
+
+$(BUILDDIR)/%_fuzzer: $(BUILDDIR)/obj/fuzz/%_fuzzer.o $(FUZZ_HELPER_OBJS) $(BUILDDIR)/libfuzz_deps.a
+	@echo "LINK $@"
+	@$(CXX) $(CXXFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
 install: all
 	install -D -m 0755 $(BUILDDIR)/logfs $(DESTDIR)$(PREFIX)/bin/logfs
 
@@ -171,6 +207,7 @@ help:
 	@echo "  tsa            build everything with clang -Wthread-safety -Werror (build/tsa)"
 	@echo "  tsan           unit tests + an integration subset under ThreadSanitizer (build/tsan)"
 	@echo "  asan           the same under AddressSanitizer + UBSan (build/asan)"
+	@echo "  fuzz           each libFuzzer target in fuzz/ for FUZZ_SECONDS (build/fuzz)"
 	@echo "  install clean"
 	@echo "  make test TEST_ARGS=--gtest_filter=Foo*   run a subset"
 	@echo "  make tsan SANITIZER_FILTER='RollTest.*'   choose the integration subset"

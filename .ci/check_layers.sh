@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Includes go down the stack only (README "Layout"; STYLE §1):
 #   src/{util,status,env,cluster} <- store/format <- store/rpc <- store/client
-#   <- {store/segd, store/meta, store/admin, cache, wal} <- fuse <- bench <- src/main
+#   <- {store/segd, store/meta, store/admin, cache, wal} <- fuse <- {bench, fuzz} <- src/main
 # segd and meta never include each other; an internal/ folder is private to
 # its parent; RocksDB only in store/meta/metadata_db.cc, libfuse only in
 # fuse/, gflags only in src/main/. tests/ may include anything, and a
@@ -25,6 +25,8 @@ base_client="store/client store/rpc store/format src/env src/status src/util"
 for f in store/segd store/meta store/admin cache wal; do allowed[$f]="$base_client"; done
 allowed[fuse]="wal cache $base_client"
 allowed[bench]="fuse wal cache store/admin src/cluster $base_client"
+# fuzz/: the libFuzzer targets, each of one decoder or server's handlers.
+allowed[fuzz]="store/segd store/meta $base_client"
 
 bad=0
 report() { echo "layer check: $1: $2"; bad=1; }
@@ -41,7 +43,7 @@ while IFS= read -r file; do
       \"*/*)
         ((main)) && continue
         inc=${inc#\"}
-        case "${inc%%/*}" in src|store|wal|cache|fuse|bench|tests) ;; *) continue ;; esac
+        case "${inc%%/*}" in src|store|wal|cache|fuse|bench|fuzz|tests) ;; *) continue ;; esac
         # A unit test next to its code may use the fakes (STYLE §5, §10).
         [[ "$file" == *_test.cc && "$inc" == tests/fakes/* ]] && continue
         idir=$(dirname "$inc")
