@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -101,22 +102,21 @@ proto::CallId Call(uint64_t mount, uint64_t seq) {
   return call;
 }
 
-FuzzRequest Request(MessageType type, const google::protobuf::MessageLite& message) {
-  return FuzzRequest{Selector(type), message.SerializeAsString(), ""};
+using Requests = std::map<MessageType, FuzzRequest>;
+
+void Add(Requests& out, MessageType type, const google::protobuf::MessageLite& message) {
+  out[type] = FuzzRequest{Selector(type), message.SerializeAsString(), ""};
 }
 
-// One valid request per message type, then sequences that build on each
-// other (a server registers and heartbeats; a mount creates, writes and
-// seals a file).
-std::vector<Seed> Seeds() {
-  std::vector<FuzzRequest> one;
+// Segment servers and mounts: registration, heartbeats, listings.
+void AddServerRequests(Requests& out) {
   proto::RegisterServerRequest reg;
   reg.set_address("127.0.0.1:7100");
   reg.set_capacity_bytes(1 << 30);
   reg.set_free_bytes(1 << 29);
   reg.set_host("h1");
   reg.set_incarnation(42);
-  one.push_back(Request(MessageType::kRegisterServer, reg));
+  Add(out, MessageType::kRegisterServer, reg);
   proto::HeartbeatRequest hb;
   hb.set_server_id(1);
   hb.set_capacity_bytes(1 << 30);
@@ -127,114 +127,131 @@ std::vector<Seed> Seeds() {
   replica->set_segment_id(1);
   replica->set_length(10);
   hb.set_report_done(true);
-  one.push_back(Request(MessageType::kHeartbeat, hb));
+  Add(out, MessageType::kHeartbeat, hb);
+  proto::NewMountRequest new_mount;
+  new_mount.set_host("h1");
+  Add(out, MessageType::kNewMount, new_mount);
+  proto::MountHeartbeatRequest mount_hb;
+  mount_hb.set_mount_id(1);
+  mount_hb.add_writing_inos(2);
+  Add(out, MessageType::kMountHeartbeat, mount_hb);
+  Add(out, MessageType::kStatFs, proto::Empty());
+  Add(out, MessageType::kListServers, proto::ListServersRequest());
+  Add(out, MessageType::kListSegments, proto::ListSegmentsRequest());
+  proto::ReportBadReplicaRequest bad;
+  bad.set_segment_id(1);
+  bad.set_server_id(1);
+  bad.set_reason("crc");
+  bad.set_ino(2);
+  Add(out, MessageType::kReportBadReplica, bad);
+}
+
+// Names and attributes. The first file created gets ino 2.
+void AddNameRequests(Requests& out) {
   proto::LookupRequest lookup;
   lookup.set_parent(meta::kRootIno);
   lookup.set_name("f");
-  one.push_back(Request(MessageType::kLookup, lookup));
-  proto::GetAttrRequest get_attr;
-  get_attr.set_ino(meta::kRootIno);
-  one.push_back(Request(MessageType::kGetAttr, get_attr));
+  Add(out, MessageType::kLookup, lookup);
+  proto::GetAttrRequest root;
+  root.set_ino(meta::kRootIno);
+  Add(out, MessageType::kGetAttr, root);
+  Add(out, MessageType::kReadlink, root);
+  Add(out, MessageType::kListXattr, root);
+  proto::GetAttrRequest file;
+  file.set_ino(2);
+  Add(out, MessageType::kGetInode, file);
   proto::SetAttrRequest set_attr;
   set_attr.set_ino(2);
   set_attr.set_to_set(0xff);
   set_attr.set_mode(0644);
   set_attr.set_size(3);
   *set_attr.mutable_call() = Call(1, 3);
-  one.push_back(Request(MessageType::kSetAttr, set_attr));
+  Add(out, MessageType::kSetAttr, set_attr);
   proto::CreateRequest create;
   create.set_parent(meta::kRootIno);
   create.set_name("f");
   create.set_mode(0100644);
   *create.mutable_call() = Call(1, 1);
-  one.push_back(Request(MessageType::kCreate, create));
+  Add(out, MessageType::kCreate, create);
   proto::UnlinkRequest unlink;
   unlink.set_parent(meta::kRootIno);
   unlink.set_name("g");
   *unlink.mutable_call() = Call(1, 5);
-  one.push_back(Request(MessageType::kUnlink, unlink));
+  Add(out, MessageType::kUnlink, unlink);
   proto::RenameRequest rename;
   rename.set_parent(meta::kRootIno);
   rename.set_name("f");
   rename.set_new_parent(meta::kRootIno);
   rename.set_new_name("g");
   *rename.mutable_call() = Call(1, 4);
-  one.push_back(Request(MessageType::kRename, rename));
-  one.push_back(Request(MessageType::kReadlink, get_attr));
+  Add(out, MessageType::kRename, rename);
   proto::ReaddirRequest readdir;
   readdir.set_ino(meta::kRootIno);
-  one.push_back(Request(MessageType::kReaddir, readdir));
+  Add(out, MessageType::kReaddir, readdir);
+}
+
+// Xattrs, opens, write leases and seals.
+void AddFileRequests(Requests& out) {
   proto::SetXattrRequest set_xattr;
   set_xattr.set_ino(meta::kRootIno);
   set_xattr.set_name("user.logfs.kind");
   set_xattr.set_value("wal");
   *set_xattr.mutable_call() = Call(1, 2);
-  one.push_back(Request(MessageType::kSetXattr, set_xattr));
+  Add(out, MessageType::kSetXattr, set_xattr);
   proto::GetXattrRequest get_xattr;
-  get_xattr.set_ino(meta::kRootIno);
+  get_xattr.set_ino(2);
   get_xattr.set_name("user.logfs.segments");
-  one.push_back(Request(MessageType::kGetXattr, get_xattr));
-  one.push_back(Request(MessageType::kListXattr, get_attr));
+  Add(out, MessageType::kGetXattr, get_xattr);
   *get_xattr.mutable_call() = Call(1, 6);
-  one.push_back(Request(MessageType::kRemoveXattr, get_xattr));
-  one.push_back(Request(MessageType::kStatFs, proto::Empty()));
+  Add(out, MessageType::kRemoveXattr, get_xattr);
   proto::OpenRequest open;
   open.set_ino(2);
   open.set_mount_id(1);
-  one.push_back(Request(MessageType::kOpen, open));
+  Add(out, MessageType::kOpen, open);
   proto::ReleaseRequest release;
   release.set_ino(2);
   release.set_mount_id(1);
-  one.push_back(Request(MessageType::kRelease, release));
+  Add(out, MessageType::kRelease, release);
   proto::OpenWriteRequest open_write;
   open_write.set_ino(2);
   open_write.set_mount_id(1);
-  one.push_back(Request(MessageType::kOpenWrite, open_write));
+  Add(out, MessageType::kOpenWrite, open_write);
   proto::SealSegmentRequest seal;
   seal.set_ino(2);
   seal.set_mount_id(1);
   seal.set_segment_id(1);
   seal.set_sealed_length(10);
   seal.set_close(true);
-  one.push_back(Request(MessageType::kSealSegment, seal));
-  proto::NewMountRequest new_mount;
-  new_mount.set_host("h1");
-  one.push_back(Request(MessageType::kNewMount, new_mount));
-  proto::MountHeartbeatRequest mount_hb;
-  mount_hb.set_mount_id(1);
-  mount_hb.add_writing_inos(2);
-  one.push_back(Request(MessageType::kMountHeartbeat, mount_hb));
-  get_attr.set_ino(2);
-  one.push_back(Request(MessageType::kGetInode, get_attr));
-  proto::ReportBadReplicaRequest bad;
-  bad.set_segment_id(1);
-  bad.set_server_id(1);
-  bad.set_reason("crc");
-  bad.set_ino(2);
-  one.push_back(Request(MessageType::kReportBadReplica, bad));
-  one.push_back(Request(MessageType::kListServers, proto::ListServersRequest()));
-  one.push_back(Request(MessageType::kListSegments, proto::ListSegmentsRequest()));
+  Add(out, MessageType::kSealSegment, seal);
   proto::RecoverLeaseRequest recover;
   recover.set_ino(2);
-  one.push_back(Request(MessageType::kRecoverLease, recover));
+  Add(out, MessageType::kRecoverLease, recover);
+}
 
+// One valid request per message type, then sequences that build on each
+// other (a server registers and heartbeats; a mount creates, writes and
+// seals a file).
+std::vector<Seed> Seeds() {
+  Requests one;
+  AddServerRequests(one);
+  AddNameRequests(one);
+  AddFileRequests(one);
+  CHECK_EQ(one.size(), kMetaTypes);
   std::vector<Seed> seeds;
-  for (const FuzzRequest& r : one) {
-    seeds.push_back({"type_" + std::to_string(1 + r.selector), JoinRequests({r})});
+  for (const auto& [type, r] : one) {
+    seeds.push_back({"type_" + std::to_string(static_cast<int>(type)), JoinRequests({r})});
   }
-  auto pick = [&one](MessageType type) { return one[Selector(type)]; };
-  // Registrations give placement servers to put segments on.
-  seeds.push_back({"servers", JoinRequests({pick(MessageType::kRegisterServer),
-                                            pick(MessageType::kHeartbeat)})});
-  seeds.push_back(
-      {"file", JoinRequests({pick(MessageType::kRegisterServer), pick(MessageType::kNewMount),
-                             pick(MessageType::kCreate), pick(MessageType::kOpenWrite),
-                             pick(MessageType::kMountHeartbeat), pick(MessageType::kSealSegment),
-                             pick(MessageType::kGetXattr)})});
-  seeds.push_back(
-      {"names", JoinRequests({pick(MessageType::kCreate), pick(MessageType::kRename),
-                              pick(MessageType::kReaddir), pick(MessageType::kUnlink),
-                              pick(MessageType::kSetXattr), pick(MessageType::kListXattr)})});
+  auto join = [&one](std::vector<MessageType> types) {
+    std::vector<FuzzRequest> requests;
+    for (MessageType type : types) requests.push_back(one.at(type));
+    return JoinRequests(requests);
+  };
+  using T = MessageType;
+  seeds.push_back({"servers", join({T::kRegisterServer, T::kHeartbeat})});
+  seeds.push_back({"file", join({T::kRegisterServer, T::kNewMount, T::kCreate, T::kOpenWrite,
+                                 T::kMountHeartbeat, T::kSealSegment, T::kGetXattr})});
+  seeds.push_back({"names", join({T::kCreate, T::kRename, T::kReaddir, T::kUnlink, T::kSetXattr,
+                                  T::kListXattr})});
   return seeds;
 }
 

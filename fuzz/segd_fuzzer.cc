@@ -17,15 +17,14 @@
 // so the copier's connections fail at once): a fuzz run dials nobody.
 #include <glog/logging.h>
 
-#include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "fuzz/fuzz_input.h"
 #include "src/util/crc32c.h"
 #include "store/format/error_codec.h"
@@ -46,7 +45,7 @@ using format::MessageType;
 constexpr size_t kRequestsMax = 16;
 constexpr int kFirstType = static_cast<int>(MessageType::kCreateSegment);
 constexpr int kSegdTypes = static_cast<int>(MessageType::kSegdTypeEnd) - kFirstType;
-constexpr auto kAnswerWait = std::chrono::seconds(5);
+constexpr absl::Duration kAnswerWait = absl::Seconds(5);
 
 MessageType SegdType(uint8_t selector) {
   return static_cast<MessageType>(kFirstType + selector % kSegdTypes);
@@ -61,7 +60,8 @@ struct Segd {
   std::unique_ptr<segd::SyncThread> sync_thread;
   std::unique_ptr<segd::SegmentCopier> copier;
   std::unique_ptr<segd::SegmentService> service;
-  std::atomic<uint64_t> answered{0};
+  absl::Mutex mu;
+  uint64_t answered ABSL_GUARDED_BY(mu) = 0;  // responses the sink got
 };
 
 Segd& TheSegd() {
@@ -153,13 +153,18 @@ std::vector<Seed> Seeds() {
   return seeds;
 }
 
-void WaitForAnswers(const Segd& segd, uint64_t sent) {
-  const auto deadline = std::chrono::steady_clock::now() + kAnswerWait;
-  while (segd.answered.load() < sent) {
-    CHECK(std::chrono::steady_clock::now() < deadline)
-        << "segd left " << sent - segd.answered.load() << " requests unanswered for 5 s";
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
+void Answered(Segd& segd) {
+  absl::MutexLock lock(&segd.mu);
+  ++segd.answered;
+}
+
+// CHECK-fails (a hang) unless `answered` reaches `sent` within kAnswerWait.
+void WaitForAnswers(Segd& segd, uint64_t sent) {
+  absl::MutexLock lock(&segd.mu);
+  auto all = [&segd, sent]()
+                 ABSL_EXCLUSIVE_LOCKS_REQUIRED(segd.mu) { return segd.answered >= sent; };
+  CHECK(segd.mu.AwaitWithTimeout(absl::Condition(&all), kAnswerWait))
+      << "segd left " << sent - segd.answered << " requests unanswered for 5 s";
 }
 
 }  // namespace
@@ -175,7 +180,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace logfs;
   fuzz::Segd& segd = fuzz::TheSegd();
-  const uint64_t first = segd.answered.load();
+  uint64_t first = 0;
+  {
+    absl::MutexLock lock(&segd.mu);
+    first = segd.answered;
+  }
   std::vector<fuzz::FuzzRequest> requests = fuzz::SplitRequests(data, size, fuzz::kRequestsMax);
   for (size_t i = 0; i < requests.size(); ++i) {
     format::Frame frame;
@@ -192,7 +201,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           if ((flags & format::kFlagError) != 0) {
             CHECK(!format::DecodeErrorBody(message).ok());
           }
-          segd.answered.fetch_add(1);
+          fuzz::Answered(segd);
         },
         frame.type, frame.request_id);
     segd.service->Handle(std::move(frame), std::move(responder));
