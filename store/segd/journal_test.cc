@@ -15,10 +15,61 @@
 #include <utility>
 #include <vector>
 
+#include "src/env/file_system.h"
+
 namespace logfs::segd {
 namespace {
 
 using Record = std::pair<uint64_t, std::string>;  // segment id, data
+
+// The POSIX file system, recording the largest ReadAt asked of any
+// writable file it opened (the journal reads through one).
+class ReadSizeRecorder : public env::FileSystemWrapper {
+ public:
+  ReadSizeRecorder() : FileSystemWrapper(env::FileSystem::Default()) {}
+  absl::StatusOr<std::unique_ptr<env::WritableFile>> NewWritableFile(
+      const std::string& path, const env::WritableFileOptions& options) override {
+    auto file = target()->NewWritableFile(path, options);
+    if (!file.ok()) return file.status();
+    return std::unique_ptr<env::WritableFile>(new File(std::move(*file), &largest_read_));
+  }
+  size_t largest_read() const { return largest_read_.load(); }
+
+ private:
+  class File : public env::WritableFile {
+   public:
+    File(std::unique_ptr<env::WritableFile> file, std::atomic<size_t>* largest_read)
+        : file_(std::move(file)), largest_read_(largest_read) {}
+    absl::StatusOr<size_t> ReadAt(uint64_t offset, size_t n, char* scratch) const override {
+      if (n > largest_read_->load()) largest_read_->store(n);
+      return file_->ReadAt(offset, n, scratch);
+    }
+    absl::StatusOr<uint64_t> Size() const override { return file_->Size(); }
+    absl::StatusOr<util::UniqueFd> ReopenReadOnlyFd() const override {
+      return file_->ReopenReadOnlyFd();
+    }
+    absl::Status Close() override { return file_->Close(); }
+    const std::string& path() const override { return file_->path(); }
+    absl::Status WriteAt(uint64_t offset, absl::string_view data) override {
+      return file_->WriteAt(offset, data);
+    }
+    absl::Status WriteAtDurably(uint64_t offset, absl::string_view data) override {
+      return file_->WriteAtDurably(offset, data);
+    }
+    absl::Status Sync() override { return file_->Sync(); }
+    absl::Status Truncate(uint64_t size) override { return file_->Truncate(size); }
+    absl::Status Allocate(uint64_t offset, uint64_t length) override {
+      return file_->Allocate(offset, length);
+    }
+    void DropCache() override { file_->DropCache(); }
+
+   private:
+    std::unique_ptr<env::WritableFile> file_;
+    std::atomic<size_t>* largest_read_;
+  };
+
+  std::atomic<size_t> largest_read_{0};
+};
 
 class JournalTest : public testing::Test {
  protected:
@@ -53,8 +104,11 @@ class JournalTest : public testing::Test {
 
 // Regression (fuzz/journal_replay_fuzzer): a header with a valid CRC whose
 // length (0xfffffff0) runs far past the file's end made replay allocate
-// 4 GiB for the body before finding it short. It ends replay instead.
+// and read 4 GiB for the body before finding it short. It ends replay
+// instead, reading nothing larger than a header.
 TEST_F(JournalTest, LengthPastTheFileEndsReplay) {
+  ReadSizeRecorder recorder;
+  options_.file_system = &recorder;
   const std::string header(
       "\x4c\x47\x4a\x31\xaa\xaf\xb3\x13\x07\x00\x00\x00\x00\x00\x00\x00"
       "\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
@@ -66,10 +120,12 @@ TEST_F(JournalTest, LengthPastTheFileEndsReplay) {
   ASSERT_EQ(0, std::fclose(f));
   EXPECT_TRUE(Reopen().empty());
   ASSERT_NE(nullptr, journal_);
+  EXPECT_EQ(recorder.largest_read(), kJournalHeaderBytes);
   Restart();
   ASSERT_TRUE(journal_->Add(4, 0, "ok").ok());
   ASSERT_TRUE(journal_->Sync().ok());
   EXPECT_EQ(Reopen(), std::vector<Record>({{4, "ok"}}));
+  journal_.reset();  // its files are the recorder's
 }
 
 TEST_F(JournalTest, ReplayReturnsExactlyTheSyncedRecords) {
