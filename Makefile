@@ -15,7 +15,7 @@ JOBS ?= $(shell nproc)
 CLANGXX ?= clang++-14
 
 PKGS := fuse3 rocksdb libglog gflags protobuf absl_status absl_statusor absl_strings \
-        absl_str_format absl_synchronization absl_time absl_flat_hash_map absl_hash absl_cord
+        absl_str_format absl_synchronization absl_time absl_flat_hash_map absl_hash absl_cord libcrypto
 
 # pkg-config runs only after the dependency step, so a fresh machine works.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))

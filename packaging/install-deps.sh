@@ -18,6 +18,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libabsl-dev
   libasio-dev
+  libssl-dev
   protobuf-compiler libprotobuf-dev
   attr
 )

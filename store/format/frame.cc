@@ -32,6 +32,11 @@ void EncodeFrameHeader(uint8_t flags, MessageType type, uint64_t request_id,
 
 absl::StatusOr<FrameHeader> DecodeFrameHeader(const char in[kFrameHeaderBytes]) {
   uint32_t magic = util::DecodeFixed32(in);
+  if (magic == kAuthHelloMagic) {
+    return absl::UnauthenticatedError(
+        "the peer opened an authentication handshake, but this process has no cluster secret: "
+        "check --cluster_secret_file");
+  }
   if (magic != kFrameMagic) {
     return absl::InvalidArgumentError(absl::StrCat("bad frame magic 0x", absl::Hex(magic)));
   }

@@ -30,6 +30,11 @@ inline constexpr uint32_t kMaxDataBytes = 16u << 20;
 inline constexpr uint8_t kFlagResponse = 1;
 inline constexpr uint8_t kFlagError = 2;
 inline constexpr uint8_t kKnownFlags = kFlagResponse | kFlagError;
+// Authenticated connections (docs/wire_format.md "Authentication"): they
+// open with hellos of this magic, and every frame after them carries a
+// tag of kAuthTagBytes after its data (not counted in the header's sizes).
+inline constexpr uint32_t kAuthHelloMagic = 0x4146474C;  // "LGFA"
+inline constexpr size_t kAuthTagBytes = 16;
 
 struct FrameHeader {
   uint8_t flags = 0;

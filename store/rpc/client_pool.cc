@@ -8,12 +8,12 @@ std::shared_ptr<RpcClient> ClientPool::Get(const std::string& address) {
   absl::MutexLock lock(&mu_);
   if (shut_down_) {
     // A call racing the shutdown fails like the calls it raced with.
-    auto client = RpcClient::Create(io_, address);
+    auto client = RpcClient::Create(io_, address, key_);
     client->Shutdown();
     return client;
   }
   auto& client = clients_[address];
-  if (client == nullptr) client = RpcClient::Create(io_, address);
+  if (client == nullptr) client = RpcClient::Create(io_, address, key_);
   return client;
 }
 

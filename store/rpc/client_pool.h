@@ -15,8 +15,10 @@ namespace logfs::rpc {
 
 class ClientPool {
  public:
-  // `io` must outlive the pool and the clients it hands out.
-  explicit ClientPool(asio::io_context& io) : io_(io) {}
+  // `io` must outlive the pool and the clients it hands out. Clients
+  // authenticate with `key` (null: not at all), by default the process's.
+  ClientPool(asio::io_context& io, ClusterKeyPtr key) : io_(io), key_(std::move(key)) {}
+  explicit ClientPool(asio::io_context& io) : ClientPool(io, ProcessClusterKey()) {}
   ~ClientPool();
 
   // The client for "host:port", created on first use. Never null. After
@@ -33,6 +35,7 @@ class ClientPool {
 
  private:
   asio::io_context& io_;
+  const ClusterKeyPtr key_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<RpcClient>> clients_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

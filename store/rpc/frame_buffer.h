@@ -41,15 +41,15 @@ class FrameBuffer {
   void Commit(size_t n) { end_ += n; }
   size_t buffered() const { return end_ - begin_; }
 
-  // Whether a whole next frame (header and body) is buffered. A header
-  // that does not decode counts as no frame: the caller finds it bad when
-  // it takes it.
-  bool HasWholeFrame() const {
+  // Whether a whole next frame (header, body and `trailer_bytes` after it,
+  // an authentication tag) is buffered. A header that does not decode
+  // counts as no frame: the caller finds it bad when it takes it.
+  bool HasWholeFrame(size_t trailer_bytes = 0) const {
     if (buffered() < format::kFrameHeaderBytes) return false;
     auto header = format::DecodeFrameHeader(bytes_.get() + begin_);
     if (!header.ok()) return false;
     return buffered() - format::kFrameHeaderBytes >=
-           static_cast<size_t>(header->message_bytes) + header->data_bytes;
+           static_cast<size_t>(header->message_bytes) + header->data_bytes + trailer_bytes;
   }
 
   // Takes a whole frame header if one is buffered.

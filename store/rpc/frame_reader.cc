@@ -2,6 +2,10 @@
 
 #include <glog/logging.h>
 
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
 namespace logfs::rpc {
 
 FrameReader::FrameReader(HeaderCheck check) : check_(std::move(check)) {}
@@ -32,7 +36,7 @@ absl::StatusOr<std::optional<format::Frame>> FrameReader::Next() {
   if (!accepted.ok()) return absl::InvalidArgumentError(accepted.message());
   decoded_ = *decoded;
   message_.resize(decoded_.message_bytes);
-  data_.resize(decoded_.data_bytes);
+  data_.resize(decoded_.data_bytes + tag_bytes());
   filled_ = buffer_.TakeBody(message_, data_, 0);
   if (filled_ < body_bytes()) {
     state_ = State::kBody;  // the rest goes straight into message_/data_
@@ -43,6 +47,17 @@ absl::StatusOr<std::optional<format::Frame>> FrameReader::Next() {
 
 absl::StatusOr<std::optional<format::Frame>> FrameReader::Finish() {
   state_ = State::kHeader;
+  if (mac_ != nullptr) {
+    char tag[kAuthTagBytes];
+    std::memcpy(tag, data_.data() + decoded_.data_bytes, kAuthTagBytes);
+    data_.resize(decoded_.data_bytes);
+    if (!mac_->Verify(header_, message_, data_, tag)) {
+      return absl::UnauthenticatedError(absl::StrCat(
+          "frame ", mac_->sequence() - 1, " (type ", decoded_.type, ", request ",
+          decoded_.request_id, ") fails its authentication tag: tampered, replayed, reordered ",
+          "or not from the authenticated peer"));
+    }
+  }
   absl::Status crc = format::VerifyFrameChecksum(header_, decoded_, message_, data_);
   if (!crc.ok()) return crc;
   format::Frame frame;
@@ -64,6 +79,7 @@ void FrameReader::Reset() {
   message_.clear();
   data_.clear();
   filled_ = 0;
+  mac_.reset();
 }
 
 }  // namespace logfs::rpc

@@ -16,10 +16,14 @@
 //     ... then AsyncRead again ...
 //   });
 //
+// On an authenticated connection (SetMac) every frame is followed by its
+// tag (frame_auth.h), checked before the frame is handed out.
+//
 // Not thread-safe: owned by one connection's read loop, one read at a time.
 #pragma once
 
 #include <array>
+#include <asio.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -27,11 +31,10 @@
 #include <string>
 #include <utility>
 
-#include <asio.hpp>
-
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "store/format/frame.h"
+#include "store/rpc/frame_auth.h"
 #include "store/rpc/frame_buffer.h"
 
 namespace logfs::rpc {
@@ -65,29 +68,41 @@ class FrameReader {
   // needed first (read, then call Next again). An error means the stream
   // cannot be trusted past this point and the connection must close:
   // kInvalidArgument for a bad header (magic, version, flags, sizes) or one
-  // HeaderCheck rejected, kDataLoss for a checksum mismatch. After an error
+  // HeaderCheck rejected, kDataLoss for a checksum mismatch,
+  // kUnauthenticated for a tag that does not match (a tampered, replayed,
+  // reordered or foreign frame) or, from DecodeFrameHeader, a hello. After an error
   // only Reset makes the reader usable again. Frame::connection_id and the
   // more_buffered fields are left for the owner to fill.
   absl::StatusOr<std::optional<format::Frame>> Next();
 
   // Whether a whole later frame is buffered (Frame::more_buffered), and
   // whether any byte of one is (Frame::more_bytes_buffered).
-  bool HasWholeFrame() const { return state_ == State::kHeader && buffer_.HasWholeFrame(); }
+  bool HasWholeFrame() const {
+    return state_ == State::kHeader && buffer_.HasWholeFrame(tag_bytes());
+  }
   bool HasBufferedBytes() const { return buffer_.buffered() > 0; }
 
   // Whether the reader is inside a frame's body: an end of stream now cuts
   // a frame short.
   bool in_body() const { return state_ == State::kBody; }
 
-  // Forgets everything read (a new connection on the same reader).
+  // Forgets everything read (a new connection on the same reader), and the
+  // connection's FrameMac if it had one.
   void Reset();
+
+  // From now on every frame must carry a tag that `mac` accepts. Call
+  // before the first frame of the connection is read (after Reset).
+  void SetMac(std::unique_ptr<FrameMac> mac) { mac_ = std::move(mac); }
 
  private:
   enum class State { kHeader, kBody };
 
   // The frame in header_/message_/data_, once its body is whole.
   absl::StatusOr<std::optional<format::Frame>> Finish();
+  // Bytes read for the body: message, data, then the tag if any (read
+  // into data_'s tail and split off by Finish).
   size_t body_bytes() const { return message_.size() + data_.size(); }
+  size_t tag_bytes() const { return mac_ != nullptr ? kAuthTagBytes : 0; }
 
   const HeaderCheck check_;
   FrameBuffer buffer_;
@@ -98,6 +113,7 @@ class FrameReader {
   std::string message_;
   std::string data_;
   size_t filled_ = 0;  // body bytes in message_ then data_ (kBody)
+  std::unique_ptr<FrameMac> mac_;  // null: not authenticated
 };
 
 template <typename Stream, typename Handler>

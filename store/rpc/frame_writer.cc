@@ -19,7 +19,7 @@ namespace {
 // written (> 0), 0 if the socket is full (EAGAIN), or -errno of a failed
 // send.
 ssize_t SendGathered(int fd, const std::vector<std::shared_ptr<OutgoingFrame>>& frames) {
-  struct iovec iov[3 * kFramesPerSend];
+  struct iovec iov[4 * kFramesPerSend];
   int count = 0;
   CHECK_LE(frames.size(), kFramesPerSend);
   for (const auto& frame : frames) {
@@ -144,6 +144,12 @@ void FrameWriter::TakeLocked(Frames* frames) {
   frames->clear();
   const size_t n = std::min(queue_.size(), kFramesPerSend);
   for (size_t i = 0; i < n; ++i) {
+    OutgoingFrame& frame = *queue_.front();
+    if (mac_ != nullptr && !frame.tagged) {
+      mac_->Sign(frame.header, frame.message, frame.payload(), frame.tag);
+      frame.tag_bytes = kAuthTagBytes;
+      frame.tagged = true;
+    }
     frames->push_back(std::move(queue_.front()));
     queue_.pop_front();
   }
@@ -188,7 +194,7 @@ void FrameWriter::WriteAsync(uint64_t generation) {
     TakeLocked(frames.get());
   }
   std::vector<asio::const_buffer> buffers;
-  buffers.reserve(3 * frames->size());
+  buffers.reserve(4 * frames->size());
   for (const auto& frame : *frames) {
     for (const auto& b : frame->Remaining()) {
       if (b.size() > 0) buffers.push_back(b);
@@ -217,7 +223,7 @@ void FrameWriter::FailLocked() {
   queue_.clear();
 }
 
-void FrameWriter::Open(std::weak_ptr<void> owner) {
+void FrameWriter::Open(std::weak_ptr<void> owner, std::unique_ptr<FrameMac> mac) {
   absl::MutexLock lock(&mu_);
   // A Close that came first wins (a server stopping as it accepts).
   if (state_ == State::kClosed) return;
@@ -225,6 +231,7 @@ void FrameWriter::Open(std::weak_ptr<void> owner) {
   state_ = State::kOpen;
   fd_ = socket_.native_handle();
   keepalive_ = std::move(owner);
+  mac_ = std::move(mac);
   if (!queue_.empty() && owner_ == Owner::kNone) PostWriteLocked();
 }
 
@@ -249,6 +256,7 @@ void FrameWriter::Reset() {
   state_ = State::kQueueing;
   owner_ = Owner::kNone;
   queue_.clear();
+  mac_.reset();
 }
 
 }  // namespace logfs::rpc

@@ -18,6 +18,7 @@
 // nothing is called back under mu_.
 #pragma once
 
+#include <asio.hpp>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -26,16 +27,15 @@
 #include <memory>
 #include <vector>
 
-#include <asio.hpp>
-
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "store/rpc/frame_auth.h"
 #include "store/rpc/outgoing_frame.h"
 
 namespace logfs::rpc {
 
-// Frames one gathered write carries at most (3 iovecs each).
+// Frames one gathered write carries at most (4 iovecs each).
 inline constexpr size_t kFramesPerSend = 64;
 // Gathered writes an inline sender makes before it hands the rest of the
 // queue (other threads' frames) to the io thread.
@@ -86,8 +86,11 @@ class FrameWriter {
   // The socket is connected: start writing what is queued (from an io
   // thread). `owner` keeps the writer and the socket alive in io-thread
   // handlers. Call on the socket's executor, or before anything else uses
-  // the socket. Does nothing after a Close (until Reset).
-  void Open(std::weak_ptr<void> owner) ABSL_LOCKS_EXCLUDED(mu_);
+  // the socket. Does nothing after a Close (until Reset). With `mac` (an
+  // authenticated connection), every frame written from now on, queued
+  // ones included, is tagged in the order it goes on the wire.
+  void Open(std::weak_ptr<void> owner, std::unique_ptr<FrameMac> mac = nullptr)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Stops writing: drops what is queued and every later frame, and returns
   // once no inline sender is in a sendmsg (an io-thread write may still be
@@ -106,7 +109,11 @@ class FrameWriter {
 
   // The inline sender's loop, entered with owner_ == kCaller.
   void SendInline(Frames frames, int fd, uint64_t generation) ABSL_LOCKS_EXCLUDED(mu_);
-  // Moves up to kFramesPerSend frames from the queue's front to `frames`.
+  // Moves up to kFramesPerSend frames from the queue's front to `frames`,
+  // tagging each not tagged yet. The tags are made here, under mu_, as
+  // frames leave the queue in wire order: a tag covers its frame's place in
+  // the stream (the sequence number). Costs a pass of HMAC-SHA256 over the
+  // frame under the lock.
   void TakeLocked(Frames* frames) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Puts the frames of `frames` not fully sent back at the queue's front,
   // in order; returns whether there were any.
@@ -131,6 +138,7 @@ class FrameWriter {
   int fd_ ABSL_GUARDED_BY(mu_) = -1;
   std::weak_ptr<void> keepalive_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<OutgoingFrame>> queue_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<FrameMac> mac_ ABSL_GUARDED_BY(mu_);  // null: not authenticated
 };
 
 }  // namespace logfs::rpc

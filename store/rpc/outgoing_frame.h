@@ -1,6 +1,8 @@
 // A frame waiting to be written to a socket by a FrameWriter
 // (store/rpc/frame_writer.h): its encoded header, its message, its data
-// section (owned or shared), and how much of it a partial write sent.
+// section (owned or shared), on an authenticated connection its tag
+// (frame_auth.h, set when the writer takes the frame to send it), and how
+// much of it a partial write sent.
 //
 // Not thread-safe: the FrameWriter's current sender owns a queued frame.
 #pragma once
@@ -25,19 +27,24 @@ struct OutgoingFrame {
   // servers without a copy each), else `data`.
   std::string data;
   std::shared_ptr<const std::string> shared_data;
-  size_t sent = 0;  // bytes already written (a partial inline send)
+  char tag[format::kAuthTagBytes];
+  size_t tag_bytes = 0;  // kAuthTagBytes once tagged, else 0
+  bool tagged = false;   // the writer has signed it (its sequence number is taken)
+  size_t sent = 0;       // bytes already written (a partial inline send)
 
   absl::string_view payload() const {
     return shared_data != nullptr ? absl::string_view(*shared_data) : absl::string_view(data);
   }
-  size_t size() const { return format::kFrameHeaderBytes + message.size() + payload().size(); }
+  size_t size() const {
+    return format::kFrameHeaderBytes + message.size() + payload().size() + tag_bytes;
+  }
 
   // The bytes not yet sent, as asio buffers.
-  std::array<asio::const_buffer, 3> Remaining() const {
+  std::array<asio::const_buffer, 4> Remaining() const {
     absl::string_view body = payload();
-    std::array<asio::const_buffer, 3> all = {asio::buffer(header, format::kFrameHeaderBytes),
-                                             asio::buffer(message),
-                                             asio::buffer(body.data(), body.size())};
+    std::array<asio::const_buffer, 4> all = {
+        asio::buffer(header, format::kFrameHeaderBytes), asio::buffer(message),
+        asio::buffer(body.data(), body.size()), asio::buffer(tag, tag_bytes)};
     size_t skip = sent;
     for (auto& b : all) {
       size_t n = std::min(skip, b.size());

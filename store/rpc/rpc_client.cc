@@ -9,8 +9,10 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "src/util/log_rate_limit.h"
 #include "store/format/error_codec.h"
 #include "store/rpc/endpoint.h"
+#include "store/rpc/handshake.h"
 #include "store/rpc/outgoing_frame.h"
 
 namespace logfs::rpc {
@@ -31,13 +33,15 @@ bool IsServerAnswer(const absl::Status& status) {
   return status.GetPayload(kServerAnswerUrl).has_value();
 }
 
-std::shared_ptr<RpcClient> RpcClient::Create(asio::io_context& io, std::string address) {
-  return std::shared_ptr<RpcClient>(new RpcClient(io, std::move(address)));
+std::shared_ptr<RpcClient> RpcClient::Create(asio::io_context& io, std::string address,
+                                             ClusterKeyPtr key) {
+  return std::shared_ptr<RpcClient>(new RpcClient(io, std::move(address), std::move(key)));
 }
 
-RpcClient::RpcClient(asio::io_context& io, std::string address)
+RpcClient::RpcClient(asio::io_context& io, std::string address, ClusterKeyPtr key)
     : io_(io),
       address_(std::move(address)),
+      key_(std::move(key)),
       strand_(asio::make_strand(io)),
       socket_(strand_),
       timer_(strand_),
@@ -184,12 +188,28 @@ void RpcClient::OnConnected(asio::error_code ec, uint64_t gen) {
   }
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  if (key_ == nullptr) return StartConnection(gen, AuthSession());
+  AsyncClientHandshake(socket_, key_, address_,
+                       [self = shared_from_this(), gen](absl::StatusOr<AuthSession> session) {
+                         if (!self->IsCurrent(gen)) return;
+                         if (!session.ok()) {
+                           LOGFS_LOG_EVERY_MS(WARNING, 1000) << session.status().message();
+                           self->Fail(session.status());
+                           return;
+                         }
+                         self->StartConnection(gen, std::move(*session));
+                       });
+}
+
+void RpcClient::StartConnection(uint64_t gen, AuthSession session) {
   {
     absl::MutexLock lock(&mu_);
     state_ = State::kConnected;
-    writer_.Open(weak_from_this());  // the io thread writes what was queued
+    // The io thread writes what was queued.
+    writer_.Open(weak_from_this(), std::move(session.send));
   }
   reader_.Reset();  // nothing of an earlier connection is read as this one's
+  reader_.SetMac(std::move(session.receive));
   ReadMore(gen);
 }
 

@@ -8,10 +8,17 @@
 // lock held across the sendmsg; frames queued meanwhile by other callers
 // leave in the same gathered write. Responses are read by a FrameReader.
 //
+// With a ClusterKey, each connection first runs the authentication
+// handshake (store/rpc/handshake.h) and then tags and checks every frame
+// (frame_auth.h); a failed handshake fails the waiting calls with
+// kUnauthenticated (not retried by callers: it lasts until the
+// configuration changes) and is logged.
+//
 // Thread-safe: any thread may call. Callbacks run on an io thread of the
 // io_context given at construction and must not block.
 #pragma once
 
+#include <asio.hpp>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -19,14 +26,13 @@
 #include <string>
 #include <vector>
 
-#include <asio.hpp>
-
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
 #include "store/format/frame.h"
+#include "store/rpc/frame_auth.h"
 #include "store/rpc/frame_reader.h"
 #include "store/rpc/frame_writer.h"
 #include "store/rpc/outgoing_frame.h"
@@ -42,8 +48,14 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   // (no response within the call's timeout), or the server's error.
   using Callback = std::function<void(absl::Status status, format::Frame response)>;
 
-  // `io` must outlive the client. `address` is "host:port".
-  static std::shared_ptr<RpcClient> Create(asio::io_context& io, std::string address);
+  // `io` must outlive the client. `address` is "host:port". `key` null:
+  // connections are not authenticated (the peer must have no key either).
+  static std::shared_ptr<RpcClient> Create(asio::io_context& io, std::string address,
+                                           ClusterKeyPtr key);
+  // The same with the process's key (ProcessClusterKey()).
+  static std::shared_ptr<RpcClient> Create(asio::io_context& io, std::string address) {
+    return Create(io, std::move(address), ProcessClusterKey());
+  }
   ~RpcClient();
 
   // Sends one request; `done` runs exactly once. With a `batch`, the
@@ -94,10 +106,13 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   };
   enum class State { kDisconnected, kConnecting, kConnected };
 
-  RpcClient(asio::io_context& io, std::string address);
+  RpcClient(asio::io_context& io, std::string address, ClusterKeyPtr key);
   FrameWriter::Options WriterOptions();
   void Connect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnConnected(asio::error_code ec, uint64_t generation);
+  // The connection is usable (authenticated if `session` is set): opens
+  // the writer and starts reading. On strand_.
+  void StartConnection(uint64_t generation, AuthSession session);
   // The read loop of connection `generation`, on strand_.
   void ReadMore(uint64_t generation);
   void Drain(uint64_t generation);
@@ -113,6 +128,7 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   // Immutable after construction.
   asio::io_context& io_;
   const std::string address_;
+  const ClusterKeyPtr key_;  // null: not authenticated
   asio::strand<asio::io_context::executor_type> strand_;
 
   // Used only on strand_, except the writer's inline sendmsgs on its

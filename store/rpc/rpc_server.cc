@@ -11,6 +11,7 @@
 #include "store/rpc/endpoint.h"
 #include "store/rpc/frame_reader.h"
 #include "store/rpc/frame_writer.h"
+#include "store/rpc/handshake.h"
 #include "store/rpc/outgoing_frame.h"
 
 namespace logfs::rpc {
@@ -41,8 +42,16 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
 
   // Call on the socket's executor, once.
   void Start() {
-    writer_.Open(weak_from_this());
-    ReadMore();
+    if (server_->key_ == nullptr) return Serve(AuthSession());
+    AsyncServerHandshake(socket_, server_->key_, peer_, kAuthHandshakeTimeout,
+                         [self = shared_from_this()](absl::StatusOr<AuthSession> session) {
+                           if (!session.ok()) {
+                             self->server_->auth_failures_.fetch_add(1);
+                             self->Close(std::string(session.status().message()));
+                             return;
+                           }
+                           self->Serve(std::move(*session));
+                         });
   }
 
   // Sends a response from any thread: inline if the socket is idle (usually
@@ -90,6 +99,14 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     return options;
   }
 
+  // Starts the read loop, and the writer, tagging frames if `session` is
+  // set (an authenticated connection).
+  void Serve(AuthSession session) {
+    writer_.Open(weak_from_this(), std::move(session.send));
+    reader_.SetMac(std::move(session.receive));
+    ReadMore();
+  }
+
   static absl::Status CheckRequest(RpcServer* server, const format::FrameHeader& header) {
     if ((header.flags & format::kFlagResponse) != 0) {
       return absl::InvalidArgumentError("response frame sent to a server");
@@ -115,7 +132,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   void Drain() {
     for (;;) {
       auto frame = reader_.Next();
-      if (!frame.ok()) return BadFrame(frame.status().message());
+      if (!frame.ok()) return BadFrame(frame.status());
       if (!frame->has_value()) break;
       Dispatch(std::move(**frame));
     }
@@ -132,9 +149,15 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     server_->handler_(std::move(frame), std::move(responder));
   }
 
-  void BadFrame(absl::string_view reason) {
+  void BadFrame(const absl::Status& reason) {
     server_->bad_frames_.fetch_add(1);
-    Close(absl::StrCat("bad frame: ", reason));
+    if (absl::IsUnauthenticated(reason) && server_->key_ == nullptr) {
+      // A hello: the peer has a secret and this server none. Answer with a
+      // plain frame, so that its handshake fails saying so.
+      Send(format::kFlagResponse | format::kFlagError, format::MessageType::kInvalid, 0,
+           format::EncodeErrorBody(reason), {});
+    }
+    Close(absl::StrCat("bad frame: ", reason.message()));
   }
 
   // Immutable after construction.
@@ -217,7 +240,11 @@ void Responder::ReplyError(const absl::Status& status) const {
 }
 
 RpcServer::RpcServer(asio::io_context& io, RequestHandler handler, TypeFilter filter)
-    : io_(io), handler_(std::move(handler)), filter_(std::move(filter)), acceptor_(io) {}
+    : io_(io),
+      handler_(std::move(handler)),
+      filter_(std::move(filter)),
+      key_(ProcessClusterKey()),
+      acceptor_(io) {}
 
 RpcServer::~RpcServer() { Stop(); }
 

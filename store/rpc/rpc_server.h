@@ -6,8 +6,16 @@
 // Bad frames (wrong magic, version, flags, oversized length, bad checksum,
 // unknown type, truncated body) close that connection with a logged reason;
 // other connections keep being served.
+//
+// With a ClusterKey, each accepted connection must pass the authentication
+// handshake (store/rpc/handshake.h) within kAuthHandshakeTimeout before
+// any of its frames is read, and every frame must carry a good tag
+// (frame_auth.h); otherwise it is closed with a logged reason, and no
+// request of it reaches the handler. A peer without a key gets one error
+// frame (kUnauthenticated) that says so.
 #pragma once
 
+#include <asio.hpp>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -15,15 +23,18 @@
 #include <string>
 #include <vector>
 
-#include <asio.hpp>
-
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
 #include "store/format/frame.h"
+#include "store/rpc/frame_auth.h"
 
 namespace logfs::rpc {
+
+// How long a server waits for an accepted connection's handshake.
+inline constexpr absl::Duration kAuthHandshakeTimeout = absl::Seconds(10);
 
 class ServerConnection;
 
@@ -90,6 +101,8 @@ using TypeFilter = std::function<bool(uint16_t type)>;
 class RpcServer {
  public:
   // Does not take ownership of `io`, which must outlive the server.
+  // Authenticates with the process's key (ProcessClusterKey()) unless
+  // SetClusterKey says otherwise.
   RpcServer(asio::io_context& io, RequestHandler handler, TypeFilter filter);
   ~RpcServer();
 
@@ -109,8 +122,14 @@ class RpcServer {
     connection_closed_ = std::move(handler);
   }
 
+  // The key connections must authenticate with (null: none). Set before
+  // Listen.
+  void SetClusterKey(ClusterKeyPtr key) { key_ = std::move(key); }
+
   // Counters for tests and metrics.
   uint64_t bad_frames() const { return bad_frames_.load(); }
+  // Connections closed for a failed handshake.
+  uint64_t auth_failures() const { return auth_failures_.load(); }
   uint64_t responses() const { return responses_.load(); }
   // Socket writes that carried responses: fewer than responses() when
   // ResponseBatch or a busy socket put several in one write.
@@ -122,8 +141,10 @@ class RpcServer {
   asio::io_context& io_;
   RequestHandler handler_;
   TypeFilter filter_;
+  ClusterKeyPtr key_;
   asio::ip::tcp::acceptor acceptor_;
   std::atomic<uint64_t> bad_frames_{0};
+  std::atomic<uint64_t> auth_failures_{0};
   std::atomic<uint64_t> responses_{0};
   std::atomic<uint64_t> response_writes_{0};
   std::atomic<uint64_t> next_connection_id_{1};

@@ -1,0 +1,45 @@
+// The opening of an authenticated RPC connection (docs/wire_format.md
+// "Authentication"), on a connected TCP socket, before any frame:
+//
+//   client -> server  client hello (nonce_c, client id)
+//   server -> client  server hello (nonce_s, server id), server proof
+//   client -> server  client proof
+//
+// Each proof is HMAC-SHA256 under a key that HKDF derives from the secret
+// with both nonces (frame_auth.h), so each side learns that the other
+// knows the secret, and neither proof can be replayed on another
+// connection. Both then hold one FrameMac per direction (AuthSession).
+//
+// Errors (all kUnauthenticated, with a message for the log and for the
+// caller's failed calls): the peer sent a plain frame (it has no secret;
+// the server answers that frame with an error frame saying so before it
+// gives up), the peer's proof does not match (another secret), the peer
+// closed during the handshake (it refused ours, or has no secret), a
+// malformed hello; the server's side also fails after `timeout`.
+//
+// `done` runs once, on the socket's executor. The caller keeps `socket`
+// alive until then (capture its owner in `done`) and runs nothing else on
+// it meanwhile.
+#pragma once
+
+#include <asio.hpp>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "store/rpc/frame_auth.h"
+
+namespace logfs::rpc {
+
+using HandshakeDone = std::function<void(absl::StatusOr<AuthSession> session)>;
+
+// `peer` names the server in messages ("meta at 10.0.0.1:7000").
+void AsyncClientHandshake(asio::ip::tcp::socket& socket, ClusterKeyPtr key, std::string peer,
+                          HandshakeDone done);
+
+// `peer` names the client in messages ("10.0.0.5:41234").
+void AsyncServerHandshake(asio::ip::tcp::socket& socket, ClusterKeyPtr key, std::string peer,
+                          absl::Duration timeout, HandshakeDone done);
+
+}  // namespace logfs::rpc
