@@ -169,11 +169,33 @@ TEST_F(ShortCircuitTest, OtherUsersArePermissionDenied) {
   EXPECT_EQ(0u, server_->opens());
 }
 
+// A uid listed in --short_circuit_uids (here nobody's) is served like
+// root; the same peer was refused above without the listing.
+TEST_F(ShortCircuitTest, ListedUidIsServed) {
+  MakeReplica(12, "shared");
+  server_.reset();
+  auto server = segd::ShortCircuitServer::Start(socket_path(), store_.get(), {65534});
+  ASSERT_TRUE(server.ok()) << server.status();
+  server_ = std::move(*server);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(2);
+    auto files = Open(12);
+    _exit(files.ok() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(child, waitpid(child, &status, 0));
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(0, WEXITSTATUS(status));
+  EXPECT_EQ(1u, server_->opens());
+}
+
 TEST_F(ShortCircuitTest, SilentClientHoldsTheServerOnlyUntilItsDeadline) {
   MakeReplica(11, "bytes");
   server_.reset();  // again, with a short deadline per connection
   auto server =
-      segd::ShortCircuitServer::Start(socket_path(), store_.get(), absl::Milliseconds(200));
+      segd::ShortCircuitServer::Start(socket_path(), store_.get(), {}, absl::Milliseconds(200));
   ASSERT_TRUE(server.ok()) << server.status();
   server_ = std::move(*server);
   auto silent = rpc::ConnectUnix(socket_path(), absl::Seconds(2));

@@ -44,7 +44,8 @@ class SegmentServerImpl : public SegmentServer {
 
   absl::Status Init(const SegmentServerOptions& options) {
     if (!options.short_circuit_socket.empty()) {
-      auto short_circuit = ShortCircuitServer::Start(options.short_circuit_socket, store_.get());
+      auto short_circuit = ShortCircuitServer::Start(options.short_circuit_socket, store_.get(),
+                                                     options.short_circuit_uids);
       if (short_circuit.ok()) {
         short_circuit_ = std::move(*short_circuit);
         service_.set_short_circuit_socket(options.short_circuit_socket);

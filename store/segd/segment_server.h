@@ -15,11 +15,11 @@
 // many segments it covers (group commit, as BookKeeper's journal).
 #pragma once
 
+#include <asio.hpp>
 #include <cstdint>
 #include <memory>
 #include <string>
-
-#include <asio.hpp>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "src/env/file_system.h"
@@ -49,6 +49,8 @@ struct SegmentServerOptions {
   // Unix socket for short-circuit reads (store/segd/short_circuit_server.h);
   // empty: off.
   std::string short_circuit_socket;
+  // Uids besides root and this process's that may use it (SO_PEERCRED).
+  std::vector<uint32_t> short_circuit_uids;
   // The identity to take when the data dir has none (a replaced, empty
   // disk restarted as the server it replaces): meta then learns from
   // this server's replica report that it lost every replica and copies

@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -22,15 +23,18 @@ namespace {
 
 constexpr uint32_t kMaxRequestBytes = 256;
 
-absl::Status CheckPeer(int connection) {
+absl::Status CheckPeer(int connection, const std::vector<uint32_t>& allowed_uids) {
   ucred cred{};
   socklen_t len = sizeof(cred);
   if (::getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
     return SyscallError(errno, "getsockopt SO_PEERCRED");
   }
-  if (cred.uid != 0 && cred.uid != ::geteuid()) {
-    return PosixError(EPERM, absl::StrCat("uid ", cred.uid, " may not open replicas; only root ",
-                                          "and uid ", ::geteuid(), " may"));
+  const bool listed =
+      std::find(allowed_uids.begin(), allowed_uids.end(), cred.uid) != allowed_uids.end();
+  if (cred.uid != 0 && cred.uid != ::geteuid() && !listed) {
+    return PosixError(EPERM, absl::StrCat("uid ", cred.uid, " (pid ", cred.pid,
+                                          ") may not open replicas; only root, uid ", ::geteuid(),
+                                          " and --short_circuit_uids may"));
   }
   return absl::OkStatus();
 }
@@ -45,7 +49,8 @@ void SendError(int connection, format::MessageType type, uint64_t request_id,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShortCircuitServer>> ShortCircuitServer::Start(
-    const std::string& socket_path, ReplicaStore* store, absl::Duration io_timeout) {
+    const std::string& socket_path, ReplicaStore* store, std::vector<uint32_t> allowed_uids,
+    absl::Duration io_timeout) {
   sockaddr_un addr{};
   if (socket_path.size() >= sizeof(addr.sun_path)) {
     return absl::InvalidArgumentError(absl::StrCat("short-circuit socket path is longer than ",
@@ -66,17 +71,19 @@ absl::StatusOr<std::unique_ptr<ShortCircuitServer>> ShortCircuitServer::Start(
   }
   if (::chmod(socket_path.c_str(), 0666) != 0) return SyscallError(errno, "chmod " + socket_path);
   if (::listen(listener.get(), 64) != 0) return SyscallError(errno, "listen " + socket_path);
-  auto server = std::unique_ptr<ShortCircuitServer>(
-      new ShortCircuitServer(socket_path, std::move(listener), store, io_timeout));
+  auto server = std::unique_ptr<ShortCircuitServer>(new ShortCircuitServer(
+      socket_path, std::move(listener), store, std::move(allowed_uids), io_timeout));
   server->thread_ = std::thread([s = server.get()] { s->AcceptLoop(); });
   return server;
 }
 
 ShortCircuitServer::ShortCircuitServer(std::string socket_path, util::UniqueFd listener,
-                                       ReplicaStore* store, absl::Duration io_timeout)
+                                       ReplicaStore* store, std::vector<uint32_t> allowed_uids,
+                                       absl::Duration io_timeout)
     : socket_path_(std::move(socket_path)),
       listener_(std::move(listener)),
       store_(store),
+      allowed_uids_(std::move(allowed_uids)),
       io_timeout_(io_timeout) {}
 
 ShortCircuitServer::~ShortCircuitServer() { Stop(); }
@@ -112,7 +119,7 @@ void ShortCircuitServer::AcceptLoop() {
 void ShortCircuitServer::Serve(int connection) {
   const absl::Time deadline = absl::Now() + io_timeout_;
   if (!rpc::SetSocketTimeouts(connection, io_timeout_).ok()) return;
-  const absl::Status peer = CheckPeer(connection);
+  const absl::Status peer = CheckPeer(connection, allowed_uids_);
   // Requests are a segment id: a few bytes. (Read even from a refused
   // peer, so that the error reaches it instead of a reset.)
   auto request = rpc::ReceiveUnixFrame(connection, deadline, kMaxRequestBytes);

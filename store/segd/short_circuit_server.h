@@ -5,9 +5,11 @@
 // can pread the bytes itself and skip the TCP round trip. Only sealed
 // replicas are handed out: their bytes never change.
 //
-// Permission check: the peer's uid (SO_PEERCRED) must be root's or this
-// server's; others get kPermissionDenied whatever they ask. (The socket is the only control: no cluster secret here.) A bad
-// frame closes its connection with a logged reason.
+// Permission check: the peer's uid (SO_PEERCRED) must be root's, this
+// server's, or one of `allowed_uids` (segd --short_circuit_uids); others get
+// kPermissionDenied whatever they ask, and are logged. (The kernel's word
+// on the peer is the only control: no cluster secret on this socket.) A
+// bad frame closes its connection with a logged reason.
 //
 // One request per connection. One thread accepts and serves connections in
 // turn, each within `io_timeout` as a whole; opens are rare (a client
@@ -21,6 +23,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -36,7 +39,7 @@ class ShortCircuitServer {
   // not fit a sockaddr_un; errno statuses otherwise. `store` must outlive
   // the server.
   static absl::StatusOr<std::unique_ptr<ShortCircuitServer>> Start(
-      const std::string& socket_path, ReplicaStore* store,
+      const std::string& socket_path, ReplicaStore* store, std::vector<uint32_t> allowed_uids = {},
       absl::Duration io_timeout = absl::Seconds(2));
   ~ShortCircuitServer();
   ShortCircuitServer(const ShortCircuitServer&) = delete;
@@ -52,13 +55,14 @@ class ShortCircuitServer {
 
  private:
   ShortCircuitServer(std::string socket_path, util::UniqueFd listener, ReplicaStore* store,
-                     absl::Duration io_timeout);
+                     std::vector<uint32_t> allowed_uids, absl::Duration io_timeout);
   void AcceptLoop();
   void Serve(int connection);
 
   const std::string socket_path_;
   util::UniqueFd listener_;
   ReplicaStore* const store_;
+  const std::vector<uint32_t> allowed_uids_;
   const absl::Duration io_timeout_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> opens_{0};
