@@ -1,12 +1,16 @@
 #include "src/cluster/local_cluster.h"
 
+#include <openssl/rand.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "src/cluster/process.h"
 #include "src/env/posix_file.h"
+#include "src/env/secret_file.h"
 #include "src/status/macros.h"
 
 namespace logfs::cluster {
@@ -59,6 +63,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   cluster->options_.segd_hosts.resize(options.segment_servers);  // loopback by default
   RETURN_IF_ERROR(env::MakeDirs(options.data_dir));
   if (!options.run_dir.empty()) RETURN_IF_ERROR(env::MakeDirs(options.run_dir));
+  if (options.authenticate) RETURN_IF_ERROR(cluster->MakeSecretFile());
   RETURN_IF_ERROR(cluster->StartMeta());
   cluster->segd_pids_.assign(options.segment_servers, -1);
   cluster->segd_addresses_.assign(options.segment_servers, "");
@@ -70,6 +75,25 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
 
 LocalCluster::~LocalCluster() { Stop(); }
 
+absl::Status LocalCluster::MakeSecretFile() {
+  if (!options_.cluster_secret_file.empty()) return absl::OkStatus();  // the caller's
+  options_.cluster_secret_file = options_.data_dir + "/cluster.secret";
+  struct stat st;
+  if (::stat(options_.cluster_secret_file.c_str(), &st) == 0) return absl::OkStatus();
+  unsigned char random[env::kSecretBytesMin];
+  if (RAND_bytes(random, sizeof(random)) != 1) {
+    return absl::InternalError("RAND_bytes failed: cannot make a cluster secret");
+  }
+  const std::string hex =
+      absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(random), sizeof(random)));
+  return env::CreateSecretFile(options_.cluster_secret_file, hex + "\n");
+}
+
+std::vector<std::string> LocalCluster::CommonFlags() const {
+  if (!options_.authenticate) return {};
+  return {"--cluster_secret_file=" + options_.cluster_secret_file};
+}
+
 absl::Status LocalCluster::StartMeta() {
   std::string dir = options_.data_dir + "/meta";
   // A restarted meta comes back on the same port: segment servers keep
@@ -80,6 +104,7 @@ absl::Status LocalCluster::StartMeta() {
        ListenFlags(options_.meta_host, meta_address_.empty() ? "0" : PortOf(meta_address_))) {
     argv.push_back(flag);
   }
+  for (auto& flag : CommonFlags()) argv.push_back(std::move(flag));
   argv.insert(argv.end(), options_.meta_flags.begin(), options_.meta_flags.end());
   ASSIGN_OR_RETURN(meta_address_, StartServer(argv, options_.meta_host, dir, options_.run_dir,
                                               "meta", options_.start_timeout, &meta_pid_));
@@ -92,6 +117,7 @@ absl::Status LocalCluster::StartSegd(int i, const std::vector<std::string>& extr
       options_.binary, "segd", "--data_dir=" + dir, "--meta=" + meta_address_,
       "--address_file=" + AddressFile(dir, options_.run_dir, absl::StrCat("segd", i))};
   for (auto& flag : ListenFlags(options_.segd_hosts[i], "0")) argv.push_back(flag);
+  for (auto& flag : CommonFlags()) argv.push_back(std::move(flag));
   argv.insert(argv.end(), options_.segd_flags.begin(), options_.segd_flags.end());
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   ASSIGN_OR_RETURN(segd_addresses_[i],

@@ -37,14 +37,19 @@ struct LocalClusterOptions {
   std::vector<std::string> segd_flags;
   ServerHost meta_host;
   std::vector<ServerHost> segd_hosts;  // empty, or one per segment server
+  // Run every process with --cluster_secret_file (README "Authentication"):
+  // `cluster_secret_file`, or "" for <data_dir>/cluster.secret, made with 32
+  // random bytes (hex, mode 0600) on the first start.
+  bool authenticate = false;
+  std::string cluster_secret_file;
   absl::Duration start_timeout = absl::Seconds(20);
 };
 
 class LocalCluster {
  public:
-  // Starts meta, then every segment server, each once the previous one is
-  // listening. Errors: kFailedPrecondition with the failing process's last
-  // log line, kDeadlineExceeded if one does not come up in time.
+  // Makes the secret file if needed, then starts meta, then every segment
+  // server, each once the previous one is listening. Errors: kFailedPrecondition with the failing
+  // process's last log line, kDeadlineExceeded if one does not come up in time.
   static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(const LocalClusterOptions& options);
   ~LocalCluster();
 
@@ -53,6 +58,8 @@ class LocalCluster {
   int segment_servers() const { return static_cast<int>(segd_pids_.size()); }
   pid_t segd_pid(int i) const { return segd_pids_[i]; }
   const std::string& segd_address(int i) const { return segd_addresses_[i]; }
+  // The secret every process was given; "" unless `authenticate`.
+  const std::string& cluster_secret_file() const { return options_.cluster_secret_file; }
 
   // Restarts meta or segment server `i` (after it was stopped or killed);
   // `extra_flags` are added to this start of the segment server only
@@ -74,6 +81,10 @@ class LocalCluster {
   explicit LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {}
   absl::Status StartMeta();
   absl::Status StartSegd(int i, const std::vector<std::string>& extra_flags = {});
+  // Creates <data_dir>/cluster.secret if it is missing.
+  absl::Status MakeSecretFile();
+  // The flags every process gets (the secret file's).
+  std::vector<std::string> CommonFlags() const;
 
   LocalClusterOptions options_;
   std::string meta_address_;

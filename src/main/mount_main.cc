@@ -32,6 +32,7 @@
 #include "store/format/xattr_names.h"
 
 DECLARE_string(meta);
+DECLARE_string(cluster_secret_file);  // src/main/server_main.cc
 DECLARE_string(data_dir);
 DECLARE_int32(rpc_timeout_ms);
 DECLARE_int32(io_threads);
@@ -221,6 +222,10 @@ absl::StatusOr<std::unique_ptr<cluster::LocalCluster>> StartEmbeddedCluster(
   options.binary = SelfExe();
   options.data_dir = data_dir;
   options.segment_servers = FLAGS_segment_servers;
+  // Authenticated as users run it: with the given secret, else one the
+  // cluster keeps in its data dir.
+  options.authenticate = true;
+  options.cluster_secret_file = FLAGS_cluster_secret_file;
   auto started = cluster::LocalCluster::Start(options);
   if (!started.ok()) {
     return absl::Status(started.status().code(),
@@ -264,6 +269,10 @@ int RunMount(const std::string& mountpoint_arg) {
     if (!started.ok()) return ready.Report(std::string(started.status().message())), 1;
     local = std::move(*started);
     meta = local->meta_address();
+    if (FLAGS_cluster_secret_file.empty()) {
+      absl::Status loaded = LoadClusterSecret(local->cluster_secret_file(), "logfs mount");
+      if (!loaded.ok()) return ready.Report(std::string(loaded.message())), 1;
+    }
     LOG(INFO) << "embedded cluster up under " << data_dir << ", meta at " << meta;
   }
   fuse::Mount mount(MountOptionsFromFlags(meta));

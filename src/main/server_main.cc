@@ -2,8 +2,10 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <asio.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,13 +13,16 @@
 #include <thread>
 #include <vector>
 
-#include <asio.hpp>
-
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "src/env/posix_file.h"
+#include "src/env/secret_file.h"
 #include "src/main/subcommands.h"
 #include "store/meta/meta_server.h"
+#include "store/rpc/frame_auth.h"
 #include "store/rpc/io_threads.h"
 #include "store/segd/segment_server.h"
 
@@ -51,6 +56,15 @@ DEFINE_string(failure_domain, "",
 DEFINE_string(short_circuit_socket, "",
               "segd: Unix socket that hands sealed replicas to readers on this host "
               "(short-circuit reads; default DATA_DIR/segd.sock; 'off' disables them)");
+DEFINE_string(cluster_secret_file, "",
+              "every subcommand that talks to meta or segd: file holding the cluster's shared "
+              "secret (at least 32 bytes, e.g. openssl rand -hex 32; mode 0600 or stricter): "
+              "every connection is authenticated and every frame carries a MAC; all processes "
+              "of a cluster need the same one (default none; the embedded cluster makes one "
+              "in its data dir)");
+DEFINE_string(short_circuit_uids, "",
+              "segd: comma-separated uids besides root and segd's own that may open replicas "
+              "through the short-circuit socket (SO_PEERCRED)");
 DEFINE_int32(dead_server_ms, 10000, "meta: a segment server silent this long is dead");
 DEFINE_int32(lease_timeout_ms, 60000, "meta: a writer lease lapses without mount heartbeats");
 DEFINE_int32(lease_recovery_delay_ms, 5000,
@@ -183,6 +197,15 @@ int SegdMain(int argc, char** argv) {
       options.short_circuit_socket = (error ? FLAGS_data_dir : dir.string()) + "/segd.sock";
     }
   }
+  for (absl::string_view uid : absl::StrSplit(FLAGS_short_circuit_uids, ',', absl::SkipEmpty())) {
+    uint32_t value;
+    if (!absl::SimpleAtoi(uid, &value)) {
+      std::fprintf(stderr, "logfs segd: --short_circuit_uids: '%s' is not a uid\n",
+                   std::string(uid).c_str());
+      return 1;
+    }
+    options.short_circuit_uids.push_back(value);
+  }
   auto server = segd::SegmentServer::Start(options, threads.io());
   if (!server.ok()) return Fail("segd", server.status());
   return Serve("segd", **server, signals, threads);
@@ -198,6 +221,7 @@ void PrintHelp(const char* usage, const HelpFlags& help) {
   for (const auto& flag : flags) {
     if (flag.filename.rfind("src/main/", 0) != 0) continue;  // libraries' flags
     bool listed = std::find(help.shared.begin(), help.shared.end(), flag.name) != help.shared.end();
+    listed = listed || flag.name == "cluster_secret_file";
     for (const auto& prefix : help.prefixes) {
       listed = listed || flag.description.rfind(prefix, 0) == 0;
     }
@@ -226,6 +250,28 @@ void InitProcess(int* argc, char*** argv, const char* usage, const HelpFlags& he
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging((*argv)[0]);
+  if (!FLAGS_cluster_secret_file.empty()) {
+    absl::Status loaded = LoadClusterSecret(FLAGS_cluster_secret_file, (*argv)[0]);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "%s: %s\n", (*argv)[0], std::string(loaded.message()).c_str());
+      std::exit(1);
+    }
+  }
+}
+
+absl::Status LoadClusterSecret(const std::string& path, const std::string& program) {
+  auto secret = env::ReadSecretFile(path);
+  if (!secret.ok()) return secret.status();
+  // "logfs segd" -> "segd@host": who this process is, in peers' logs.
+  const size_t space = program.rfind(' ');
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  std::string id =
+      absl::StrCat(space == std::string::npos ? program : program.substr(space + 1), "@", host);
+  auto key = rpc::ClusterKey::Create(std::move(*secret), std::move(id));
+  if (!key.ok()) return key.status();
+  rpc::SetProcessClusterKey(std::move(*key));
+  return absl::OkStatus();
 }
 
 }  // namespace logfs::main

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace logfs::main {
 
 int MetaMain(int argc, char** argv);
@@ -28,6 +30,14 @@ struct HelpFlags {
 // Shared by the subcommands: parses flags (exits with a one-line error on
 // an unknown or bad flag) and sets up glog to stderr. --help (or -h)
 // prints `usage` and the subcommand's flags, and exits 0.
+// With --cluster_secret_file, it loads the secret (LoadClusterSecret) and
+// exits with a one-line error if it cannot.
 void InitProcess(int* argc, char*** argv, const char* usage, const HelpFlags& help);
+
+// Reads the secret file at `path` (env::ReadSecretFile: refused if group
+// or others may access it) and makes it the key of every connection this
+// process opens or accepts (rpc::SetProcessClusterKey), named after
+// `program` ("logfs segd") and the host name. Call before any connection.
+absl::Status LoadClusterSecret(const std::string& path, const std::string& program);
 
 }  // namespace logfs::main
