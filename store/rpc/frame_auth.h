@@ -1,14 +1,19 @@
 // Authentication of RPC connections with a shared cluster secret
 // (`--cluster_secret_file`; docs/wire_format.md "Authentication"). All of
 // logfs's cryptography is here and in handshake.cc, built on OpenSSL's
-// libcrypto (HMAC-SHA256, HKDF-SHA256, RAND_bytes); no primitive is our own.
+// libcrypto (HMAC-SHA256, HKDF-SHA256, AES-256-GCM as GMAC, RAND_bytes); no
+// primitive is our own.
 //
 //   ClusterKey  the secret and this process's id ("segd@host"), immutable.
 //   FrameMac    one direction of an authenticated connection: the tag of
-//               each frame, HMAC-SHA256 over its implicit sequence number,
-//               header and body, truncated to 16 bytes (as RFC 4868's
-//               HMAC-SHA-256-128). A tampered, replayed, reordered, dropped
-//               or foreign frame fails the next Verify.
+//               each frame, GMAC (AES-256-GCM with the frame as additional
+//               data and no plaintext, NIST SP 800-38D) under the
+//               direction's key with the frame's implicit sequence number
+//               as the IV, over its header and body. A tampered, replayed,
+//               reordered, dropped or foreign frame fails the next Verify.
+//               GMAC, not HMAC-SHA256: half the cost for a 512-byte WAL
+//               append and a fifth for 64 KiB on AES-NI hardware, measured
+//               with OpenSSL 3.0 (docs/wire_format.md "Authentication").
 //   Hello / keys / proofs: the pieces of the handshake (handshake.h), as
 //               pure functions for tests. The design follows the
 //               challenge-response of Kerberos-less Hadoop/HBase SASL
@@ -63,7 +68,8 @@ inline constexpr size_t kAuthKeyBytes = 32;
 using AuthKeyBytes = std::array<unsigned char, kAuthKeyBytes>;
 
 // Tags and checks the frames of one direction of a connection. Holds one
-// HMAC context keyed once, reset per frame (no key schedule per frame).
+// AES-256-GCM context keyed once; a frame only sets its IV (no key
+// schedule per frame).
 // Not thread-safe: the writer calls Sign under its lock, the reader Verify
 // on its strand.
 class FrameMac {
@@ -86,9 +92,9 @@ class FrameMac {
 
  private:
   void Compute(const char* header, absl::string_view message, absl::string_view data,
-               unsigned char out[32]);
+               unsigned char out[kAuthTagBytes]);
 
-  EVP_MAC_CTX* ctx_ = nullptr;
+  EVP_CIPHER_CTX* ctx_ = nullptr;
   uint64_t sequence_ = 0;
 };
 
@@ -106,6 +112,8 @@ inline constexpr size_t kAuthNonceBytes = 32;
 inline constexpr size_t kAuthIdBytesMax = 64;
 inline constexpr size_t kAuthHelloBytes = 8 + kAuthNonceBytes + kAuthIdBytesMax;  // 104
 inline constexpr size_t kAuthProofBytes = 32;
+static_assert(format::kMaxMessageBytes + format::kMaxDataBytes < (1u << 31),
+              "EVP_EncryptUpdate takes an int length");
 static_assert(kAuthHelloBytes >= format::kFrameHeaderBytes,
               "a peer tells a hello from a frame by a frame header's first bytes");
 
