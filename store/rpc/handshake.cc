@@ -35,8 +35,9 @@ struct Handshake {
     if (timed_out) {
       return Finish(Refused(absl::StrCat("no authentication handshake from ", peer, " in time")));
     }
-    Finish(Refused(absl::StrCat(peer, " closed the connection during the authentication ",
-                                "handshake (", during, ": ", ec.message(),
+    Finish(Refused(absl::StrCat(peer, peer_id.empty() ? "" : absl::StrCat(" (", peer_id, ")"),
+                                " closed the connection during the authentication ", "handshake (",
+                                during, ": ", ec.message(),
                                 "): it has another cluster secret, or none; ", kCheckSecret)));
   }
 
@@ -46,6 +47,7 @@ struct Handshake {
   HandshakeDone done;
   asio::steady_timer timer;
   bool timed_out = false;
+  std::string peer_id;       // from its hello, once read
   std::string client_hello;  // encoded
   std::string server_hello;  // encoded
   std::string in;            // bytes being read
@@ -111,9 +113,9 @@ void ClientReadServerHello(std::shared_ptr<Handshake> h) {
 void ServerRefusePlainFrame(std::shared_ptr<Handshake> h) {
   auto header = format::DecodeFrameHeader(h->in.data());
   const absl::Status reason = Refused(absl::StrCat(
-      "this server authenticates its connections, and the request carried no authentication: "
-      "the caller needs the cluster's ",
-      kCheckSecret));
+      "this server authenticates its connections and the request carried no authentication: "
+      "give the caller the cluster's secret (",
+      kCheckSecret, ")"));
   const absl::Status logged = Refused(absl::StrCat("unauthenticated frame from ", h->peer,
                                                    ": it has no cluster secret; ", kCheckSecret));
   if (!header.ok()) return h->Finish(logged);
@@ -150,6 +152,7 @@ void ServerAnswerHello(std::shared_ptr<Handshake> h) {
         Refused(absl::StrCat("bad authentication hello from ", h->peer, ": ",
                              hello.ok() ? "not a client's" : hello.status().message())));
   }
+  h->peer_id = hello->id;
   auto mine = NewHello(AuthRole::kServer, h->key->local_id());
   if (!mine.ok()) return h->Finish(mine.status());
   h->server_hello = EncodeHello(*mine);
