@@ -184,6 +184,9 @@ absl::Status MountedCluster::MountOne(int i) {
   std::vector<std::string> argv = {
       LogfsBinary(), "mount", "--meta=" + cluster_->meta_address(),
       absl::StrCat("--log_file=", root_, "/mount", i, ".daemon.log")};
+  if (options_.authenticate) {
+    argv.push_back("--cluster_secret_file=" + cluster_->cluster_secret_file());
+  }
   argv.insert(argv.end(), options_.mount_flags.begin(), options_.mount_flags.end());
   const cluster::ServerHost& host = options_.mount_hosts[i];
   argv.insert(argv.end(), host.flags.begin(), host.flags.end());
@@ -244,6 +247,7 @@ cluster::LocalClusterOptions MountedCluster::ClusterOptions() const {
   copts.segd_flags = options_.segd_flags;
   copts.meta_host = options_.meta_host;
   copts.segd_hosts = options_.segd_hosts;
+  copts.authenticate = options_.authenticate;
   return copts;
 }
 

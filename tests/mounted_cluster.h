@@ -39,6 +39,9 @@ struct MountedClusterOptions {
   cluster::ServerHost meta_host;
   std::vector<cluster::ServerHost> segd_hosts;   // one per segment server, or empty
   std::vector<cluster::ServerHost> mount_hosts;  // one per mount, or empty
+  // Every server and mount runs with --cluster_secret_file, a secret the
+  // cluster makes in its data dir (README "Authentication").
+  bool authenticate = false;
 };
 
 class MountedCluster {

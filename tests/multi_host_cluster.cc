@@ -20,6 +20,7 @@ absl::StatusOr<std::unique_ptr<MultiHostCluster>> MultiHostCluster::Start(
   mopts.meta_flags = options.meta_flags;
   mopts.segd_flags = options.segd_flags;
   mopts.mount_flags = options.mount_flags;
+  mopts.authenticate = options.authenticate;
   mopts.meta_host = {net.Netns(kMetaHost), net.Address(kMetaHost), {}};
   for (int i = 0; i < options.segment_servers; ++i) {
     const int host = c->SegdHost(i);
@@ -68,8 +69,14 @@ int MultiHostCluster::SegdAt(const std::string& address) {
 
 CommandResult MultiHostCluster::Logfs(int host, const std::string& subcommand,
                                       const std::string& args) const {
-  return network_->Run(host, absl::StrCat(LogfsBinary(), " ", subcommand, " --meta=",
-                                          mounted_->cluster().meta_address(), " ", args));
+  return network_->Run(
+      host, absl::StrCat(LogfsBinary(), " ", subcommand,
+                         " --meta=", mounted_->cluster().meta_address(), SecretFlag(), " ", args));
+}
+
+std::string MultiHostCluster::SecretFlag() const {
+  if (!options_.authenticate) return "";
+  return " --cluster_secret_file=" + mounted_->cluster().cluster_secret_file();
 }
 
 }  // namespace logfs::testing

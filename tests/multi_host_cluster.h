@@ -27,6 +27,8 @@ struct MultiHostClusterOptions {
   std::vector<std::string> meta_flags;
   std::vector<std::string> segd_flags;
   std::vector<std::string> mount_flags;
+  // Authenticated connections, as a cluster on a shared network runs.
+  bool authenticate = true;
 };
 
 class MultiHostCluster {
@@ -49,8 +51,12 @@ class MultiHostCluster {
   // The segment server advertising `address` (HOST:PORT), -1 if none.
   int SegdAt(const std::string& address);
 
-  // Runs `logfs SUBCOMMAND --meta=<meta's address> ARGS` on `host`.
+  // Runs `logfs SUBCOMMAND --meta=<meta's address> ARGS` on `host`, with
+  // the cluster's secret.
   CommandResult Logfs(int host, const std::string& subcommand, const std::string& args = "") const;
+  // " --cluster_secret_file=PATH" when the cluster authenticates, else "":
+  // for tool command lines built by hand.
+  std::string SecretFlag() const;
 
  private:
   explicit MultiHostCluster(const MultiHostClusterOptions& options) : options_(options) {}

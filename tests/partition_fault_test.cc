@@ -322,9 +322,9 @@ TEST_F(PartitionFaultTest, WritingMountCutOffFromEveryServer) {
         ASSERT_TRUE(network().Partition(a, servers).ok());
         cut = true;
         AwaitProbeAttempts(probes, 2);  // each has failed since the cut
-        CommandResult r =
-            network().Run(b, absl::StrCat("for f in ", mounted().Path("wal", 1), "/*; do ",
-                                          LogfsBinary(), " recover \"$f\" || exit 1; done"));
+        CommandResult r = network().Run(
+            b, absl::StrCat("for f in ", mounted().Path("wal", 1), "/*; do ", LogfsBinary(),
+                            " recover", cluster_->SecretFlag(), " \"$f\" || exit 1; done"));
         ASSERT_EQ(0, r.exit_code) << r.output;
         for (size_t k = 0; k < probes.size(); ++k) {
           auto data = ReadFile(probe_path(k, 1));
