@@ -352,9 +352,18 @@ class Namespace {
                                                       const std::vector<uint64_t>& excluded,
                                                       const std::vector<uint64_t>& kept = {}) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Appends a new open segment to `inode`.
+  // PlaceReplicas, away from `avoided` too (servers a writer found slow,
+  // SealSegment avoid_servers) when enough others have room and their
+  // spread over failure domains is no worse (placement.h SpreadAtLeast);
+  // else as PlaceReplicas.
+  absl::StatusOr<std::vector<uint64_t>> PlaceReplicasAvoiding(
+      uint32_t replication, const std::vector<uint64_t>& excluded,
+      const std::vector<uint64_t>& avoided) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends a new open segment to `inode`, on none of `excluded_servers`
+  // and, if it can (PlaceReplicasAvoiding), none of `avoided_servers`.
   absl::Status AppendSegment(Txn& txn, proto::Inode* inode,
-                             const std::vector<uint64_t>& excluded_servers)
+                             const std::vector<uint64_t>& excluded_servers,
+                             const std::vector<uint64_t>& avoided_servers = {})
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FillAddresses(proto::Segment* segment) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

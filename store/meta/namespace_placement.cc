@@ -1,7 +1,7 @@
 // Namespace: placement of a new segment's replicas on distinct live
 // servers with room (most free space first, suspects last) in distinct
-// failure domains (store/meta/placement.h), and the replica addresses a
-// reply carries.
+// failure domains (store/meta/placement.h), away from servers a writer
+// found slow where it can, and the replica addresses a reply carries.
 #include <algorithm>
 #include <cerrno>
 #include <vector>
@@ -77,6 +77,29 @@ absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(
     ids.push_back(live[i]->record.server_id());
   }
   return ids;
+}
+
+absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicasAvoiding(
+    uint32_t replication, const std::vector<uint64_t>& excluded,
+    const std::vector<uint64_t>& avoided) const {
+  absl::StatusOr<std::vector<uint64_t>> as_today = PlaceReplicas(replication, excluded);
+  auto is_avoided = [&](uint64_t id) {
+    return std::find(avoided.begin(), avoided.end(), id) != avoided.end();
+  };
+  if (!as_today.ok() || std::none_of(as_today->begin(), as_today->end(), is_avoided)) {
+    return as_today;
+  }
+  std::vector<uint64_t> more = excluded;
+  more.insert(more.end(), avoided.begin(), avoided.end());
+  absl::StatusOr<std::vector<uint64_t>> away = PlaceReplicas(replication, more);
+  if (!away.ok()) return as_today;  // too few other servers with room
+  // A slow server costs latency; a narrower spread costs durability.
+  auto domains = [&](const std::vector<uint64_t>& ids) {
+    std::vector<std::string> out;
+    for (uint64_t id : ids) out.push_back(FailureDomainOf(servers_.at(id).record));
+    return out;
+  };
+  return SpreadAtLeast(domains(*away), domains(*as_today)) ? away : as_today;
 }
 
 void Namespace::FillAddresses(proto::Segment* segment) const {

@@ -34,6 +34,27 @@ class NamespacePlacementTest : public NamespaceFixture {
       ASSERT_TRUE(ns_->RegisterServer(request).ok());
     }
   }
+  // One server in each of `domains`, ids 1, 2, ... in order.
+  void RegisterServersIn(const std::vector<std::string>& domains) {
+    for (size_t i = 0; i < domains.size(); ++i) {
+      proto::RegisterServerRequest request;
+      request.set_address("10.0.1." + std::to_string(i + 1) + ":7000");
+      request.set_free_bytes(1000);
+      request.set_failure_domain(domains[i]);
+      ASSERT_TRUE(ns_->RegisterServer(request).ok());
+    }
+  }
+  // The servers of `ino`'s sealed segment `segment_id`.
+  std::set<uint64_t> ServersOf(uint64_t ino, uint64_t segment_id) {
+    auto inode = ns_->GetInode(ino);
+    std::set<uint64_t> out;
+    if (!inode.ok()) return out;
+    for (const auto& segment : inode->segments()) {
+      if (segment.id() != segment_id) continue;
+      for (const auto& r : segment.replicas()) out.insert(r.server_id());
+    }
+    return out;
+  }
   void Beat(uint64_t server_id) {
     proto::HeartbeatRequest request;
     request.set_server_id(server_id);
@@ -42,12 +63,15 @@ class NamespacePlacementTest : public NamespaceFixture {
   }
   // SealSegment of `ino`'s open segment `segment_id` (0: none) at length
   // 0, reporting `failed`, opening the next; returns its servers.
-  std::set<uint64_t> Roll(uint64_t ino, uint64_t* segment_id, std::vector<uint64_t> failed) {
+  std::set<uint64_t> Roll(uint64_t ino, uint64_t* segment_id, std::vector<uint64_t> failed,
+                          std::vector<uint64_t> avoid = {}, uint64_t length = 0) {
     proto::SealSegmentRequest request;
     request.set_ino(ino);
     request.set_mount_id(1);
     request.set_segment_id(*segment_id);
     for (uint64_t id : failed) request.add_failed_servers(id);
+    for (uint64_t id : avoid) request.add_avoid_servers(id);
+    if (*segment_id != 0) request.set_sealed_length(length);
     auto inode = ns_->SealSegment(request);
     EXPECT_TRUE(inode.ok()) << inode.status();
     if (!inode.ok()) return {};
@@ -165,6 +189,58 @@ TEST_F(NamespacePlacementTest, ServerWithAFailedDiskGetsNoSegmentsAndListsAsFail
   const uint64_t h = OpenFile("h");
   s = 0;
   EXPECT_EQ((std::set<uint64_t>{1, 2, 4}), Roll(h, &s, {}));
+}
+
+TEST_F(NamespacePlacementTest, AvoidedServersGetNoNewSegmentWhileOthersHaveRoom) {
+  // Goal: servers a writer found slow (SealSegment avoid_servers) get none
+  // of its new segments while enough other servers have room, and keep
+  // their replicas of the segment sealed; with too few others, or a
+  // narrower spread over failure domains without them, placement is as
+  // without the request. Method: (a) 5 servers; a writer rolls 10 times
+  // avoiding server 2: no new segment on it, and each sealed segment that
+  // was on it still is; (b) 3 servers: avoiding one still places on all 3;
+  // (c) racks r1 r1 r2 r3: avoiding the only server of r3 would leave 2
+  // racks for 3 replicas, so it is used.
+  RegisterServers(5);
+  const uint64_t f = OpenFile("f");
+  uint64_t segment = 0;
+  std::set<uint64_t> servers = Roll(f, &segment, {});
+  for (int i = 0; i < 10; ++i) {
+    const uint64_t sealed = segment;
+    const std::set<uint64_t> had = servers;
+    servers = Roll(f, &segment, {}, {2}, /*length=*/100);
+    EXPECT_EQ(3u, servers.size());
+    EXPECT_EQ(0u, servers.count(2)) << "roll " << i;
+    EXPECT_EQ(had, ServersOf(f, sealed)) << "the sealed segment keeps every replica";
+  }
+  // Others' segments are not affected: avoidance is the writer's.
+  int on_two = 0;
+  for (int i = 0; i < 10; ++i) {
+    uint64_t s = 0;
+    on_two += static_cast<int>(Roll(OpenFile("g" + std::to_string(i)), &s, {}).count(2));
+  }
+  EXPECT_GT(on_two, 0);
+}
+
+TEST_F(NamespacePlacementTest, AvoidingIsDroppedWhenTooFewOthersOrANarrowerSpread) {
+  // (b) of the test above: RF 3 on 3 servers, one avoided.
+  RegisterServers(3);
+  const uint64_t f = OpenFile("f");
+  uint64_t segment = 0;
+  EXPECT_EQ((std::set<uint64_t>{1, 2, 3}), Roll(f, &segment, {}, {1}));
+}
+
+TEST_F(NamespacePlacementTest, AvoidingKeepsTheSpreadOverRacks) {
+  // (c): servers 1, 2 in r1, 3 in r2, 4 in r3; avoiding 4 would put two
+  // replicas in r1. Avoiding 1 costs nothing (2 is in r1 too).
+  RegisterServersIn({"r1/h1", "r1/h2", "r2/h3", "r3/h4"});
+  const uint64_t f = OpenFile("f");
+  uint64_t segment = 0;
+  std::set<uint64_t> servers = Roll(f, &segment, {}, {4});
+  EXPECT_EQ(1u, servers.count(4));
+  EXPECT_EQ(3u, servers.size());
+  servers = Roll(f, &segment, {}, {1});
+  EXPECT_EQ((std::set<uint64_t>{2, 3, 4}), servers);
 }
 
 }  // namespace

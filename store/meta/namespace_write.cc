@@ -52,7 +52,8 @@ static void DropReplicas(proto::Segment* segment,
 }
 
 absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode,
-                                     const std::vector<uint64_t>& excluded_servers) {
+                                      const std::vector<uint64_t>& excluded_servers,
+                                      const std::vector<uint64_t>& avoided_servers) {
   // Bounded so that every reply carrying the inode fits in one frame
   // (store/format/limits.h), as HDFS bounds blocks per file. The new segment
   // counts at its worst case; one ByteSizeLong per roll costs less than
@@ -67,7 +68,7 @@ absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode,
   }
   const uint32_t replication = Replication(*inode);
   const uint32_t ack_quorum = AckQuorum(*inode);
-  auto placed = PlaceReplicas(replication, excluded_servers);
+  auto placed = PlaceReplicasAvoiding(replication, excluded_servers, avoided_servers);
   // Too few live servers for every replica (a roll away from failed ones
   // on a small cluster, a new block file while one of three servers is
   // down): a segment on fewer servers, down to the ack quorum but never
@@ -241,7 +242,8 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
   if (!request.close()) {
     std::vector<uint64_t> excluded(request.failed_servers().begin(),
                                    request.failed_servers().end());
-    absl::Status appended = AppendSegment(txn, inode, excluded);
+    std::vector<uint64_t> avoided(request.avoid_servers().begin(), request.avoid_servers().end());
+    absl::Status appended = AppendSegment(txn, inode, excluded, avoided);
     if (!appended.ok()) {
       // Keep the seal: the writer may retry with segment_id 0.
       RETURN_IF_ERROR(txn.Commit());
