@@ -338,6 +338,8 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t i
   options.append_bytes = wal ? 1 : options_.block_append_bytes;
   options.replica_timeout = options_.replica_timeout;
   options.fsync_timeout = options_.fsync_timeout;
+  options.slow_replica = options_.slow_replica;
+  options.slow_servers = slow_servers_;
   options.next_call_id = [this] { return meta_.NextCallId(); };
   options.run_blocking = [this](std::function<void()> job) {
     asio::post(recovery_pool_, std::move(job));

@@ -49,6 +49,9 @@ struct MountOptions {
   absl::Duration meta_retry = absl::Seconds(30);
   absl::Duration replica_timeout = absl::Seconds(10);  // writer's replica calls
   absl::Duration fsync_timeout = absl::Seconds(30);
+  // Slow-replica exclusion of the mount's writers (wal/replica_lag.h);
+  // slow_lag zero: off.
+  wal::ReplicaLagOptions slow_replica;
   absl::Duration heartbeat_interval = absl::Seconds(1);
   int io_threads = 1;  // network threads (replies of segment servers and meta)
   // Block cache of sealed data (cache/block_cache.h); 0 bytes disables it.
@@ -179,6 +182,8 @@ class Mount {
   std::unique_ptr<cache::SegmentReader> segment_reader_;
   std::thread heartbeat_thread_;
   absl::Notification stopping_;
+  // Servers the mount's writers found slow: their new segments avoid them.
+  const std::shared_ptr<wal::SlowServers> slow_servers_ = std::make_shared<wal::SlowServers>();
 
   absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, WriterRef> writers_ ABSL_GUARDED_BY(mu_);

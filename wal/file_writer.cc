@@ -45,6 +45,8 @@ FileWriter::FileWriter(FileWriterOptions options, proto::Inode inode,
       ino_(inode.attr().ino()),
       kind_(inode.attr().kind()),
       deps_(std::move(deps)),
+      slow_servers_(options_.slow_servers != nullptr ? options_.slow_servers
+                                                     : std::make_shared<SlowServers>()),
       sealed_(inode.segments().begin(), inode.segments().end()),
       tail_(SegmentsLength(inode)),
       mtime_ns_(inode.attr().mtime_ns()) {}
@@ -152,7 +154,8 @@ absl::Status FileWriter::WriteInternal(std::optional<uint64_t> offset, absl::str
   }
   if (!data.empty()) mtime_ns_ = absl::ToUnixNanos(absl::Now());
   while (!data.empty()) {
-    if (!open_.has_value() || tail_.segment_used() >= options_.segment_bytes) {
+    if (!open_.has_value() || tail_.segment_used() >= options_.segment_bytes ||
+        SlowRollDueLocked()) {
       sends->Flush();  // the roll waits for their answers
       RETURN_IF_ERROR(RollUnlocking());
     }

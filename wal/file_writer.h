@@ -46,7 +46,9 @@
 #include "store/client/segd_client.h"
 #include "store/format/logfs.pb.h"
 #include "wal/append_tail.h"
+#include "wal/replica_lag.h"
 #include "wal/replica_set.h"
+#include "wal/slow_servers.h"
 #include "wal/sync_waiters.h"
 #include "wal/writer_deps.h"
 #include "wal/writer_phase.h"
@@ -69,6 +71,16 @@ struct FileWriterOptions {
   // joins its thread pool first), and must not run it inline. Unset: a
   // detached thread per job.
   std::function<void(std::function<void()>)> run_blocking;
+  // Slow-replica exclusion (wal/replica_lag.h): a replica of the open
+  // segment found slow by this rule is rolled away from at the next Write
+  // (roll, not repair; its replica of the sealed segment stays), and its
+  // server is avoided by new segments for `avoid_slow_server_for`.
+  // slow_replica.slow_lag zero turns it off.
+  ReplicaLagOptions slow_replica;
+  absl::Duration avoid_slow_server_for = absl::Minutes(10);
+  // The process's list of servers to avoid, shared by its writers (a
+  // mount's); unset: the writer keeps one of its own.
+  std::shared_ptr<SlowServers> slow_servers;
 };
 
 class FileWriter final : public ReplicaReplyHandler,
@@ -212,8 +224,16 @@ class FileWriter final : public ReplicaReplyHandler,
   }
   void OnReplicaReply(uint64_t segment_id, size_t replica, bool sync_round,
                       absl::StatusOr<uint64_t> durable_length) override ABSL_LOCKS_EXCLUDED(mu_);
-  // Records replica `replica`'s durable length and what it acks.
+  // Records replica `replica`'s durable length and what it acks, and
+  // watches its lag behind the quorum (NoteSlowReplicaLocked).
   void OnDurableLocked(size_t replica, uint64_t durable_length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Once lag_ finds a live replica slow: lists its server in
+  // slow_servers_ and asks the next Write to roll (slow_roll_segment_).
+  void NoteSlowReplicaLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the open segment is to be rolled away from a slow replica.
+  bool SlowRollDueLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return open_.has_value() && slow_roll_segment_ == open_->id();
+  }
   // Waits (mu_.Await drops mu_) until the file's first `target` bytes are
   // acked and no recovery runs, or the writer fails; fails it with EIO
   // after fsync_timeout. Returns error_.
@@ -223,6 +243,8 @@ class FileWriter final : public ReplicaReplyHandler,
   // Seals the open segment once it is acked and opens the next. Drops mu_
   // for the replica and meta calls; Writes wait (kRolling) meanwhile.
   absl::Status RollUnlocking() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts and logs a roll away from a slow replica of open_.
+  void CountSlowRollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Seals `sealed_id` at `sealed_length` in meta, which places the next
   // segment, and creates its replicas (a few placements at most); then
   // installs it. Drops mu_ for those calls.
@@ -299,6 +321,7 @@ class FileWriter final : public ReplicaReplyHandler,
   const uint64_t ino_;
   const proto::FileKind kind_;
   const std::shared_ptr<WriterDeps> deps_;
+  const std::shared_ptr<SlowServers> slow_servers_;  // never null
 
   mutable absl::Mutex mu_;
   WriterPhase phase_ ABSL_GUARDED_BY(mu_) = WriterPhase::kIdle;
@@ -311,6 +334,11 @@ class FileWriter final : public ReplicaReplyHandler,
   std::vector<proto::Segment> sealed_ ABSL_GUARDED_BY(mu_);
   std::optional<proto::Segment> open_ ABSL_GUARDED_BY(mu_);  // the open segment
   ReplicaSet replicas_ ABSL_GUARDED_BY(mu_);                 // of open_
+  ReplicaLagMonitor lag_ ABSL_GUARDED_BY(mu_);               // of open_'s replicas
+  // The open segment found with a slow replica (0: none): the next Write
+  // rolls it. Its replica index, for the log.
+  uint64_t slow_roll_segment_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t slow_replica_ ABSL_GUARDED_BY(mu_) = 0;
   AppendTail tail_ ABSL_GUARDED_BY(mu_);  // open_'s file_offset is its segment_start
   SyncWaiters waiters_ ABSL_GUARDED_BY(mu_);
   Callbacks failed_waiters_ ABSL_GUARDED_BY(mu_);

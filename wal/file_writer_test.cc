@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "src/status/posix_error.h"
+#include "wal/writer_counters.h"
 
 namespace logfs::wal {
 namespace {
@@ -66,6 +67,24 @@ class FakeCluster : public WriterDeps {
   void Hold(int s) {
     std::lock_guard<std::mutex> lock(mu_);
     held_servers_.insert(Address(s));
+  }
+  // Applies and answers the appends held so far, now (the server stays
+  // held: later appends wait again). A slow disk's late sync.
+  void ReleaseHeld() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (HeldAppend& h : held_) AppendAndAnswerLocked(h.address, h.call, *h.data, h.handler);
+    held_.clear();
+  }
+  // Waits (bounded) until every answer queued so far has been delivered.
+  bool WaitIdle() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return idle_.wait_for(lock, std::chrono::seconds(20),
+                          [&] { return stopped_ || (answers_.empty() && !answering_); });
+  }
+  // Appends to server `s` are answered at once again.
+  void Unhold(int s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_servers_.erase(Address(s));
   }
   size_t held_appends() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -230,9 +249,12 @@ class FakeCluster : public WriterDeps {
       if (stopped_) return;
       std::function<void()> answer = std::move(answers_.front());
       answers_.pop_front();
+      answering_ = true;
       lock.unlock();
       answer();
       lock.lock();
+      answering_ = false;
+      idle_.notify_all();
     }
   }
   absl::StatusOr<Replica*> FindLocked(const std::string& address, uint64_t segment_id) {
@@ -286,8 +308,11 @@ class FakeCluster : public WriterDeps {
       next->set_id(next_segment_id_++);
       next->set_epoch(1);
       next->set_ack_quorum(kAckQuorum);
+      // The first healthy servers, none avoided (meta's placement honours
+      // avoid_servers while enough others have room).
       for (int s = 1; s <= kServers && next->replicas_size() < kReplicas; ++s) {
         if (std::count(call.failed_servers.begin(), call.failed_servers.end(), s) != 0) continue;
+        if (std::count(call.avoid_servers.begin(), call.avoid_servers.end(), s) != 0) continue;
         proto::Replica* r = next->add_replicas();
         r->set_server_id(s);
         r->set_address(Address(s));
@@ -298,6 +323,8 @@ class FakeCluster : public WriterDeps {
 
   std::mutex mu_;
   std::condition_variable wake_;
+  std::condition_variable idle_;  // an answer was delivered
+  bool answering_ = false;        // the network thread runs one
   bool stopped_ = false;
   std::deque<std::function<void()>> answers_;
   std::vector<HeldAppend> held_;
@@ -580,6 +607,133 @@ TEST_F(FileWriterTest, AcksArrivingDuringARecoveryDoNotPassItsSeal) {
   EXPECT_EQ(5u, segments[1].file_offset());
   EXPECT_EQ(6u, segments[1].length());
   EXPECT_EQ("firstsecond", Contents());
+}
+
+// Slow-replica exclusion (wal/replica_lag.h). The fake's server 3 holds its
+// appends (a slow disk); the test moves the clock by `lag` and then lets
+// them land: one lag sample of `lag` per write.
+class SlowReplicaTest : public FileWriterTest {
+ protected:
+  static constexpr absl::Duration kLate = absl::Milliseconds(30);  // past the 10 ms default
+
+  // Writes and syncs `data` with server 3 held; its ack lands `lag` after
+  // the quorum's. Returns the sync's status (it must not wait for 3).
+  absl::Status WriteWithLateReplica(const std::string& data, absl::Duration lag) {
+    cluster_->Hold(3);
+    absl::Status s = writer_->Write(std::nullopt, data);
+    if (s.ok()) s = Sync();
+    cluster_->Advance(lag);
+    cluster_->ReleaseHeld();
+    cluster_->Unhold(3);
+    EXPECT_TRUE(cluster_->WaitIdle());  // the late acks have reached the writer
+    return s;
+  }
+  static uint64_t SlowRolls() { return GlobalWriterCounters().slow_replica_rolls.load(); }
+};
+
+TEST_F(SlowReplicaTest, AReplicaThatStaysSlowIsRolledAwayFrom) {
+  // Goal: a replica whose acks trail the quorum's by more than slow_lag,
+  // slow_samples times within the window, is rolled away from at the next
+  // write: its replica of the sealed segment stays (not failed), meta is
+  // asked to avoid its server, the new segment is elsewhere, and the roll
+  // is counted. Method: defaults (10 ms, 4 within 2 s); 4 writes whose
+  // acks from server 3 land 30 ms late; then one more write.
+  FileWriterOptions options;
+  Open(options);
+  const uint64_t rolls = SlowRolls();
+  std::string expected;
+  for (int i = 0; i < 4; ++i) {
+    const std::string data = absl::StrCat("r", i);
+    expected += data;
+    ASSERT_TRUE(WriteWithLateReplica(data, kLate).ok());
+  }
+  ASSERT_EQ(1u, cluster_->meta_seals().size()) << "no roll before the next write";
+  // (a) The next write rolls.
+  ASSERT_TRUE(writer_->Write(std::nullopt, "next").ok());
+  ASSERT_TRUE(Sync().ok());
+  expected += "next";
+  EXPECT_EQ(rolls + 1, SlowRolls());
+  std::vector<MetaSealCall> seals = cluster_->meta_seals();
+  ASSERT_EQ(2u, seals.size());
+  EXPECT_EQ(1u, seals[1].segment_id);
+  EXPECT_EQ(8u, seals[1].sealed_length);
+  EXPECT_TRUE(seals[1].failed_servers.empty()) << "roll, not a failure";
+  EXPECT_EQ((std::vector<uint64_t>{3}), seals[1].avoid_servers);
+  // (b) Segment 1 keeps its three replicas, sealed with every byte.
+  std::vector<proto::Segment> segments = writer_->ReadableSegments();
+  ASSERT_EQ(2u, segments.size());
+  EXPECT_EQ(3, cluster_->inode().segments(0).replicas_size());
+  for (int s = 1; s <= 3; ++s) {
+    EXPECT_TRUE(cluster_->Sealed(1, s));
+    EXPECT_EQ("r0r1r2r3", cluster_->Bytes(1, s));
+  }
+  // (c) Segment 2 is away from server 3.
+  for (const auto& r : segments[1].replicas()) EXPECT_NE(3u, r.server_id());
+  EXPECT_EQ(expected, Contents());
+  // (d) Later placements avoid it too (it is listed for a while).
+  ASSERT_TRUE(writer_->Close().ok());
+  EXPECT_EQ((std::vector<uint64_t>{3}), cluster_->meta_seals().back().avoid_servers);
+}
+
+TEST_F(SlowReplicaTest, OneLateAckIsNotEnough) {
+  // Goal: a replica that is late now and then is not rolled away from:
+  // fewer than slow_samples slow samples in the window, or as many spread
+  // over longer than the window, or samples not over slow_lag. Method: (a)
+  // 3 late acks, then fast writes; (b) 3 s later, 2 more late acks (5 in
+  // all, never 4 within 2 s); (c) 10 acks 8 ms late (under 10 ms).
+  FileWriterOptions options;
+  Open(options);
+  const uint64_t rolls = SlowRolls();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(WriteWithLateReplica("a", kLate).ok());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(writer_->Write(std::nullopt, "b").ok());
+    ASSERT_TRUE(Sync().ok());
+  }
+  cluster_->Advance(absl::Seconds(3));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(WriteWithLateReplica("c", kLate).ok());
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(WriteWithLateReplica("d", absl::Milliseconds(8)).ok());
+  }
+  ASSERT_TRUE(writer_->Write(std::nullopt, "e").ok());
+  ASSERT_TRUE(Sync().ok());
+  EXPECT_EQ(1u, cluster_->meta_seals().size()) << "no roll";
+  EXPECT_EQ(rolls, SlowRolls());
+}
+
+TEST_F(SlowReplicaTest, TheQuorumIsNeverWaitedOnByTheSlowReplica) {
+  // Goal: syncs complete on the ack quorum while the slow replica has not
+  // answered at all; it holds no sync and no write up. Method: server 3
+  // holds every append for 20 writes + syncs (the clock does not move:
+  // the writer has no sample of it yet); each sync completes, acked
+  // length = length; then 3 lands them all, late.
+  FileWriterOptions options;
+  Open(options);
+  cluster_->Hold(3);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(writer_->Write(std::nullopt, "x").ok());
+    ASSERT_TRUE(Sync().ok()) << i;
+    EXPECT_EQ(static_cast<uint64_t>(i + 1), writer_->acked_length());
+  }
+  EXPECT_EQ(20u, cluster_->held_appends());
+  EXPECT_EQ(std::string(20, 'x'), cluster_->Bytes(1, 1));
+  EXPECT_EQ("", cluster_->Bytes(1, 3));
+  cluster_->Advance(kLate);
+  cluster_->ReleaseHeld();
+  cluster_->Unhold(3);
+  ASSERT_TRUE(cluster_->WaitIdle());
+  EXPECT_EQ(std::string(20, 'x'), cluster_->Bytes(1, 3));
+  EXPECT_EQ(1u, cluster_->meta_seals().size()) << "one stall is one sample: no roll";
+}
+
+TEST_F(SlowReplicaTest, SlowLagZeroTurnsItOff) {
+  // Goal: --slow_replica_ms=0 keeps every replica, however late.
+  FileWriterOptions options;
+  options.slow_replica.slow_lag = absl::ZeroDuration();
+  Open(options);
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(WriteWithLateReplica("z", kLate).ok());
+  ASSERT_TRUE(writer_->Write(std::nullopt, "z").ok());
+  ASSERT_TRUE(Sync().ok());
+  EXPECT_EQ(1u, cluster_->meta_seals().size());
 }
 
 }  // namespace

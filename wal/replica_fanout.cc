@@ -121,12 +121,26 @@ void FileWriter::OnReplicaReply(uint64_t segment_id, size_t replica, bool sync_r
 
 void FileWriter::OnDurableLocked(size_t replica, uint64_t durable_length) {
   replicas_.SetDurable(replica, durable_length);
+  const bool watch = options_.slow_replica.slow_lag > absl::ZeroDuration();
+  const absl::Time now = watch ? deps_->Now() : absl::Time();
+  if (watch) lag_.OnDurable(replica, durable_length, now);
   if (std::optional<uint64_t> acked = replicas_.AckedLength(); acked.has_value()) {
+    if (watch && *acked > tail_.acked_in_segment()) lag_.OnQuorumAcked(*acked, now, replicas_);
     tail_.Ack(tail_.segment_start() + *acked);
   }
   // Keep every byte that is not yet both acked and durable on every live
   // replica: a roll may seal at the acked length and re-send the rest.
   tail_.Trim(replicas_.DurableOnAllLive(tail_.sent()));
+  if (watch) NoteSlowReplicaLocked();
+}
+
+void FileWriter::NoteSlowReplicaLocked() {
+  const std::optional<size_t> slow = lag_.slow();
+  if (!slow.has_value() || slow_roll_segment_ == open_->id() || replicas_[*slow].failed) return;
+  slow_roll_segment_ = open_->id();
+  slow_replica_ = *slow;
+  // Every later placement avoids it, a roll for another reason included.
+  slow_servers_->Add(replicas_[*slow].server_id, deps_->Now() + options_.avoid_slow_server_for);
 }
 
 absl::Status FileWriter::WaitAckedUnlocking(uint64_t target) {

@@ -9,6 +9,7 @@
 #include "src/status/posix_error.h"
 #include "src/util/log_rate_limit.h"
 #include "wal/file_writer.h"
+#include "wal/writer_counters.h"
 
 namespace logfs::wal {
 
@@ -18,6 +19,7 @@ absl::Status FileWriter::RollUnlocking() {
     uint64_t sealed_id = 0;
     uint64_t sealed_length = 0;
     if (open_.has_value()) {
+      if (SlowRollDueLocked()) CountSlowRollLocked();
       // Roll only once everything in the segment is durable, so the file's
       // acked length never depends on two segments at once.
       RETURN_IF_ERROR(WaitAckedUnlocking(tail_.length()));
@@ -31,6 +33,19 @@ absl::Status FileWriter::RollUnlocking() {
   EndPhaseLocked(WriterPhase::kRolling, WriterPhase::kIdle);
   if (!status.ok()) SetErrorLocked(status);
   return status;
+}
+
+void FileWriter::CountSlowRollLocked() {
+  GlobalWriterCounters().slow_replica_rolls.fetch_add(1, std::memory_order_relaxed);
+  const ReplicaSet::Replica& slow = replicas_[slow_replica_];
+  LOGFS_LOG_EVERY_MS(WARNING, 1000)
+      << "replica of segment " << open_->id() << " on server " << slow.server_id << " ("
+      << slow.address << ") trails the ack quorum (last lag "
+      << absl::FormatDuration(lag_.last_lag(slow_replica_)) << ", "
+      << options_.slow_replica.slow_samples << " over "
+      << absl::FormatDuration(options_.slow_replica.slow_lag) << " within "
+      << absl::FormatDuration(options_.slow_replica.window)
+      << "): rolling to a new segment away from it";
 }
 
 absl::Status FileWriter::OpenNextSegmentUnlocking(uint64_t sealed_id, uint64_t sealed_length,
@@ -121,6 +136,7 @@ absl::Status FileWriter::InstallSegmentLocked(const proto::Inode& inode, uint64_
   open_->set_file_offset(file_offset);
   const uint32_t quorum = open_->ack_quorum() != 0 ? open_->ack_quorum() : inode.ack_quorum();
   replicas_ = ReplicaSet(*open_, std::max<uint32_t>(1, quorum));
+  lag_ = ReplicaLagMonitor(replicas_.size(), options_.slow_replica);
   sync_round_replies_ = 0;  // replies of the old segment's round are ignored
   return absl::OkStatus();
 }

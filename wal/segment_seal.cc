@@ -106,6 +106,7 @@ MetaSealCall FileWriter::MetaSealCallLocked(uint64_t segment_id, uint64_t length
   call.segment_id = segment_id;
   call.sealed_length = length;
   call.failed_servers = failed_servers;
+  call.avoid_servers = slow_servers_->Current(deps_->Now());
   // Our view of the file, for meta's compare-and-swap after a restart.
   for (const auto& segment : sealed_) call.sealed_file_length += segment.length();
   // The call id makes a seal that meta applied before it died answered,

@@ -15,7 +15,8 @@ std::string FormatWriterCounters() {
                       " syncs=", c.syncs.load(), " sync_rounds=", c.sync_rounds.load(),
                       " sync_groups=", c.sync_groups.load(),
                       " synced_waiters=", c.synced_waiters.load(),
-                      " quorum_synced_appends=", c.quorum_synced_appends.load(), "\n");
+                      " quorum_synced_appends=", c.quorum_synced_appends.load(),
+                      " slow_replica_rolls=", c.slow_replica_rolls.load(), "\n");
 }
 
 }  // namespace logfs::wal

@@ -26,12 +26,15 @@ struct WriterCounters {
   // the mount was in flight: only the first ack quorum of replicas was
   // asked to sync them at once (FileWriter::EagerSync).
   std::atomic<uint64_t> quorum_synced_appends{0};
+  // Rolls away from a replica found slow (wal/replica_lag.h).
+  std::atomic<uint64_t> slow_replica_rolls{0};
 };
 
 WriterCounters& GlobalWriterCounters();
 
 // "appends=N append_bytes=N syncs=N sync_rounds=N sync_groups=N
-// synced_waiters=N quorum_synced_appends=N\n": the value of the
+// synced_waiters=N quorum_synced_appends=N slow_replica_rolls=N\n": the
+// value of the
 // user.logfs.stats xattr.
 std::string FormatWriterCounters();
 

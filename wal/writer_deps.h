@@ -54,6 +54,9 @@ struct MetaSealCall {
   bool keep_lease = false;               // seal only: no next segment, the lease stays
   int64_t mtime_ns = 0;                  // with `close`: the file's mtime
   std::vector<uint64_t> failed_servers;  // replicas meta drops from the segment
+  // Servers the next segment should not use (slow ones) while others have
+  // room; unlike failed_servers, their replicas of the sealed one stay.
+  std::vector<uint64_t> avoid_servers;
   uint64_t sealed_file_length = 0;       // the writer's view of the sealed segments
   std::optional<proto::CallId> call;     // makes retries exactly-once
 };

@@ -44,6 +44,15 @@ DEFINE_uint64(wal_segment_bytes, 64ull << 20, "mount: WAL segment size before ro
 DEFINE_uint64(block_segment_bytes, 256ull << 20, "mount: block segment size before roll (bytes)");
 DEFINE_int32(replica_timeout_ms, 10000, "mount: deadline of one replica call");
 DEFINE_int32(fsync_timeout_ms, 30000, "mount: longest wait for the ack quorum");
+DEFINE_int32(slow_replica_ms, 10,
+             "mount: a WAL replica whose acks trail the ack quorum's by more than this, 4 times "
+             "within 2 s, is rolled away from, and its server avoided by the mount's new segments "
+             "for 10 minutes (0: off)");
+DEFINE_validator(slow_replica_ms, [](const char*, int32_t v) {
+  if (v >= 0) return true;
+  std::fprintf(stderr, "logfs: --slow_replica_ms must not be negative\n");
+  return false;
+});
 DEFINE_int32(meta_retry_ms, 30000,
              "mount: how long a meta call whose connection fails (meta restarting or "
              "unreachable) is retried before it fails with EIO (0: at once)");
@@ -202,6 +211,7 @@ fuse::MountOptions MountOptionsFromFlags(const std::string& meta) {
   options.meta_retry = absl::Milliseconds(FLAGS_meta_retry_ms);
   options.replica_timeout = absl::Milliseconds(FLAGS_replica_timeout_ms);
   options.fsync_timeout = absl::Milliseconds(FLAGS_fsync_timeout_ms);
+  options.slow_replica.slow_lag = absl::Milliseconds(FLAGS_slow_replica_ms);
   options.io_threads = FLAGS_io_threads;
   options.block_cache_bytes = FLAGS_block_cache_bytes;
   options.block_cache_block_bytes = FLAGS_block_cache_block_bytes;
