@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "src/env/posix_file.h"
 #include "src/env/secret_file.h"
+#include "src/env/sync_delay_file_system.h"
 #include "src/main/subcommands.h"
 #include "store/meta/meta_server.h"
 #include "store/rpc/frame_auth.h"
@@ -74,6 +75,12 @@ DEFINE_int32(rpc_timeout_ms, 5000, "deadline of one call to another server");
 DEFINE_int32(TEST_exit_before_reply_to_change, 0,
              "meta, tests only: exit right after handling the Nth namespace change that "
              "carries a call id, before replying (0: never)");
+DEFINE_string(TEST_sync_delay_ms, "",
+              "segd, tests only: make every fdatasync of the server wait a random MIN-MAX ms "
+              "first (e.g. 20-50), a slow disk for the fault suite (empty: off)");
+DEFINE_string(TEST_sync_delay_switch, "",
+              "segd, tests only: with --TEST_sync_delay_ms, delay only while this file exists "
+              "(a relative path is in --data_dir)");
 DEFINE_uint64(server_id, 0,
               "segd: take this server id when the data dir has none (an empty, replaced disk "
               "restarted as the server it replaces; meta copies its replicas back)");
@@ -188,6 +195,16 @@ int SegdMain(int argc, char** argv) {
   options.heartbeat_interval_ms = FLAGS_heartbeat_interval_ms;
   options.rpc_timeout_ms = FLAGS_rpc_timeout_ms;
   options.server_id = FLAGS_server_id;
+  if (!FLAGS_TEST_sync_delay_ms.empty()) {
+    auto delay = env::ParseSyncDelay(FLAGS_TEST_sync_delay_ms);
+    if (!delay.ok()) return Fail("segd", delay.status());
+    const std::string& when = FLAGS_TEST_sync_delay_switch;
+    delay->only_while = when.empty() || when[0] == '/' ? when : FLAGS_data_dir + "/" + when;
+    // Lives as long as the process: the server's files point to it.
+    options.file_system = new env::SyncDelayFileSystem(env::FileSystem::Default(), *delay);
+    LOG(WARNING) << "--TEST_sync_delay_ms=" << FLAGS_TEST_sync_delay_ms
+                 << ": every fdatasync is delayed (a test's slow disk)";
+  }
   if (FLAGS_short_circuit_socket != "off") {
     options.short_circuit_socket = FLAGS_short_circuit_socket;
     if (options.short_circuit_socket.empty()) {
