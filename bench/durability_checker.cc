@@ -4,11 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -56,7 +60,17 @@ struct WriterStats {
   uint64_t bytes = 0;
   uint64_t errors = 0;
   absl::Duration longest_fsync;
+  std::vector<uint32_t> fsync_us;  // of each fdatasync that returned 0
 };
+
+// The nearest-rank `p` percentile of `us` (reordered); zero if empty.
+absl::Duration Percentile(std::vector<uint32_t>* us, double p) {
+  if (us->empty()) return absl::ZeroDuration();
+  size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(us->size())));
+  rank = std::clamp<size_t>(rank, 1, us->size()) - 1;
+  std::nth_element(us->begin(), us->begin() + static_cast<std::ptrdiff_t>(rank), us->end());
+  return absl::Microseconds((*us)[rank]);
+}
 
 // One writer: appends records, fdatasyncs, logs acks; after an error it
 // continues in a new file (a new generation).
@@ -94,7 +108,10 @@ WriterStats RunWriter(const CheckerOptions& o, int w, absl::Time end) {
     }
     absl::Time begin = absl::Now();
     if (!failed && fdatasync(fd) == 0) {
-      stats.longest_fsync = std::max(stats.longest_fsync, absl::Now() - begin);
+      const absl::Duration took = absl::Now() - begin;
+      stats.longest_fsync = std::max(stats.longest_fsync, took);
+      stats.fsync_us.push_back(
+          static_cast<uint32_t>(std::min<int64_t>(absl::ToInt64Microseconds(took), UINT32_MAX)));
       stats.records += seq - acked_seq;
       stats.bytes += offset - acked_offset;
       acked_seq = seq;
@@ -161,18 +178,23 @@ absl::StatusOr<WriteReport> RunCheckerWriters(const CheckerOptions& o) {
   writers_done.Notify();
   watcher.join();
   WriteReport report;
+  std::vector<uint32_t> fsync_us;
   for (const auto& s : stats) {
     report.records_acked += s.records;
     report.bytes_acked += s.bytes;
     report.write_errors += s.errors;
     report.longest_fsync = std::max(report.longest_fsync, s.longest_fsync);
+    fsync_us.insert(fsync_us.end(), s.fsync_us.begin(), s.fsync_us.end());
   }
+  report.fsync_p50 = Percentile(&fsync_us, 0.50);
+  report.fsync_p99 = Percentile(&fsync_us, 0.99);
   report.shrinks_seen = shrinks.load();
   report.summary = absl::StrFormat(
       "checker write: writers=%d records_acked=%d bytes_acked=%d write_errors=%d "
-      "longest_fsync_ms=%.1f shrinks_seen=%d\n",
+      "longest_fsync_ms=%.1f fsync_p50_us=%d fsync_p99_us=%d shrinks_seen=%d\n",
       o.writers, report.records_acked, report.bytes_acked, report.write_errors,
-      absl::ToDoubleMilliseconds(report.longest_fsync), report.shrinks_seen);
+      absl::ToDoubleMilliseconds(report.longest_fsync), absl::ToInt64Microseconds(report.fsync_p50),
+      absl::ToInt64Microseconds(report.fsync_p99), report.shrinks_seen);
   return report;
 }
 

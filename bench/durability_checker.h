@@ -32,6 +32,9 @@ struct WriteReport {
   uint64_t bytes_acked = 0;
   uint64_t write_errors = 0;          // writes/fsyncs that failed (allowed)
   absl::Duration longest_fsync;       // slowest fdatasync that returned
+  // Of the fdatasyncs that returned 0, over every writer (nearest rank).
+  absl::Duration fsync_p50;
+  absl::Duration fsync_p99;
   uint64_t shrinks_seen = 0;          // a watcher saw a file get shorter
   std::string summary;
 };

@@ -3,7 +3,9 @@
 # tests/partition_fault_test.cc) N
 # times against a real cluster and prints a markdown table: fault |
 # trials | acked bytes | acked bytes lost | longest fsync stall (ms) |
-# max seconds to full replication | failed trials.
+# max seconds to full replication | failed trials; then, for the faults
+# that measure fsync latency against a no-fault run (slow replicas), a
+# second table of p50/p99.
 #
 #   tests/faults.sh [--trials=N] [--seconds=S] [--filter=GTEST_FILTER]
 #   (defaults: 20 trials, 3 s each, every suite named *FaultTest; e.g.
@@ -23,7 +25,7 @@ for arg in "$@"; do
 done
 make --no-print-directory build >/dev/null
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out" "$out.over"' EXIT
 LOGFS_BIN="$PWD/build/logfs" LOGFS_FAULT_SECONDS="$seconds" \
   build/logfs_test --gtest_filter="$filter" --gtest_repeat="$trials" >"$out" 2>&1 || true
 echo "| fault | trials | acked bytes | acked bytes lost | longest fsync stall (ms) | max seconds to full replication | failed trials |"
@@ -48,5 +50,42 @@ awk '
     }
     for (f in n) printf "| %s | %d | %d | %d | %d | %s | %d |\n", f, n[f], acked[f], lost[f], stall[f], (repl[f] > 0 ? sprintf("%.1f", repl[f]) : "-"), failed[f] + 0
   }' "$out" | sort
+# Rows that measured fsync latency against a no-fault baseline in the same
+# trial (the slow-replica faults): medians over the trials, and the worst
+# trial's p99 / baseline p99. The issue's target is p99 <= 2 x baseline.
+if grep -q "^fault=.* baseline_p99_us=" "$out"; then
+  echo
+  echo "| fault | trials | fsync p50 (us) | fsync p99 (us) | no-fault p50 (us) | no-fault p99 (us) | p99 / no-fault p99: median, worst | slow-replica rolls: min | rolls with no fault: max |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  awk '
+    function median(list,   a, n, i, j, t) {
+      n = split(list, a, " ");
+      for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+      return n == 0 ? 0 : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2);
+    }
+    /^fault=.* baseline_p99_us=/ {
+      delete v; split($0, kv, " ");
+      for (i in kv) { split(kv[i], p, "="); v[p[1]] = p[2] }
+      f = v["fault"]; n[f]++;
+      p50[f] = p50[f] " " v["p50_us"]; p99[f] = p99[f] " " v["p99_us"];
+      b50[f] = b50[f] " " v["baseline_p50_us"]; b99[f] = b99[f] " " v["baseline_p99_us"];
+      r = v["baseline_p99_us"] > 0 ? v["p99_us"] / v["baseline_p99_us"] : 0;
+      ratio[f] = ratio[f] " " r; if (r > worst[f]) worst[f] = r;
+      if (!(f in rolls) || v["slow_replica_rolls"] + 0 < rolls[f]) rolls[f] = v["slow_replica_rolls"] + 0;
+      if (v["baseline_slow_replica_rolls"] + 0 > brolls[f]) brolls[f] = v["baseline_slow_replica_rolls"] + 0;
+    }
+    END {
+      for (f in n) {
+        printf "| %s | %d | %d | %d | %d | %d | %.2f, %.2f | %d | %d |\n", f, n[f], median(p50[f]), median(p99[f]), median(b50[f]), median(b99[f]), median(ratio[f]), worst[f], rolls[f], brolls[f] + 0
+        if (median(ratio[f]) > 2) printf "%s\n", f > over
+      }
+    }' over="$out.over" "$out" | sort
+  # Loosely: the median trial, not the worst (the machine may be shared).
+  if [ -s "$out.over" ]; then
+    echo; echo "fsync p99 over 2 x the no-fault p99 in the median trial: $(tr '\n' ' ' <"$out.over")"
+    rm -f "$out.over"; cp "$out" "$out.log"; echo "log: kept in $out.log"; exit 1
+  fi
+  rm -f "$out.over"
+fi
 grep -q "^\[  FAILED  \]" "$out" && { echo; echo "some trials failed; log: kept in $out.log"; cp "$out" "$out.log"; exit 1; }
 exit 0

@@ -1,0 +1,176 @@
+// The slow-replica faults of the fault-injection suite (issue 13 item 4):
+// one segment server of five is slow, not dead, while the durability
+// checker's writers run through a real mount. Each trial runs the writers
+// twice on one cluster: with no fault (the baseline), then with the slow
+// server; it checks what every fault row checks (no acked byte lost,
+// every fsync back within --fsync_timeout_ms) and that the mount rolled
+// away from the slow server (slow_replica_rolls > 0), and prints the
+// fsync p50/p99 of both runs on its `fault=` line. tests/faults.sh
+// tabulates them and compares p99 with the baseline's; this file asserts
+// no timing (timing targets are the benchmarks' job).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "bench/durability_checker.h"
+#include "src/env/posix_file.h"
+#include "tests/mounted_cluster.h"
+
+namespace logfs::testing {
+namespace {
+
+constexpr int kSlowSegd = 0;
+constexpr absl::Duration kFsyncTimeout = absl::Seconds(10);  // the mount's, below
+
+int TrialSeconds() {
+  const char* env = std::getenv("LOGFS_FAULT_SECONDS");
+  int s = 0;
+  return env != nullptr && absl::SimpleAtoi(env, &s) && s > 0 ? s : 3;
+}
+
+class SlowReplicaFaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MountedClusterOptions options;
+    options.segment_servers = 5;
+    options.meta_flags = {"--dead_server_ms=2000", "--lease_timeout_ms=3000"};
+    // Every server can be made slow; only kSlowSegd is, by its switch file.
+    options.segd_flags = {"--heartbeat_interval_ms=250", "--TEST_sync_delay_ms=20-50",
+                          "--TEST_sync_delay_switch=slow-disk"};
+    options.mount_flags = {
+        "--wal_segment_bytes=262144", "--replica_timeout_ms=1000",
+        absl::StrCat("--fsync_timeout_ms=", absl::ToInt64Milliseconds(kFsyncTimeout)),
+        "--rpc_timeout_ms=3000"};
+    auto mc = MountedCluster::Start(options);
+    ASSERT_TRUE(mc.ok()) << mc.status();
+    cluster_ = std::move(*mc);
+  }
+
+  struct Phase {
+    bench::CheckerOptions options;
+    bench::WriteReport written;
+  };
+  // Runs the checker's writers in a WAL dir of its own.
+  void RunPhase(const std::string& name, Phase* phase) {
+    const std::string dir = cluster_->Path("wal-" + name);
+    ASSERT_EQ(0, mkdir(dir.c_str(), 0755));
+    ASSERT_EQ(0, setxattr(dir.c_str(), "user.logfs.kind", "wal", 3, 0));
+    phase->options.dir = dir;
+    phase->options.log_dir = cluster_->root() + "/acks-" + name;
+    ASSERT_TRUE(env::MakeDirs(phase->options.log_dir).ok());
+    phase->options.writers = 16;
+    phase->options.duration = absl::Seconds(TrialSeconds());
+    auto written = bench::RunCheckerWriters(phase->options);
+    ASSERT_TRUE(written.ok()) << written.status();
+    phase->written = *written;
+  }
+  // What every fault row checks, for one phase. Returns the acked bytes
+  // and those lost.
+  std::pair<uint64_t, uint64_t> Verify(const Phase& phase) {
+    auto verified = bench::VerifyCheckerFiles(phase.options);
+    EXPECT_TRUE(verified.ok()) << verified.status();
+    if (!verified.ok()) return {0, 0};
+    for (const auto& p : verified->problems) ADD_FAILURE() << p;
+    EXPECT_GT(verified->acked_bytes, 0u);
+    EXPECT_EQ(0u, verified->acked_bytes_lost);
+    EXPECT_EQ(0u, verified->damaged_records);
+    EXPECT_EQ(0u, verified->garbage_then_records);
+    EXPECT_EQ(0u, phase.written.shrinks_seen);
+    // A second of slack: the writer checks its deadline at a tenth of it.
+    EXPECT_LE(phase.written.longest_fsync, kFsyncTimeout + absl::Seconds(1));
+    return {verified->acked_bytes, verified->acked_bytes_lost};
+  }
+
+  // The baseline, then the fault between `start` and `stop`; one row.
+  void RunTrial(const std::string& name, const std::function<void()>& start,
+                const std::function<void()>& stop) {
+    Phase baseline;
+    RunPhase("baseline", &baseline);
+    // Rolls with no fault: false alarms (a loaded machine's late acks).
+    const uint64_t rolls_before = MountStats(cluster_->mountpoint())["slow_replica_rolls"];
+    Phase slow;
+    start();
+    RunPhase("slow", &slow);
+    stop();
+    const uint64_t rolls = MountStats(cluster_->mountpoint())["slow_replica_rolls"] - rolls_before;
+    auto [base_acked, base_lost] = Verify(baseline);
+    auto [acked, lost] = Verify(slow);
+    std::printf(
+        "fault=%s acked_bytes=%lu acked_bytes_lost=%lu longest_fsync_ms=%.0f "
+        "write_errors=%lu shrinks=%lu seconds_to_full_replication=0.0 p50_us=%ld p99_us=%ld "
+        "baseline_p50_us=%ld baseline_p99_us=%ld baseline_acked_bytes=%lu "
+        "slow_replica_rolls=%lu baseline_slow_replica_rolls=%lu\n",
+        name.c_str(), static_cast<unsigned long>(acked + base_acked),
+        static_cast<unsigned long>(lost + base_lost),
+        absl::ToDoubleMilliseconds(
+            std::max(slow.written.longest_fsync, baseline.written.longest_fsync)),
+        static_cast<unsigned long>(slow.written.write_errors),
+        static_cast<unsigned long>(slow.written.shrinks_seen),
+        static_cast<long>(absl::ToInt64Microseconds(slow.written.fsync_p50)),
+        static_cast<long>(absl::ToInt64Microseconds(slow.written.fsync_p99)),
+        static_cast<long>(absl::ToInt64Microseconds(baseline.written.fsync_p50)),
+        static_cast<long>(absl::ToInt64Microseconds(baseline.written.fsync_p99)),
+        static_cast<unsigned long>(base_acked), static_cast<unsigned long>(rolls),
+        static_cast<unsigned long>(rolls_before));
+    std::fflush(stdout);
+    EXPECT_GT(rolls, 0u) << "the mount never rolled away from the slow server";
+  }
+
+  std::string SwitchFile() const {
+    return absl::StrCat(cluster_->root(), "/data/segd", kSlowSegd, "/slow-disk");
+  }
+
+  std::unique_ptr<MountedCluster> cluster_;
+};
+
+TEST_F(SlowReplicaFaultTest, OneServersSyncsTake20To50Ms) {
+  // Segment server 0's every fdatasync waits 20-50 ms first (its journal's
+  // group commit included): a slow disk, not a dead one.
+  RunTrial(
+      "slow-sync-20-50ms", [&] { std::ofstream(SwitchFile()).put('1'); },
+      [&] { EXPECT_EQ(0, unlink(SwitchFile().c_str())); });
+}
+
+TEST_F(SlowReplicaFaultTest, OneServerStoppedInBursts) {
+  // Segment server 0 is stopped for 30 ms of every 100 ms (SIGSTOP, then
+  // SIGCONT), far below --replica_timeout_ms: its replicas never fail,
+  // they only lag.
+  const pid_t pid = cluster_->cluster().segd_pid(kSlowSegd);
+  std::atomic<bool> stop{false};
+  std::thread bursts;
+  RunTrial(
+      "sigstop-bursts-30of100ms",
+      [&] {
+        bursts = std::thread([&] {
+          // Bounded by the phase: `stop` is set when it ends.
+          while (!stop.load()) {
+            EXPECT_TRUE(StopProcess(pid));
+            absl::SleepFor(absl::Milliseconds(30));  // the fault's shape, not a wait
+            kill(pid, SIGCONT);
+            absl::SleepFor(absl::Milliseconds(70));
+          }
+        });
+      },
+      [&] {
+        stop = true;
+        bursts.join();
+      });
+  kill(pid, SIGCONT);  // whatever happened, leave it running for the teardown
+}
+
+}  // namespace
+}  // namespace logfs::testing
