@@ -614,7 +614,7 @@ TEST_F(FileWriterTest, AcksArrivingDuringARecoveryDoNotPassItsSeal) {
 // them land: one lag sample of `lag` per write.
 class SlowReplicaTest : public FileWriterTest {
  protected:
-  static constexpr absl::Duration kLate = absl::Milliseconds(30);  // past the 10 ms default
+  static constexpr absl::Duration kLate = absl::Milliseconds(30);  // past the 20 ms default
 
   // Writes and syncs `data` with server 3 held; its ack lands `lag` after
   // the quorum's. Returns the sync's status (it must not wait for 3).
@@ -636,7 +636,7 @@ TEST_F(SlowReplicaTest, AReplicaThatStaysSlowIsRolledAwayFrom) {
   // slow_samples times within the window, is rolled away from at the next
   // write: its replica of the sealed segment stays (not failed), meta is
   // asked to avoid its server, the new segment is elsewhere, and the roll
-  // is counted. Method: defaults (10 ms, 4 within 2 s); 4 writes whose
+  // is counted. Method: defaults (20 ms, 4 within 2 s); 4 writes whose
   // acks from server 3 land 30 ms late; then one more write.
   FileWriterOptions options;
   Open(options);
@@ -680,7 +680,7 @@ TEST_F(SlowReplicaTest, OneLateAckIsNotEnough) {
   // fewer than slow_samples slow samples in the window, or as many spread
   // over longer than the window, or samples not over slow_lag. Method: (a)
   // 3 late acks, then fast writes; (b) 3 s later, 2 more late acks (5 in
-  // all, never 4 within 2 s); (c) 10 acks 8 ms late (under 10 ms).
+  // all, never 4 within 2 s); (c) 10 acks 8 ms late (under 20 ms).
   FileWriterOptions options;
   Open(options);
   const uint64_t rolls = SlowRolls();

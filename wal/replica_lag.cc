@@ -44,13 +44,27 @@ void ReplicaLagMonitor::OnQuorumAcked(uint64_t acked, absl::Time now, const Repl
 void ReplicaLagMonitor::Sample(size_t i, absl::Time now) {
   Replica& r = replicas_[i];
   r.last_lag = now - r.pending_since;
+  r.worst_lag = std::max(r.worst_lag, r.last_lag);
   if (options_.slow_lag <= absl::ZeroDuration() || r.last_lag <= options_.slow_lag) return;
+  // Bounded: a count past this is slow enough, and so are the others'.
+  const size_t cap = 8 * static_cast<size_t>(options_.slow_samples);
   r.slow_at.push_back(now);
-  while (r.slow_at.size() > static_cast<size_t>(options_.slow_samples)) r.slow_at.pop_front();
-  if (!slow_.has_value() && r.slow_at.size() == static_cast<size_t>(options_.slow_samples) &&
-      r.slow_at.back() - r.slow_at.front() <= options_.window) {
-    slow_ = i;
+  if (r.slow_at.size() > cap) r.slow_at.pop_front();
+  if (slow_.has_value()) return;
+  const absl::Time since = now - options_.window;
+  const size_t mine = SlowSince(i, since);
+  if (mine < static_cast<size_t>(options_.slow_samples)) return;
+  size_t others = 0;
+  for (size_t j = 0; j < replicas_.size(); ++j) {
+    if (j != i) others = std::max(others, SlowSince(j, since));
   }
+  if (mine >= 2 * others) slow_ = i;
+}
+
+size_t ReplicaLagMonitor::SlowSince(size_t i, absl::Time since) {
+  std::deque<absl::Time>& at = replicas_[i].slow_at;
+  while (!at.empty() && at.front() < since) at.pop_front();
+  return at.size();
 }
 
 }  // namespace logfs::wal

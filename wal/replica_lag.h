@@ -15,11 +15,15 @@
 // or the next one. One stall is about one sample, however many acks it
 // held up.
 //
-// The rule: a replica is slow once `slow_samples` of its samples, each
-// longer than `slow_lag`, fall within `window`. One late ack (a page-cache
-// flush, a scheduling hiccup) is not enough; a disk that keeps taking
-// 20-50 ms, or a process stopped in bursts, is. Samples of a replica count
-// for its segment only: a roll starts a new monitor.
+// The rule: a replica is slow once at least `slow_samples` of its samples,
+// each longer than `slow_lag`, fall within the last `window`, and at least
+// twice as many as any other replica of the segment has in that window.
+// One late ack (a page-cache flush, a scheduling hiccup) is not enough; a
+// disk that keeps taking 20-50 ms, or a process stopped in bursts, is. The
+// comparison keeps a loaded machine, on which every replica trails now and
+// then (each is the last of three in turn), from finding them all slow:
+// only the one that trails while the others keep up stands out. Samples
+// count for the segment only: a roll starts a new monitor.
 //
 // A value type: not thread-safe; FileWriter keeps it under its mu_.
 #pragma once
@@ -37,7 +41,7 @@ namespace logfs::wal {
 
 struct ReplicaLagOptions {
   // A sample longer than this is a slow one. Zero: never slow (off).
-  absl::Duration slow_lag = absl::Milliseconds(10);
+  absl::Duration slow_lag = absl::Milliseconds(20);
   int slow_samples = 4;                      // this many slow samples ...
   absl::Duration window = absl::Seconds(2);  // ... within this long: slow
 };
@@ -61,6 +65,8 @@ class ReplicaLagMonitor {
   std::optional<size_t> slow() const { return slow_; }
   // Replica `i`'s last lag sample (zero before its first).
   absl::Duration last_lag(size_t i) const { return replicas_.at(i).last_lag; }
+  // Replica `i`'s longest lag sample on this segment.
+  absl::Duration worst_lag(size_t i) const { return replicas_.at(i).worst_lag; }
 
  private:
   struct Replica {
@@ -68,10 +74,13 @@ class ReplicaLagMonitor {
     std::optional<uint64_t> pending;  // a quorum-acked offset it has not reached
     absl::Time pending_since;         // when the quorum acked it
     absl::Duration last_lag;
-    std::deque<absl::Time> slow_at;  // the last slow samples (at most slow_samples)
+    absl::Duration worst_lag;
+    std::deque<absl::Time> slow_at;  // its slow samples within the window (bounded)
   };
 
   void Sample(size_t i, absl::Time now);
+  // Replica `i`'s slow samples since `since`, forgetting older ones.
+  size_t SlowSince(size_t i, absl::Time since);
 
   ReplicaLagOptions options_;
   std::vector<Replica> replicas_;

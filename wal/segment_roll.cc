@@ -40,8 +40,8 @@ void FileWriter::CountSlowRollLocked() {
   const ReplicaSet::Replica& slow = replicas_[slow_replica_];
   LOGFS_LOG_EVERY_MS(WARNING, 1000)
       << "replica of segment " << open_->id() << " on server " << slow.server_id << " ("
-      << slow.address << ") trails the ack quorum (last lag "
-      << absl::FormatDuration(lag_.last_lag(slow_replica_)) << ", "
+      << slow.address << ") trails the ack quorum (worst lag "
+      << absl::FormatDuration(lag_.worst_lag(slow_replica_)) << ", "
       << options_.slow_replica.slow_samples << " over "
       << absl::FormatDuration(options_.slow_replica.slow_lag) << " within "
       << absl::FormatDuration(options_.slow_replica.window)

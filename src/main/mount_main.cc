@@ -44,10 +44,10 @@ DEFINE_uint64(wal_segment_bytes, 64ull << 20, "mount: WAL segment size before ro
 DEFINE_uint64(block_segment_bytes, 256ull << 20, "mount: block segment size before roll (bytes)");
 DEFINE_int32(replica_timeout_ms, 10000, "mount: deadline of one replica call");
 DEFINE_int32(fsync_timeout_ms, 30000, "mount: longest wait for the ack quorum");
-DEFINE_int32(slow_replica_ms, 10,
+DEFINE_int32(slow_replica_ms, 20,
              "mount: a WAL replica whose acks trail the ack quorum's by more than this, 4 times "
-             "within 2 s, is rolled away from, and its server avoided by the mount's new segments "
-             "for 10 minutes (0: off)");
+             "within 2 s and twice as often as another replica's, is rolled away from, and "
+             "its server avoided by the mount's new segments for 10 minutes (0: off)");
 DEFINE_validator(slow_replica_ms, [](const char*, int32_t v) {
   if (v >= 0) return true;
   std::fprintf(stderr, "logfs: --slow_replica_ms must not be negative\n");
