@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -55,11 +56,11 @@ class SyncDelayFile : public WritableFile {
 }  // namespace
 
 absl::StatusOr<SyncDelay> ParseSyncDelay(absl::string_view text) {
-  std::pair<absl::string_view, absl::string_view> parts = absl::StrSplit(text, '-');
-  if (parts.second.empty()) parts.second = parts.first;
+  std::vector<absl::string_view> parts = absl::StrSplit(text, '-');
   uint32_t min = 0;
   uint32_t max = 0;
-  if (!absl::SimpleAtoi(parts.first, &min) || !absl::SimpleAtoi(parts.second, &max) || max < min) {
+  if (parts.size() > 2 || !absl::SimpleAtoi(parts.front(), &min) ||
+      !absl::SimpleAtoi(parts.back(), &max) || max < min) {
     return PosixError(EINVAL, absl::StrCat("sync delay '", text, "' is not MS or MIN-MAX (ms)"));
   }
   return SyncDelay{absl::Milliseconds(min), absl::Milliseconds(max), ""};
