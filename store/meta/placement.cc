@@ -1,5 +1,6 @@
 #include "store/meta/placement.h"
 
+#include <algorithm>
 #include <set>
 
 #include "store/format/failure_domain.h"
@@ -36,12 +37,12 @@ std::vector<size_t> SpreadOverDomains(const std::vector<std::string>& domains, u
 
 bool SpreadAtLeast(const std::vector<std::string>& a, const std::vector<std::string>& b) {
   size_t deepest = 1;
-  for (const auto& d : a) deepest = std::max(deepest, Levels(d));
-  for (const auto& d : b) deepest = std::max(deepest, Levels(d));
+  for (const auto& d : a) deepest = std::max(deepest, format::DomainLevels(d));
+  for (const auto& d : b) deepest = std::max(deepest, format::DomainLevels(d));
   for (size_t levels = 1; levels <= deepest; ++levels) {
     std::set<std::string> in_a, in_b;
-    for (const auto& d : a) in_a.insert(Prefix(d, levels));
-    for (const auto& d : b) in_b.insert(Prefix(d, levels));
+    for (const auto& d : a) in_a.insert(format::DomainPrefix(d, levels));
+    for (const auto& d : b) in_b.insert(format::DomainPrefix(d, levels));
     if (in_a.size() < in_b.size()) return false;
   }
   return true;
