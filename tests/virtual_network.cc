@@ -147,10 +147,13 @@ CommandResult CommandShell::Run(const std::string& command, absl::Duration timeo
   std::string out;
   const absl::Time deadline = absl::Now() + timeout;
   while (true) {
-    size_t at = out.find(marker);
-    if (at != std::string::npos && out.find('\n', at + marker.size()) != std::string::npos) {
-      absl::SimpleAtoi(out.substr(at + marker.size(), out.find('\n', at + marker.size())),
-                       &result.exit_code);
+    const size_t at = out.find(marker);
+    const size_t code = at == std::string::npos ? at : at + marker.size();
+    const size_t end = code == std::string::npos ? code : out.find('\n', code);
+    if (end != std::string::npos) {
+      if (!absl::SimpleAtoi(out.substr(code, end - code), &result.exit_code)) {
+        result.exit_code = -1;  // not the shell's status line
+      }
       result.output = out.substr(0, at);
       return result;
     }

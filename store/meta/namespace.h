@@ -359,6 +359,9 @@ class Namespace {
   absl::StatusOr<std::vector<uint64_t>> PlaceReplicasAvoiding(
       uint32_t replication, const std::vector<uint64_t>& excluded,
       const std::vector<uint64_t>& avoided) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The failure domains of registered servers `ids` (each must be one).
+  std::vector<std::string> DomainsOf(const std::vector<uint64_t>& ids) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends a new open segment to `inode`, on none of `excluded_servers`
   // and, if it can (PlaceReplicasAvoiding), none of `avoided_servers`.
   absl::Status AppendSegment(Txn& txn, proto::Inode* inode,

@@ -94,12 +94,13 @@ absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicasAvoiding(
   absl::StatusOr<std::vector<uint64_t>> away = PlaceReplicas(replication, more);
   if (!away.ok()) return as_today;  // too few other servers with room
   // A slow server costs latency; a narrower spread costs durability.
-  auto domains = [&](const std::vector<uint64_t>& ids) {
-    std::vector<std::string> out;
-    for (uint64_t id : ids) out.push_back(FailureDomainOf(servers_.at(id).record));
-    return out;
-  };
-  return SpreadAtLeast(domains(*away), domains(*as_today)) ? away : as_today;
+  return SpreadAtLeast(DomainsOf(*away), DomainsOf(*as_today)) ? away : as_today;
+}
+
+std::vector<std::string> Namespace::DomainsOf(const std::vector<uint64_t>& ids) const {
+  std::vector<std::string> out;
+  for (uint64_t id : ids) out.push_back(FailureDomainOf(servers_.at(id).record));
+  return out;
 }
 
 void Namespace::FillAddresses(proto::Segment* segment) const {
