@@ -4,14 +4,14 @@
 // acknowledged byte may be missing or damaged and no reader may have seen
 // a file shrink. Each fault runs once here, briefly; tests/faults.sh runs
 // them many times and prints a table.
+#include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
-#include <dirent.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -29,16 +29,11 @@
 #include "src/cluster/process.h"
 #include "src/env/posix_file.h"
 #include "store/format/frame.h"
+#include "tests/fault_row.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {
 namespace {
-
-int TrialSeconds() {
-  const char* env = std::getenv("LOGFS_FAULT_SECONDS");
-  int s = 0;
-  return env != nullptr && absl::SimpleAtoi(env, &s) && s > 0 ? s : 3;
-}
 
 class FaultTest : public ::testing::Test {
  protected:
@@ -102,22 +97,13 @@ class FaultTest : public ::testing::Test {
     ASSERT_TRUE(written.ok()) << written.status();
     auto verified = bench::VerifyCheckerFiles(o);
     ASSERT_TRUE(verified.ok()) << verified.status();
-    std::printf("fault=%s acked_bytes=%lu acked_bytes_lost=%lu longest_fsync_ms=%.0f "
-                "write_errors=%lu shrinks=%lu seconds_to_full_replication=%.1f\n",
-                name.c_str(), static_cast<unsigned long>(verified->acked_bytes),
-                static_cast<unsigned long>(verified->acked_bytes_lost),
-                absl::ToDoubleMilliseconds(written->longest_fsync),
-                static_cast<unsigned long>(written->write_errors),
-                static_cast<unsigned long>(written->shrinks_seen), replicated_s);
+    FaultRow row = RowOf(name, *written, *verified);
+    row.seconds_to_full_replication = replicated_s;
+    PrintFaultRow(row);
     if (wait_replication) {
       EXPECT_GE(replicated_s, 0) << "fsck never reported full replication";
     }
-    for (const auto& p : verified->problems) ADD_FAILURE() << p;
-    EXPECT_GT(verified->acked_bytes, 0u);
-    EXPECT_EQ(0u, verified->acked_bytes_lost);
-    EXPECT_EQ(0u, verified->damaged_records);
-    EXPECT_EQ(0u, verified->garbage_then_records);
-    EXPECT_EQ(0u, written->shrinks_seen);
+    ExpectDurable(*written, *verified);
   }
 
   std::unique_ptr<MountedCluster> cluster_;
