@@ -10,7 +10,10 @@
 // with mode bit 7 responses as a client's does, whose error bodies then
 // go through the error codec. After a bad frame the reader is Reset, as a
 // new connection on the same reader is, and the rest of the stream is fed
-// on.
+// on. With mode bit 6 the connection is authenticated: the stream's first
+// bytes go through the handshake's hello decoder, and the reader expects
+// a tag after every frame (under a fixed key the fuzzer cannot know, so
+// every whole frame must fail its tag as a forged one does).
 //
 // Checks beyond the sanitizers: a frame the reader returns has a known
 // type, the flags its side accepts, and body sizes within the format's
@@ -20,12 +23,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fuzz/fuzz_input.h"
 #include "store/format/error_codec.h"
 #include "store/format/frame.h"
+#include "store/rpc/frame_auth.h"
 #include "store/rpc/frame_reader.h"
 
 namespace logfs::fuzz {
@@ -91,18 +96,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mode = in.TakeU8();
   const size_t read_bytes = 1 + (mode % 64) * 97;
   const bool client = (mode & 0x80) != 0;
+  const bool authenticated = (mode & 0x40) != 0;
   absl::string_view stream = in.TakeRest();
   rpc::FrameReader reader(
       [client](const format::FrameHeader& header) { return fuzz::Accept(client, header); });
+  // Reset drops the reader's MAC, as a new connection starts without one.
+  auto arm = [&reader, authenticated] {
+    if (!authenticated) return;
+    rpc::AuthKeyBytes key;
+    key.fill(0x5a);
+    reader.SetMac(std::make_unique<rpc::FrameMac>(key));
+  };
+  if (authenticated) {
+    auto hello = rpc::DecodeHello(stream.substr(0, rpc::kAuthHelloBytes));
+    if (hello.ok()) CHECK_LE(hello->id.size(), rpc::kAuthIdBytesMax);
+  }
+  arm();
   while (!stream.empty()) {
     stream.remove_prefix(fuzz::Feed(reader, stream, read_bytes));
     for (;;) {
       auto frame = reader.Next();
       if (!frame.ok()) {
         reader.Reset();
+        arm();
         break;
       }
       if (!frame->has_value()) break;
+      CHECK(!authenticated) << "a frame with a forged tag was accepted";
       const format::Frame& f = **frame;
       CHECK(format::IsMetaType(static_cast<uint16_t>(f.type)) ||
             format::IsSegdType(static_cast<uint16_t>(f.type)));
