@@ -73,8 +73,10 @@ absl::Duration Percentile(std::vector<uint32_t>* us, double p) {
 }
 
 // One writer: appends records, fdatasyncs, logs acks; after an error it
-// continues in a new file (a new generation).
-WriterStats RunWriter(const CheckerOptions& o, int w, absl::Time end) {
+// continues in a new file (a new generation). Sets *first_file_failed
+// before it gives up its first file (the one the size watcher follows).
+WriterStats RunWriter(const CheckerOptions& o, int w, absl::Time end,
+                      std::atomic<bool>* first_file_failed) {
   WriterStats stats;
   AckLog acks(AckPath(o, w));
   int fd = -1;
@@ -121,6 +123,7 @@ WriterStats RunWriter(const CheckerOptions& o, int w, absl::Time end) {
     }
     stats.longest_fsync = std::max(stats.longest_fsync, absl::Now() - begin);
     ++stats.errors;
+    if (generation == 0) first_file_failed->store(true);
     close(fd);  // the descriptor is poisoned (DESIGN §3)
     fd = -1;
   }
@@ -156,6 +159,7 @@ absl::StatusOr<WriteReport> RunCheckerWriters(const CheckerOptions& o) {
   absl::Time end = absl::Now() + o.duration;
   std::vector<WriterStats> stats(o.writers);
   std::atomic<uint64_t> shrinks{0};
+  std::vector<std::atomic<bool>> first_file_failed(o.writers);  // all false
   absl::Notification writers_done;
   // The watcher: any file whose size goes down has taken bytes back.
   std::thread watcher([&] {
@@ -165,6 +169,12 @@ absl::StatusOr<WriteReport> RunCheckerWriters(const CheckerOptions& o) {
         struct stat st;
         // The watcher follows each writer's first file.
         if (stat(DataPath(o, w, 0).c_str(), &st) != 0) continue;
+        // Read after the stat: a writer that got an error sets it before
+        // it closes the file, and only then may the file lose the tail
+        // that was written but never acked (the writing mount shows every
+        // byte whose write() returned; DESIGN §3: the error surfaced at
+        // that fsync). The verifier checks every acked byte.
+        if (first_file_failed[w].load()) continue;
         if (st.st_size < last[w]) shrinks.fetch_add(1);
         last[w] = std::max(last[w], st.st_size);
       }
@@ -172,7 +182,7 @@ absl::StatusOr<WriteReport> RunCheckerWriters(const CheckerOptions& o) {
   });
   std::vector<std::thread> threads;
   for (int w = 0; w < o.writers; ++w) {
-    threads.emplace_back([&, w] { stats[w] = RunWriter(o, w, end); });
+    threads.emplace_back([&, w] { stats[w] = RunWriter(o, w, end, &first_file_failed[w]); });
   }
   for (auto& t : threads) t.join();
   writers_done.Notify();

@@ -35,7 +35,9 @@ struct WriteReport {
   // Of the fdatasyncs that returned 0, over every writer (nearest rank).
   absl::Duration fsync_p50;
   absl::Duration fsync_p99;
-  uint64_t shrinks_seen = 0;          // a watcher saw a file get shorter
+  // A watcher saw a writer's first file get shorter while that writer had
+  // had no error (after one, the tail it wrote but never had acked may go).
+  uint64_t shrinks_seen = 0;
   std::string summary;
 };
 
