@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "store/format/error_codec.h"
@@ -263,6 +264,29 @@ TEST_F(AuthServerTest, ServerWithoutSecretIsNamed) {
   EXPECT_EQ(absl::StatusCode::kUnauthenticated, status.code()) << status;
   EXPECT_NE(std::string::npos, status.message().find("without a cluster secret")) << status;
   EXPECT_EQ(0, requests_.load());
+}
+
+TEST_F(AuthServerTest, AConnectionLostMidHandshakeIsRetryable) {
+  // Goal: a peer that accepts and then closes (it restarted, the network
+  // failed) makes the call fail kUnavailable, which callers retry, not
+  // kUnauthenticated, which they take as final (EACCES). Method: a bare
+  // acceptor that closes every connection at once.
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  std::thread closer([&] {
+    asio::error_code ec;
+    asio::ip::tcp::socket socket(io);
+    acceptor.accept(socket, ec);  // then closed by going out of scope
+  });
+  auto client = RpcClient::Create(client_io_.io(),
+                                  absl::StrCat("127.0.0.1:", acceptor.local_endpoint().port()),
+                                  Key(kSecret, "mount@test"));
+  proto::StatFsResponse response;
+  absl::Status status =
+      client->Call(format::MessageType::kStatFs, proto::Empty(), &response, absl::Seconds(5));
+  closer.join();
+  client->Shutdown();
+  EXPECT_EQ(absl::StatusCode::kUnavailable, status.code()) << status;
 }
 
 TEST_F(AuthServerTest, NoSecretOnEitherSideIsThePlainWire) {

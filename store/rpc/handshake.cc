@@ -35,10 +35,13 @@ struct Handshake {
     if (timed_out) {
       return Finish(Refused(absl::StrCat("no authentication handshake from ", peer, " in time")));
     }
-    Finish(Refused(absl::StrCat(peer, peer_id.empty() ? "" : absl::StrCat(" (", peer_id, ")"),
-                                " closed the connection during the authentication ", "handshake (",
-                                during, ": ", ec.message(),
-                                "): it has another cluster secret, or none; ", kCheckSecret)));
+    // Unavailable, not Unauthenticated: a reset or a peer that restarts
+    // mid-handshake is a network failure the caller retries; a bad proof,
+    // a bad hello or a plain answer are refusals (Refused) it does not.
+    Finish(absl::UnavailableError(absl::StrCat(
+        peer, peer_id.empty() ? "" : absl::StrCat(" (", peer_id, ")"),
+        " closed the connection during the authentication handshake (", during, ": ", ec.message(),
+        "): the network failed, or it has another cluster secret, or none; ", kCheckSecret)));
   }
 
   asio::ip::tcp::socket& socket;
