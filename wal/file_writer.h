@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -78,6 +79,10 @@ struct FileWriterOptions {
   // slow_replica.slow_lag zero turns it off.
   ReplicaLagOptions slow_replica;
   absl::Duration avoid_slow_server_for = absl::Minutes(10);
+  // At most one roll away from one server per this long: meta, short of
+  // other servers with room, may place the new segment on it again, and
+  // rolling every window then would only make tiny segments.
+  absl::Duration slow_roll_backoff = absl::Seconds(30);
   // The process's list of servers to avoid, shared by its writers (a
   // mount's); unset: the writer keeps one of its own.
   std::shared_ptr<SlowServers> slow_servers;
@@ -339,6 +344,9 @@ class FileWriter final : public ReplicaReplyHandler,
   // rolls it. Its replica index, for the log.
   uint64_t slow_roll_segment_ ABSL_GUARDED_BY(mu_) = 0;
   size_t slow_replica_ ABSL_GUARDED_BY(mu_) = 0;
+  // When this writer last rolled away from each slow server (entries older
+  // than slow_roll_backoff are dropped).
+  std::map<uint64_t, absl::Time> slow_rolled_at_ ABSL_GUARDED_BY(mu_);
   AppendTail tail_ ABSL_GUARDED_BY(mu_);  // open_'s file_offset is its segment_start
   SyncWaiters waiters_ ABSL_GUARDED_BY(mu_);
   Callbacks failed_waiters_ ABSL_GUARDED_BY(mu_);

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -134,6 +135,10 @@ class FakeCluster : public WriterDeps {
     return it != replicas_.end() && it->second.sealed;
   }
   // The meta seals seen, in order.
+  // Whether placement honours avoid_servers (meta does while enough other
+  // servers have room); set before the calls it is to affect.
+  std::atomic<bool> honour_avoid{true};
+
   std::vector<MetaSealCall> meta_seals() {
     std::lock_guard<std::mutex> lock(mu_);
     return meta_seals_;
@@ -312,7 +317,10 @@ class FakeCluster : public WriterDeps {
       // avoid_servers while enough others have room).
       for (int s = 1; s <= kServers && next->replicas_size() < kReplicas; ++s) {
         if (std::count(call.failed_servers.begin(), call.failed_servers.end(), s) != 0) continue;
-        if (std::count(call.avoid_servers.begin(), call.avoid_servers.end(), s) != 0) continue;
+        if (honour_avoid &&
+            std::count(call.avoid_servers.begin(), call.avoid_servers.end(), s) != 0) {
+          continue;
+        }
         proto::Replica* r = next->add_replicas();
         r->set_server_id(s);
         r->set_address(Address(s));
@@ -673,6 +681,37 @@ TEST_F(SlowReplicaTest, AReplicaThatStaysSlowIsRolledAwayFrom) {
   // (d) Later placements avoid it too (it is listed for a while).
   ASSERT_TRUE(writer_->Close().ok());
   EXPECT_EQ((std::vector<uint64_t>{3}), cluster_->meta_seals().back().avoid_servers);
+}
+
+TEST_F(SlowReplicaTest, ASlowServerMetaPlacesAgainIsRolledAwayFromOncePerBackoff) {
+  // Goal: when meta places the new segment on the slow server again (no
+  // other server has room), the writer does not roll every window, making
+  // tiny segments, but at most once per slow_roll_backoff. Method: meta
+  // ignores avoid_servers; 4 late writes roll; 4 more within the backoff
+  // do not; past the backoff, 4 more roll again.
+  FileWriterOptions options;
+  Open(options);
+  cluster_->honour_avoid = false;
+  const uint64_t rolls = SlowRolls();
+  auto late_writes_then_one = [&](const std::string& tag) {
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_TRUE(WriteWithLateReplica(absl::StrCat(tag, i), kLate).ok());
+    }
+    ASSERT_TRUE(writer_->Write(std::nullopt, tag).ok());
+    ASSERT_TRUE(Sync().ok());
+  };
+  late_writes_then_one("a");
+  EXPECT_EQ(rolls + 1, SlowRolls());
+  ASSERT_EQ(2u, cluster_->meta_seals().size());
+  cluster_->Advance(absl::Seconds(3));  // past the lag window, within the backoff
+  late_writes_then_one("b");
+  EXPECT_EQ(rolls + 1, SlowRolls()) << "rolled again within the backoff";
+  EXPECT_EQ(2u, cluster_->meta_seals().size());
+  cluster_->Advance(options.slow_roll_backoff);
+  late_writes_then_one("c");
+  EXPECT_EQ(rolls + 2, SlowRolls());
+  EXPECT_EQ(3u, cluster_->meta_seals().size());
+  EXPECT_EQ("a0a1a2a3ab0b1b2b3bc0c1c2c3c", Contents());
 }
 
 TEST_F(SlowReplicaTest, OneLateAckIsNotEnough) {

@@ -137,6 +137,12 @@ void FileWriter::OnDurableLocked(size_t replica, uint64_t durable_length) {
 void FileWriter::NoteSlowReplicaLocked() {
   const std::optional<size_t> slow = lag_.slow();
   if (!slow.has_value() || slow_roll_segment_ == open_->id() || replicas_[*slow].failed) return;
+  const uint64_t server = replicas_[*slow].server_id;
+  const absl::Time now = deps_->Now();
+  for (auto it = slow_rolled_at_.begin(); it != slow_rolled_at_.end();) {
+    it = now - it->second >= options_.slow_roll_backoff ? slow_rolled_at_.erase(it) : ++it;
+  }
+  if (!slow_rolled_at_.emplace(server, now).second) return;  // rolled away from it just now
   slow_roll_segment_ = open_->id();
   slow_replica_ = *slow;
   // Every later placement avoids it, a roll for another reason included.
