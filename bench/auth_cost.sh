@@ -67,7 +67,7 @@ for run in $(seq "$runs"); do
       after=$(ticks "$dir/$mode/pids")
       echo "$out" | awk -v w="$writers" -v m="$mode" -v st="$(( after - before ))" -v hz="$hz" '
         /^append\+sync latency/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "p50") p50 = kv[2]; if (kv[1] == "p99") p99 = kv[2] } }
-        /^appends=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "appends") n = kv[2]; if (kv[1] == "appends/s") aps = kv[2] } }
+        /^appends=/ { split($1, kv, "="); n = kv[2]; for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "appends/s") aps = kv[2] } }
         /^benchcpu/ { cpu = $2 + $3 }
         END { printf "%s %s %s %s %s %s\n", w, m, aps, p50 / 1000, p99 / 1000, (cpu + st / hz) / n * 1e6 }'
     done
