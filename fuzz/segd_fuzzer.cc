@@ -43,6 +43,7 @@ namespace {
 using format::MessageType;
 
 constexpr size_t kRequestsMax = 16;
+static_assert(kRequestsMax < 32, "answered_ids has a bit per request id");
 constexpr int kFirstType = static_cast<int>(MessageType::kCreateSegment);
 constexpr int kSegdTypes = static_cast<int>(MessageType::kSegdTypeEnd) - kFirstType;
 constexpr absl::Duration kAnswerWait = absl::Seconds(5);
@@ -62,6 +63,8 @@ struct Segd {
   std::unique_ptr<segd::SegmentService> service;
   absl::Mutex mu;
   uint64_t answered ABSL_GUARDED_BY(mu) = 0;  // responses the sink got
+  // Of this input's requests (ids 1..kRequestsMax), bit id: answered.
+  uint32_t answered_ids ABSL_GUARDED_BY(mu) = 0;
 };
 
 Segd& TheSegd() {
@@ -153,9 +156,28 @@ std::vector<Seed> Seeds() {
   return seeds;
 }
 
-void Answered(Segd& segd) {
+void Answered(Segd& segd, uint64_t request_id) {
   absl::MutexLock lock(&segd.mu);
   ++segd.answered;
+  segd.answered_ids |= uint32_t{1} << request_id;
+}
+
+// Whether the service answers `type` on a pool rather than inline: a real
+// client waits for such an answer (a create's, before it appends).
+bool RunsOnPool(MessageType type) {
+  return type == MessageType::kCreateSegment || type == MessageType::kSeal ||
+         type == MessageType::kDeleteSegment;
+}
+
+// CHECK-fails (a hang) unless request `request_id` is answered within
+// kAnswerWait.
+void WaitForAnswer(Segd& segd, uint64_t request_id) {
+  absl::MutexLock lock(&segd.mu);
+  auto answered = [&segd, request_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(segd.mu) {
+    return (segd.answered_ids & (uint32_t{1} << request_id)) != 0;
+  };
+  CHECK(segd.mu.AwaitWithTimeout(absl::Condition(&answered), kAnswerWait))
+      << "segd left request " << request_id << " unanswered for 5 s";
 }
 
 // CHECK-fails (a hang) unless `answered` reaches `sent` within kAnswerWait.
@@ -184,27 +206,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   {
     absl::MutexLock lock(&segd.mu);
     first = segd.answered;
+    segd.answered_ids = 0;  // every answer of the last input came
   }
   std::vector<fuzz::FuzzRequest> requests = fuzz::SplitRequests(data, size, fuzz::kRequestsMax);
   for (size_t i = 0; i < requests.size(); ++i) {
     format::Frame frame;
     frame.type = fuzz::SegdType(requests[i].selector);
     frame.request_id = i + 1;
+    const bool wait = fuzz::RunsOnPool(frame.type);
     frame.message = fuzz::WithoutPeers(frame.type, std::move(requests[i].message));
     frame.data = std::move(requests[i].data);
     frame.connection_id = 1;
     frame.more_buffered = i + 1 < requests.size();
     frame.more_bytes_buffered = frame.more_buffered;
     rpc::Responder responder(
-        [&segd](uint8_t flags, std::string message, std::string) {
+        [&segd, id = frame.request_id](uint8_t flags, std::string message, std::string) {
           CHECK_NE(flags & format::kFlagResponse, 0);
           if ((flags & format::kFlagError) != 0) {
             CHECK(!format::DecodeErrorBody(message).ok());
           }
-          fuzz::Answered(segd);
+          fuzz::Answered(segd, id);
         },
         frame.type, frame.request_id);
     segd.service->Handle(std::move(frame), std::move(responder));
+    if (wait) fuzz::WaitForAnswer(segd, i + 1);
   }
   fuzz::WaitForAnswers(segd, first + requests.size());
   for (uint64_t id : segd.store->SegmentIds()) {

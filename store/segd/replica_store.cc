@@ -79,6 +79,8 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Create(uint64_t segment_id, uint64_t e
   absl::MutexLock files_lock(&files_mu_);
   if (auto existing = Find(segment_id); existing.ok()) {
     Replica& r = **existing;
+    // A seal in flight writes the state file too: after it, not with it.
+    absl::MutexLock seal_lock(&r.seal_mu);
     absl::MutexLock lock(&r.mu);
     RETURN_IF_ERROR(r.Usable());
     if (epoch < r.epoch) {
@@ -185,6 +187,8 @@ absl::Status ReplicaStore::DeleteLocked(uint64_t segment_id) {
     dirty_.erase(segment_id);
   }
   {
+    // After a seal in flight, which could write the state file again.
+    absl::MutexLock seal_lock(&r->seal_mu);
     absl::MutexLock lock(&r->mu);
     r->deleted = true;  // first: an append in flight cannot note it again
   }

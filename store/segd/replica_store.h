@@ -141,8 +141,9 @@ class ReplicaStore {
   // at another length), kOutOfRange (length > replica length), kDataLoss
   // (replica failed or corrupt, including a bad CRC in the chunk a cut
   // lands in, or this fdatasync failed), syscall errors. Sealing again
-  // at the same length is OK. Runs its I/O under the replica's lock: seals
-  // are rare and must be atomic with respect to appends.
+  // at the same length is OK. Appends are refused from the cut on
+  // (kFailedPrecondition); the fdatasyncs run without the replica's lock,
+  // so a slow disk holds up neither the sync thread's rounds nor reads.
   absl::StatusOr<ReplicaInfo> Seal(uint64_t segment_id, uint64_t epoch, uint64_t length);
 
   // Removes the replica's files. OK if absent.

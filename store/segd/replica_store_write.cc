@@ -31,9 +31,9 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Append(uint64_t segment_id, uint64_t e
   const uint64_t end = offset + data.size();
   absl::MutexLock lock(&r->mu);
   RETURN_IF_ERROR(r->Servable());
-  if (r->sealed) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("segment ", segment_id, " is sealed at ", r->length));
+  if (r->sealed || r->sealing) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "segment ", segment_id, r->sealed ? " is sealed at " : " is being sealed at ", r->length));
   }
   if (epoch < r->epoch) {
     return absl::FailedPreconditionError(
@@ -87,41 +87,62 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Seal(uint64_t segment_id, uint64_t epo
                                                uint64_t length) {
   ASSIGN_OR_RETURN(std::shared_ptr<Replica> r, Find(segment_id));
   const uint64_t server = server_id();
-  absl::MutexLock lock(&r->mu);
-  RETURN_IF_ERROR(r->Servable());
-  if (epoch < r->epoch) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("segment ", segment_id, " is fenced: epoch ", epoch, " < ", r->epoch));
+  // One seal of this replica at a time; a second one waits, then finds it
+  // sealed (or the first one's failure).
+  absl::MutexLock seal_lock(&r->seal_mu);
+  {
+    absl::MutexLock lock(&r->mu);
+    RETURN_IF_ERROR(r->Servable());
+    if (epoch < r->epoch) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("segment ", segment_id, " is fenced: epoch ", epoch, " < ", r->epoch));
+    }
+    if (r->sealed) {
+      if (length == r->length) return r->Snapshot();
+      return absl::FailedPreconditionError(absl::StrCat(
+          "segment ", segment_id, " is already sealed at ", r->length, ", not ", length));
+    }
+    if (length > r->length) {
+      return absl::OutOfRangeError(absl::StrCat("seal of segment ", segment_id, " at ", length,
+                                                " past its length ", r->length));
+    }
+    if (length < r->length) RETURN_IF_ERROR(r->CutTo(length, server));
+    // A sealed replica's .crc file covers every byte (LoadChunkCrcs, and
+    // short-circuit readers, rely on it).
+    if (absl::Status tail = r->WriteTailCrc(); !tail.ok()) {
+      r->failure = absl::DataLossError(
+          absl::StrCat("segment ", segment_id, ": cannot write its last CRC: ", tail.message()));
+      LOG(ERROR) << r->failure;
+      return r->failure;
+    }
+    // From here on appends are refused, and the files no longer change.
+    r->sealing = true;
   }
-  if (r->sealed) {
-    if (length == r->length) return r->Snapshot();
-    return absl::FailedPreconditionError(absl::StrCat(
-        "segment ", segment_id, " is already sealed at ", r->length, ", not ", length));
-  }
-  if (length > r->length) {
-    return absl::OutOfRangeError(absl::StrCat("seal of segment ", segment_id, " at ", length,
-                                              " past its length ", r->length));
-  }
-  if (length < r->length) RETURN_IF_ERROR(r->CutTo(length, server));
-  // A sealed replica's .crc file covers every byte (LoadChunkCrcs, and
-  // short-circuit readers, rely on it).
-  if (absl::Status tail = r->WriteTailCrc(); !tail.ok()) {
-    r->failure = absl::DataLossError(
-        absl::StrCat("segment ", segment_id, ": cannot write its last CRC: ", tail.message()));
-    LOG(ERROR) << r->failure;
-    return r->failure;
-  }
+  // The four fdatasyncs run without the replica's lock: on a slow disk
+  // they take a while, and the sync thread's round (which takes every
+  // dirty replica's lock) must not wait for them.
   fdatasync_count_.fetch_add(2);
-  if (absl::Status synced = r->SyncFiles(); !synced.ok()) {
-    r->failure = absl::DataLossError(
-        absl::StrCat("fdatasync of segment ", segment_id, " failed: ", synced.message()));
-    LOG(ERROR) << r->failure;
-    return r->failure;
+  absl::Status persisted = r->SyncFiles();
+  if (!persisted.ok()) {
+    persisted = absl::DataLossError(
+        absl::StrCat("fdatasync of segment ", segment_id, " failed: ", persisted.message()));
+  } else {
+    persisted = env::WriteFileAtomically(fs_, SegmentPath(segment_id, kStateFileSuffix),
+                                         EncodeReplicaState(ReplicaState{epoch, true, length}));
   }
-  r->durable_length = length;
-  RETURN_IF_ERROR(env::WriteFileAtomically(fs_, SegmentPath(segment_id, kStateFileSuffix),
-                                           EncodeReplicaState(ReplicaState{epoch, true, length})));
-  r->epoch = epoch;
+  absl::MutexLock lock(&r->mu);
+  r->sealing = false;
+  if (!persisted.ok()) {
+    if (absl::IsDataLoss(persisted)) {
+      // Never retried: after a failed fdatasync the kernel may have dropped
+      // the dirty pages.
+      if (r->failure.ok()) r->failure = persisted;
+      LOG(ERROR) << persisted;
+    }
+    return persisted;
+  }
+  r->durable_length = std::max(r->durable_length, length);
+  r->epoch = std::max(r->epoch, epoch);
   r->sealed = true;
   return r->Snapshot();
 }

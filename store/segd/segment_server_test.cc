@@ -15,10 +15,13 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "src/env/file_system.h"
 #include "src/util/crc32c.h"
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
@@ -106,6 +109,78 @@ bool PollUntil(Pred done) {
   return true;
 }
 
+// Holds every Sync and WriteAtDurably of files whose path contains
+// `part` until Open(): a disk that takes as long as a test wants for one
+// file's fdatasync, and no longer for the others'.
+class GatedSyncFileSystem : public env::FileSystemWrapper {
+ public:
+  explicit GatedSyncFileSystem(std::string part)
+      : FileSystemWrapper(env::FileSystem::Default()), part_(std::move(part)) {}
+
+  absl::StatusOr<std::unique_ptr<env::WritableFile>> NewWritableFile(
+      const std::string& path, const env::WritableFileOptions& options) override {
+    auto file = target()->NewWritableFile(path, options);
+    if (!file.ok() || !absl::StrContains(path, part_)) return file;
+    return std::unique_ptr<env::WritableFile>(new File(std::move(*file), this));
+  }
+  // Syncs held so far, waiting or let through.
+  int held() {
+    absl::MutexLock lock(&mu_);
+    return held_;
+  }
+  void Open() {
+    absl::MutexLock lock(&mu_);
+    open_ = true;
+  }
+
+ private:
+  class File : public env::WritableFile {
+   public:
+    File(std::unique_ptr<env::WritableFile> target, GatedSyncFileSystem* fs)
+        : target_(std::move(target)), fs_(fs) {}
+    absl::StatusOr<size_t> ReadAt(uint64_t offset, size_t n, char* scratch) const override {
+      return target_->ReadAt(offset, n, scratch);
+    }
+    absl::StatusOr<uint64_t> Size() const override { return target_->Size(); }
+    absl::StatusOr<util::UniqueFd> ReopenReadOnlyFd() const override {
+      return target_->ReopenReadOnlyFd();
+    }
+    absl::Status Close() override { return target_->Close(); }
+    const std::string& path() const override { return target_->path(); }
+    absl::Status WriteAt(uint64_t offset, absl::string_view data) override {
+      return target_->WriteAt(offset, data);
+    }
+    absl::Status WriteAtDurably(uint64_t offset, absl::string_view data) override {
+      fs_->Wait();
+      return target_->WriteAtDurably(offset, data);
+    }
+    absl::Status Sync() override {
+      fs_->Wait();
+      return target_->Sync();
+    }
+    absl::Status Truncate(uint64_t size) override { return target_->Truncate(size); }
+    absl::Status Allocate(uint64_t offset, uint64_t length) override {
+      return target_->Allocate(offset, length);
+    }
+    void DropCache() override { target_->DropCache(); }
+
+   private:
+    const std::unique_ptr<env::WritableFile> target_;
+    GatedSyncFileSystem* const fs_;
+  };
+
+  void Wait() {
+    absl::MutexLock lock(&mu_);
+    ++held_;
+    mu_.Await(absl::Condition(&open_));
+  }
+
+  const std::string part_;
+  absl::Mutex mu_;
+  int held_ ABSL_GUARDED_BY(mu_) = 0;
+  bool open_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 class SegmentServerTest : public testing::Test {
  protected:
   void SetUp() override {
@@ -124,8 +199,8 @@ class SegmentServerTest : public testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  void StartServer() {
-    segd_io_ = std::make_unique<rpc::IoThreads>(3);
+  void StartServer(int io_threads = 3) {
+    segd_io_ = std::make_unique<rpc::IoThreads>(io_threads);
     auto server = SegmentServer::Start(options_, segd_io_->io());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -331,6 +406,53 @@ TEST_F(SegmentServerTest, SealAnswersWaitersBelowAndFailsWaitersPastIt) {
   EXPECT_EQ(4u, below.response.durable_length());
   ASSERT_TRUE(past.done.WaitForNotificationWithTimeout(kWaitDeadline));
   EXPECT_EQ(absl::StatusCode::kFailedPrecondition, past.status.code());
+}
+
+TEST_F(SegmentServerTest, SealOnASlowDiskHoldsUpNoOtherSegment) {
+  // (a) one io thread, as segd runs by default, and a disk whose syncs of
+  // segment 1's data file wait until the test lets them through;
+  // (b) segment 1's seal waits in its fdatasync; (c) meanwhile segment 2
+  // is created, appended to with sync and read, and answered; (d) once the
+  // disk is through, the seal is answered too and holds every byte.
+  GatedSyncFileSystem disk("/1.seg");
+  options_.file_system = &disk;
+  std::thread sealer;
+  // Even on failure: the seal must finish, and the server stop before the
+  // disk goes.
+  absl::Cleanup finish = [&] {
+    disk.Open();
+    if (sealer.joinable()) sealer.join();
+    StopServer();
+  };
+  StartServer(/*io_threads=*/1);
+  ASSERT_TRUE(Create(1, 1).ok());
+  ASSERT_TRUE(Append(1, 0, "sealed", /*sync=*/true).ok());
+  absl::Notification sealed;
+  absl::StatusOr<proto::SegmentInfoResponse> seal;
+  sealer = std::thread([&] {
+    seal = Seal(1, 6);
+    sealed.Notify();
+  });
+  ASSERT_TRUE(PollUntil([&] { return disk.held() > 0; }));
+  auto other = NewClient();
+  proto::CreateSegmentRequest create;
+  create.set_segment_id(2);
+  create.set_epoch(1);
+  EXPECT_TRUE(CallInfo(format::MessageType::kCreateSegment, create, {}, other.get()).ok());
+  auto appended = Append(2, 0, "not held", /*sync=*/true, other.get());
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  EXPECT_EQ(8u, appended->durable_length());
+  EXPECT_EQ("sealed", *Read(1, 0, 100));  // reads of the replica being sealed too
+  // Appends to the replica being sealed are refused, not queued behind it.
+  auto late = Append(1, 6, "late", /*sync=*/true, other.get());
+  EXPECT_EQ(absl::StatusCode::kFailedPrecondition, late.status().code()) << late.status();
+  EXPECT_FALSE(sealed.HasBeenNotified());
+  disk.Open();
+  ASSERT_TRUE(sealed.WaitForNotificationWithTimeout(kWaitDeadline));
+  ASSERT_TRUE(seal.ok()) << seal.status();
+  EXPECT_TRUE(seal->sealed());
+  EXPECT_EQ(6u, seal->durable_length());
+  EXPECT_EQ("sealed", *Read(1, 0, 100));
 }
 
 TEST_F(SegmentServerTest, StopAnswersPendingAppends) {

@@ -95,7 +95,11 @@ void SegmentService::Dispatch(const format::Frame& request, const rpc::Responder
 void SegmentService::CreateSegment(const format::Frame& request, const rpc::Responder& responder) {
   proto::CreateSegmentRequest req;
   if (!Parse(request, responder, &req)) return;
-  ReplyInfo(responder, store_->Create(req.segment_id(), req.epoch()));
+  // Writes and fdatasyncs the state file and the directory: off the io
+  // thread (the client waits for the answer before it appends).
+  asio::post(file_pool_, [this, req, responder] {
+    ReplyInfo(responder, store_->Create(req.segment_id(), req.epoch()));
+  });
 }
 
 void SegmentService::Append(const format::Frame& request, const rpc::Responder& responder) {
@@ -136,7 +140,9 @@ void SegmentService::Sync(const format::Frame& request, const rpc::Responder& re
 void SegmentService::Stop() {
   stopped_.store(true);
   read_pool_.stop();
+  file_pool_.stop();
   read_pool_.join();
+  file_pool_.join();
 }
 
 void SegmentService::Read(const format::Frame& request, const rpc::Responder& responder) {
@@ -162,19 +168,25 @@ void SegmentService::SegmentInfo(const format::Frame& request, const rpc::Respon
 void SegmentService::Seal(const format::Frame& request, const rpc::Responder& responder) {
   proto::SealRequest req;
   if (!Parse(request, responder, &req)) return;
-  auto info = store_->Seal(req.segment_id(), req.epoch(), req.length());
-  // Waiters past the sealed length fail now; those below it are durable.
-  sync_thread_->Recheck(req.segment_id());
-  ReplyInfo(responder, info);
+  // Four fdatasyncs: off the io thread. The appends this connection sent
+  // before the seal were applied already (Append runs inline).
+  asio::post(file_pool_, [this, req, responder] {
+    auto info = store_->Seal(req.segment_id(), req.epoch(), req.length());
+    // Waiters past the sealed length fail now; those below it are durable.
+    sync_thread_->Recheck(req.segment_id());
+    ReplyInfo(responder, info);
+  });
 }
 
 void SegmentService::DeleteSegment(const format::Frame& request, const rpc::Responder& responder) {
   proto::DeleteSegmentRequest req;
   if (!Parse(request, responder, &req)) return;
-  absl::Status status = store_->Delete(req.segment_id());
-  sync_thread_->Recheck(req.segment_id());
-  if (!status.ok()) return responder.ReplyError(status);
-  responder.Reply(proto::Empty());
+  asio::post(file_pool_, [this, req, responder] {
+    absl::Status status = store_->Delete(req.segment_id());
+    sync_thread_->Recheck(req.segment_id());
+    if (!status.ok()) return responder.ReplyError(status);
+    responder.Reply(proto::Empty());
+  });
 }
 
 void SegmentService::ServerStats(const rpc::Responder& responder) {

@@ -1,7 +1,8 @@
 // The segment server's request handler: decodes each segd request, runs it
 // against the ReplicaStore and answers through the Responder, as
 // docs/rpc.md ("Segment server") says. Appends and Syncs are answered by
-// the SyncThread once durable; everything else is answered inline.
+// the SyncThread once durable; reads, creates, seals and deletes run on
+// pools of their own; the rest is answered inline.
 //
 // Thread-safety: Handle may be called concurrently from any io thread.
 // Requests of one connection arrive in order and Append runs inline, so
@@ -9,7 +10,12 @@
 // Reads run on a pool of their own: a pread of up to 8 MiB from a cold
 // disk must not hold the io thread (one by default) and with it every
 // other connection's appends (DESIGN §5: a large response must not hold
-// back small ones).
+// back small ones). Creates, seals and deletes, which fdatasync files and
+// directories, run on a second pool for the same reason: on a slow disk a
+// roll of many segments at once would otherwise hold every append for
+// seconds, and the writers would find this server dead instead of slow.
+// A client waits for a create's answer before it appends to the segment,
+// and the appends sent before a seal were applied when it is queued.
 #pragma once
 
 #include <atomic>
@@ -47,8 +53,9 @@ class SegmentService {
   // request gets kUnavailable.
   void Handle(format::Frame request, rpc::Responder responder);
 
-  // Refuses new requests from now on (kUnavailable); reads running
-  // finish, and reads not yet started are dropped, so their callers get
+  // Refuses new requests from now on (kUnavailable); reads, creates,
+  // seals and deletes running finish, those not yet started are dropped,
+  // so their callers get
   // the Responder's kInternal "request dropped without a reply".
   void Stop();
 
@@ -76,6 +83,7 @@ class SegmentService {
   std::string short_circuit_socket_;  // set before serving
   uint64_t incarnation_ = 0;          // set before serving
   asio::thread_pool read_pool_{2};
+  asio::thread_pool file_pool_{2};  // creates, seals, deletes
 
   // Internally synchronized.
   std::atomic<bool> stopped_{false};

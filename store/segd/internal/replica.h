@@ -70,11 +70,17 @@ struct ReplicaStore::Replica {
   const std::unique_ptr<env::WritableFile> file;      // <id>.seg
   const std::unique_ptr<env::WritableFile> crc_file;  // <id>.crc
 
+  // Serializes Seals of this replica; taken before `mu`, and held over
+  // the seal's fdatasyncs, which `mu` is not.
+  absl::Mutex seal_mu;
   mutable absl::Mutex mu;
   uint64_t epoch ABSL_GUARDED_BY(mu) = 0;
   uint64_t length ABSL_GUARDED_BY(mu) = 0;
   uint64_t durable_length ABSL_GUARDED_BY(mu) = 0;
   bool sealed ABSL_GUARDED_BY(mu) = false;
+  // A Seal has cut the replica and is making it durable (without `mu`):
+  // appends are refused, its length no longer changes.
+  bool sealing ABSL_GUARDED_BY(mu) = false;
   bool deleted ABSL_GUARDED_BY(mu) = false;
   absl::Status failure ABSL_GUARDED_BY(mu);  // sticky, set by a failed fdatasync
   // CRC32C of the last partial chunk (the bytes past the last full chunk);
