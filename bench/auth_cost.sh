@@ -3,7 +3,7 @@
 # wal`: starts two clusters of meta + 3 segment servers on loopback, one
 # plain and one with --cluster_secret_file, and runs the bench against each
 # in turn (1 and 16 writers, alternating plain and authenticated in every
-# round, so both see the same machine), then prints the medians and the
+# round, in ABBA order, so both see the same machine), then prints the medians and the
 # authenticated / plain ratios of appends/s, p50, p99 and the CPU per
 # append of the bench and that cluster's servers.
 #
@@ -58,7 +58,11 @@ start_cluster auth --cluster_secret_file="$dir/secret"
 hz=$(getconf CLK_TCK)
 for run in $(seq "$runs"); do
   for writers in 1 16; do
-    for mode in plain auth; do
+    # ABBA: odd runs plain first, even runs auth first, so drift (page
+    # cache, journal files, other load) favours neither.
+    order="plain auth"
+    [ $((run % 2)) -eq 0 ] && order="auth plain"
+    for mode in $order; do
       flags=()
       [ "$mode" = auth ] && flags=(--cluster_secret_file="$dir/secret")
       before=$(ticks "$dir/$mode/pids")

@@ -4,6 +4,7 @@
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/kdf.h>
+#include <openssl/modes.h>
 #include <openssl/rand.h>
 
 #include <cstring>
@@ -83,13 +84,32 @@ ClusterKeyPtr ProcessClusterKey() {
   return process_key != nullptr ? *process_key : nullptr;
 }
 
-FrameMac::FrameMac(const AuthKeyBytes& key) : ctx_(EVP_CIPHER_CTX_new()) {
-  CHECK(ctx_ != nullptr);
-  CHECK_EQ(EVP_EncryptInit_ex(ctx_, EVP_aes_256_gcm(), nullptr, key.data(), nullptr), 1)
-      << "AES-256-GCM init failed";
+namespace {
+
+// CRYPTO_gcm128's block function: AES-256 of one block through the EVP
+// AES-256-ECB context `key` (keyed once, no padding).
+void EncryptBlock(const unsigned char in[16], unsigned char out[16], const void* key) {
+  int n = 0;
+  CHECK_EQ(EVP_EncryptUpdate(static_cast<EVP_CIPHER_CTX*>(const_cast<void*>(key)), out, &n, in, 16),
+           1);
+  CHECK_EQ(n, 16);
 }
 
-FrameMac::~FrameMac() { EVP_CIPHER_CTX_free(ctx_); }
+}  // namespace
+
+FrameMac::FrameMac(const AuthKeyBytes& key) : block_(EVP_CIPHER_CTX_new()) {
+  CHECK(block_ != nullptr);
+  CHECK_EQ(EVP_EncryptInit_ex(block_, EVP_aes_256_ecb(), nullptr, key.data(), nullptr), 1)
+      << "AES-256 init failed";
+  CHECK_EQ(EVP_CIPHER_CTX_set_padding(block_, 0), 1);
+  gcm_ = CRYPTO_gcm128_new(block_, &EncryptBlock);
+  CHECK(gcm_ != nullptr);
+}
+
+FrameMac::~FrameMac() {
+  CRYPTO_gcm128_release(gcm_);  // cleanses the hash key
+  EVP_CIPHER_CTX_free(block_);  // cleanses the key schedule
+}
 
 void FrameMac::Compute(const char* header, absl::string_view message, absl::string_view data,
                        unsigned char out[kAuthTagBytes]) {
@@ -98,20 +118,15 @@ void FrameMac::Compute(const char* header, absl::string_view message, absl::stri
   // the sequence only grows.
   unsigned char iv[12] = {};
   util::EncodeFixed64(reinterpret_cast<char*>(iv + 4), sequence_++);
-  // Null cipher and key: the key schedule of the constructor is kept.
-  CHECK_EQ(EVP_EncryptInit_ex(ctx_, nullptr, nullptr, nullptr, iv), 1);
-  int n = 0;
+  CRYPTO_gcm128_setiv(gcm_, iv, sizeof(iv));
   auto aad = [&](const void* bytes, size_t size) {
     if (size == 0) return;
-    CHECK_EQ(EVP_EncryptUpdate(ctx_, nullptr, &n, static_cast<const unsigned char*>(bytes),
-                               static_cast<int>(size)),
-             1);
+    CHECK_EQ(CRYPTO_gcm128_aad(gcm_, static_cast<const unsigned char*>(bytes), size), 0);
   };
   aad(header, format::kFrameHeaderBytes);
   aad(message.data(), message.size());
   aad(data.data(), data.size());
-  CHECK_EQ(EVP_EncryptFinal_ex(ctx_, out, &n), 1);
-  CHECK_EQ(EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_GCM_GET_TAG, kAuthTagBytes, out), 1);
+  CRYPTO_gcm128_tag(gcm_, out, kAuthTagBytes);
 }
 
 void FrameMac::Sign(const char header[format::kFrameHeaderBytes], absl::string_view message,

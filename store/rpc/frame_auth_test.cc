@@ -6,6 +6,7 @@
 
 #include <glog/logging.h>
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 
 #include <asio.hpp>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "src/util/coding.h"
 #include "store/format/error_codec.h"
 #include "store/format/frame.h"
 #include "store/format/logfs.pb.h"
@@ -115,6 +117,42 @@ TEST(FrameAuthTest, FramesVerifyInOrderUnderTheSameKey) {
   for (int i = 0; i < 5; ++i) {
     WireFrame f = Signed(sender, i, "message", std::string(1000 + i, 'd'));
     EXPECT_TRUE(receiver.Verify(f.header, f.message, f.data, f.tag)) << i;
+  }
+}
+
+// docs/wire_format.md: a frame's tag is the AES-256-GCM tag (GMAC) with
+// IV = 4 zero bytes + the little-endian 64-bit sequence
+// number, the header, message and data as additional data and no
+// plaintext. Computed here with EVP's GCM cipher, which FrameMac does not
+// use, for frames with and without data and a data section that ends
+// mid-block.
+std::string EvpGmac(const AuthKeyBytes& key, uint64_t sequence, absl::string_view aad) {
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  unsigned char iv[12] = {};
+  util::EncodeFixed64(reinterpret_cast<char*>(iv + 4), sequence);
+  int n = 0;
+  unsigned char tag[kAuthTagBytes];
+  EXPECT_EQ(1, EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nullptr, key.data(), iv));
+  EXPECT_EQ(1,
+            EVP_EncryptUpdate(ctx, nullptr, &n, reinterpret_cast<const unsigned char*>(aad.data()),
+                              static_cast<int>(aad.size())));
+  EXPECT_EQ(1, EVP_EncryptFinal_ex(ctx, tag, &n));
+  EXPECT_EQ(1, EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, kAuthTagBytes, tag));
+  EVP_CIPHER_CTX_free(ctx);
+  return std::string(reinterpret_cast<char*>(tag), kAuthTagBytes);
+}
+
+TEST(FrameAuthTest, TagIsTheGcmTagOfTheFrameUnderItsSequenceNumber) {
+  FrameMac sender(KeyBytes('g'));
+  const std::string data_sizes[] = {"", std::string(512, 'd'), std::string(4097, 'e')};
+  uint64_t sequence = 0;
+  for (const std::string& data : data_sizes) {
+    WireFrame f = Signed(sender, sequence, "a message", data);
+    const std::string aad =
+        absl::StrCat(absl::string_view(f.header, format::kFrameHeaderBytes), f.message, f.data);
+    EXPECT_EQ(EvpGmac(KeyBytes('g'), sequence, aad), std::string(f.tag, kAuthTagBytes))
+        << data.size() << " data bytes";
+    ++sequence;
   }
 }
 
