@@ -5,7 +5,10 @@
 // candidates, else distinct hosts), as HDFS's rack-aware placement and
 // Ceph's CRUSH failure-domain rule do; where no level has enough, it
 // takes as many distinct hosts as there are and fills up with the
-// remaining servers. Pure functions; thread-safe.
+// remaining servers. When it spreads over hosts, it still takes every
+// rack there is before a second host of one rack, so the spread at each
+// level is as wide as the candidates allow whatever their order of
+// preference. Pure functions; thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +22,8 @@ namespace logfs::meta {
 
 // The indexes into `domains` of the `replication` servers to use (fewer if
 // there are fewer servers), taken in `domains`' order (the caller's
-// preference: most free space first) subject to the spread above.
+// preference: most free space first) subject to the spread above: the
+// ones in distinct domains in that order, then the fill-ups.
 // `kept`: the domains of replicas the segment keeps (re-replication adds
 // to them): the spread counts them as taken.
 std::vector<size_t> SpreadOverDomains(const std::vector<std::string>& domains, uint32_t replication,

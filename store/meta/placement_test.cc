@@ -63,6 +63,20 @@ TEST(PlacementTest, ReReplicationRestoresTheSpreadAwayFromKeptReplicas) {
   EXPECT_EQ((std::vector<size_t>{1}), SpreadOverDomains({"r1/h1", "r1/h3"}, 1, {"r1/h1", "r1/h2"}));
 }
 
+TEST(PlacementTest, SpreadingOverHostsStillTakesAsManyRacksAsItCan) {
+  // Goal: where too few racks make placement spread over hosts, it still
+  // takes every rack there is before a second host of one rack, whatever
+  // the order of preference (so that servers a writer avoids, put last,
+  // never narrow the spread). 2 racks, 4 hosts, RF 3: r2's host, though
+  // least preferred, is taken before r1's third.
+  EXPECT_EQ((std::vector<size_t>{0, 1, 3}),
+            SpreadOverDomains({"r1/h1", "r1/h2", "r1/h3", "r2/h4"}, 3));
+  // Kept replicas count: beside one kept in r2, r1's server is taken
+  // before r2's second.
+  EXPECT_EQ((std::vector<size_t>{0, 2}),
+            SpreadOverDomains({"r2/h4", "r2/h6", "r1/h1"}, 2, {"r2/h5"}));
+}
+
 TEST(PlacementTest, AServerWithoutADomainIsItsHost) {
   proto::RegisterServerRequest old_record;
   old_record.set_host("h9");
