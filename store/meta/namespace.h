@@ -214,8 +214,9 @@ class Namespace {
   // mutex), and records why for ListServers (ServerStatus.unreachable): a
   // server that registers from a NAT or with a mistyped --advertise is
   // alive to meta, but no mount can reach it. Returns how many it tried.
-  // Report only: placement does not act on it (a mount may reach what meta
-  // cannot). Called by the re-replication loop.
+  // Placement puts servers found unreachable last but still uses them when
+  // too few others have room (a mount may reach what meta cannot). Called
+  // by the re-replication loop.
   size_t ProbeServerAddresses(size_t max) ABSL_LOCKS_EXCLUDED(mu_);
   // The regular files among the next min(max_inodes, kListInodesMax)
   // inodes from `start_ino` (docs/rpc.md "ListSegments").
@@ -343,27 +344,25 @@ class Namespace {
   // The same for many, in one synced batch.
   absl::Status DeleteOrphans(const std::vector<uint64_t>& inos)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `replication` distinct live servers, most free space first, none of
-  // `excluded`, in distinct failure domains (store/meta/placement.h) also
-  // from the live servers in `kept` (replicas the segment keeps); suspect
-  // servers only when there are too few others. kUnavailable when there
-  // are too few.
-  absl::StatusOr<std::vector<uint64_t>> PlaceReplicas(uint32_t replication,
-                                                      const std::vector<uint64_t>& excluded,
-                                                      const std::vector<uint64_t>& kept = {}) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // PlaceReplicas, away from `avoided` too (servers a writer found slow,
-  // SealSegment avoid_servers) when enough others have room and their
-  // spread over failure domains is no worse (placement.h SpreadAtLeast);
-  // else as PlaceReplicas.
-  absl::StatusOr<std::vector<uint64_t>> PlaceReplicasAvoiding(
+  // `replication` distinct live servers with room, none of `excluded`, in
+  // distinct failure domains (store/meta/placement.h) also from the live
+  // servers in `kept` (replicas the segment keeps). Last choices
+  // (LastChoiceRank: the servers in `avoided`, which a writer found slow,
+  // SealSegment avoid_servers; suspect ones; ones meta cannot dial) are
+  // taken only as far as the count or the spread over domains needs them,
+  // the least bad first; then most free space first, ties rotating by one
+  // per call that places. kUnavailable when too few servers are live,
+  // ENOSPC when the others are full.
+  absl::StatusOr<std::vector<uint64_t>> PlaceReplicas(
       uint32_t replication, const std::vector<uint64_t>& excluded,
-      const std::vector<uint64_t>& avoided) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The failure domains of registered servers `ids` (each must be one).
-  std::vector<std::string> DomainsOf(const std::vector<uint64_t>& ids) const
+      const std::vector<uint64_t>& kept = {}, const std::vector<uint64_t>& avoided = {}) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How bad a choice for a new replica `server` is: 0 for a good one; 1
+  // when its writer avoids it (slow); 2 when a writer saw it fail
+  // (Suspect) or meta cannot dial it (ProbeServerAddresses); 3 for both.
+  static int LastChoiceRank(const ServerState& server, bool avoided);
   // Appends a new open segment to `inode`, on none of `excluded_servers`
-  // and, if it can (PlaceReplicasAvoiding), none of `avoided_servers`.
+  // and on as few of `avoided_servers` as it can (PlaceReplicas).
   absl::Status AppendSegment(Txn& txn, proto::Inode* inode,
                              const std::vector<uint64_t>& excluded_servers,
                              const std::vector<uint64_t>& avoided_servers = {})

@@ -8,30 +8,51 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_fixture.h"
+#include "store/meta/namespace.h"
 
 namespace logfs::meta {
 namespace {
 
 constexpr int64_t kMs = 1000 * 1000;
 
+// Answers Identify as the server registered at the address, except at the
+// addresses in `refused`.
+class IdentifyingServers : public UnreachableSegmentServers {
+ public:
+  absl::StatusOr<proto::ServerStatsResponse> Identify(const std::string& address) override {
+    auto it = ids.find(address);
+    if (it == ids.end() || refused.count(address) > 0) {
+      return absl::UnavailableError("connection refused");
+    }
+    proto::ServerStatsResponse response;
+    response.set_server_id(it->second);
+    return response;
+  }
+  std::map<std::string, uint64_t> ids;
+  std::set<std::string> refused;
+};
+
 class NamespacePlacementTest : public NamespaceFixture {
  protected:
   void Configure(NamespaceOptions* options) override {
     options->lease_timeout_ms = 600000;
   }
+  SegmentServerApi* servers() override { return &servers_; }
 
   void RegisterServers(int count) {
     for (int i = 1; i <= count; ++i) {
       proto::RegisterServerRequest request;
       request.set_address("10.0.0." + std::to_string(i) + ":7000");
       request.set_free_bytes(1000);
-      ASSERT_TRUE(ns_->RegisterServer(request).ok());
+      auto id = ns_->RegisterServer(request);
+      ASSERT_TRUE(id.ok()) << id.status();
+      servers_.ids[request.address()] = *id;
     }
   }
   // One server in each of `domains`, ids 1, 2, ... in order.
@@ -94,7 +115,13 @@ class NamespacePlacementTest : public NamespaceFixture {
     EXPECT_TRUE(ns_->OpenWrite(open).ok());
     return attr->ino();
   }
+  // A new file's first segment.
+  std::set<uint64_t> PlaceNew(const std::string& name) {
+    uint64_t segment = 0;
+    return Roll(OpenFile(name), &segment, {});
+  }
 
+  IdentifyingServers servers_;
 };
 
 TEST_F(NamespacePlacementTest, ServerReportedFailingGetsNoSegmentsUntilItsNextHeartbeat) {
@@ -241,6 +268,89 @@ TEST_F(NamespacePlacementTest, AvoidingKeepsTheSpreadOverRacks) {
   EXPECT_EQ(3u, servers.size());
   servers = Roll(f, &segment, {}, {1});
   EXPECT_EQ((std::set<uint64_t>{2, 3, 4}), servers);
+}
+
+TEST_F(NamespacePlacementTest, ServerMetaCannotDialGetsNoSegmentWhileOthersHaveRoom) {
+  // Goal (issue 13 review): a server meta cannot reach at its advertised
+  // address (ProbeServerAddresses) goes last, as a suspect does. Method: 5
+  // servers, server 3 refuses meta's dial: 20 new segments avoid it.
+  RegisterServers(5);
+  servers_.refused.insert("10.0.0.3:7000");
+  ASSERT_EQ(5u, ns_->ProbeServerAddresses(8));
+  for (int i = 0; i < 20; ++i) {
+    std::set<uint64_t> servers = PlaceNew("f" + std::to_string(i));
+    EXPECT_EQ(3u, servers.size());
+    EXPECT_EQ(0u, servers.count(3)) << "segment " << i;
+  }
+}
+
+TEST_F(NamespacePlacementTest, UnreachableServersAreUsedWhenTooFewOthers) {
+  // Goal: being unreachable from meta never makes placement fail (a mount
+  // may reach what meta cannot). Method: 4 servers, 1 and 2 refuse meta:
+  // every segment takes 3 and 4 and one of them.
+  RegisterServers(4);
+  servers_.refused = {"10.0.0.1:7000", "10.0.0.2:7000"};
+  ASSERT_EQ(4u, ns_->ProbeServerAddresses(8));
+  for (int i = 0; i < 6; ++i) {
+    std::set<uint64_t> servers = PlaceNew("f" + std::to_string(i));
+    EXPECT_EQ(3u, servers.size());
+    EXPECT_EQ(1u, servers.count(3));
+    EXPECT_EQ(1u, servers.count(4));
+  }
+}
+
+TEST_F(NamespacePlacementTest, AvoidsAsManyServersAsItCanWhenNotAll) {
+  // Goal (issue 13 review): a writer avoiding 3 of 5 servers with RF 3
+  // gets the 2 others and the least bad avoided one (server 2: the most
+  // free space), not a placement that ignores its list. Method: 6 rolls
+  // (every rotation of ties), each {2, 4, 5}.
+  RegisterServers(5);
+  proto::HeartbeatRequest roomy;
+  roomy.set_server_id(2);
+  roomy.set_free_bytes(8ull << 30);
+  ASSERT_TRUE(ns_->Heartbeat(roomy).ok());
+  const uint64_t f = OpenFile("f");
+  uint64_t segment = 0;
+  Roll(f, &segment, {});
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ((std::set<uint64_t>{2, 4, 5}), Roll(f, &segment, {}, {1, 2, 3}, /*length=*/100))
+        << "roll " << i;
+  }
+}
+
+TEST_F(NamespacePlacementTest, EachPlacementAdvancesTheTieRotationByOne) {
+  // Goal: ties (equal free space, one domain) rotate by one server per new
+  // segment, whether or not the writer avoids servers. Method: 5 servers;
+  // with rotation r the servers with (id + r) % 5 < 3 come first; the
+  // first placement gives r0; placements k = 1..8 alternate between
+  // avoiding the server placement k would take first and not avoiding:
+  // each plain one is rotation r0 + k.
+  RegisterServers(5);
+  auto rotated = [](uint64_t r) {
+    std::set<uint64_t> out;
+    for (uint64_t id = 1; id <= 5; ++id) {
+      if ((id + r) % 5 < 3) out.insert(id);
+    }
+    return out;
+  };
+  const uint64_t f = OpenFile("f");
+  uint64_t segment = 0;
+  const std::set<uint64_t> first = Roll(f, &segment, {});
+  uint64_t r0 = 5;
+  for (uint64_t r = 0; r < 5; ++r) {
+    if (rotated(r) == first) r0 = r;
+  }
+  ASSERT_NE(5u, r0) << "not a rotation";
+  for (uint64_t k = 1; k <= 8; ++k) {
+    if (k % 2 == 1) {
+      const uint64_t avoided = *rotated(r0 + k).begin();
+      std::set<uint64_t> servers = Roll(f, &segment, {}, {avoided}, /*length=*/100);
+      EXPECT_EQ(3u, servers.size());
+      EXPECT_EQ(0u, servers.count(avoided)) << "placement " << k;
+    } else {
+      EXPECT_EQ(rotated(r0 + k), Roll(f, &segment, {})) << "placement " << k;
+    }
+  }
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode,
   }
   const uint32_t replication = Replication(*inode);
   const uint32_t ack_quorum = AckQuorum(*inode);
-  auto placed = PlaceReplicasAvoiding(replication, excluded_servers, avoided_servers);
+  auto placed = PlaceReplicas(replication, excluded_servers, {}, avoided_servers);
   // Too few live servers for every replica (a roll away from failed ones
   // on a small cluster, a new block file while one of three servers is
   // down): a segment on fewer servers, down to the ack quorum but never
@@ -80,7 +80,7 @@ absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode,
   const uint32_t floor = std::min(ack_quorum, format::kDegradedReplicasMin);
   for (uint32_t n = replication - 1; absl::IsUnavailable(placed.status()) && n >= floor && n > 0;
        --n) {
-    placed = PlaceReplicas(n, excluded_servers);
+    placed = PlaceReplicas(n, excluded_servers, {}, avoided_servers);
     if (placed.ok()) {
       LOGFS_LOG_EVERY_MS(WARNING, 1000)
           << "inode " << inode->attr().ino() << ": new segment on " << n << " of " << replication

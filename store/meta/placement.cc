@@ -45,19 +45,6 @@ std::vector<size_t> SpreadOverDomains(const std::vector<std::string>& domains, u
   return TakeDistinct(domains, format::SpreadLevel(domains, replication, kept), replication, kept);
 }
 
-bool SpreadAtLeast(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  size_t deepest = 1;
-  for (const auto& d : a) deepest = std::max(deepest, format::DomainLevels(d));
-  for (const auto& d : b) deepest = std::max(deepest, format::DomainLevels(d));
-  for (size_t levels = 1; levels <= deepest; ++levels) {
-    std::set<std::string> in_a, in_b;
-    for (const auto& d : a) in_a.insert(format::DomainPrefix(d, levels));
-    for (const auto& d : b) in_b.insert(format::DomainPrefix(d, levels));
-    if (in_a.size() < in_b.size()) return false;
-  }
-  return true;
-}
-
 std::string FailureDomainOf(const proto::RegisterServerRequest& record) {
   return record.failure_domain().empty() ? record.host() : record.failure_domain();
 }

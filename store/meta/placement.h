@@ -29,11 +29,6 @@ namespace logfs::meta {
 std::vector<size_t> SpreadOverDomains(const std::vector<std::string>& domains, uint32_t replication,
                                       const std::vector<std::string>& kept = {});
 
-// Whether the servers in domains `a` spread at least as widely as those in
-// `b`: at every level (rack, host, ...), `a` has at least as many distinct
-// domains as `b`.
-bool SpreadAtLeast(const std::vector<std::string>& a, const std::vector<std::string>& b);
-
 // A registered server's failure domain: its failure_domain, else its
 // host name (servers that registered before domains existed).
 std::string FailureDomainOf(const proto::RegisterServerRequest& record);
