@@ -47,6 +47,10 @@ inline constexpr size_t kDeletionsPerHeartbeatMax = 10000;
 inline constexpr size_t kOrphansPerExpiryMax = 10000;
 // Strays handed to a server in one heartbeat reply (namespace_reports.cc).
 inline constexpr size_t kStraysPerHeartbeatMax = 256;
+// A server meta reached at its advertised address is dialled again this
+// long after (ProbeServerAddresses), so that an address that stops
+// answering (a partition, a changed NAT) shows within about this long.
+inline constexpr int64_t kReachableReprobeMs = 60 * 1000;
 
 struct NamespaceOptions {
   int64_t dead_server_ms = 10000;    // no heartbeat this long: server is dead
@@ -208,15 +212,18 @@ class Namespace {
   // starts the next page (0 at the end).
   absl::StatusOr<proto::ListServersResponse> ListServers(uint64_t start_server_id)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Dials the advertised address of up to `max` live servers that meta has
-  // not tried since they registered, or could not reach the last time
+  // Dials the advertised address of up to `max` live servers that are due
   // (SegmentServerApi::Identify, at most kIdentifyTimeout each, without the
   // mutex), and records why for ListServers (ServerStatus.unreachable): a
   // server that registers from a NAT or with a mistyped --advertise is
-  // alive to meta, but no mount can reach it. Returns how many it tried.
+  // alive to meta, but no mount can reach it. Due: not dialled since it
+  // registered, not reached the last time, or reached kReachableReprobeMs
+  // ago or more. Each call goes on round the servers (by id) from where
+  // the last one stopped, so a server due is dialled within
+  // ceil(registered servers / max) calls. Returns how many it dialled.
   // Placement puts servers found unreachable last but still uses them when
   // too few others have room (a mount may reach what meta cannot). Called
-  // by the re-replication loop.
+  // by the re-replication loop, once per pass.
   size_t ProbeServerAddresses(size_t max) ABSL_LOCKS_EXCLUDED(mu_);
   // The regular files among the next min(max_inodes, kListInodesMax)
   // inodes from `start_ino` (docs/rpc.md "ListSegments").
@@ -277,9 +284,10 @@ class Namespace {
     // (meta restarted), any is accepted.
     uint64_t incarnation = 0;
     ReplicaReportState reports;
-    // Meta dialled the advertised address since the server registered
-    // (ProbeServerAddresses), and why that failed ("" when it answered).
-    bool probed = false;
+    // When meta last dialled the advertised address (ProbeServerAddresses;
+    // 0: not since the server registered), and why that failed ("" when
+    // it answered).
+    int64_t probed_ns = 0;
     std::string unreachable;
   };
   // What OpenWrite must recover without the mutex (namespace_write.cc).
@@ -444,6 +452,7 @@ class Namespace {
   uint64_t inode_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, ServerState> servers_ ABSL_GUARDED_BY(mu_);  // by server id
   mutable uint64_t placements_ ABSL_GUARDED_BY(mu_) = 0;  // rotates placement ties
+  uint64_t probe_cursor_ ABSL_GUARDED_BY(mu_) = 0;        // the server id the last probe dialled
   std::map<uint64_t, int64_t> mount_seen_ns_ ABSL_GUARDED_BY(mu_);  // mount -> last heard
   std::map<uint64_t, uint64_t> leases_ ABSL_GUARDED_BY(mu_);        // ino -> mount
   // ino -> when its last name went (unlinked_grace_ms): kept as orphans.

@@ -34,6 +34,7 @@ class FakeServers : public SegmentServerApi {
     return absl::UnavailableError("none");
   }
   absl::StatusOr<proto::ServerStatsResponse> Identify(const std::string& address) override {
+    dialled.push_back(address);
     auto it = alive.find(address);
     if (it == alive.end()) return absl::UnavailableError("connection refused");
     proto::ServerStatsResponse response;
@@ -42,6 +43,7 @@ class FakeServers : public SegmentServerApi {
     return response;
   }
   std::map<std::string, std::pair<uint64_t, uint64_t>> alive;
+  std::vector<std::string> dialled;  // every Identify, in order
 };
 
 class NamespaceReportsTest : public NamespaceFixture {
@@ -279,6 +281,68 @@ TEST_F(NamespaceReportsTest, AServerMetaCannotDialIsListedUnreachable) {
   EXPECT_EQ("", unreachable_of(*one));
   EXPECT_EQ(1u, ns_->ProbeServerAddresses(8));
   EXPECT_EQ(1u, ns_->ProbeServerAddresses(1));
+}
+
+// Goal (issue 13 review): address probes go round every registered
+// server, so that with more unreachable servers than a pass dials the
+// higher ids are dialled too (each within ceil(N / max) passes), and a
+// server found reachable is dialled again after kReachableReprobeMs, so
+// that an address that stops answering shows. Method: (a) 10 servers,
+// none answering, passes of 4: 1-4, 5-8, 9 10 1 2; (b) all answer: within
+// 3 passes none is unreachable, then none is due; (c) a minute later
+// server 5 no longer answers: 3 passes dial every server again, and 5 is
+// listed unreachable.
+TEST_F(NamespaceReportsTest, AddressProbesGoRoundEveryServerAndReachableOnesAgain) {
+  std::vector<uint64_t> ids;
+  std::vector<std::string> addresses;
+  for (int i = 1; i <= 10; ++i) {
+    auto id = Register(i, 0, 100 + i);
+    ASSERT_TRUE(id.ok()) << id.status();
+    ids.push_back(*id);
+    addresses.push_back("10.0.0." + std::to_string(i) + ":7000");
+  }
+  auto unreachable_of = [&](uint64_t id) {
+    auto listed = ns_->ListServers(0);
+    EXPECT_TRUE(listed.ok()) << listed.status();
+    for (const auto& server : listed->servers()) {
+      if (server.server_id() == id) return server.unreachable();
+    }
+    return std::string("not listed");
+  };
+  auto pass = [&](size_t expect_dialled) {
+    servers_.dialled.clear();
+    EXPECT_EQ(expect_dialled, ns_->ProbeServerAddresses(4));
+    return servers_.dialled;
+  };
+  // (a)
+  const auto& a = addresses;
+  EXPECT_EQ((std::vector<std::string>{a[0], a[1], a[2], a[3]}), pass(4));
+  EXPECT_EQ((std::vector<std::string>{a[4], a[5], a[6], a[7]}), pass(4));
+  EXPECT_EQ((std::vector<std::string>{a[8], a[9], a[0], a[1]}), pass(4));
+  // (b)
+  for (int i = 0; i < 10; ++i) servers_.alive[a[i]] = {ids[i], 101 + i};
+  std::set<std::string> dialled;
+  for (int p = 0; p < 3; ++p) {
+    servers_.dialled.clear();
+    ns_->ProbeServerAddresses(4);
+    dialled.insert(servers_.dialled.begin(), servers_.dialled.end());
+  }
+  EXPECT_EQ(std::set<std::string>(a.begin(), a.end()), dialled);
+  for (uint64_t id : ids) EXPECT_EQ("", unreachable_of(id)) << "server " << id;
+  EXPECT_EQ(std::vector<std::string>{}, pass(0)) << "reachable servers wait their minute";
+  // (c)
+  servers_.alive.erase(a[4]);
+  Advance(kReachableReprobeMs);
+  for (int i = 0; i < 10; ++i) Beat(ids[i], 101 + i);
+  dialled.clear();
+  for (int p = 0; p < 3; ++p) {
+    servers_.dialled.clear();
+    ns_->ProbeServerAddresses(4);
+    dialled.insert(servers_.dialled.begin(), servers_.dialled.end());
+  }
+  EXPECT_EQ(std::set<std::string>(a.begin(), a.end()), dialled);
+  EXPECT_EQ("meta cannot dial 10.0.0.5:7000: connection refused", unreachable_of(ids[4]));
+  EXPECT_EQ("", unreachable_of(ids[3]));
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ absl::StatusOr<uint64_t> Namespace::RegisterServer(const proto::RegisterServerRe
     state.incarnation = request.incarnation();
     state.disk_failure.clear();
   }
-  state.probed = false;  // maybe a new address: dial it again
+  state.probed_ns = 0;  // maybe a new address: dial it again
   state.record = std::move(record);
   state.last_seen_ns = NowNs();
   state.reported = true;
@@ -192,11 +192,17 @@ size_t Namespace::ProbeServerAddresses(size_t max) {
   std::vector<Probe> probes;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& [id, server] : servers_) {
-      if (probes.size() == max) break;
-      if (ServerLive(server) && (!server.probed || !server.unreachable.empty())) {
-        probes.push_back({id, server.incarnation, server.record.address()});
-      }
+    const int64_t now = NowNs();
+    // Round the servers from the one after the cursor, each at most once.
+    auto it = servers_.upper_bound(probe_cursor_);
+    for (size_t step = 0; step < servers_.size() && probes.size() < max; ++step, ++it) {
+      if (it == servers_.end()) it = servers_.begin();
+      const ServerState& server = it->second;
+      const bool due = server.probed_ns == 0 || !server.unreachable.empty() ||
+                       now - server.probed_ns >= kReachableReprobeMs * kNanosPerMilli;
+      if (!due || !ServerLive(server)) continue;
+      probes.push_back({it->first, server.incarnation, server.record.address()});
+      probe_cursor_ = it->first;
     }
   }
   for (const Probe& probe : probes) {
@@ -220,7 +226,7 @@ size_t Namespace::ProbeServerAddresses(size_t max) {
                      << "cannot reach (check its --advertise): " << unreachable;
       }
     }
-    it->second.probed = true;
+    it->second.probed_ns = NowNs();
     it->second.unreachable = std::move(unreachable);
   }
   return probes.size();

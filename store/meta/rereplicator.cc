@@ -9,8 +9,10 @@ namespace logfs::meta {
 namespace {
 
 // Servers whose advertised address a pass dials (Namespace::
-// ProbeServerAddresses): each waits at most kIdentifyTimeout, so
-// unreachable ones delay a pass by at most this many of it.
+// ProbeServerAddresses, round all servers over passes): each waits at
+// most kIdentifyTimeout, so unreachable ones delay a pass by at most this
+// many of it, and each server due is dialled within ceil(servers / 4)
+// passes.
 constexpr size_t kProbesPerPass = 4;
 
 }  // namespace
