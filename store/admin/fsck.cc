@@ -42,41 +42,39 @@ std::string Describe(const ReplicaCheck& r) {
   return out;
 }
 
-struct Registry {
-  std::map<uint64_t, bool> live;
-  std::map<uint64_t, std::string> domain;
-  std::vector<std::string> live_domains;  // live servers with a healthy disk
-};
+}  // namespace
 
-Registry ReadRegistry(const proto::ListServersResponse& servers) {
-  Registry registry;
+ServerDomains ReadServerDomains(const proto::ListServersResponse& servers) {
+  ServerDomains out;
   for (const auto& server : servers.servers()) {
-    registry.live[server.server_id()] = server.live();
-    registry.domain[server.server_id()] = server.failure_domain();
+    out.domain[server.server_id()] = server.failure_domain();
     if (server.live() && server.disk_failure().empty()) {
-      registry.live_domains.push_back(server.failure_domain());
+      out.live_domains.push_back(server.failure_domain());
     }
   }
-  return registry;
+  return out;
 }
 
-void CheckSpread(const Registry& registry, uint64_t ino, const proto::Segment& segment,
-                 FsckReport* report) {
-  std::vector<std::string> domains;
-  for (const auto& replica : segment.replicas()) {
-    auto it = registry.domain.find(replica.server_id());
-    if (it != registry.domain.end()) domains.push_back(it->second);
+std::vector<MisplacedSegment> MisplacedSegmentsOf(const ServerDomains& servers,
+                                                  const proto::Inode& file) {
+  std::vector<MisplacedSegment> out;
+  for (const auto& segment : file.segments()) {
+    if (!segment.sealed()) continue;
+    std::vector<std::string> domains;
+    for (const auto& replica : segment.replicas()) {
+      auto it = servers.domain.find(replica.server_id());
+      if (it != servers.domain.end()) domains.push_back(it->second);
+    }
+    MisplacedSegment misplaced;
+    misplaced.shared_domain = NeedlesslySharedDomain(domains, servers.live_domains,
+                                                     &misplaced.level, &misplaced.live_domains);
+    if (misplaced.shared_domain.empty()) continue;
+    misplaced.ino = file.attr().ino();
+    misplaced.segment_id = segment.id();
+    out.push_back(std::move(misplaced));
   }
-  MisplacedSegment misplaced;
-  misplaced.shared_domain = NeedlesslySharedDomain(domains, registry.live_domains, &misplaced.level,
-                                                   &misplaced.live_domains);
-  if (misplaced.shared_domain.empty()) return;
-  misplaced.ino = ino;
-  misplaced.segment_id = segment.id();
-  report->misplaced.push_back(std::move(misplaced));
+  return out;
 }
-
-}  // namespace
 
 std::string NeedlesslySharedDomain(const std::vector<std::string>& replica_domains,
                                    const std::vector<std::string>& live_domains, size_t* level,
@@ -99,7 +97,9 @@ std::string NeedlesslySharedDomain(const std::vector<std::string>& replica_domai
 absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options) {
   client::AdminClient client(options.meta_address, absl::Milliseconds(options.rpc_timeout_ms));
   ASSIGN_OR_RETURN(proto::ListServersResponse servers, client.ListServers());
-  const Registry registry = ReadRegistry(servers);
+  std::map<uint64_t, bool> live;
+  for (const auto& server : servers.servers()) live[server.server_id()] = server.live();
+  const ServerDomains domains = ReadServerDomains(servers);
   FsckReport report;
   RETURN_IF_ERROR(client.ForEachFile([&](const proto::Inode& file) {
     ++report.files;
@@ -116,12 +116,14 @@ absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options) {
       check.wanted = file.replication();
       bool disagree = false;
       for (const auto& replica : segment.replicas()) {
-        check.replicas.push_back(CheckReplica(client, registry.live, segment, replica));
+        check.replicas.push_back(CheckReplica(client, live, segment, replica));
         check.good += check.replicas.back().good ? 1 : 0;
         disagree = disagree || Disagrees(check.replicas.back());
       }
       if (check.good < check.wanted || disagree) report.problems.push_back(std::move(check));
-      CheckSpread(registry, file.attr().ino(), segment, &report);
+    }
+    for (MisplacedSegment& m : MisplacedSegmentsOf(domains, file)) {
+      report.misplaced.push_back(std::move(m));
     }
   }));
   return report;

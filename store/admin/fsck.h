@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,22 @@ struct FsckReport {
 std::string NeedlesslySharedDomain(const std::vector<std::string>& replica_domains,
                                    const std::vector<std::string>& live_domains, size_t* level,
                                    size_t* distinct);
+
+// What the spread check needs of meta's registry (ListServers): each
+// registered server's failure domain, and those of the live servers with
+// a healthy disk (where placement may put replicas).
+struct ServerDomains {
+  std::map<uint64_t, std::string> domain;  // by server id
+  std::vector<std::string> live_domains;
+};
+ServerDomains ReadServerDomains(const proto::ListServersResponse& servers);
+
+// The sealed segments of `file` whose replicas share a failure domain
+// they need not share (NeedlesslySharedDomain over `servers`), in the
+// file's order; replicas on servers not in `servers` are left out. Pure;
+// thread-safe.
+std::vector<MisplacedSegment> MisplacedSegmentsOf(const ServerDomains& servers,
+                                                  const proto::Inode& file);
 
 // Errors: meta unreachable (kUnavailable, kDeadlineExceeded).
 absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options);
