@@ -58,8 +58,8 @@ ServerDomains ReadServerDomains(const proto::ListServersResponse& servers) {
 std::vector<MisplacedSegment> MisplacedSegmentsOf(const ServerDomains& servers,
                                                   const proto::Inode& file) {
   std::vector<MisplacedSegment> out;
+  // Open segments too: the one being written loses as much with a rack.
   for (const auto& segment : file.segments()) {
-    if (!segment.sealed()) continue;
     std::vector<std::string> domains;
     for (const auto& replica : segment.replicas()) {
       auto it = servers.domain.find(replica.server_id());
@@ -144,7 +144,7 @@ std::string FormatFsck(const FsckReport& report) {
                     " live domains at level ", m.level, " could hold them apart\n");
   }
   absl::StrAppend(&out, "fsck: ", report.files, " files, ", report.segments, " segments (",
-                  report.open_segments, " open, not checked), ", report.misplaced.size(),
+                  report.open_segments, " open, replicas not asked), ", report.misplaced.size(),
                   " misplaced, ", report.problems.size(),
                   report.problems.empty() ? " problems: HEALTHY\n" : " problems: NOT HEALTHY\n");
   return out;

@@ -1,11 +1,11 @@
 // `logfs fsck`: checks that every sealed segment has its file's
 // replication in good replicas, and that they agree. A replica is good when
 // its server is live in meta and answers SegmentInfo sealed, not corrupt,
-// at the segment's recorded length. Open segments belong to their writer
-// and are counted, not checked. A segment is reported when it has fewer
-// good replicas than wanted or a replica answers with anything else, and
-// listed as misplaced when its replicas share a failure domain they need
-// not share.
+// at the segment's recorded length. Open segments belong to their writer:
+// their replicas are not asked. A sealed segment is reported when it has
+// fewer good replicas than wanted or a replica answers with anything
+// else; any segment, open ones included, is listed as misplaced when its
+// replicas share a failure domain they need not share.
 //
 // Thread-safety: a plain function; it blocks on RPCs (timeout each).
 #pragma once
@@ -44,8 +44,8 @@ struct SegmentCheck {
   std::vector<ReplicaCheck> replicas;
 };
 
-// A sealed segment whose replicas share a failure domain they need not
-// share: placement's rule (store/format/failure_domain.h) over the live
+// A segment (sealed or open) whose replicas share a failure domain they
+// need not share: placement's rule (store/format/failure_domain.h) over the live
 // servers' domains would put them in distinct domains at `level` levels
 // ("rack/host": 1 = racks). As HDFS fsck's "mis-replicated blocks": listed
 // and counted, but the data is whole, so it does not make fsck fail;
@@ -61,7 +61,7 @@ struct MisplacedSegment {
 struct FsckReport {
   uint64_t files = 0;
   uint64_t segments = 0;
-  uint64_t open_segments = 0;  // not checked
+  uint64_t open_segments = 0;          // replicas not asked; spread checked
   std::vector<SegmentCheck> problems;  // under-replicated or disagreeing
   std::vector<MisplacedSegment> misplaced;
 };
@@ -84,7 +84,7 @@ struct ServerDomains {
 };
 ServerDomains ReadServerDomains(const proto::ListServersResponse& servers);
 
-// The sealed segments of `file` whose replicas share a failure domain
+// The segments of `file`, open ones included, whose replicas share a failure domain
 // they need not share (NeedlesslySharedDomain over `servers`), in the
 // file's order; replicas on servers not in `servers` are left out. Pure;
 // thread-safe.
