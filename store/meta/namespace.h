@@ -354,20 +354,23 @@ class Namespace {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `replication` distinct live servers with room, none of `excluded`, in
   // distinct failure domains (store/meta/placement.h) also from the live
-  // servers in `kept` (replicas the segment keeps). Last choices
-  // (LastChoiceRank: the servers in `avoided`, which a writer found slow,
-  // SealSegment avoid_servers; suspect ones; ones meta cannot dial) are
-  // taken only as far as the count or the spread over domains needs them,
-  // the least bad first; then most free space first, ties rotating by one
-  // per call that places. kUnavailable when too few servers are live,
-  // ENOSPC when the others are full.
+  // servers in `kept` (replicas the segment keeps), by LastChoiceRank, then
+  // most free space, ties rotating by one per call that places. Servers in
+  // `avoided` (a writer found them slow: SealSegment avoid_servers) are
+  // taken only as far as the count or the spread needs them (a slow
+  // server costs latency, a narrower spread durability); last resorts
+  // (suspect, or meta cannot dial them) only when too few others are left,
+  // so placement never fails for them. kUnavailable when too few servers
+  // are live, ENOSPC when the others are full.
   absl::StatusOr<std::vector<uint64_t>> PlaceReplicas(
       uint32_t replication, const std::vector<uint64_t>& excluded,
       const std::vector<uint64_t>& kept = {}, const std::vector<uint64_t>& avoided = {}) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How bad a choice for a new replica `server` is: 0 for a good one; 1
-  // when its writer avoids it (slow); 2 when a writer saw it fail
-  // (Suspect) or meta cannot dial it (ProbeServerAddresses); 3 for both.
+  // when its writer avoids it (slow); kLastResortRank when a writer saw it
+  // fail (Suspect) or meta cannot dial it (ProbeServerAddresses), plus 1
+  // when also avoided.
+  static constexpr int kLastResortRank = 2;
   static int LastChoiceRank(const ServerState& server, bool avoided);
   // Appends a new open segment to `inode`, on none of `excluded_servers`
   // and on as few of `avoided_servers` as it can (PlaceReplicas).

@@ -12,22 +12,46 @@
 #include "store/meta/placement.h"
 
 namespace logfs::meta {
+namespace {
+
+// A server whose last heartbeat reported less free space than this gets
+// no new segments: its appends would fail with ENOSPC at once.
+constexpr uint64_t kMinFreeBytes = 4u << 20;
+// Free space is compared in these units (PlaceReplicas).
+constexpr uint64_t kFreeSpaceGranuleBytes = 1ull << 30;
+
+bool Listed(const std::vector<uint64_t>& ids, uint64_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+// The indexes into `domains` (candidates in order of preference, the
+// first `usable` of them not last resorts) of `replication` servers:
+// spread over the usable ones (SpreadOverDomains beside `kept`), then,
+// while short, over the last resorts beside those.
+std::vector<size_t> Choose(const std::vector<std::string>& domains, size_t usable,
+                           uint32_t replication, std::vector<std::string> kept) {
+  const std::vector<std::string> first(domains.begin(), domains.begin() + usable);
+  std::vector<size_t> chosen = SpreadOverDomains(first, replication, kept);
+  if (chosen.size() >= replication || usable == domains.size()) return chosen;
+  for (size_t i : chosen) kept.push_back(domains[i]);
+  const std::vector<std::string> rest(domains.begin() + usable, domains.end());
+  for (size_t i : SpreadOverDomains(rest, replication - chosen.size(), kept)) {
+    chosen.push_back(usable + i);
+  }
+  return chosen;
+}
+
+}  // namespace
 
 int Namespace::LastChoiceRank(const ServerState& server, bool avoided) {
   // A slow server still takes appends; one a writer saw fail or meta
   // cannot dial may fail the create and cost its writer a new placement.
-  return (Suspect(server) || !server.unreachable.empty() ? 2 : 0) + (avoided ? 1 : 0);
+  return (Suspect(server) || !server.unreachable.empty() ? kLastResortRank : 0) + (avoided ? 1 : 0);
 }
 
 absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(
     uint32_t replication, const std::vector<uint64_t>& excluded, const std::vector<uint64_t>& kept,
     const std::vector<uint64_t>& avoided) const {
-  // A server whose last heartbeat reported less free space than this gets
-  // no new segments: its appends would fail with ENOSPC at once.
-  constexpr uint64_t kMinFreeBytes = 4u << 20;
-  auto listed = [](const std::vector<uint64_t>& ids, uint64_t id) {
-    return std::find(ids.begin(), ids.end(), id) != ids.end();
-  };
   struct Candidate {
     const ServerState* server;
     int rank;  // LastChoiceRank
@@ -36,7 +60,7 @@ absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(
   size_t full = 0;
   size_t failed = 0;
   for (const auto& [id, server] : servers_) {
-    if (listed(excluded, id) || !ServerLive(server)) continue;
+    if (Listed(excluded, id) || !ServerLive(server)) continue;
     // Its journal failed: every append there fails until it restarts.
     if (!server.disk_failure.empty()) {
       ++failed;
@@ -47,7 +71,7 @@ absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(
       ++full;
       continue;
     }
-    live.push_back({&server, LastChoiceRank(server, listed(avoided, id))});
+    live.push_back({&server, LastChoiceRank(server, Listed(avoided, id))});
   }
   if (live.size() < replication) {
     if (live.size() + full >= replication) {
@@ -64,23 +88,26 @@ absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(
   // Then most free space first, compared in GiB so that servers sharing a disk
   // (or nearly equal) count as ties; ties rotate with every placement so
   // that new segments spread over all servers.
-  constexpr uint64_t kFreeSpaceGranuleBytes = 1ull << 30;
   const uint64_t rotation = placements_++;
   const uint64_t n = live.size();
   std::sort(live.begin(), live.end(), [&](const Candidate& ca, const Candidate& cb) {
     if (ca.rank != cb.rank) return ca.rank < cb.rank;
-    const ServerState* a = ca.server;
-    const ServerState* b = cb.server;
-    uint64_t fa = a->free_bytes / kFreeSpaceGranuleBytes;
-    uint64_t fb = b->free_bytes / kFreeSpaceGranuleBytes;
+    uint64_t fa = ca.server->free_bytes / kFreeSpaceGranuleBytes;
+    uint64_t fb = cb.server->free_bytes / kFreeSpaceGranuleBytes;
     if (fa != fb) return fa > fb;
-    return (a->record.server_id() + rotation) % n < (b->record.server_id() + rotation) % n;
+    return (ca.server->record.server_id() + rotation) % n <
+           (cb.server->record.server_id() + rotation) % n;
   });
-  // Then distinct failure domains over all of them, in that order of
-  // preference: a last choice is taken only when the spread or the count
-  // needs it (SpreadOverDomains keeps the widest spread whatever the order).
+  // Then distinct failure domains in that order of preference: over the
+  // good and avoided servers (SpreadOverDomains keeps the widest spread
+  // whatever the order, so an avoided one is taken where the count or the
+  // spread needs it), then, if short, over the last resorts.
   std::vector<std::string> domains;
-  for (const Candidate& c : live) domains.push_back(FailureDomainOf(c.server->record));
+  size_t usable = 0;
+  for (const Candidate& c : live) {
+    domains.push_back(FailureDomainOf(c.server->record));
+    usable += c.rank < kLastResortRank ? 1 : 0;
+  }
   std::vector<std::string> kept_domains;
   for (uint64_t id : kept) {
     auto it = servers_.find(id);
@@ -89,7 +116,7 @@ absl::StatusOr<std::vector<uint64_t>> Namespace::PlaceReplicas(
     }
   }
   std::vector<uint64_t> ids;
-  for (size_t i : SpreadOverDomains(domains, replication, kept_domains)) {
+  for (size_t i : Choose(domains, usable, replication, kept_domains)) {
     ids.push_back(live[i].server->record.server_id());
   }
   return ids;

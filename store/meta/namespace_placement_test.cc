@@ -62,7 +62,9 @@ class NamespacePlacementTest : public NamespaceFixture {
       request.set_address("10.0.1." + std::to_string(i + 1) + ":7000");
       request.set_free_bytes(1000);
       request.set_failure_domain(domains[i]);
-      ASSERT_TRUE(ns_->RegisterServer(request).ok());
+      auto id = ns_->RegisterServer(request);
+      ASSERT_TRUE(id.ok()) << id.status();
+      servers_.ids[request.address()] = *id;
     }
   }
   // The servers of `ino`'s sealed segment `segment_id`.
@@ -296,6 +298,20 @@ TEST_F(NamespacePlacementTest, UnreachableServersAreUsedWhenTooFewOthers) {
     EXPECT_EQ(3u, servers.size());
     EXPECT_EQ(1u, servers.count(3));
     EXPECT_EQ(1u, servers.count(4));
+  }
+}
+
+TEST_F(NamespacePlacementTest, ServerMetaCannotDialIsNotTakenForTheSpreadEither) {
+  // Goal: an unreachable server alone in its rack is not taken to spread
+  // over three racks while reachable servers can hold the replicas (a
+  // create there would likely fail); a merely avoided one is (a slow
+  // server costs latency, a narrower spread durability). Racks r1 r1 r2
+  // r3; server 4 (r3) refuses meta's dial.
+  RegisterServersIn({"r1/h1", "r1/h2", "r2/h3", "r3/h4"});
+  servers_.refused.insert("10.0.1.4:7000");
+  ASSERT_EQ(4u, ns_->ProbeServerAddresses(8));
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ((std::set<uint64_t>{1, 2, 3}), PlaceNew("f" + std::to_string(i))) << "segment " << i;
   }
 }
 
