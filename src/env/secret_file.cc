@@ -1,6 +1,7 @@
 #include "src/env/secret_file.h"
 
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,25 +37,38 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path) {
                                                       kSecretBytesMax));
   }
   std::string secret(static_cast<size_t>(st.st_size), '\0');
+  // Whatever was read is wiped unless it is returned.
+  auto wipe = [&secret] { OPENSSL_cleanse(secret.data(), secret.size()); };
   size_t filled = 0;
   while (filled < secret.size()) {
     const ssize_t n = ::pread(fd.get(), secret.data() + filled, secret.size() - filled, filled);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return SyscallError(errno, "read " + path);
+    if (n < 0) {
+      const int error = errno;
+      wipe();
+      return SyscallError(error, "read " + path);
+    }
     if (n == 0) break;
     filled += static_cast<size_t>(n);
   }
-  secret.resize(filled);
-  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r' ||
-                             secret.back() == ' ' || secret.back() == '\t')) {
-    secret.pop_back();
+  // Keeps the bytes past `filled` (zeros) in the string, so the wipe
+  // covers everything that was read; the returned copy is exact.
+  const size_t size = filled;
+  size_t trimmed = size;
+  while (trimmed > 0 && (secret[trimmed - 1] == '\n' || secret[trimmed - 1] == '\r' ||
+                         secret[trimmed - 1] == ' ' || secret[trimmed - 1] == '\t')) {
+    --trimmed;
   }
-  if (secret.size() < kSecretBytesMin) {
+  if (trimmed < kSecretBytesMin) {
+    wipe();
     return absl::FailedPreconditionError(absl::StrCat(
-        "cluster secret file ", path, " holds ", secret.size(), " bytes; a secret needs at least ",
+        "cluster secret file ", path, " holds ", trimmed, " bytes; a secret needs at least ",
         kSecretBytesMin, " (e.g. openssl rand -hex 32 >", path, ")"));
   }
-  return secret;
+  if (trimmed == secret.size()) return secret;  // moved out: nothing left behind
+  std::string exact(secret.data(), trimmed);
+  wipe();
+  return exact;
 }
 
 absl::Status CreateSecretFile(const std::string& path, absl::string_view contents) {

@@ -64,12 +64,18 @@ bool process_key_read ABSL_GUARDED_BY(process_key_mu) = false;
 
 absl::StatusOr<ClusterKeyPtr> ClusterKey::Create(std::string secret, std::string local_id) {
   if (secret.size() < env::kSecretBytesMin) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a cluster secret needs at least ", env::kSecretBytesMin, " bytes, not ", secret.size()));
+    const size_t bytes = secret.size();
+    OPENSSL_cleanse(secret.data(), secret.size());
+    return absl::InvalidArgumentError(absl::StrCat("a cluster secret needs at least ",
+                                                   env::kSecretBytesMin, " bytes, not ", bytes));
   }
   if (local_id.size() > kAuthIdBytesMax) local_id.resize(kAuthIdBytesMax);
   return ClusterKeyPtr(new ClusterKey(std::move(secret), std::move(local_id)));
 }
+
+ClusterKey::~ClusterKey() { OPENSSL_cleanse(const_cast<char*>(secret_.data()), secret_.size()); }
+
+AuthKeys::~AuthKeys() { OPENSSL_cleanse(this, sizeof(*this)); }
 
 void SetProcessClusterKey(ClusterKeyPtr key) {
   absl::MutexLock lock(&process_key_mu);
@@ -200,6 +206,10 @@ absl::StatusOr<AuthHello> DecodeHello(absl::string_view bytes) {
   const size_t id_bytes = static_cast<uint8_t>(bytes[6]);
   if (id_bytes > kAuthIdBytesMax) {
     return absl::InvalidArgumentError(absl::StrCat("hello id of ", id_bytes, " bytes"));
+  }
+  const absl::string_view padding = bytes.substr(8 + kAuthNonceBytes + id_bytes);
+  if (bytes[7] != '\0' || padding.find_first_not_of('\0') != absl::string_view::npos) {
+    return absl::InvalidArgumentError("hello with a nonzero reserved or padding byte");
   }
   hello.nonce = std::string(bytes.substr(8, kAuthNonceBytes));
   hello.id = std::string(bytes.substr(8 + kAuthNonceBytes, id_bytes));

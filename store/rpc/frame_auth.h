@@ -49,6 +49,7 @@ class ClusterKey {
                                                                   std::string local_id);
   const std::string& secret() const { return secret_; }
   const std::string& local_id() const { return local_id_; }
+  ~ClusterKey();  // wipes the secret (OPENSSL_cleanse)
 
  private:
   ClusterKey(std::string secret, std::string local_id)
@@ -133,12 +134,14 @@ struct AuthHello {
 // generator fails.
 absl::StatusOr<AuthHello> NewHello(AuthRole role, absl::string_view id);
 std::string EncodeHello(const AuthHello& hello);  // kAuthHelloBytes
-// kInvalidArgument for a bad magic, version, role or id length.
+// kInvalidArgument for a bad magic, version, role or id length, or a
+// nonzero reserved byte or id padding byte.
 absl::StatusOr<AuthHello> DecodeHello(absl::string_view bytes);
 
 // The keys of one connection: HKDF-SHA256 of the secret, salted with both
 // nonces, with both encoded hellos in the info.
 struct AuthKeys {
+  ~AuthKeys();  // wipes the keys (OPENSSL_cleanse)
   AuthKeyBytes proof;
   AuthKeyBytes client_to_server;
   AuthKeyBytes server_to_client;
