@@ -5,6 +5,10 @@
 // body larger than what is buffered is read by the caller straight into
 // the frame's strings (no copy through the buffer).
 //
+// The bytes are allocated by the first Space(), so that a connection that
+// never gets to read frames (an unauthenticated peer still in its
+// handshake) holds none.
+//
 // Not thread-safe: owned by one connection's read loop.
 #pragma once
 
@@ -27,6 +31,7 @@ class FrameBuffer {
  public:
   // The free space at the buffer's end, for the next read (never empty).
   asio::mutable_buffer Space() {
+    if (bytes_ == nullptr) bytes_.reset(new char[kFrameBufferBytes]);
     if (begin_ == end_) begin_ = end_ = 0;
     if (end_ == kFrameBufferBytes) {  // move what is left to the front
       std::memmove(bytes_.get(), bytes_.get() + begin_, end_ - begin_);
@@ -40,6 +45,8 @@ class FrameBuffer {
   // `n` bytes were read into Space().
   void Commit(size_t n) { end_ += n; }
   size_t buffered() const { return end_ - begin_; }
+  // Whether the kFrameBufferBytes are allocated (the first Space() did).
+  bool allocated() const { return bytes_ != nullptr; }
 
   // Whether a whole next frame (header, body and `trailer_bytes` after it,
   // an authentication tag) is buffered. A header that does not decode
@@ -77,7 +84,7 @@ class FrameBuffer {
     return filled + n;
   }
 
-  std::unique_ptr<char[]> bytes_{new char[kFrameBufferBytes]};
+  std::unique_ptr<char[]> bytes_;  // kFrameBufferBytes, from the first Space()
   size_t begin_ = 0;  // first unread byte
   size_t end_ = 0;    // one past the last byte read
 };

@@ -15,6 +15,20 @@ void Feed(FrameBuffer& buffer, const std::string& bytes) {
   buffer.Commit(bytes.size());
 }
 
+TEST(FrameBufferTest, AllocatesItsBytesOnlyForTheFirstRead) {
+  // Goal: a connection whose reader never reads (a peer still in its
+  // authentication handshake) holds no kFrameBufferBytes.
+  FrameBuffer buffer;
+  EXPECT_FALSE(buffer.allocated());
+  EXPECT_FALSE(buffer.HasWholeFrame());
+  char header[format::kFrameHeaderBytes];
+  EXPECT_FALSE(buffer.TakeHeader(header));
+  buffer.Reset();
+  EXPECT_FALSE(buffer.allocated());
+  EXPECT_EQ(kFrameBufferBytes, buffer.Space().size());
+  EXPECT_TRUE(buffer.allocated());
+}
+
 TEST(FrameBufferTest, SplitsBufferedBytesIntoHeaderMessageAndData) {
   const std::string frame =
       format::EncodeFrame(0, format::MessageType::kAppend, 7, "message", "data bytes");
