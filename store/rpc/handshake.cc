@@ -1,6 +1,7 @@
 #include "store/rpc/handshake.h"
 
 #include <glog/logging.h>
+#include <openssl/crypto.h>
 
 #include <memory>
 #include <utility>
@@ -25,6 +26,17 @@ struct Handshake {
         peer(std::move(p)),
         done(std::move(d)),
         timer(s.get_executor()) {}
+  ~Handshake() { OPENSSL_cleanse(&keys, sizeof(keys)); }
+
+  // Whether the socket now carries another connection (the caller's
+  // `current` said so): then the handshake has ended, and the step must
+  // not touch the socket.
+  bool Superseded() {
+    if (current == nullptr || current()) return false;
+    Finish(absl::UnavailableError(
+        absl::StrCat("authentication handshake with ", peer, " abandoned: connection replaced")));
+    return true;
+  }
 
   void Finish(absl::StatusOr<AuthSession> session) {
     timer.cancel();
@@ -48,6 +60,7 @@ struct Handshake {
   const ClusterKeyPtr key;
   const std::string peer;
   HandshakeDone done;
+  HandshakeCurrent current;  // null: the socket is never reused
   asio::steady_timer timer;
   bool timed_out = false;
   std::string peer_id;       // from its hello, once read
@@ -72,6 +85,7 @@ AuthSession MakeSession(const AuthKeys& keys, AuthRole role, std::string peer_id
 void ClientReadServerHello(std::shared_ptr<Handshake> h) {
   h->in.assign(format::kFrameHeaderBytes, '\0');
   asio::async_read(h->socket, asio::buffer(h->in), [h](asio::error_code ec, size_t) {
+    if (h->Superseded()) return;
     if (ec) return h->Lost(ec, "reading its hello");
     if (util::DecodeFixed32(h->in.data()) == format::kFrameMagic) {
       return h->Finish(Refused(absl::StrCat(h->peer, " answered with a plain frame: it runs ",
@@ -82,6 +96,7 @@ void ClientReadServerHello(std::shared_ptr<Handshake> h) {
     asio::async_read(
         h->socket, asio::buffer(h->in.data() + format::kFrameHeaderBytes, rest),
         [h](asio::error_code ec, size_t) {
+          if (h->Superseded()) return;
           if (ec) return h->Lost(ec, "reading its hello");
           h->server_hello = h->in.substr(0, kAuthHelloBytes);
           auto hello = DecodeHello(h->server_hello);
@@ -92,7 +107,7 @@ void ClientReadServerHello(std::shared_ptr<Handshake> h) {
           }
           auto keys = DeriveAuthKeys(h->key->secret(), h->client_hello, h->server_hello);
           if (!keys.ok()) return h->Finish(keys.status());
-          h->keys = *keys;
+          h->keys = *keys;  // the copy in `keys` wipes itself (~AuthKeys)
           const std::string expected =
               AuthProof(h->keys, AuthRole::kServer, h->client_hello, h->server_hello);
           if (!ProofsEqual(expected, absl::string_view(h->in).substr(kAuthHelloBytes))) {
@@ -103,6 +118,7 @@ void ClientReadServerHello(std::shared_ptr<Handshake> h) {
           h->out = AuthProof(h->keys, AuthRole::kClient, h->client_hello, h->server_hello);
           asio::async_write(h->socket, asio::buffer(h->out),
                             [h, id = hello->id](asio::error_code ec, size_t) {
+                              if (h->Superseded()) return;
                               if (ec) return h->Lost(ec, "sending our proof");
                               h->Finish(MakeSession(h->keys, AuthRole::kClient, id));
                             });
@@ -174,8 +190,9 @@ void ServerAnswerHello(std::shared_ptr<Handshake> h) {
 }  // namespace
 
 void AsyncClientHandshake(asio::ip::tcp::socket& socket, ClusterKeyPtr key, std::string peer,
-                          HandshakeDone done) {
+                          HandshakeCurrent current, HandshakeDone done) {
   auto h = std::make_shared<Handshake>(socket, std::move(key), std::move(peer), std::move(done));
+  h->current = std::move(current);
   auto hello = NewHello(AuthRole::kClient, h->key->local_id());
   if (!hello.ok()) {
     asio::post(socket.get_executor(), [h, status = hello.status()] { h->Finish(status); });
@@ -183,6 +200,7 @@ void AsyncClientHandshake(asio::ip::tcp::socket& socket, ClusterKeyPtr key, std:
   }
   h->client_hello = EncodeHello(*hello);
   asio::async_write(h->socket, asio::buffer(h->client_hello), [h](asio::error_code ec, size_t) {
+    if (h->Superseded()) return;
     if (ec) return h->Lost(ec, "sending our hello");
     ClientReadServerHello(h);
   });

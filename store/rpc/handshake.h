@@ -19,7 +19,8 @@
 //
 // `done` runs once, on the socket's executor. The caller keeps `socket`
 // alive until then (capture its owner in `done`) and runs nothing else on
-// it meanwhile.
+// it meanwhile, unless it closes the socket, which fails the step in
+// progress (kUnavailable).
 #pragma once
 
 #include <asio.hpp>
@@ -32,11 +33,26 @@
 
 namespace logfs::rpc {
 
+// How long a server waits for an accepted connection's handshake, and the
+// default for how long a client waits to connect and authenticate
+// (RpcClient::Options::connect_timeout).
+inline constexpr absl::Duration kAuthHandshakeTimeout = absl::Seconds(10);
+
 using HandshakeDone = std::function<void(absl::StatusOr<AuthSession> session)>;
 
-// `peer` names the server in messages ("meta at 10.0.0.1:7000").
+// Whether the connection a handshake runs on is still the caller's. Runs
+// on the socket's executor.
+using HandshakeCurrent = std::function<bool()>;
+
+// `peer` names the server in messages ("meta at 10.0.0.1:7000"). For a
+// socket reused across connections (RpcClient): every step first asks
+// `current` (null: always current) and, once it says no, ends the
+// handshake with kUnavailable without touching the socket again, so that
+// a step of an abandoned connection never reads or writes the next one's
+// bytes. Has no timer of its own: the caller closes the socket on its
+// timeout.
 void AsyncClientHandshake(asio::ip::tcp::socket& socket, ClusterKeyPtr key, std::string peer,
-                          HandshakeDone done);
+                          HandshakeCurrent current, HandshakeDone done);
 
 // `peer` names the client in messages ("10.0.0.5:41234").
 void AsyncServerHandshake(asio::ip::tcp::socket& socket, ClusterKeyPtr key, std::string peer,

@@ -34,17 +34,27 @@ bool IsServerAnswer(const absl::Status& status) {
 }
 
 std::shared_ptr<RpcClient> RpcClient::Create(asio::io_context& io, std::string address,
-                                             ClusterKeyPtr key) {
-  return std::shared_ptr<RpcClient>(new RpcClient(io, std::move(address), std::move(key)));
+                                             Options options) {
+  CHECK_GT(options.connect_timeout, absl::ZeroDuration());
+  return std::shared_ptr<RpcClient>(new RpcClient(io, std::move(address), std::move(options)));
 }
 
-RpcClient::RpcClient(asio::io_context& io, std::string address, ClusterKeyPtr key)
+std::shared_ptr<RpcClient> RpcClient::Create(asio::io_context& io, std::string address,
+                                             ClusterKeyPtr key) {
+  Options options;
+  options.key = std::move(key);
+  return Create(io, std::move(address), std::move(options));
+}
+
+RpcClient::RpcClient(asio::io_context& io, std::string address, Options options)
     : io_(io),
       address_(std::move(address)),
-      key_(std::move(key)),
+      key_(std::move(options.key)),
+      connect_timeout_(options.connect_timeout),
       strand_(asio::make_strand(io)),
       socket_(strand_),
       timer_(strand_),
+      connect_timer_(strand_),
       reader_([](const format::FrameHeader& header) {
         if ((header.flags & format::kFlagResponse) != 0) return absl::OkStatus();
         return absl::InvalidArgumentError("not a response");
@@ -163,22 +173,38 @@ void RpcClient::Connect() {
   state_ = State::kConnecting;
   writer_.Reset();  // requests queue until OnConnected opens it
   uint64_t gen = ++connection_generation_;
-  asio::post(strand_, [self = shared_from_this(), gen] {
-    auto endpoint = ParseEndpoint(self->address_);
-    if (!endpoint.ok()) {
-      self->Fail(absl::UnavailableError(endpoint.status().message()));
-      return;
-    }
-    asio::error_code ignored;
-    self->socket_.close(ignored);
-    self->socket_.async_connect(*endpoint, [self, gen](asio::error_code ec) {
-      {
-        absl::MutexLock lock(&self->mu_);
-        if (gen != self->connection_generation_) return;
-      }
-      self->OnConnected(ec, gen);
-    });
+  asio::post(strand_, [self = shared_from_this(), gen] { self->StartConnect(gen); });
+}
+
+void RpcClient::StartConnect(uint64_t gen) {
+  if (!IsCurrent(gen)) return;  // failed (shut down) before it started
+  auto endpoint = ParseEndpoint(address_);
+  if (!endpoint.ok()) {
+    Fail(absl::UnavailableError(endpoint.status().message()));
+    return;
+  }
+  asio::error_code ignored;
+  socket_.close(ignored);
+  connect_timer_.expires_after(absl::ToChronoMilliseconds(connect_timeout_));
+  connect_timer_.async_wait([self = shared_from_this(), gen](asio::error_code ec) {
+    if (!ec) self->OnConnectTimeout(gen);  // else cancelled: connected or failed
   });
+  socket_.async_connect(*endpoint, [self = shared_from_this(), gen](asio::error_code ec) {
+    if (!self->IsCurrent(gen)) return;
+    self->OnConnected(ec, gen);
+  });
+}
+
+void RpcClient::OnConnectTimeout(uint64_t gen) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (gen != connection_generation_ || state_ != State::kConnecting) return;
+  }
+  // Closing the socket ends the connect or the handshake step in progress;
+  // their handlers see a stale generation and drop out.
+  Fail(absl::UnavailableError(absl::StrCat(
+      "no connection to ", address_, " within ", absl::FormatDuration(connect_timeout_),
+      key_ != nullptr ? " (TCP connect and authentication handshake)" : " (TCP connect)")));
 }
 
 void RpcClient::OnConnected(asio::error_code ec, uint64_t gen) {
@@ -189,7 +215,13 @@ void RpcClient::OnConnected(asio::error_code ec, uint64_t gen) {
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   if (key_ == nullptr) return StartConnection(gen, AuthSession());
-  AsyncClientHandshake(socket_, key_, address_,
+  // The socket is reused by the next connection: a step of this one that
+  // completes after it failed must not read or write that one's bytes.
+  auto current = [weak = weak_from_this(), gen] {
+    auto self = weak.lock();
+    return self != nullptr && self->IsCurrent(gen);
+  };
+  AsyncClientHandshake(socket_, key_, address_, std::move(current),
                        [self = shared_from_this(), gen](absl::StatusOr<AuthSession> session) {
                          if (!self->IsCurrent(gen)) return;
                          if (!session.ok()) {
@@ -202,6 +234,7 @@ void RpcClient::OnConnected(asio::error_code ec, uint64_t gen) {
 }
 
 void RpcClient::StartConnection(uint64_t gen, AuthSession session) {
+  connect_timer_.cancel();
   {
     absl::MutexLock lock(&mu_);
     state_ = State::kConnected;
@@ -273,6 +306,7 @@ void RpcClient::Fail(const absl::Status& status) {
     writer_.Close();
   }
   asio::error_code ignored;
+  connect_timer_.cancel();
   socket_.close(ignored);
   for (auto& [id, pending] : failed) pending.done(status, {});
 }

@@ -14,6 +14,12 @@
 // kUnauthenticated (not retried by callers: it lasts until the
 // configuration changes) and is logged.
 //
+// A connection that is not connected and authenticated within
+// Options::connect_timeout (a peer black-holed after the TCP connect, or a
+// SYN that gets no answer) fails its waiting calls with kUnavailable (or
+// kDeadlineExceeded if theirs ran out first) and the next call opens a new
+// one.
+//
 // Thread-safe: any thread may call. Callbacks run on an io thread of the
 // io_context given at construction and must not block.
 #pragma once
@@ -35,6 +41,7 @@
 #include "store/rpc/frame_auth.h"
 #include "store/rpc/frame_reader.h"
 #include "store/rpc/frame_writer.h"
+#include "store/rpc/handshake.h"
 #include "store/rpc/outgoing_frame.h"
 
 namespace logfs::rpc {
@@ -48,8 +55,20 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   // (no response within the call's timeout), or the server's error.
   using Callback = std::function<void(absl::Status status, format::Frame response)>;
 
-  // `io` must outlive the client. `address` is "host:port". `key` null:
-  // connections are not authenticated (the peer must have no key either).
+  struct Options {
+    // Null: connections are not authenticated (the peer must have no key
+    // either).
+    ClusterKeyPtr key;
+    // How long one connection may take from its TCP connect to the end of
+    // its authentication handshake (both, without a key: the connect)
+    // before it is given up. Positive.
+    absl::Duration connect_timeout = kAuthHandshakeTimeout;
+  };
+
+  // `io` must outlive the client. `address` is "host:port".
+  static std::shared_ptr<RpcClient> Create(asio::io_context& io, std::string address,
+                                           Options options);
+  // The same with `key` and the default connect_timeout.
   static std::shared_ptr<RpcClient> Create(asio::io_context& io, std::string address,
                                            ClusterKeyPtr key);
   // The same with the process's key (ProcessClusterKey()).
@@ -106,10 +125,15 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   };
   enum class State { kDisconnected, kConnecting, kConnected };
 
-  RpcClient(asio::io_context& io, std::string address, ClusterKeyPtr key);
+  RpcClient(asio::io_context& io, std::string address, Options options);
   FrameWriter::Options WriterOptions();
   void Connect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts connection `generation`'s TCP connect and its connect timer. On
+  // strand_.
+  void StartConnect(uint64_t generation);
   void OnConnected(asio::error_code ec, uint64_t generation);
+  // Fails connection `generation` if it is still connecting. On strand_.
+  void OnConnectTimeout(uint64_t generation) ABSL_LOCKS_EXCLUDED(mu_);
   // The connection is usable (authenticated if `session` is set): opens
   // the writer and starts reading. On strand_.
   void StartConnection(uint64_t generation, AuthSession session);
@@ -129,6 +153,7 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   asio::io_context& io_;
   const std::string address_;
   const ClusterKeyPtr key_;  // null: not authenticated
+  const absl::Duration connect_timeout_;
   asio::strand<asio::io_context::executor_type> strand_;
 
   // Used only on strand_, except the writer's inline sendmsgs on its
@@ -136,6 +161,7 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   // for them, before it closes the socket).
   asio::ip::tcp::socket socket_;
   asio::steady_timer timer_;
+  asio::steady_timer connect_timer_;  // the connection in kConnecting
   FrameReader reader_;
 
   // Internally synchronized; locked after mu_ (requests queue under mu_).

@@ -30,11 +30,9 @@
 #include "google/protobuf/message_lite.h"
 #include "store/format/frame.h"
 #include "store/rpc/frame_auth.h"
+#include "store/rpc/handshake.h"
 
 namespace logfs::rpc {
-
-// How long a server waits for an accepted connection's handshake.
-inline constexpr absl::Duration kAuthHandshakeTimeout = absl::Seconds(10);
 
 class ServerConnection;
 
