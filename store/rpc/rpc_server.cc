@@ -3,10 +3,12 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "src/util/log_rate_limit.h"
 #include "store/format/error_codec.h"
 #include "store/rpc/endpoint.h"
 #include "store/rpc/frame_reader.h"
@@ -40,14 +42,21 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     socket_.set_option(asio::ip::tcp::no_delay(true), ec);
   }
 
-  // Call on the socket's executor, once.
-  void Start() {
+  // Call on the socket's executor, once. With a key, the caller took a
+  // handshake slot for `peer_ip`, which this gives back when the
+  // handshake ends.
+  void Start(std::string peer_ip) {
     if (server_->key_ == nullptr) return Serve(AuthSession());
-    AsyncServerHandshake(socket_, server_->key_, peer_, kAuthHandshakeTimeout,
-                         [self = shared_from_this()](absl::StatusOr<AuthSession> session) {
+    AsyncServerHandshake(socket_, server_->key_, peer_, server_->limits_.timeout,
+                         [self = shared_from_this(), peer_ip](absl::StatusOr<AuthSession> session) {
+                           self->server_->EndHandshake(peer_ip);
                            if (!session.ok()) {
                              self->server_->auth_failures_.fetch_add(1);
-                             self->Close(std::string(session.status().message()));
+                             // Rate limited: unauthenticated peers choose how often this is.
+                             LOGFS_LOG_EVERY_MS(WARNING, 1000)
+                                 << "closing connection from " << self->peer_ << ": "
+                                 << session.status().message();
+                             self->Close("");
                              return;
                            }
                            self->Serve(std::move(*session));
@@ -244,7 +253,8 @@ RpcServer::RpcServer(asio::io_context& io, RequestHandler handler, TypeFilter fi
       handler_(std::move(handler)),
       filter_(std::move(filter)),
       key_(ProcessClusterKey()),
-      acceptor_(io) {}
+      acceptor_(io),
+      accept_backoff_(io) {}
 
 RpcServer::~RpcServer() { Stop(); }
 
@@ -285,45 +295,103 @@ void RpcServer::Stop() {
   asio::post(io_, [this, closed] {
     asio::error_code ec;
     acceptor_.close(ec);
+    accept_backoff_.cancel();
     closed->Notify();
   });
   if (!closed->WaitForNotificationWithTimeout(absl::Seconds(2))) {
     asio::error_code ec;
     acceptor_.close(ec);
+    accept_backoff_.cancel();
   }
   for (auto& weak : connections) {
     if (auto conn = weak.lock()) conn->Close("");  // a normal shutdown: nothing to log
   }
 }
 
+void RpcServer::SetHandshakeLimits(HandshakeLimits limits) {
+  CHECK_GT(limits.in_progress_max, 0);
+  CHECK_GT(limits.per_peer_max, 0);
+  CHECK_GT(limits.timeout, absl::ZeroDuration());
+  limits_ = limits;
+}
+
+int RpcServer::handshakes_in_progress() {
+  absl::MutexLock lock(&connections_mu_);
+  return handshakes_;
+}
+
+bool RpcServer::TakeHandshakeSlotLocked(const std::string& ip) {
+  if (handshakes_ >= limits_.in_progress_max) return false;
+  int& from_peer = handshakes_by_peer_[ip];  // per_peer_max > 0: never left at 0
+  if (from_peer >= limits_.per_peer_max) return false;
+  ++from_peer;
+  ++handshakes_;
+  return true;
+}
+
+void RpcServer::EndHandshake(const std::string& ip) {
+  absl::MutexLock lock(&connections_mu_);
+  auto it = handshakes_by_peer_.find(ip);
+  CHECK(it != handshakes_by_peer_.end() && it->second > 0) << ip;
+  if (--it->second == 0) handshakes_by_peer_.erase(it);
+  CHECK_GT(handshakes_--, 0);
+}
+
 void RpcServer::Accept() {
   // Each connection's socket runs on its own strand, so its read loop, write
   // loop and close never run at once even with many io threads.
-  acceptor_.async_accept(asio::make_strand(io_), [this](asio::error_code ec,
-                                                        asio::ip::tcp::socket socket) {
-    if (ec) {
-      if (ec != asio::error::operation_aborted) {
-        LOG(WARNING) << "accept failed: " << ec.message();
-        if (acceptor_.is_open()) Accept();
-      }
-      return;
-    }
-    auto conn = std::make_shared<ServerConnection>(this, std::move(socket));
-    {
-      absl::MutexLock lock(&connections_mu_);
-      // Drop entries of closed connections so the list stays bounded.
-      connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
-                                        [](const auto& w) { return w.expired(); }),
-                         connections_.end());
-      if (stopped_) {
-        conn->Close("");
-        return;
-      }
-      connections_.push_back(conn);
-    }
-    conn->Start();
-    Accept();
+  acceptor_.async_accept(asio::make_strand(io_),
+                         [this](asio::error_code ec, asio::ip::tcp::socket socket) {
+                           if (ec == asio::error::operation_aborted) return;  // stopped
+                           if (ec) return OnAcceptError(ec);
+                           Admit(std::move(socket));
+                           Accept();
+                         });
+}
+
+void RpcServer::OnAcceptError(asio::error_code ec) {
+  accept_errors_.fetch_add(1);
+  LOGFS_LOG_EVERY_MS(WARNING, 1000)
+      << "accept on " << bound_address() << " failed: " << ec.message();
+  if (!acceptor_.is_open()) return;
+  const int error = ec.category() == asio::error::get_system_category() ? ec.value() : 0;
+  if (error != EMFILE && error != ENFILE && error != ENOBUFS && error != ENOMEM) return Accept();
+  // Accepting again at once would fail again at once: the connection stays
+  // in the listen queue until descriptors or memory free up.
+  accept_backoff_.expires_after(absl::ToChronoMilliseconds(kAcceptBackoff));
+  accept_backoff_.async_wait([this, alive = std::weak_ptr<char>(alive_)](asio::error_code ec) {
+    if (ec || alive.expired()) return;  // cancelled by Stop, or the server is gone
+    if (acceptor_.is_open()) Accept();
   });
+}
+
+void RpcServer::Admit(asio::ip::tcp::socket socket) {
+  asio::error_code ec;
+  const auto remote = socket.remote_endpoint(ec);
+  const std::string ip = ec ? "?" : remote.address().to_string();
+  const bool handshake = key_ != nullptr;
+  std::shared_ptr<ServerConnection> conn;
+  {
+    absl::MutexLock lock(&connections_mu_);
+    // Drop entries of closed connections so the list stays bounded.
+    connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
+                                      [](const auto& w) { return w.expired(); }),
+                       connections_.end());
+    if (stopped_) return;  // `socket` closes as it goes
+    if (handshake && !TakeHandshakeSlotLocked(ip)) {
+      handshakes_refused_.fetch_add(1);
+      const auto from_peer = handshakes_by_peer_.find(ip);
+      LOGFS_LOG_EVERY_MS(WARNING, 1000)
+          << "closing connection from " << ip << " at once: " << handshakes_
+          << " authentication handshakes in progress, "
+          << (from_peer == handshakes_by_peer_.end() ? 0 : from_peer->second) << " from it (caps "
+          << limits_.in_progress_max << ", " << limits_.per_peer_max << ")";
+      return;  // `socket` closes as it goes
+    }
+    conn = std::make_shared<ServerConnection>(this, std::move(socket));
+    connections_.push_back(conn);
+  }
+  conn->Start(ip);
 }
 
 }  // namespace logfs::rpc

@@ -8,11 +8,18 @@
 // other connections keep being served.
 //
 // With a ClusterKey, each accepted connection must pass the authentication
-// handshake (store/rpc/handshake.h) within kAuthHandshakeTimeout before
+// handshake (store/rpc/handshake.h) within HandshakeLimits::timeout before
 // any of its frames is read, and every frame must carry a good tag
-// (frame_auth.h); otherwise it is closed with a logged reason, and no
-// request of it reaches the handler. A peer without a key gets one error
-// frame (kUnauthenticated) that says so.
+// (frame_auth.h); otherwise it is closed with a logged reason (rate
+// limited), and no request of it reaches the handler. A peer without a key
+// gets one error frame (kUnauthenticated) that says so.
+//
+// Peers that have not authenticated cannot use up the server: handshakes
+// in progress are capped in all and per peer address (HandshakeLimits; a
+// connection past a cap is closed as soon as it is accepted), such a
+// connection holds no read buffer yet, and when accept runs out of
+// descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) the server waits
+// kAcceptBackoff before it accepts again instead of spinning.
 #pragma once
 
 #include <asio.hpp>
@@ -23,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -33,6 +41,16 @@
 #include "store/rpc/handshake.h"
 
 namespace logfs::rpc {
+
+// How long accept waits after it failed for want of descriptors or memory.
+inline constexpr absl::Duration kAcceptBackoff = absl::Milliseconds(100);
+
+// The bounds on connections that have not authenticated yet.
+struct HandshakeLimits {
+  int in_progress_max = 64;                        // handshakes in progress, from all peers
+  int per_peer_max = 8;                            // from one IP address
+  absl::Duration timeout = kAuthHandshakeTimeout;  // for one handshake
+};
 
 class ServerConnection;
 
@@ -123,11 +141,20 @@ class RpcServer {
   // The key connections must authenticate with (null: none). Set before
   // Listen.
   void SetClusterKey(ClusterKeyPtr key) { key_ = std::move(key); }
+  // The bounds on handshakes in progress (HandshakeLimits' defaults
+  // unless set). Set before Listen; every field positive.
+  void SetHandshakeLimits(HandshakeLimits limits);
 
   // Counters for tests and metrics.
   uint64_t bad_frames() const { return bad_frames_.load(); }
   // Connections closed for a failed handshake.
   uint64_t auth_failures() const { return auth_failures_.load(); }
+  // Connections closed at accept because a HandshakeLimits cap was full.
+  uint64_t handshakes_refused() const { return handshakes_refused_.load(); }
+  // Handshakes in progress now. Thread-safe.
+  int handshakes_in_progress() ABSL_LOCKS_EXCLUDED(connections_mu_);
+  // Failed accepts (each logged, rate limited).
+  uint64_t accept_errors() const { return accept_errors_.load(); }
   uint64_t responses() const { return responses_.load(); }
   // Socket writes that carried responses: fewer than responses() when
   // ResponseBatch or a busy socket put several in one write.
@@ -135,14 +162,32 @@ class RpcServer {
 
  private:
   void Accept();
+  // A failed accept: accepts again, after kAcceptBackoff if the process
+  // is out of descriptors or memory.
+  void OnAcceptError(asio::error_code ec);
+  // Serves an accepted socket, or closes it if the server stopped or a
+  // handshake cap is full.
+  void Admit(asio::ip::tcp::socket socket) ABSL_LOCKS_EXCLUDED(connections_mu_);
+  // Takes a handshake slot for a peer at `ip`; false if a cap is full.
+  bool TakeHandshakeSlotLocked(const std::string& ip)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(connections_mu_);
+  // Gives back the slot of a handshake that ended.
+  void EndHandshake(const std::string& ip) ABSL_LOCKS_EXCLUDED(connections_mu_);
 
   asio::io_context& io_;
   RequestHandler handler_;
   TypeFilter filter_;
   ClusterKeyPtr key_;
+  HandshakeLimits limits_;
   asio::ip::tcp::acceptor acceptor_;
+  asio::steady_timer accept_backoff_;
+  // Expires with the server: a backoff wait that fired just before Stop
+  // closed the acceptor finds it gone and does not touch the server.
+  std::shared_ptr<char> alive_ = std::make_shared<char>();
   std::atomic<uint64_t> bad_frames_{0};
   std::atomic<uint64_t> auth_failures_{0};
+  std::atomic<uint64_t> handshakes_refused_{0};
+  std::atomic<uint64_t> accept_errors_{0};
   std::atomic<uint64_t> responses_{0};
   std::atomic<uint64_t> response_writes_{0};
   std::atomic<uint64_t> next_connection_id_{1};
@@ -150,6 +195,9 @@ class RpcServer {
   absl::Mutex connections_mu_;
   std::vector<std::weak_ptr<ServerConnection>> connections_ ABSL_GUARDED_BY(connections_mu_);
   bool stopped_ ABSL_GUARDED_BY(connections_mu_) = false;
+  int handshakes_ ABSL_GUARDED_BY(connections_mu_) = 0;
+  // Handshakes in progress by peer IP address; no zero entries.
+  absl::flat_hash_map<std::string, int> handshakes_by_peer_ ABSL_GUARDED_BY(connections_mu_);
   friend class ServerConnection;
 };
 
