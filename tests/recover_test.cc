@@ -56,6 +56,43 @@ TEST(RecoverTest, RecoverRevokesALiveWritersLeaseAndFencesIt) {
 namespace logfs::testing {
 namespace {
 
+TEST(RecoverTest, RecoverFencesAWriterThatSealedAtAFlushAndChangedNothingSince) {
+  // Goal: the writer is fenced also when recovery finds nothing to seal
+  // and nobody writes after it. Its segment was sealed at a flush (the
+  // close of a duplicate descriptor, as a fork + exec does), so the file
+  // is just as the writer left it; it must still not take its lease back
+  // (found by a new user: its later writes and fsyncs succeeded, and
+  // mount 1 got EBUSY).
+  MountedClusterOptions options;
+  options.mounts = 2;
+  options.mount_flags = {"--replica_timeout_ms=1000", "--fsync_timeout_ms=5000"};
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  MakeWalDir(c);
+  int old_fd = open(c.Path("wal/flushed").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  ASSERT_GE(old_fd, 0);
+  ASSERT_EQ(2, write(old_fd, "a\n", 2));
+  ASSERT_EQ(0, fsync(old_fd));
+  ASSERT_EQ(0, close(dup(old_fd)));  // a flush: the writer seals, keeping its lease
+  auto r = RunCommand(LogfsBinary() + " recover " + c.Path("wal/flushed", 1));
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  // The old writer's next write may be taken (it is buffered), but its
+  // fsync fails, and nothing of it lands.
+  ssize_t n = write(old_fd, "b\n", 2);
+  int rc = n == 2 ? fsync(old_fd) : -1;
+  EXPECT_EQ(-1, rc);
+  EXPECT_EQ(EIO, errno) << strerror(errno);
+  close(old_fd);
+  EXPECT_EQ("a\n", *ReadFile(c.Path("wal/flushed", 1)));
+  int new_fd = open(c.Path("wal/flushed", 1).c_str(), O_WRONLY | O_APPEND);
+  ASSERT_GE(new_fd, 0) << strerror(errno);
+  ASSERT_EQ(2, write(new_fd, "c\n", 2));
+  ASSERT_EQ(0, fsync(new_fd));
+  ASSERT_EQ(0, close(new_fd));
+  EXPECT_EQ("a\nc\n", *ReadFile(c.Path("wal/flushed", 1)));
+}
+
 TEST(RecoverTest, KilledWritingMountsFilesAreRecoveredWithoutWaitingForTheLease) {
   // Goal: kill -9 of the writing mount closes its connection to meta, so
   // its leases lapse at once (not after --lease_timeout_ms, 60 s here):

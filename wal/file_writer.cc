@@ -43,6 +43,7 @@ FileWriter::FileWriter(FileWriterOptions options, proto::Inode inode,
                        std::shared_ptr<WriterDeps> deps)
     : options_(std::move(options)),
       ino_(inode.attr().ino()),
+      lease_epoch_(inode.lease_epoch()),
       kind_(inode.attr().kind()),
       deps_(std::move(deps)),
       slow_servers_(options_.slow_servers != nullptr ? options_.slow_servers

@@ -324,6 +324,7 @@ class FileWriter final : public ReplicaReplyHandler,
   // Immutable after construction.
   const FileWriterOptions options_;
   const uint64_t ino_;
+  const uint64_t lease_epoch_;  // the inode's when opened (MetaSealCall)
   const proto::FileKind kind_;
   const std::shared_ptr<WriterDeps> deps_;
   const std::shared_ptr<SlowServers> slow_servers_;  // never null

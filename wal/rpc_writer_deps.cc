@@ -121,6 +121,7 @@ class RpcWriterDeps final : public WriterDeps {
     for (uint64_t id : call.failed_servers) request.add_failed_servers(id);
     for (uint64_t id : call.avoid_servers) request.add_avoid_servers(id);
     request.set_sealed_file_length(call.sealed_file_length);
+    request.set_lease_epoch(call.lease_epoch);
     if (call.call.has_value()) *request.mutable_call() = *call.call;
     meta_->AsyncSealSegment(std::move(request), std::move(done));
   }

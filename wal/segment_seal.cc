@@ -102,6 +102,7 @@ MetaSealCall FileWriter::MetaSealCallLocked(uint64_t segment_id, uint64_t length
                                             const std::vector<uint64_t>& failed_servers) const {
   MetaSealCall call;
   call.ino = ino_;
+  call.lease_epoch = lease_epoch_;
   call.mount_id = options_.mount_id;
   call.segment_id = segment_id;
   call.sealed_length = length;

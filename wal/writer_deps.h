@@ -58,6 +58,7 @@ struct MetaSealCall {
   // room; unlike failed_servers, their replicas of the sealed one stay.
   std::vector<uint64_t> avoid_servers;
   uint64_t sealed_file_length = 0;       // the writer's view of the sealed segments
+  uint64_t lease_epoch = 0;              // the inode's lease_epoch the writer opened with
   std::optional<proto::CallId> call;     // makes retries exactly-once
 };
 

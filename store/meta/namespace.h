@@ -380,6 +380,10 @@ class Namespace {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FillAddresses(proto::Segment* segment) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // The writer lease of `ino` passes to a new holder (an OpenWrite by
+  // another mount, a recovery): bumps inode.lease_epoch (Put in `txn`)
+  // and forgets a lapsed lease, so no earlier writer takes it back.
+  void PassLease(uint64_t ino, proto::Inode* inode, Txn& txn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // OpenWrite pieces (namespace_write.cc).
   absl::StatusOr<proto::Inode> OpenWriteLocked(const proto::OpenWriteRequest& request,
                                                bool* needs_recovery, RecoveryPlan* plan)

@@ -404,5 +404,76 @@ TEST_F(NamespaceTest, TwoRecoveriesOfOneFileAtOnceBothSucceed) {
   EXPECT_TRUE(OpenWrite(f, 2).ok());
 }
 
+TEST_F(NamespaceTest, ARecoveredWriterNeverTakesItsLeaseBackEvenIfNothingChanged) {
+  // Goal: once `logfs recover` revoked a writer's lease, that writer's
+  // later seals are refused (EBUSY, which it turns into EIO), also when
+  // recovery found nothing to seal: the writer had sealed its segment at a
+  // flush and kept the lease, so the file is exactly as it left it (found
+  // by a new user: the old writer went on writing after the recover).
+  // Method: (a) mount 1 opens, writes a segment and seals it keeping the
+  // lease; (b) recover; (c) mount 1 asks for its next segment as a writer
+  // with nothing open does, with its view of the file; (d) a writer that
+  // merely lost its lease (meta restarted) still takes it back.
+  RegisterServers(3);
+  uint64_t f = File(kRootIno, "f");
+  ASSERT_EQ(0, SetXattrErrno(f, "user.logfs.kind", "wal"));
+  // (a)
+  auto opened = OpenWrite(f, 1);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  auto first = Seal(f, 1, 0, 0, false);
+  ASSERT_TRUE(first.ok()) << first.status();
+  proto::SealSegmentRequest flush;
+  flush.set_ino(f);
+  flush.set_mount_id(1);
+  flush.set_segment_id(first->segments(0).id());
+  flush.set_sealed_length(2);
+  flush.set_keep_lease(true);
+  flush.set_lease_epoch(opened->lease_epoch());
+  ASSERT_TRUE(ns_->SealSegment(flush).ok());
+  // (b)
+  auto recovered = ns_->RecoverLease(f);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(2u, recovered->attr().size());
+  EXPECT_GT(recovered->lease_epoch(), opened->lease_epoch());
+  // (c)
+  proto::SealSegmentRequest next;
+  next.set_ino(f);
+  next.set_mount_id(1);
+  next.set_sealed_file_length(2);
+  next.set_lease_epoch(opened->lease_epoch());
+  EXPECT_EQ(EBUSY, AttachedErrno(ns_->SealSegment(next).status()));
+  EXPECT_FALSE(ns_->GetAttr(f)->open_for_write());
+  EXPECT_EQ(1, ns_->GetInode(f)->segments_size());
+  // (d) mount 2 opens it now; meta restarts (leases are in memory); the
+  // same request from mount 2, with the epoch it opened with, is served.
+  auto reopened = OpenWrite(f, 2);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  Reopen();
+  next.set_mount_id(2);
+  next.set_lease_epoch(reopened->lease_epoch());
+  auto taken_back = ns_->SealSegment(next);
+  ASSERT_TRUE(taken_back.ok()) << taken_back.status();
+  EXPECT_EQ(2, taken_back->segments_size());
+}
+
+TEST_F(NamespaceTest, ALapsedLeaseIsNotGivenBackToItsMountAfterARecovery) {
+  // Goal: a mount whose lease lapsed (its connection broke) gets it back
+  // when it heartbeats again, unless the file was recovered meanwhile.
+  RegisterServers(3);
+  uint64_t f = 0;
+  const proto::Segment seg = OpenWalSegment(&f);
+  for (int r = 0; r < 3; ++r) fake_.Put(seg.replicas(r).address(), seg.id(), 100, 100);
+  ns_->MountDisconnected(1);
+  ASSERT_TRUE(ns_->ExpireMounts().ok());
+  ASSERT_TRUE(ns_->RecoverLease(f).ok());
+  ASSERT_TRUE(ns_->MountHeartbeat(1, {f}).ok());
+  EXPECT_FALSE(ns_->GetAttr(f)->open_for_write());
+  Advance(5001);
+  ASSERT_TRUE(ns_->MountHeartbeat(1, {f}).ok());
+  EXPECT_TRUE(ns_->TakeLapsedOpenFiles().empty());
+  EXPECT_FALSE(ns_->GetAttr(f)->open_for_write());
+  EXPECT_EQ(EBUSY, AttachedErrno(Seal(f, 1, seg.id(), 100, false).status()));
+}
+
 }  // namespace
 }  // namespace logfs::meta

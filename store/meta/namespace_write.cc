@@ -165,10 +165,18 @@ absl::StatusOr<proto::Inode> Namespace::OpenWriteLocked(const proto::OpenWriteRe
     leases_[ino] = mount_id;
     return proto::Inode();
   }
+  if (holder != mount_id) PassLease(ino, inode, txn);
   RETURN_IF_ERROR(txn.Commit());
   leases_[ino] = mount_id;
   ++pins_[ino][mount_id];
   return ReplyInode(*inode);
+}
+
+void Namespace::PassLease(uint64_t ino, proto::Inode* inode, Txn& txn) {
+  inode->set_lease_epoch(inode->lease_epoch() + 1);
+  txn.Put(inode);
+  // A mount whose lease lapsed does not get it back by heartbeat either.
+  lapsed_leases_.erase(ino);
 }
 
 absl::StatusOr<proto::Inode> Namespace::FinishRecovery(
@@ -198,7 +206,7 @@ absl::StatusOr<proto::Inode> Namespace::FinishRecovery(
   segment->clear_replicas();
   for (uint64_t server_id : result->kept_server_ids) segment->add_replicas()->set_server_id(server_id);
   UpdateOffsets(inode);
-  txn.Put(inode);
+  PassLease(ino, inode, txn);
   absl::Status committed = txn.Commit();
   if (!committed.ok()) return give_up(committed);
   if (inode->attr().kind() != proto::KIND_WAL && inode->attr().size() > 0) {
@@ -217,13 +225,17 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
   if (recorded.has_value()) {
     // Applied before meta restarted: the writer goes on with the segment
     // it was given, so it takes its lease back as an unanswered seal's
-    // writer would (below), unless somebody else holds it by now.
+    // writer would (below), unless somebody else holds it by now or it
+    // passed to another holder since (lease_epoch).
     // The record holds no reply: the inode as it is now is the answer
     // (the writer holds the lease, so nothing has changed it since), and
     // a record per seal stays small however long the segment list grows.
-    if (!request.close() && LiveLeaseHolder(ino) == 0) leases_[ino] = request.mount_id();
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+    if (!request.close() && LiveLeaseHolder(ino) == 0 &&
+        request.lease_epoch() == inode->lease_epoch()) {
+      leases_[ino] = request.mount_id();
+    }
     return ReplyInode(*inode);
   }
   Txn txn(db_);
@@ -281,8 +293,11 @@ absl::Status Namespace::TakeSealLease(const proto::SealSegmentRequest& request,
   const bool same_open =
       request.segment_id() != 0 && open != nullptr && open->id() == request.segment_id();
   const bool nothing_open = request.segment_id() == 0 && open == nullptr;
+  // And the lease has not passed to anyone since the writer opened the
+  // file (a recovery may have changed nothing else).
   const bool readopt = holder == 0 && (same_open || nothing_open) &&
-                       sealed_length == request.sealed_file_length();
+                       sealed_length == request.sealed_file_length() &&
+                       request.lease_epoch() == inode.lease_epoch();
   if (!readopt) {
     return PosixError(EBUSY,
                       absl::StrCat("mount ", request.mount_id(), " holds no lease on ", request.ino()));
@@ -365,7 +380,14 @@ absl::StatusOr<proto::Inode> Namespace::RecoverLease(uint64_t ino, bool only_if_
     if (only_if_unleased && LiveLeaseHolder(ino) != 0) return ReplyInode(*inode);
     leases_.erase(ino);  // revoked: the holder's next SealSegment gets EBUSY
     const proto::Segment* open = OpenLastSegment(*inode);
-    if (open == nullptr) return ReplyInode(*inode);
+    if (open == nullptr) {
+      // Nothing to seal, but the lease passes all the same: the writer
+      // must not take it back (TakeSealLease) although the file is as it
+      // left it.
+      PassLease(ino, inode, txn);
+      RETURN_IF_ERROR(txn.Commit());
+      return ReplyInode(*inode);
+    }
     plan = PlanRecovery(*open);
     // Keep other mounts out while the replicas are sealed.
     TouchMount(kRecoveryMountId);
