@@ -153,6 +153,10 @@ absl::Status FileWriter::WriteInternal(std::optional<uint64_t> offset, absl::str
     return PosixError(EPERM, absl::StrCat("write at offset ", at, " but the file ends at ", length,
                                           " (logfs files are append-only)"));
   }
+  if (options_.segment_bytes == 0 && !data.empty()) {
+    // Every segment would be full at once: roll after roll, forever.
+    return absl::InvalidArgumentError("segment_bytes is 0: no segment can hold a byte");
+  }
   if (!data.empty()) mtime_ns_ = absl::ToUnixNanos(absl::Now());
   while (!data.empty()) {
     if (!open_.has_value() || tail_.segment_used() >= options_.segment_bytes ||

@@ -58,7 +58,9 @@ namespace logfs::wal {
 
 struct FileWriterOptions {
   uint64_t mount_id = 0;
-  uint64_t segment_bytes = 64ull << 20;                // roll the segment at this size
+  // Roll the segment at this size (bytes, > 0: with 0 every write would
+  // roll forever, so Write refuses it with kInvalidArgument).
+  uint64_t segment_bytes = 64ull << 20;
   size_t append_bytes = 1;                             // send once this much is buffered
   size_t max_unacked_bytes = 32u << 20;                // Write blocks above this
   absl::Duration replica_timeout = absl::Seconds(10);  // one replica call
@@ -108,7 +110,8 @@ class FileWriter final : public ReplicaReplyHandler,
   // Appends `data` at `offset`, or at the current end when `offset` is
   // nullopt (O_APPEND). Returns once the bytes are queued for the replicas.
   // Errors: EPERM (offset is not the end of file; nothing is written), the
-  // sticky error (EIO) after a failure, kFailedPrecondition after Close.
+  // sticky error (EIO) after a failure, kFailedPrecondition after Close,
+  // kInvalidArgument (EINVAL) when options.segment_bytes is 0.
   absl::Status Write(std::optional<uint64_t> offset, absl::string_view data)
       ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -482,6 +482,20 @@ TEST_F(FileWriterTest, MetaOutOfSpaceAtARollFailsTheWriterWithEnospc) {
   EXPECT_EQ(ENOSPC, AttachedErrno(synced)) << synced;
 }
 
+TEST_F(FileWriterTest, ZeroSegmentBytesIsRefusedInsteadOfRollingForever) {
+  // Goal: with segment_bytes 0 (no segment can hold a byte) a write fails
+  // at once with kInvalidArgument and asks meta for no segment, instead of
+  // rolling one empty segment after another forever.
+  FileWriterOptions options;
+  options.segment_bytes = 0;
+  Open(options);
+  absl::Status wrote = writer_->Write(std::nullopt, "x");
+  EXPECT_EQ(absl::StatusCode::kInvalidArgument, wrote.code()) << wrote;
+  EXPECT_TRUE(cluster_->meta_seals().empty());
+  EXPECT_EQ(0u, writer_->length());
+  EXPECT_TRUE(writer_->Write(std::nullopt, "").ok());
+}
+
 TEST_F(FileWriterTest, ReplicaFailingMidStreamRollsAndResendsTheUnackedTail) {
   // Goal: when replicas fail mid-stream, the writer seals the open segment
   // at the acked length on the survivor, rolls to a segment on healthy
