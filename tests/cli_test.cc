@@ -48,16 +48,42 @@ class CliTest : public ::testing::Test {
     EXPECT_NE(std::string::npos, r.output.find(reason)) << args << " printed:\n" << r.output;
   }
 
+  // Runs logfs with `args`, a flag value out of range; expects exit code 1
+  // with `rule` ("logfs: --io_threads must be at least 1, not 0") as the
+  // first line, then at most gflags' own generic line.
+  void ExpectFlagRefused(const std::string& args, const std::string& rule) {
+    auto r = RunCommand(absl::StrCat("timeout 20 ", LogfsBinary(), " ", args));
+    EXPECT_EQ(1, r.exit_code) << args << " printed:\n" << r.output;
+    std::vector<std::string> lines = absl::StrSplit(r.output, '\n', absl::SkipEmpty());
+    ASSERT_FALSE(lines.empty()) << args;
+    EXPECT_EQ(rule, lines[0]) << args << " printed:\n" << r.output;
+    EXPECT_LE(lines.size(), 2u) << args << " printed:\n" << r.output;
+  }
+
   std::string dir_;
 };
 
 TEST_F(CliTest, UnknownFlagAndSubcommand) {
   ExpectOneLineFailure("meta --data_dir=" + dir_ + " --no_such_flag=1", "no_such_flag");
-  ExpectOneLineFailure("segd --data_dir=" + dir_ + " --meta=127.0.0.1:1 --sync_interval_ms=-5",
-                       "sync_interval_ms");
+  ExpectFlagRefused("segd --data_dir=" + dir_ + " --meta=127.0.0.1:1 --sync_interval_ms=-5",
+                    "logfs: --sync_interval_ms must be at least 1, not -5");
   auto r = RunCommand(LogfsBinary() + " frobnicate");
   EXPECT_NE(0, r.exit_code);
   EXPECT_NE(std::string::npos, r.output.find("unknown subcommand 'frobnicate'"));
+}
+
+TEST_F(CliTest, AFlagValueOutOfRangeSaysWhatIsValid) {
+  // Goal: a refused flag value names the flag and its rule, not only
+  // gflags' "failed validation of new value", and nothing is created.
+  ExpectFlagRefused("meta --data_dir=" + dir_ + "/m --dead_server_ms=0",
+                    "logfs: --dead_server_ms must be at least 1, not 0");
+  ExpectFlagRefused("status --meta=127.0.0.1:1 --io_threads=0",
+                    "logfs: --io_threads must be at least 1, not 0");
+  ExpectFlagRefused("segd --data_dir=" + dir_ + "/s --meta=127.0.0.1:1 --journal_bytes=4096",
+                    "logfs: --journal_bytes must be at least 1048576, not 4096");
+  ExpectFlagRefused("mount --meta=127.0.0.1:1 --meta_retry_ms=-1 " + dir_,
+                    "logfs: --meta_retry_ms must be at least 0, not -1");
+  EXPECT_NE(0, access((dir_ + "/m").c_str(), F_OK));
 }
 
 TEST_F(CliTest, HelpListsTheSubcommandsFlagsAndExitsZero) {

@@ -27,6 +27,7 @@
 #include "src/cluster/local_cluster.h"
 #include "src/cluster/process.h"
 #include "src/env/posix_file.h"
+#include "src/main/flag_validators.h"
 #include "src/main/subcommands.h"
 #include "src/status/macros.h"
 #include "store/format/xattr_names.h"
@@ -48,19 +49,11 @@ DEFINE_int32(slow_replica_ms, 20,
              "mount: a WAL replica whose acks trail the ack quorum's by more than this, 4 times "
              "within 2 s and twice as often as another replica's, is rolled away from, and "
              "its server avoided by the mount's new segments for 10 minutes (0: off)");
-DEFINE_validator(slow_replica_ms, [](const char*, int32_t v) {
-  if (v >= 0) return true;
-  std::fprintf(stderr, "logfs: --slow_replica_ms must not be negative\n");
-  return false;
-});
+DEFINE_validator(slow_replica_ms, (&logfs::main::AtLeast<int32_t, 0>));
 DEFINE_int32(meta_retry_ms, 30000,
              "mount: how long a meta call whose connection fails (meta restarting or "
              "unreachable) is retried before it fails with EIO (0: at once)");
-DEFINE_validator(meta_retry_ms, [](const char*, int32_t v) {
-  if (v >= 0) return true;
-  std::fprintf(stderr, "logfs: --meta_retry_ms must not be negative\n");
-  return false;
-});
+DEFINE_validator(meta_retry_ms, (&logfs::main::AtLeast<int32_t, 0>));
 DEFINE_int32(segment_servers, 3, "embedded cluster: number of segment servers");
 DEFINE_string(log_file, "", "mount: daemon log (default: DATA_DIR/mount.log embedded, else /tmp/logfs-mount.log)");
 DEFINE_int32(umount_timeout_ms, 30000, "umount: how long to wait for the daemon to exit");
@@ -77,11 +70,7 @@ DEFINE_uint32(replica_cache_size, 128,
 DEFINE_int32(replica_cache_expiry_ms, 300000,
              "mount: how long an unreferenced short-circuit replica stays open (ms, > 0)");
 // gflags says only "failed validation"; these say why.
-DEFINE_validator(replica_cache_expiry_ms, [](const char*, int32_t v) {
-  if (v > 0) return true;
-  std::fprintf(stderr, "logfs: --replica_cache_expiry_ms must be positive\n");
-  return false;
-});
+DEFINE_validator(replica_cache_expiry_ms, (&logfs::main::AtLeast<int32_t, 1>));
 DEFINE_validator(block_cache_block_bytes, [](const char*, uint32_t v) {
   if (v > 0 && v % logfs::cache::ChunkPool::kChunkBytes == 0 && v <= (4u << 20)) return true;
   std::fprintf(stderr, "logfs: --block_cache_block_bytes must be a positive multiple of 16384, "

@@ -21,6 +21,7 @@
 #include "src/env/posix_file.h"
 #include "src/env/secret_file.h"
 #include "src/env/sync_delay_file_system.h"
+#include "src/main/flag_validators.h"
 #include "src/main/subcommands.h"
 #include "store/meta/meta_server.h"
 #include "store/rpc/frame_auth.h"
@@ -93,18 +94,16 @@ DEFINE_int64(stray_replica_grace_ms, 300000,
 namespace logfs::main {
 namespace {
 
-// gflags prints the one-line error ("failed validation of new value").
-bool PositiveInt(const char* flag, int32_t value) { return value > 0; }
-DEFINE_validator(io_threads, &PositiveInt);
-DEFINE_validator(sync_interval_ms, &PositiveInt);
-DEFINE_validator(journal_bytes, [](const char*, uint64_t v) { return v >= (1u << 20); });
-DEFINE_validator(heartbeat_interval_ms, &PositiveInt);
-DEFINE_validator(dead_server_ms, &PositiveInt);
-DEFINE_validator(lease_timeout_ms, &PositiveInt);
-DEFINE_validator(lease_recovery_delay_ms, &PositiveInt);
-DEFINE_validator(rpc_timeout_ms, &PositiveInt);
-DEFINE_validator(replica_report_interval_ms, [](const char*, int64_t v) { return v > 0; });
-DEFINE_validator(stray_replica_grace_ms, [](const char*, int64_t v) { return v >= 0; });
+DEFINE_validator(io_threads, (&AtLeast<int32_t, 1>));
+DEFINE_validator(sync_interval_ms, (&AtLeast<int32_t, 1>));
+DEFINE_validator(journal_bytes, (&AtLeast<uint64_t, (1 << 20)>));
+DEFINE_validator(heartbeat_interval_ms, (&AtLeast<int32_t, 1>));
+DEFINE_validator(dead_server_ms, (&AtLeast<int32_t, 1>));
+DEFINE_validator(lease_timeout_ms, (&AtLeast<int32_t, 1>));
+DEFINE_validator(lease_recovery_delay_ms, (&AtLeast<int32_t, 1>));
+DEFINE_validator(rpc_timeout_ms, (&AtLeast<int32_t, 1>));
+DEFINE_validator(replica_report_interval_ms, (&AtLeast<int64_t, 1>));
+DEFINE_validator(stray_replica_grace_ms, (&AtLeast<int64_t, 0>));
 
 // Blocks SIGTERM/SIGINT in every thread (call before starting threads) so
 // that WaitForTermination can take them with sigwait.
