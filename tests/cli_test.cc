@@ -86,6 +86,21 @@ TEST_F(CliTest, AFlagValueOutOfRangeSaysWhatIsValid) {
   EXPECT_NE(0, access((dir_ + "/m").c_str(), F_OK));
 }
 
+TEST_F(CliTest, ASegmentSizeOrTimeoutOfZeroIsRefused) {
+  // Goal: --wal_segment_bytes=0 (or block) made the first write roll
+  // forever and --fsync_timeout_ms=0 failed every sync: mount refuses
+  // them, and segment sizes under a page, up front.
+  const std::string mount = "mount --meta=127.0.0.1:1 ";
+  ExpectFlagRefused(mount + "--wal_segment_bytes=0 " + dir_,
+                    "logfs: --wal_segment_bytes must be at least 4096, not 0");
+  ExpectFlagRefused(mount + "--block_segment_bytes=4095 " + dir_,
+                    "logfs: --block_segment_bytes must be at least 4096, not 4095");
+  ExpectFlagRefused(mount + "--fsync_timeout_ms=0 " + dir_,
+                    "logfs: --fsync_timeout_ms must be at least 1, not 0");
+  ExpectFlagRefused(mount + "--replica_timeout_ms=-1 " + dir_,
+                    "logfs: --replica_timeout_ms must be at least 1, not -1");
+}
+
 TEST_F(CliTest, HelpListsTheSubcommandsFlagsAndExitsZero) {
   auto mount = RunCommand(LogfsBinary() + " mount --help");
   EXPECT_EQ(0, mount.exit_code) << mount.output;

@@ -41,10 +41,22 @@ DECLARE_string(host_id);
 DEFINE_bool(f, false, "mount: stay in the foreground");
 DEFINE_bool(fuse_debug, false, "mount: print every FUSE request (libfuse -d)");
 DEFINE_int32(fuse_threads, 16, "mount: FUSE worker threads");
-DEFINE_uint64(wal_segment_bytes, 64ull << 20, "mount: WAL segment size before roll (bytes)");
-DEFINE_uint64(block_segment_bytes, 256ull << 20, "mount: block segment size before roll (bytes)");
-DEFINE_int32(replica_timeout_ms, 10000, "mount: deadline of one replica call");
-DEFINE_int32(fsync_timeout_ms, 30000, "mount: longest wait for the ack quorum");
+DEFINE_uint64(wal_segment_bytes, 64ull << 20,
+              "mount: WAL segment size before roll (bytes, at least 4096)");
+DEFINE_uint64(block_segment_bytes, 256ull << 20,
+              "mount: block segment size before roll (bytes, at least 4096)");
+DEFINE_int32(replica_timeout_ms, 10000, "mount: deadline of one replica call (ms, > 0)");
+DEFINE_int32(fsync_timeout_ms, 30000,
+             "mount: longest wait for the ack quorum (ms, > 0): a sync not durable on it in "
+             "this time fails with EIO");
+// A segment must hold something: 0 rolled forever (the writer refuses it
+// too), and a few bytes would make a roll, a meta call and replica files
+// per write. 4096: one page. A timeout of 0 would fail every sync that is
+// not durable the instant it is asked (EIO, sticky), so it is refused.
+DEFINE_validator(wal_segment_bytes, (&logfs::main::AtLeast<uint64_t, 4096>));
+DEFINE_validator(block_segment_bytes, (&logfs::main::AtLeast<uint64_t, 4096>));
+DEFINE_validator(replica_timeout_ms, (&logfs::main::AtLeast<int32_t, 1>));
+DEFINE_validator(fsync_timeout_ms, (&logfs::main::AtLeast<int32_t, 1>));
 DEFINE_int32(slow_replica_ms, 20,
              "mount: a WAL replica whose acks trail the ack quorum's by more than this, 4 times "
              "within 2 s and twice as often as another replica's, is rolled away from, and "
