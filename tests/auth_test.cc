@@ -422,6 +422,13 @@ TEST_F(AuthTest, ToolsWithoutOrWithAnotherSecretFailClearly) {
   EXPECT_NE(124, segd.exit_code) << "hung: " << segd.output;
   EXPECT_NE(std::string::npos, segd.output.find("refused authentication")) << segd.output;
   EXPECT_NE(std::string::npos, segd.output.find("--cluster_secret_file")) << segd.output;
+  // (f) A segd without a secret says so, without the status payloads
+  // ("[logfs/server_answer='1']") meant for code.
+  CommandResult bare = RunCommand(absl::StrCat("timeout 20 ", bin, " segd --data_dir=", root_,
+                                               "/bare --meta=", meta(), " 2>&1"));
+  EXPECT_EQ(1, bare.exit_code) << bare.output;
+  EXPECT_NE(std::string::npos, bare.output.find("--cluster_secret_file")) << bare.output;
+  EXPECT_EQ(std::string::npos, bare.output.find("[logfs/")) << bare.output;
 }
 
 TEST_F(AuthTest, MountWithoutTheSecretFailsClearly) {

@@ -141,6 +141,9 @@ TEST_F(CliTest, UnusableDataDir) {
   ExpectOneLineFailure("meta --data_dir=/etc/hostname/meta", "/etc/hostname");
   ExpectOneLineFailure("segd --data_dir=/etc/hostname/segd --meta=127.0.0.1:1",
                        "/etc/hostname");
+  // What the user reads carries no status payloads ("[logfs/errno='20']").
+  auto segd = RunCommand(LogfsBinary() + " segd --data_dir=/etc/hostname/segd --meta=127.0.0.1:1");
+  EXPECT_EQ(std::string::npos, segd.output.find("[logfs/")) << segd.output;
 }
 
 TEST_F(CliTest, UnreachableMeta) {

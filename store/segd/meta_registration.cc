@@ -1,15 +1,15 @@
 #include "store/segd/meta_registration.h"
 
+#include <glog/logging.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
-
-#include <glog/logging.h>
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "src/status/macros.h"
+#include "src/status/status_text.h"
 #include "src/util/log_rate_limit.h"
 #include "store/format/logfs.pb.h"
 
@@ -96,7 +96,7 @@ absl::Status MetaHeartbeat::Register() {
   }
   if (!status.ok()) {
     return absl::UnavailableError(absl::StrCat("cannot register with meta at ",
-                                               options_.meta_address, ": ", status.ToString()));
+                                               options_.meta_address, ": ", StatusText(status)));
   }
   if (registered->server_id() == 0) {
     return absl::UnavailableError("meta returned server id 0");

@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "src/env/posix_file.h"
 #include "src/status/macros.h"
+#include "src/status/status_text.h"
 #include "store/format/chunk_crc.h"
 #include "store/segd/internal/replica.h"
 #include "store/segd/replica_files.h"
@@ -26,7 +27,7 @@ static_assert(format::kReadBytesMax % format::kCrcChunkBytes == 0, "reads end on
 namespace {
 
 absl::Status Unusable(const absl::Status& status) {
-  return absl::FailedPreconditionError(absl::StrCat("data dir not usable: ", status.ToString()));
+  return absl::FailedPreconditionError(absl::StrCat("data dir not usable: ", StatusText(status)));
 }
 
 constexpr env::WritableFileOptions kCreateNew{/*create=*/true, /*truncate=*/true};
