@@ -101,6 +101,33 @@ TEST_F(CliTest, ASegmentSizeOrTimeoutOfZeroIsRefused) {
                     "logfs: --replica_timeout_ms must be at least 1, not -1");
 }
 
+TEST_F(CliTest, AnUnexpectedArgumentIsRefusedWithTheUsage) {
+  // Goal: a positional argument a subcommand does not take is refused
+  // before anything is asked or created, naming it, with the usage line.
+  struct Case {
+    std::string args;
+    int exit_code;
+    std::string usage;
+  };
+  const std::vector<Case> cases = {
+      {"fsck --meta=127.0.0.1:1 extra", 2, "usage: logfs fsck --meta=HOST:PORT"},
+      {"status --meta=127.0.0.1:1 extra", 1, "usage: logfs status --meta=HOST:PORT"},
+      {"meta --data_dir=" + dir_ + "/m extra", 1, "usage: logfs meta --data_dir=DIR"},
+      {"segd --data_dir=" + dir_ + "/s --meta=127.0.0.1:1 extra", 1,
+       "usage: logfs segd --data_dir=DIR"},
+      {"recover " + dir_ + " extra", 1, "usage: logfs recover [--meta=HOST:PORT] PATH"},
+      {"checker write extra", 1, "usage: logfs checker write|verify"},
+  };
+  for (const Case& c : cases) {
+    auto r = RunCommand(absl::StrCat("timeout 20 ", LogfsBinary(), " ", c.args));
+    EXPECT_EQ(c.exit_code, r.exit_code) << c.args << " printed:\n" << r.output;
+    EXPECT_TRUE(absl::StrContains(r.output, "unexpected argument 'extra'")) << r.output;
+    EXPECT_TRUE(absl::StrContains(r.output, c.usage)) << c.args << " printed:\n" << r.output;
+  }
+  EXPECT_NE(0, access((dir_ + "/m").c_str(), F_OK));
+  EXPECT_NE(0, access((dir_ + "/s").c_str(), F_OK));
+}
+
 TEST_F(CliTest, HelpListsTheSubcommandsFlagsAndExitsZero) {
   auto mount = RunCommand(LogfsBinary() + " mount --help");
   EXPECT_EQ(0, mount.exit_code) << mount.output;

@@ -1,8 +1,9 @@
 // `logfs status` and `logfs fsck`: ask a running cluster's meta (and, for
-// fsck, every replica) and print what they say. Exit codes: status 0, or 1
-// if meta cannot be asked; fsck 0 when every sealed segment is fully
-// replicated and its replicas agree, 1 while any is not, 2 if meta cannot
-// be asked.
+// fsck, every replica) and print what they say. Neither takes positional
+// arguments. Exit codes: status 0, or 1 if meta cannot be asked (or on a
+// usage error); fsck 0 when every sealed segment is fully replicated and
+// its replicas agree, 1 while any is not, 2 if meta cannot be asked (or on
+// a usage error).
 #include <gflags/gflags.h>
 
 #include <cstdio>
@@ -27,8 +28,9 @@ bool RequireMeta(const char* what) {
 }  // namespace
 
 int StatusMain(int argc, char** argv) {
-  InitProcess(&argc, &argv, "logfs status --meta=HOST:PORT",
-              {{}, {"meta", "rpc_timeout_ms"}});
+  constexpr char kUsage[] = "logfs status --meta=HOST:PORT [--cluster_secret_file=PATH]";
+  InitProcess(&argc, &argv, kUsage, {{}, {"meta", "rpc_timeout_ms"}});
+  if (!AtMostArgs(argc, argv, 0, kUsage)) return 1;
   if (!RequireMeta("status")) return 1;
   admin::ClusterStatusOptions options;
   options.meta_address = FLAGS_meta;
@@ -44,8 +46,9 @@ int StatusMain(int argc, char** argv) {
 }
 
 int FsckMain(int argc, char** argv) {
-  InitProcess(&argc, &argv, "logfs fsck --meta=HOST:PORT",
-              {{}, {"meta", "rpc_timeout_ms"}});
+  constexpr char kUsage[] = "logfs fsck --meta=HOST:PORT [--cluster_secret_file=PATH]";
+  InitProcess(&argc, &argv, kUsage, {{}, {"meta", "rpc_timeout_ms"}});
+  if (!AtMostArgs(argc, argv, 0, kUsage)) return 2;
   if (!RequireMeta("fsck")) return 2;
   admin::FsckOptions options;
   options.meta_address = FLAGS_meta;

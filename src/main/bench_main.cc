@@ -31,12 +31,13 @@ DEFINE_bool(keep, false, "bench read: keep the files for the next run");
 namespace logfs::main {
 
 int BenchMain(int argc, char** argv) {
-  InitProcess(&argc, &argv,
-              "logfs bench wal (--dir=PATH | --meta=HOST:PORT) [--threads=N --files=N "
-              "--record_bytes=B --records=N | --seconds=S --sync_every=N]\n"
-              "logfs bench read --dir=PATH [--files=N --file_bytes=B --read_bytes=B "
-              "--scan_bytes=B --threads=N --ops=N | --seconds=S --cache=cold|warm|block|both|all --keep]",
-              {{"bench:", "bench wal:", "bench read:"}, {"meta", "seconds"}});
+  constexpr char kUsage[] =
+      "logfs bench wal (--dir=PATH | --meta=HOST:PORT) [--threads=N --files=N "
+      "--record_bytes=B --records=N | --seconds=S --sync_every=N]\n"
+      "logfs bench read --dir=PATH [--files=N --file_bytes=B --read_bytes=B "
+      "--scan_bytes=B --threads=N --ops=N | --seconds=S --cache=cold|warm|block|both|all --keep]";
+  InitProcess(&argc, &argv, kUsage, {{"bench:", "bench wal:", "bench read:"}, {"meta", "seconds"}});
+  if (!AtMostArgs(argc, argv, 1, kUsage)) return 1;
   std::string workload = argc == 2 ? argv[1] : "";
   absl::StatusOr<std::string> report;
   if (workload == "wal") {

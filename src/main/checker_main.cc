@@ -18,9 +18,10 @@ DECLARE_double(seconds);  // src/main/bench_main.cc
 namespace logfs::main {
 
 int CheckerMain(int argc, char** argv) {
-  InitProcess(&argc, &argv,
-              "logfs checker write|verify --dir=MOUNT/DIR --ack_dir=LOCAL_DIR [--writers=N]",
-              {{"checker:"}, {"dir", "seconds"}});
+  constexpr char kUsage[] =
+      "logfs checker write|verify --dir=MOUNT/DIR --ack_dir=LOCAL_DIR [--writers=N]";
+  InitProcess(&argc, &argv, kUsage, {{"checker:"}, {"dir", "seconds"}});
+  if (!AtMostArgs(argc, argv, 1, kUsage)) return 1;
   bool write = argc == 2 && std::strcmp(argv[1], "write") == 0;
   bool verify = argc == 2 && std::strcmp(argv[1], "verify") == 0;
   if (!write && !verify) {

@@ -18,8 +18,9 @@ DECLARE_int32(rpc_timeout_ms);  // src/main/server_main.cc
 namespace logfs::main {
 
 int RecoverMain(int argc, char** argv) {
-  InitProcess(&argc, &argv, "logfs recover [--meta=HOST:PORT] PATH",
-              {{}, {"meta", "rpc_timeout_ms"}});
+  constexpr char kUsage[] = "logfs recover [--meta=HOST:PORT] PATH";
+  InitProcess(&argc, &argv, kUsage, {{}, {"meta", "rpc_timeout_ms"}});
+  if (!AtMostArgs(argc, argv, 1, kUsage)) return 1;
   if (argc != 2) {
     std::fprintf(stderr, "logfs recover: expected one file path\n");
     return 1;

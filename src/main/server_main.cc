@@ -147,10 +147,12 @@ bool RequireDataDir(const char* what) {
 }  // namespace
 
 int MetaMain(int argc, char** argv) {
+  constexpr char kUsage[] = "logfs meta --data_dir=DIR --listen=HOST:PORT";
   InitProcess(
-      &argc, &argv, "logfs meta --data_dir=DIR --listen=HOST:PORT",
+      &argc, &argv, kUsage,
       {{"meta:"},
        {"data_dir", "listen", "advertise", "address_file", "io_threads", "rpc_timeout_ms"}});
+  if (!AtMostArgs(argc, argv, 0, kUsage)) return 1;
   if (!RequireDataDir("meta")) return 1;
   sigset_t signals = BlockTerminationSignals();
   rpc::IoThreads threads(FLAGS_io_threads);
@@ -171,10 +173,12 @@ int MetaMain(int argc, char** argv) {
 }
 
 int SegdMain(int argc, char** argv) {
-  InitProcess(&argc, &argv, "logfs segd --data_dir=DIR --listen=HOST:PORT --meta=HOST:PORT",
+  constexpr char kUsage[] = "logfs segd --data_dir=DIR --listen=HOST:PORT --meta=HOST:PORT";
+  InitProcess(&argc, &argv, kUsage,
               {{"segd:"},
                {"data_dir", "listen", "advertise", "address_file", "meta", "io_threads",
                 "rpc_timeout_ms", "host_id"}});
+  if (!AtMostArgs(argc, argv, 0, kUsage)) return 1;
   if (!RequireDataDir("segd")) return 1;
   if (FLAGS_meta.empty()) {
     std::fprintf(stderr, "logfs segd: --meta is required\n");
@@ -273,6 +277,13 @@ void InitProcess(int* argc, char*** argv, const char* usage, const HelpFlags& he
       std::exit(1);
     }
   }
+}
+
+bool AtMostArgs(int argc, char** argv, int max_args, const char* usage) {
+  if (argc - 1 <= max_args) return true;
+  std::fprintf(stderr, "%s: unexpected argument '%s'\nusage: %s\n", argv[0], argv[max_args + 1],
+               usage);
+  return false;
 }
 
 absl::Status LoadClusterSecret(const std::string& path, const std::string& program) {

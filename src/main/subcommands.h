@@ -34,6 +34,11 @@ struct HelpFlags {
 // exits with a one-line error if it cannot.
 void InitProcess(int* argc, char*** argv, const char* usage, const HelpFlags& help);
 
+// After InitProcess: true if argv holds no more than `max_args` arguments
+// besides argv[0]; else prints "PROGRAM: unexpected argument 'X'" and
+// "usage: USAGE" to stderr and returns false (the caller exits non-zero).
+bool AtMostArgs(int argc, char** argv, int max_args, const char* usage);
+
 // Reads the secret file at `path` (env::ReadSecretFile: refused if group
 // or others may access it) and makes it the key of every connection this
 // process opens or accepts (rpc::SetProcessClusterKey), named after
