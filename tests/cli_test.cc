@@ -190,6 +190,15 @@ TEST_F(CliTest, AWildcardListenNeedsAnAdvertisedAddress) {
                        "--advertise");
   ExpectOneLineFailure("meta --data_dir=" + dir_ + "/m --listen=0.0.0.0:0 --advertise=0.0.0.0",
                        "wildcard");
+  // ... and before it creates anything in its data dir, as for an address
+  // that does not parse.
+  ExpectOneLineFailure("meta --data_dir=" + dir_ + "/m --listen=garbage", "'garbage'");
+  ExpectOneLineFailure("segd --data_dir=" + dir_ +
+                           "/s --listen=127.0.0.1:0 --advertise=a:b:c "
+                           "--meta=127.0.0.1:1",
+                       "--advertise=a:b:c");
+  EXPECT_NE(0, access((dir_ + "/m").c_str(), F_OK));
+  EXPECT_NE(0, access((dir_ + "/s").c_str(), F_OK));
 }
 
 TEST_F(CliTest, ServersOnAWildcardListenRegisterTheirAdvertisedAddress) {

@@ -24,6 +24,7 @@
 #include "src/main/flag_validators.h"
 #include "src/main/subcommands.h"
 #include "store/meta/meta_server.h"
+#include "store/rpc/endpoint.h"
 #include "store/rpc/frame_auth.h"
 #include "store/rpc/io_threads.h"
 #include "store/segd/segment_server.h"
@@ -144,6 +145,21 @@ bool RequireDataDir(const char* what) {
   return false;
 }
 
+// --listen and --advertise checked as the server checks them once bound
+// (rpc::AdvertisedAddress), but before it creates anything in its data
+// dir: a mistyped address leaves no RocksDB or journal behind.
+bool RequireServerAddresses(const char* what) {
+  auto listen = rpc::ParseEndpoint(FLAGS_listen);
+  absl::Status status = listen.status();
+  if (listen.ok()) {
+    status = rpc::AdvertisedAddress(FLAGS_listen, rpc::FormatEndpoint(*listen), FLAGS_advertise)
+                 .status();
+  }
+  if (status.ok()) return true;
+  Fail(what, status);
+  return false;
+}
+
 }  // namespace
 
 int MetaMain(int argc, char** argv) {
@@ -154,6 +170,7 @@ int MetaMain(int argc, char** argv) {
        {"data_dir", "listen", "advertise", "address_file", "io_threads", "rpc_timeout_ms"}});
   if (!AtMostArgs(argc, argv, 0, kUsage)) return 1;
   if (!RequireDataDir("meta")) return 1;
+  if (!RequireServerAddresses("meta")) return 1;
   sigset_t signals = BlockTerminationSignals();
   rpc::IoThreads threads(FLAGS_io_threads);
   meta::MetaServerOptions options;
@@ -184,6 +201,7 @@ int SegdMain(int argc, char** argv) {
     std::fprintf(stderr, "logfs segd: --meta is required\n");
     return 1;
   }
+  if (!RequireServerAddresses("segd")) return 1;
   sigset_t signals = BlockTerminationSignals();
   rpc::IoThreads threads(FLAGS_io_threads);
   segd::SegmentServerOptions options;
