@@ -79,21 +79,41 @@ std::optional<std::string> GetXattr(const std::string& path, const std::string& 
   return std::string(buf, static_cast<size_t>(n));
 }
 
-absl::StatusOr<std::map<std::string, uint64_t>> SegdCounters(const std::string& meta_address) {
+absl::StatusOr<SegdSnapshot> SegdCounters(const std::string& meta_address) {
   client::AdminClient admin(meta_address, absl::Seconds(5));
   auto servers = admin.ListServers();
   if (!servers.ok()) return servers.status();
-  std::map<std::string, uint64_t> sum;
+  SegdSnapshot snapshot;
   for (const auto& server : servers->servers()) {
     if (!server.live()) continue;
     auto stats = admin.ServerStats(server.address());
-    if (!stats.ok()) return stats.status();
-    sum["appends"] += stats->appends();
-    sum["fdatasyncs"] += stats->fdatasyncs();
-    sum["sync_rounds"] += stats->sync_rounds();
-    sum["journal_wraps"] += stats->journal_wraps();
+    if (!stats.ok()) {
+      snapshot.unanswered.insert(server.server_id());
+      continue;
+    }
+    std::map<std::string, uint64_t>& counters = snapshot.answered[server.server_id()];
+    counters["appends"] = stats->appends();
+    counters["fdatasyncs"] = stats->fdatasyncs();
+    counters["sync_rounds"] = stats->sync_rounds();
+    counters["journal_wraps"] = stats->journal_wraps();
   }
-  return sum;
+  return snapshot;
+}
+
+SegdDelta SegdCountersBetween(const SegdSnapshot& before, const SegdSnapshot& after) {
+  SegdDelta delta;
+  std::set<uint64_t> servers(before.unanswered.begin(), before.unanswered.end());
+  servers.insert(after.unanswered.begin(), after.unanswered.end());
+  for (const auto& [id, counters] : before.answered) servers.insert(id);
+  for (const auto& [id, counters] : after.answered) {
+    servers.insert(id);
+    auto it = before.answered.find(id);
+    if (it == before.answered.end()) continue;
+    ++delta.answered;
+    for (const auto& [key, value] : Delta(it->second, counters)) delta.sum[key] += value;
+  }
+  delta.servers = static_cast<int>(servers.size());
+  return delta;
 }
 
 std::map<std::string, uint64_t> Delta(const std::map<std::string, uint64_t>& before,

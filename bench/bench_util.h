@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -30,10 +31,26 @@ std::map<std::string, uint64_t> ParseCounters(absl::string_view text);
 // (not a logfs path).
 std::optional<std::string> GetXattr(const std::string& path, const std::string& name);
 
-// The summed ServerStats counters of every live segment server that the
-// meta server at `meta_address` lists. kUnavailable if meta or a server
-// does not answer within 5 s.
-absl::StatusOr<std::map<std::string, uint64_t>> SegdCounters(const std::string& meta_address);
+// The ServerStats counters of the live segment servers that the meta
+// server at `meta_address` lists: of each that answered within 5 s, by
+// server id, and the ids of those that did not.
+struct SegdSnapshot {
+  std::map<uint64_t, std::map<std::string, uint64_t>> answered;
+  std::set<uint64_t> unanswered;
+};
+// kUnavailable if meta does not answer; a server that does not is only
+// left out (SegdSnapshot::unanswered).
+absl::StatusOr<SegdSnapshot> SegdCounters(const std::string& meta_address);
+
+// The counters' growth between two snapshots, summed over the servers
+// that answered both times (`answered` of `servers`: every server live in
+// either snapshot).
+struct SegdDelta {
+  std::map<std::string, uint64_t> sum;
+  int answered = 0;
+  int servers = 0;
+};
+SegdDelta SegdCountersBetween(const SegdSnapshot& before, const SegdSnapshot& after);
 
 // `after - before` per key of `after` (0 where `before` lacks it).
 std::map<std::string, uint64_t> Delta(const std::map<std::string, uint64_t>& before,

@@ -161,9 +161,9 @@ class LibraryTarget : public WalTarget {
 struct Snapshot {
   std::map<int, double> cpu_seconds;  // by pid
   std::map<std::string, uint64_t> writer;
-  std::map<std::string, uint64_t> segd;
+  SegdSnapshot segd;
   bool have_writer = false;
-  bool have_segd = false;
+  bool have_segd = false;  // meta answered
 };
 
 Snapshot Take(WalTarget& target, const std::string& meta) {
@@ -275,13 +275,22 @@ std::string CounterLines(const Snapshot& before, const Snapshot& after) {
   } else {
     absl::StrAppend(&report, "client: n/a (not a logfs directory)\n");
   }
-  if (before.have_segd && after.have_segd) {
-    auto d = Delta(before.segd, after.segd);
+  SegdDelta segd;
+  if (before.have_segd && after.have_segd) segd = SegdCountersBetween(before.segd, after.segd);
+  if (segd.answered > 0) {
+    auto& d = segd.sum;
+    // Servers that did not answer (twice) are left out, and said so.
+    const std::string who =
+        segd.answered == segd.servers
+            ? "segd"
+            : absl::StrCat("segd (", segd.answered, " of ", segd.servers, " servers answered)");
     absl::StrAppendFormat(&report,
-                          "segd: appends=%d fdatasyncs=%d sync_rounds=%d journal_wraps=%d "
+                          "%s: appends=%d fdatasyncs=%d sync_rounds=%d journal_wraps=%d "
                           "appends per fdatasync=%.2f\n",
-                          d["appends"], d["fdatasyncs"], d["sync_rounds"], d["journal_wraps"],
+                          who, d["appends"], d["fdatasyncs"], d["sync_rounds"], d["journal_wraps"],
                           Ratio(d["appends"], d["fdatasyncs"]));
+  } else if (segd.servers > 0) {
+    absl::StrAppend(&report, "segd: n/a (none of ", segd.servers, " servers answered)\n");
   } else {
     absl::StrAppend(&report, "segd: n/a (no segment servers reachable)\n");
   }
