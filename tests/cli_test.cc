@@ -271,6 +271,9 @@ TEST_F(CliTest, AnAdvertisedAddressNobodyCanReachIsShownUnreachable) {
   EXPECT_TRUE(absl::StrContains(status.output, " unreachable ")) << status.output;
   EXPECT_TRUE(absl::StrContains(status.output, "meta cannot dial 127.0.0.1:1")) << status.output;
   EXPECT_TRUE(absl::StrContains(status.output, "--advertise")) << status.output;
+  // ... and counted in the header, which does not look healthy meanwhile.
+  EXPECT_TRUE(absl::StrContains(status.output, "servers: 1 (1 live (1 unreachable), 0 dead)"))
+      << status.output;
 }
 
 TEST_F(CliTest, MountPointMustBeADirectory) {

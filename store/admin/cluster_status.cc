@@ -1,9 +1,12 @@
 #include "store/admin/cluster_status.h"
 
 #include <map>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "src/status/macros.h"
 #include "store/client/admin_client.h"
 
@@ -44,11 +47,26 @@ absl::StatusOr<ClusterStatus> GetClusterStatus(const ClusterStatusOptions& optio
 }
 
 std::string FormatClusterStatus(const ClusterStatus& status) {
-  uint32_t live = 0;
-  for (const auto& server : status.servers.servers()) live += server.live() ? 1 : 0;
-  std::string out = absl::StrFormat("servers: %d (%u live, %d dead)\n",
-                                    status.servers.servers_size(), live,
-                                    status.servers.servers_size() - static_cast<int>(live));
+  // Live servers that take no appends (failed disk) or that meta cannot
+  // dial are counted live, as meta does, and named in the header so it
+  // does not look healthy while a row says otherwise.
+  int live = 0, failed = 0, unreachable = 0;
+  for (const auto& server : status.servers.servers()) {
+    if (!server.live()) continue;
+    ++live;
+    if (!server.disk_failure().empty()) {
+      ++failed;
+    } else if (!server.unreachable().empty()) {
+      ++unreachable;
+    }
+  }
+  std::vector<std::string> troubled;
+  if (failed > 0) troubled.push_back(absl::StrCat(failed, " failed"));
+  if (unreachable > 0) troubled.push_back(absl::StrCat(unreachable, " unreachable"));
+  std::string out = absl::StrFormat(
+      "servers: %d (%d live%s, %d dead)\n", status.servers.servers_size(), live,
+      troubled.empty() ? "" : absl::StrCat(" (", absl::StrJoin(troubled, ", "), ")"),
+      status.servers.servers_size() - live);
   absl::StrAppend(&out, absl::StrFormat("%6s  %-24s %-16s %-11s %10s %10s %s\n", "id", "address",
                                         "domain", "state", "capacity", "free", "heartbeat"));
   // A server meta has not heard from since it started (heartbeat age -1)

@@ -31,9 +31,12 @@ struct ClusterStatus {
 // Errors: meta unreachable (kUnavailable, kDeadlineExceeded).
 absl::StatusOr<ClusterStatus> GetClusterStatus(const ClusterStatusOptions& options);
 
-// A server table (one line per server: id, address, live/dead, capacity,
-// free, heartbeat age; "unknown" space and "none since meta start" for a
-// server meta has not heard from since it started) and the counts.
+// A header ("servers: 5 (5 live (1 unreachable), 0 dead)": live servers
+// with a failed disk or an address meta cannot dial count as live and
+// are named), a server table (one line per server: id, address,
+// live/failed/unreachable/dead, capacity, free, heartbeat age; "unknown"
+// space and "none since meta start" for a server meta has not heard from
+// since it started) and the counts.
 std::string FormatClusterStatus(const ClusterStatus& status);
 
 }  // namespace logfs::admin
