@@ -1,7 +1,6 @@
 #include "store/admin/fsck.h"
 
 #include <map>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
@@ -79,19 +78,8 @@ std::vector<MisplacedSegment> MisplacedSegmentsOf(const ServerDomains& servers,
 std::string NeedlesslySharedDomain(const std::vector<std::string>& replica_domains,
                                    const std::vector<std::string>& live_domains, size_t* level,
                                    size_t* distinct) {
-  if (replica_domains.size() < 2) return "";
-  const auto n = static_cast<uint32_t>(replica_domains.size());
-  *level = format::SpreadLevel(live_domains, n);
-  std::set<std::string> live;
-  for (const auto& d : live_domains) live.insert(format::DomainPrefix(d, *level));
-  *distinct = live.size();
-  if (live.size() < n) return "";  // no level has room for a spread
-  std::set<std::string> seen;
-  for (const auto& d : replica_domains) {
-    std::string prefix = format::DomainPrefix(d, *level);
-    if (!seen.insert(prefix).second) return prefix;
-  }
-  return "";
+  // The rule meta's re-replication applies too (it moves such replicas).
+  return format::NeedlesslySharedDomain(replica_domains, live_domains, level, distinct);
 }
 
 absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options) {

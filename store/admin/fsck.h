@@ -70,7 +70,8 @@ struct FsckReport {
 // `live_domains` (every live, healthy server's domain) has a distinct one
 // for each of them at the level placement spreads over; "" when they are
 // spread as placement would. Sets *level and *distinct (distinct live
-// domains at that level). Pure; thread-safe.
+// domains at that level). format::NeedlesslySharedDomain, the rule meta's
+// re-replication also moves replicas by. Pure; thread-safe.
 std::string NeedlesslySharedDomain(const std::vector<std::string>& replica_domains,
                                    const std::vector<std::string>& live_domains, size_t* level,
                                    size_t* distinct);

@@ -39,6 +39,24 @@ size_t SpreadLevel(const std::vector<std::string>& candidates, uint32_t replicat
   return deepest;
 }
 
+std::string NeedlesslySharedDomain(const std::vector<std::string>& replica_domains,
+                                   const std::vector<std::string>& live_domains, size_t* level,
+                                   size_t* distinct) {
+  if (replica_domains.size() < 2) return "";
+  const auto n = static_cast<uint32_t>(replica_domains.size());
+  *level = SpreadLevel(live_domains, n);
+  std::set<std::string> live;
+  for (const auto& d : live_domains) live.insert(DomainPrefix(d, *level));
+  *distinct = live.size();
+  if (live.size() < n) return "";  // no level has room for a spread
+  std::set<std::string> seen;
+  for (const auto& d : replica_domains) {
+    std::string prefix = DomainPrefix(d, *level);
+    if (!seen.insert(prefix).second) return prefix;
+  }
+  return "";
+}
+
 absl::Status ValidateFailureDomain(const std::string& domain) {
   if (domain.size() > kFailureDomainBytesMax) {
     return PosixError(

@@ -31,6 +31,18 @@ size_t DomainLevels(const std::string& domain);
 size_t SpreadLevel(const std::vector<std::string>& candidates, uint32_t replication,
                    const std::vector<std::string>& kept = {});
 
+// The domain prefix that two or more of `replica_domains` share although
+// `live_domains` (every live, healthy server's domain) has a distinct one
+// for each of them at the level placement spreads over (SpreadLevel of
+// the live domains for that many replicas); "" when they are spread as
+// placement would, or fewer than two. Sets *level and *distinct (distinct
+// live domains at that level) unless "" is returned for fewer than two.
+// fsck reports such a segment (MISPLACED) and meta's re-replication moves
+// one of its replicas (docs/rpc.md "Re-replication").
+std::string NeedlesslySharedDomain(const std::vector<std::string>& replica_domains,
+                                   const std::vector<std::string>& live_domains, size_t* level,
+                                   size_t* distinct);
+
 // EINVAL (PosixError) unless `domain` is at most kFailureDomainBytesMax
 // bytes of non-empty levels separated by '/'; "" is allowed (the host).
 absl::Status ValidateFailureDomain(const std::string& domain);

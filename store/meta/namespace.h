@@ -233,9 +233,16 @@ class Namespace {
   // Looks at the next `max_inodes` inodes from `start_ino` and plans up to
   // `max_tasks` copies: one per missing replica of each sealed segment with
   // fewer live replicas than its file's replication (and at least one), to
-  // distinct live servers not holding it. Changes nothing.
+  // distinct live servers not holding it; then, if room is left, up to
+  // `max_spread_tasks` of the `max_tasks` that restore a spread
+  // (RereplicationTask::spread): one copy of each sealed segment with
+  // exactly its replication in live replicas that share a failure domain
+  // they need not share (format::NeedlesslySharedDomain over the live,
+  // healthy servers), to a server in a domain they do not use yet (none
+  // when PlaceReplicas finds no such server with room). Open segments are
+  // left to their writer (it places the next one spread). Changes nothing.
   absl::StatusOr<RereplicationPlan> PlanRereplication(uint64_t start_ino, size_t max_inodes,
-                                                      size_t max_tasks)
+                                                      size_t max_tasks, size_t max_spread_tasks)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Records the copy `task` made: re-reads the inode and, if the segment is
   // still there, sealed at task.length, adds the target replica; once the
@@ -243,7 +250,10 @@ class Namespace {
   // servers leave the list and are queued for deletion. If the segment
   // changed (file deleted, truncated), queues the target's copy for
   // deletion and returns kAborted. OK without change if the target is
-  // already listed.
+  // already listed. A spread task's commit then drops one live replica in
+  // a domain the segment's replicas share (the one on the server with the
+  // least free space, then the highest id) and queues it for deletion,
+  // only while more than the file's replication are live.
   absl::Status CommitReplica(const RereplicationTask& task) ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- replica reports (namespace_reports.cc; docs/rpc.md "Replica reports")
@@ -443,6 +453,16 @@ class Namespace {
   // Appends to `tasks` up to `room` copies restoring `segment` of `inode`.
   void PlanSegment(const proto::Inode& inode, const proto::Segment& segment, size_t room,
                    std::vector<RereplicationTask>* tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends to `tasks` the copy that restores the spread of `segment` of
+  // `inode` (PlanRereplication), if it needs and can have one.
+  void PlanSpread(const proto::Inode& inode, const proto::Segment& segment,
+                  std::vector<RereplicationTask>* tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The domains of the live servers with a healthy disk.
+  std::vector<std::string> LiveHealthyDomains() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the excess replica of a spread task (CommitReplica) if more than
+  // `wanted` of `segment`'s replicas are live.
+  void DropExcessReplica(Txn& txn, proto::Segment* segment, uint32_t wanted)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops replicas on dead servers once `wanted` live ones are listed.
   void DropDeadReplicas(Txn& txn, proto::Segment* segment, uint32_t wanted)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -102,15 +102,17 @@ absl::StatusOr<proto::ListSegmentsResponse> Namespace::ListSegments(uint64_t sta
 }
 
 absl::StatusOr<RereplicationPlan> Namespace::PlanRereplication(uint64_t start_ino,
-                                                               size_t max_inodes,
-                                                               size_t max_tasks) {
+                                                               size_t max_inodes, size_t max_tasks,
+                                                               size_t max_spread_tasks) {
   // Read without the lock: the plan is a hint, CommitReplica re-checks.
   ASSIGN_OR_RETURN(std::vector<proto::Inode> inodes, db_->ListInodes(start_ino, max_inodes));
   RereplicationPlan plan;
   plan.next_ino = NextIno(inodes, max_inodes);
   absl::MutexLock lock(&mu_);
   const int64_t now = NowNs();
+  size_t scanned = 0;  // inodes looked at for missing replicas
   for (const auto& inode : inodes) {
+    ++scanned;
     if (!S_ISREG(inode.attr().mode())) continue;
     const uint64_t ino = inode.attr().ino();
     if (OpenLastSegment(inode) != nullptr && leases_.count(ino) == 0 &&
@@ -133,6 +135,16 @@ absl::StatusOr<RereplicationPlan> Namespace::PlanRereplication(uint64_t start_in
       // starve the rest of the namespace.
       plan.next_ino = inode.attr().ino() + 1;
       break;
+    }
+  }
+  // Then spreads, over the same inodes, with the room missing replicas
+  // left: a lost replica matters more than a narrow spread.
+  const size_t spread_max = std::min(max_tasks, plan.tasks.size() + max_spread_tasks);
+  for (size_t i = 0; i < scanned && plan.tasks.size() < spread_max; ++i) {
+    if (!S_ISREG(inodes[i].attr().mode())) continue;
+    for (const auto& segment : inodes[i].segments()) {
+      if (plan.tasks.size() >= spread_max) break;
+      PlanSpread(inodes[i], segment, &plan.tasks);
     }
   }
   return plan;
@@ -188,6 +200,7 @@ absl::Status Namespace::CommitReplica(const RereplicationTask& task) {
   }
   segment->add_replicas()->set_server_id(task.target_server_id);
   DropDeadReplicas(txn, segment, Replication(**inode));
+  if (task.spread) DropExcessReplica(txn, segment, Replication(**inode));
   txn.Put(*inode);
   return txn.Commit();
 }

@@ -122,7 +122,7 @@ class NamespaceRereplicationTest : public testing::Test {
     return ids;
   }
   RereplicationPlan Plan() {
-    auto plan = ns_->PlanRereplication(0, 1000, 100);
+    auto plan = ns_->PlanRereplication(0, 1000, 100, 100);
     EXPECT_TRUE(plan.ok()) << plan.status();
     return plan.ok() ? *plan : RereplicationPlan();
   }
@@ -265,12 +265,12 @@ TEST_F(NamespaceRereplicationTest, PlanIsBoundedAndResumesAfterTheLastInode) {
   std::set<uint64_t> live = {1, 2, 3, 4};
   live.erase(victim);
   KillAllBut(live);
-  auto first = ns_->PlanRereplication(0, 1000, 1);
+  auto first = ns_->PlanRereplication(0, 1000, 1, 0);
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(1u, first->tasks.size());
   EXPECT_EQ(a, first->tasks[0].ino);
   EXPECT_EQ(a + 1, first->next_ino);
-  auto second = ns_->PlanRereplication(first->next_ino, 1000, 1);
+  auto second = ns_->PlanRereplication(first->next_ino, 1000, 1, 0);
   ASSERT_TRUE(second.ok());
   ASSERT_EQ(1u, second->tasks.size());
   EXPECT_EQ(b, second->tasks[0].ino);

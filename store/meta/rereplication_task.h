@@ -19,6 +19,12 @@ struct RereplicationTask {
   std::vector<std::string> source_addresses;
   uint64_t target_server_id = 0;
   std::string target_address;
+  // A copy that restores the spread of a segment with its full replication
+  // whose replicas share a failure domain they need not share
+  // (format::NeedlesslySharedDomain): once it is recorded, one replica in
+  // the shared domain leaves the segment (Namespace::CommitReplica), as
+  // HDFS moves mis-replicated blocks. False: a missing replica.
+  bool spread = false;
 };
 
 struct RereplicationPlan {

@@ -62,9 +62,10 @@ absl::StatusOr<size_t> Rereplicator::RunPass() {
               << reconciled->dropped << " lost replicas, " << reconciled->strays
               << " strays to delete";
   }
-  ASSIGN_OR_RETURN(RereplicationPlan plan,
-                   ns_->PlanRereplication(cursor_ino_, options_.inodes_per_pass,
-                                          options_.copies_per_pass));
+  ASSIGN_OR_RETURN(
+      RereplicationPlan plan,
+      ns_->PlanRereplication(cursor_ino_, options_.inodes_per_pass, options_.copies_per_pass,
+                             options_.spread_copies_per_pass));
   cursor_ino_ = plan.next_ino;
   if (plan.tasks.empty()) return 0;
   std::vector<absl::Status> copied = copy_(plan.tasks);

@@ -1,11 +1,14 @@
 // Meta's re-replication loop (docs/rpc.md "Re-replication"): every
-// `interval_ms` it plans copies of under-replicated sealed segments from a
-// cursor over the inodes (Namespace::PlanRereplication), has the target
+// `interval_ms` it plans, from a cursor over the inodes (Namespace::
+// PlanRereplication), copies of under-replicated sealed segments and, at
+// lower priority, copies that restore the spread of segments whose
+// replicas share a failure domain they need not share; has the target
 // servers make them (CopyFn: CopySegment RPCs), and records each finished
-// copy (Namespace::CommitReplica). Work per pass is bounded by
-// `inodes_per_pass` and `copies_per_pass`; a pass waits for its copies, so
-// passes never overlap and a target gets at most `copies_per_pass` copies
-// from meta at once.
+// copy (Namespace::CommitReplica, which then drops a spread copy's excess
+// replica). Work per pass is bounded by `inodes_per_pass`,
+// `copies_per_pass` and `spread_copies_per_pass`; a pass waits for its
+// copies, so passes never overlap and a target gets at most
+// `copies_per_pass` copies from meta at once.
 //
 // Thread-safety: Start and Stop from one thread.
 #pragma once
@@ -27,6 +30,9 @@ struct RereplicatorOptions {
   int interval_ms = 2500;          // between passes
   size_t inodes_per_pass = 4096;   // inodes looked at per pass
   size_t copies_per_pass = 8;      // copies started per pass
+  // Of those, at most this many restore a spread (RereplicationTask::
+  // spread); they come after every missing replica the pass found.
+  size_t spread_copies_per_pass = 2;
 };
 
 class Rereplicator {

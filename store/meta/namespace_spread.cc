@@ -1,0 +1,119 @@
+// Namespace: re-replication that restores a segment's spread over failure
+// domains (docs/rpc.md "Re-replication"). A sealed segment with its full
+// replication whose live replicas share a domain they need not share
+// (format::NeedlesslySharedDomain: after a rack was down, its segments got
+// their new replicas in the other racks) gets one copy more in a domain it
+// does not use yet; once that copy is recorded, one replica in the shared
+// domain leaves the segment and its server deletes it. This is HDFS's
+// handling of mis-replicated blocks (BlockManager: a block that violates
+// the placement policy gets a replica in a new rack, then the excess
+// replica of the over-full rack is chosen and removed).
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "store/format/failure_domain.h"
+#include "store/meta/internal/namespace_txn.h"
+#include "store/meta/namespace.h"
+#include "store/meta/placement.h"
+
+namespace logfs::meta {
+
+std::vector<std::string> Namespace::LiveHealthyDomains() const {
+  std::vector<std::string> domains;
+  for (const auto& [id, server] : servers_) {
+    if (ServerLive(server) && server.disk_failure.empty()) {
+      domains.push_back(FailureDomainOf(server.record));
+    }
+  }
+  return domains;
+}
+
+void Namespace::PlanSpread(const proto::Inode& inode, const proto::Segment& segment,
+                           std::vector<RereplicationTask>* tasks) {
+  // An open segment is its writer's: the next one it rolls to is spread.
+  if (!segment.sealed()) return;
+  std::vector<uint64_t> holders;
+  std::vector<uint64_t> live;
+  std::vector<std::string> domains;
+  std::vector<std::string> sources;
+  for (const auto& replica : segment.replicas()) {
+    holders.push_back(replica.server_id());
+    auto it = servers_.find(replica.server_id());
+    if (it == servers_.end() || !ServerLive(it->second)) continue;
+    live.push_back(replica.server_id());
+    domains.push_back(FailureDomainOf(it->second.record));
+    sources.push_back(it->second.record.address());
+  }
+  // Fewer: PlanSegment copies the missing ones first. More: not ours.
+  if (live.size() != Replication(inode)) return;
+  size_t level = 0;
+  size_t distinct = 0;
+  const std::string shared =
+      format::NeedlesslySharedDomain(domains, LiveHealthyDomains(), &level, &distinct);
+  if (shared.empty()) return;
+  auto target = PlaceReplicas(1, holders, live);
+  if (!target.ok()) return;
+  const ServerState& server = servers_.at(target->front());
+  // The servers of the unused domains may be full, failed or last
+  // resorts: a copy into a used domain would not widen the spread.
+  const std::string prefix = format::DomainPrefix(FailureDomainOf(server.record), level);
+  for (const auto& d : domains) {
+    if (format::DomainPrefix(d, level) == prefix) return;
+  }
+  RereplicationTask task;
+  task.ino = inode.attr().ino();
+  task.segment_id = segment.id();
+  task.epoch = segment.epoch();
+  task.length = segment.length();
+  task.source_addresses = std::move(sources);
+  task.target_server_id = target->front();
+  task.target_address = server.record.address();
+  task.spread = true;
+  tasks->push_back(std::move(task));
+}
+
+void Namespace::DropExcessReplica(Txn& txn, proto::Segment* segment, uint32_t wanted) {
+  auto* replicas = segment->mutable_replicas();
+  std::vector<int> live;  // indexes into replicas
+  for (int i = 0; i < replicas->size(); ++i) {
+    if (ServerIdLive(replicas->Get(i).server_id())) live.push_back(i);
+  }
+  // Never below the replication: the copy's server may have died since.
+  if (live.size() <= wanted) return;
+  // The domains at the level a spread of `wanted` replicas takes.
+  const size_t level = format::SpreadLevel(LiveHealthyDomains(), wanted);
+  std::map<std::string, int> per_domain;
+  auto prefix_of = [&](int i) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return format::DomainPrefix(FailureDomainOf(servers_.at(replicas->Get(i).server_id()).record),
+                                level);
+  };
+  for (int i : live) ++per_domain[prefix_of(i)];
+  // Of the replicas in a shared domain, the one on the server with the
+  // least free space, then the highest id (deterministic).
+  int drop = -1;
+  for (int i : live) {
+    if (per_domain[prefix_of(i)] < 2) continue;
+    if (drop < 0) {
+      drop = i;
+      continue;
+    }
+    const ServerState& a = servers_.at(replicas->Get(i).server_id());
+    const ServerState& b = servers_.at(replicas->Get(drop).server_id());
+    if (a.free_bytes < b.free_bytes ||
+        (a.free_bytes == b.free_bytes && a.record.server_id() > b.record.server_id())) {
+      drop = i;
+    }
+  }
+  // None shares a domain (the domains changed meanwhile): keep them all.
+  if (drop < 0) return;
+  LOG(INFO) << "segment " << segment->id() << " spread again: dropping its replica on server "
+            << replicas->Get(drop).server_id() << " in shared domain " << prefix_of(drop);
+  txn.batch().AddPendingDeletion(replicas->Get(drop).server_id(), segment->id());
+  replicas->erase(replicas->begin() + drop);
+}
+
+}  // namespace logfs::meta
