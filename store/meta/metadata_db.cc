@@ -304,6 +304,13 @@ absl::StatusOr<std::vector<uint64_t>> MetadataDb::ListPendingDeletions(uint64_t 
   return ids;
 }
 
+absl::StatusOr<bool> MetadataDb::HasPendingDeletion(uint64_t server_id, uint64_t segment_id) {
+  auto value = rep_->Get(PendingKey(server_id, segment_id), "pending deletion");
+  if (absl::IsNotFound(value.status())) return false;
+  if (!value.ok()) return value.status();
+  return true;
+}
+
 absl::StatusOr<std::vector<uint64_t>> MetadataDb::ListOrphans() {
   std::vector<uint64_t> inos;
   absl::Status s = rep_->Scan(std::string(1, kOrphanPrefix),

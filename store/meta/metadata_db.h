@@ -116,6 +116,9 @@ class MetadataDb {
   // Up to `max_count` segment ids pending deletion on `server_id`, ascending.
   absl::StatusOr<std::vector<uint64_t>> ListPendingDeletions(uint64_t server_id,
                                                              size_t max_count);
+  // Whether segment `segment_id` is pending deletion on `server_id` (not
+  // yet handed to it): re-replication copies no segment there meanwhile.
+  absl::StatusOr<bool> HasPendingDeletion(uint64_t server_id, uint64_t segment_id);
 
   absl::StatusOr<std::vector<uint64_t>> ListOrphans();
 

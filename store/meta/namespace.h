@@ -453,6 +453,14 @@ class Namespace {
   // Appends to `tasks` up to `room` copies restoring `segment` of `inode`.
   void PlanSegment(const proto::Inode& inode, const proto::Segment& segment, size_t room,
                    std::vector<RereplicationTask>* tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The server to copy segment `segment_id` to: PlaceReplicas(1,
+  // `excluded`, `kept`), skipping servers where the segment is pending
+  // deletion (a server back from the dead would delete the new copy at
+  // its next heartbeat). kUnavailable/ENOSPC as PlaceReplicas, or when
+  // every server it finds has the segment pending deletion.
+  absl::StatusOr<uint64_t> ChooseCopyTarget(uint64_t segment_id, std::vector<uint64_t> excluded,
+                                            const std::vector<uint64_t>& kept)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends to `tasks` the copy that restores the spread of `segment` of
   // `inode` (PlanRereplication), if it needs and can have one.
   void PlanSpread(const proto::Inode& inode, const proto::Segment& segment,

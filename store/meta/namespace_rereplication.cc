@@ -20,6 +20,9 @@ namespace {
 constexpr int64_t kNanosPerMilli = 1000 * 1000;
 // Inodes per ListSegments page at most (bounds one reply and one lock hold).
 constexpr uint32_t kListInodesMax = 1024;
+// Servers ChooseCopyTarget passes over (the segment pending deletion
+// there) before it gives up for this pass.
+constexpr size_t kCopyTargetTriesMax = 4;
 
 proto::Segment* FindSegment(proto::Inode* inode, uint64_t segment_id) {
   for (auto& segment : *inode->mutable_segments()) {
@@ -168,9 +171,9 @@ void Namespace::PlanSegment(const proto::Inode& inode, const proto::Segment& seg
   const size_t missing = std::min<size_t>(wanted - sources.size(), room);
   for (size_t i = 0; i < missing; ++i) {
     // Away from the domains of the replicas it keeps: the spread comes back.
-    auto target = PlaceReplicas(1, holders, holders);
+    auto target = ChooseCopyTarget(segment.id(), holders, holders);
     if (!target.ok()) return;  // too few live servers: copy to those there are
-    const uint64_t target_id = target->front();
+    const uint64_t target_id = *target;
     holders.push_back(target_id);
     RereplicationTask task;
     task.ino = inode.attr().ino();
@@ -182,6 +185,19 @@ void Namespace::PlanSegment(const proto::Inode& inode, const proto::Segment& seg
     task.target_address = servers_.at(target_id).record.address();
     tasks->push_back(std::move(task));
   }
+}
+
+absl::StatusOr<uint64_t> Namespace::ChooseCopyTarget(uint64_t segment_id,
+                                                     std::vector<uint64_t> excluded,
+                                                     const std::vector<uint64_t>& kept) {
+  for (size_t tries = 0; tries < kCopyTargetTriesMax; ++tries) {
+    ASSIGN_OR_RETURN(std::vector<uint64_t> target, PlaceReplicas(1, excluded, kept));
+    auto pending = db_->HasPendingDeletion(target.front(), segment_id);
+    if (pending.ok() && !*pending) return target.front();
+    excluded.push_back(target.front());
+  }
+  return absl::UnavailableError(
+      absl::StrCat("segment ", segment_id, " is pending deletion on its candidate targets"));
 }
 
 absl::Status Namespace::CommitReplica(const RereplicationTask& task) {

@@ -55,9 +55,9 @@ void Namespace::PlanSpread(const proto::Inode& inode, const proto::Segment& segm
   const std::string shared =
       format::NeedlesslySharedDomain(domains, LiveHealthyDomains(), &level, &distinct);
   if (shared.empty()) return;
-  auto target = PlaceReplicas(1, holders, live);
+  auto target = ChooseCopyTarget(segment.id(), holders, live);
   if (!target.ok()) return;
-  const ServerState& server = servers_.at(target->front());
+  const ServerState& server = servers_.at(*target);
   // The servers of the unused domains may be full, failed or last
   // resorts: a copy into a used domain would not widen the spread.
   const std::string prefix = format::DomainPrefix(FailureDomainOf(server.record), level);
@@ -70,7 +70,7 @@ void Namespace::PlanSpread(const proto::Inode& inode, const proto::Segment& segm
   task.epoch = segment.epoch();
   task.length = segment.length();
   task.source_addresses = std::move(sources);
-  task.target_server_id = target->front();
+  task.target_server_id = *target;
   task.target_address = server.record.address();
   task.spread = true;
   tasks->push_back(std::move(task));

@@ -197,6 +197,33 @@ TEST_F(NamespaceSpreadTest, NoReplicaIsDroppedWhenTheCopysServerDiedBeforeItWasR
   EXPECT_TRUE(Beat(b).empty());
 }
 
+TEST_F(NamespaceSpreadTest, NoCopyGoesWhereTheSegmentIsStillPendingDeletion) {
+  // Goal: r2's server held the segment, died, and its replica was dropped
+  // and queued for deletion. Back (here: counted live by a restarted meta)
+  // but before a heartbeat took that deletion, it gets no copy of the
+  // segment, which the deletion would remove; after it, it does.
+  const uint64_t a = Register("r0/h1");
+  const uint64_t b = Register("r0/h2");
+  const uint64_t c = Register("r1/h3");
+  const uint64_t d = Register("r2/h4");
+  uint64_t segment_id = 0;
+  const uint64_t f = Write("f", 10, &segment_id);
+  ASSERT_EQ(1u, Holders(f).count(d));
+  KillAllBut({a, b, c});
+  RereplicationPlan repair = Plan();
+  ASSERT_EQ(1u, repair.tasks.size());
+  EXPECT_FALSE(repair.tasks[0].spread);
+  ASSERT_TRUE(ns_->CommitReplica(repair.tasks[0]).ok());
+  ASSERT_EQ((std::set<uint64_t>{a, b, c}), Holders(f));
+  Reopen();  // every registered server live on trust, d's deletion queued
+  EXPECT_TRUE(Plan().tasks.empty());
+  EXPECT_EQ(std::vector<uint64_t>{segment_id}, Beat(d));
+  RereplicationPlan plan = Plan();
+  ASSERT_EQ(1u, plan.tasks.size());
+  EXPECT_TRUE(plan.tasks[0].spread);
+  EXPECT_EQ(d, plan.tasks[0].target_server_id);
+}
+
 TEST_F(NamespaceSpreadTest, SegmentThatCannotBeSpreadBetterIsLeftAlone) {
   // Goal: a third rack that is dead, or whose only server is full, gives
   // no copy (a copy to the server with room, in r0, would not widen the
