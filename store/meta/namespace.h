@@ -461,9 +461,17 @@ class Namespace {
   absl::StatusOr<uint64_t> ChooseCopyTarget(uint64_t segment_id, std::vector<uint64_t> excluded,
                                             const std::vector<uint64_t>& kept)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends to `tasks`, while it has fewer than `max_tasks`, the copies
+  // that restore the spread of segments of `inodes` (PlanRereplication),
+  // looking for targets for at most kSpreadSegmentsPerTask misplaced
+  // segments per task it may add (each search is a placement under mu_).
+  void PlanSpreads(const std::vector<proto::Inode>& inodes, size_t max_tasks,
+                   std::vector<RereplicationTask>* tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends to `tasks` the copy that restores the spread of `segment` of
-  // `inode` (PlanRereplication), if it needs and can have one.
-  void PlanSpread(const proto::Inode& inode, const proto::Segment& segment,
+  // `inode` over `live_domains` (LiveHealthyDomains), if it can have one;
+  // false if it needs none (no target was looked for).
+  bool PlanSpread(const proto::Inode& inode, const proto::Segment& segment,
+                  const std::vector<std::string>& live_domains,
                   std::vector<RereplicationTask>* tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The domains of the live servers with a healthy disk.
   std::vector<std::string> LiveHealthyDomains() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -142,14 +142,8 @@ absl::StatusOr<RereplicationPlan> Namespace::PlanRereplication(uint64_t start_in
   }
   // Then spreads, over the same inodes, with the room missing replicas
   // left: a lost replica matters more than a narrow spread.
-  const size_t spread_max = std::min(max_tasks, plan.tasks.size() + max_spread_tasks);
-  for (size_t i = 0; i < scanned && plan.tasks.size() < spread_max; ++i) {
-    if (!S_ISREG(inodes[i].attr().mode())) continue;
-    for (const auto& segment : inodes[i].segments()) {
-      if (plan.tasks.size() >= spread_max) break;
-      PlanSpread(inodes[i], segment, &plan.tasks);
-    }
-  }
+  inodes.resize(scanned);
+  PlanSpreads(inodes, std::min(max_tasks, plan.tasks.size() + max_spread_tasks), &plan.tasks);
   return plan;
 }
 

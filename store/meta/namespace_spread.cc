@@ -9,10 +9,12 @@
 // the placement policy gets a replica in a new rack, then the excess
 // replica of the over-full rack is chosen and removed).
 #include <glog/logging.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "store/format/failure_domain.h"
@@ -21,6 +23,28 @@
 #include "store/meta/placement.h"
 
 namespace logfs::meta {
+namespace {
+
+// PlanSpreads looks for targets for at most this many misplaced segments
+// per task it may add: where the unused domains' servers are full, every
+// misplaced segment would cost a placement under the mutex.
+constexpr size_t kSpreadSegmentsPerTask = 8;
+
+}  // namespace
+
+void Namespace::PlanSpreads(const std::vector<proto::Inode>& inodes, size_t max_tasks,
+                            std::vector<RereplicationTask>* tasks) {
+  if (tasks->size() >= max_tasks) return;
+  const std::vector<std::string> live_domains = LiveHealthyDomains();
+  size_t searches = (max_tasks - tasks->size()) * kSpreadSegmentsPerTask;
+  for (const auto& inode : inodes) {
+    if (!S_ISREG(inode.attr().mode())) continue;
+    for (const auto& segment : inode.segments()) {
+      if (tasks->size() >= max_tasks || searches == 0) return;
+      if (PlanSpread(inode, segment, live_domains, tasks)) --searches;
+    }
+  }
+}
 
 std::vector<std::string> Namespace::LiveHealthyDomains() const {
   std::vector<std::string> domains;
@@ -32,10 +56,11 @@ std::vector<std::string> Namespace::LiveHealthyDomains() const {
   return domains;
 }
 
-void Namespace::PlanSpread(const proto::Inode& inode, const proto::Segment& segment,
+bool Namespace::PlanSpread(const proto::Inode& inode, const proto::Segment& segment,
+                           const std::vector<std::string>& live_domains,
                            std::vector<RereplicationTask>* tasks) {
   // An open segment is its writer's: the next one it rolls to is spread.
-  if (!segment.sealed()) return;
+  if (!segment.sealed()) return false;
   std::vector<uint64_t> holders;
   std::vector<uint64_t> live;
   std::vector<std::string> domains;
@@ -49,20 +74,20 @@ void Namespace::PlanSpread(const proto::Inode& inode, const proto::Segment& segm
     sources.push_back(it->second.record.address());
   }
   // Fewer: PlanSegment copies the missing ones first. More: not ours.
-  if (live.size() != Replication(inode)) return;
+  if (live.size() != Replication(inode)) return false;
   size_t level = 0;
   size_t distinct = 0;
   const std::string shared =
-      format::NeedlesslySharedDomain(domains, LiveHealthyDomains(), &level, &distinct);
-  if (shared.empty()) return;
+      format::NeedlesslySharedDomain(domains, live_domains, &level, &distinct);
+  if (shared.empty()) return false;
   auto target = ChooseCopyTarget(segment.id(), holders, live);
-  if (!target.ok()) return;
+  if (!target.ok()) return true;
   const ServerState& server = servers_.at(*target);
   // The servers of the unused domains may be full, failed or last
   // resorts: a copy into a used domain would not widen the spread.
   const std::string prefix = format::DomainPrefix(FailureDomainOf(server.record), level);
   for (const auto& d : domains) {
-    if (format::DomainPrefix(d, level) == prefix) return;
+    if (format::DomainPrefix(d, level) == prefix) return true;
   }
   RereplicationTask task;
   task.ino = inode.attr().ino();
@@ -74,6 +99,7 @@ void Namespace::PlanSpread(const proto::Inode& inode, const proto::Segment& segm
   task.target_address = server.record.address();
   task.spread = true;
   tasks->push_back(std::move(task));
+  return true;
 }
 
 void Namespace::DropExcessReplica(Txn& txn, proto::Segment* segment, uint32_t wanted) {
@@ -92,21 +118,18 @@ void Namespace::DropExcessReplica(Txn& txn, proto::Segment* segment, uint32_t wa
                                 level);
   };
   for (int i : live) ++per_domain[prefix_of(i)];
-  // Of the replicas in a shared domain, the one on the server with the
-  // least free space, then the highest id (deterministic).
+  // Of the replicas in a shared domain, the one on a server whose disk
+  // failed, else on the server with the least free space, then the
+  // highest id (deterministic).
+  auto drop_key = [&](int i) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const ServerState& server = servers_.at(replicas->Get(i).server_id());
+    return std::make_tuple(server.disk_failure.empty(), server.free_bytes,
+                           ~server.record.server_id());
+  };
   int drop = -1;
   for (int i : live) {
     if (per_domain[prefix_of(i)] < 2) continue;
-    if (drop < 0) {
-      drop = i;
-      continue;
-    }
-    const ServerState& a = servers_.at(replicas->Get(i).server_id());
-    const ServerState& b = servers_.at(replicas->Get(drop).server_id());
-    if (a.free_bytes < b.free_bytes ||
-        (a.free_bytes == b.free_bytes && a.record.server_id() > b.record.server_id())) {
-      drop = i;
-    }
+    if (drop < 0 || drop_key(i) < drop_key(drop)) drop = i;
   }
   // None shares a domain (the domains changed meanwhile): keep them all.
   if (drop < 0) return;

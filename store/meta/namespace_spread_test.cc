@@ -44,11 +44,12 @@ class NamespaceSpreadTest : public NamespaceFixture {
   }
   // Heartbeats; returns the replicas the server is told to delete.
   std::vector<uint64_t> Beat(uint64_t server_id, uint64_t free_bytes = 1000,
-                             uint64_t capacity_bytes = 0) {
+                             uint64_t capacity_bytes = 0, const std::string& disk_failure = "") {
     proto::HeartbeatRequest request;
     request.set_server_id(server_id);
     request.set_free_bytes(free_bytes);
     request.set_capacity_bytes(capacity_bytes);
+    request.set_disk_failure(disk_failure);
     auto response = ns_->Heartbeat(request);
     EXPECT_TRUE(response.ok()) << response.status();
     if (!response.ok()) return {};
@@ -175,6 +176,24 @@ TEST_F(NamespaceSpreadTest, ReplicaOnTheFullestServerOfTheSharedRackIsDropped) {
   ASSERT_TRUE(ns_->CommitReplica(task).ok());
   EXPECT_EQ((std::set<uint64_t>{b, c, d}), Holders(f));
   EXPECT_EQ(std::vector<uint64_t>{segment_id}, Beat(a));
+}
+
+TEST_F(NamespaceSpreadTest, ReplicaOnAFailedDiskOfTheSharedRackIsDroppedFirst) {
+  // Goal: a replica on a server whose journal failed goes before one on
+  // the server with the least free space.
+  const uint64_t a = Register("r0/h1");
+  const uint64_t b = Register("r0/h2");
+  const uint64_t c = Register("r1/h3");
+  uint64_t segment_id = 0;
+  const uint64_t f = Write("f", 10, &segment_id);
+  const uint64_t d = Register("r2/h4");
+  Beat(a, 500);
+  Beat(b, 1000, 0, "fdatasync: EIO");
+  RereplicationTask task = Plan().tasks.at(0);
+  ASSERT_EQ(d, task.target_server_id);
+  ASSERT_TRUE(ns_->CommitReplica(task).ok());
+  EXPECT_EQ((std::set<uint64_t>{a, c, d}), Holders(f));
+  EXPECT_EQ(std::vector<uint64_t>{segment_id}, Beat(b, 1000, 0, "fdatasync: EIO"));
 }
 
 TEST_F(NamespaceSpreadTest, NoReplicaIsDroppedWhenTheCopysServerDiedBeforeItWasRecorded) {
