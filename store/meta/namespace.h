@@ -293,6 +293,10 @@ class Namespace {
     // Random per segd process (RegisterServerRequest); 0: not yet known
     // (meta restarted), any is accepted.
     uint64_t incarnation = 0;
+    // The deletions (segment ids) the last heartbeat's reply handed out:
+    // the server runs them before it sends the next heartbeat, so until
+    // then no copy of these segments goes there (ChooseCopyTarget).
+    std::vector<uint64_t> deletions_in_flight;
     ReplicaReportState reports;
     // When meta last dialled the advertised address (ProbeServerAddresses;
     // 0: not since the server registered), and why that failed ("" when
@@ -455,9 +459,9 @@ class Namespace {
                    std::vector<RereplicationTask>* tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The server to copy segment `segment_id` to: PlaceReplicas(1,
   // `excluded`, `kept`), skipping servers where the segment is pending
-  // deletion (a server back from the dead would delete the new copy at
-  // its next heartbeat). kUnavailable/ENOSPC as PlaceReplicas, or when
-  // every server it finds has the segment pending deletion.
+  // deletion or its deletion is in flight (a server back from the dead
+  // would delete the new copy with a deletion queued before). kUnavailable/ENOSPC as PlaceReplicas,
+  // or when every server it finds has the segment pending deletion.
   absl::StatusOr<uint64_t> ChooseCopyTarget(uint64_t segment_id, std::vector<uint64_t> excluded,
                                             const std::vector<uint64_t>& kept)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

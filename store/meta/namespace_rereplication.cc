@@ -186,8 +186,12 @@ absl::StatusOr<uint64_t> Namespace::ChooseCopyTarget(uint64_t segment_id,
                                                      const std::vector<uint64_t>& kept) {
   for (size_t tries = 0; tries < kCopyTargetTriesMax; ++tries) {
     ASSIGN_OR_RETURN(std::vector<uint64_t> target, PlaceReplicas(1, excluded, kept));
+    const std::vector<uint64_t>& in_flight = servers_.at(target.front()).deletions_in_flight;
     auto pending = db_->HasPendingDeletion(target.front(), segment_id);
-    if (pending.ok() && !*pending) return target.front();
+    if (pending.ok() && !*pending &&
+        std::find(in_flight.begin(), in_flight.end(), segment_id) == in_flight.end()) {
+      return target.front();
+    }
     excluded.push_back(target.front());
   }
   return absl::UnavailableError(

@@ -151,9 +151,13 @@ absl::StatusOr<proto::HeartbeatResponse> Namespace::Heartbeat(
   HandleReports(server, request, &response);
   // Each pending deletion is handed out once: it leaves the database before
   // the reply. A server that crashes before deleting keeps a stray replica.
+  // This heartbeat comes after the server ran the deletions of the last
+  // reply (MetaHeartbeat runs them first).
+  server.deletions_in_flight.clear();
   ASSIGN_OR_RETURN(std::vector<uint64_t> segment_ids,
                    db_->ListPendingDeletions(request.server_id(), kDeletionsPerHeartbeatMax));
   if (segment_ids.empty()) return response;
+  server.deletions_in_flight = segment_ids;
   MetadataDb::Batch batch;
   for (uint64_t segment_id : segment_ids) {
     batch.DeletePendingDeletion(request.server_id(), segment_id);

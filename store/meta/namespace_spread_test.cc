@@ -219,8 +219,8 @@ TEST_F(NamespaceSpreadTest, NoReplicaIsDroppedWhenTheCopysServerDiedBeforeItWasR
 TEST_F(NamespaceSpreadTest, NoCopyGoesWhereTheSegmentIsStillPendingDeletion) {
   // Goal: r2's server held the segment, died, and its replica was dropped
   // and queued for deletion. Back (here: counted live by a restarted meta)
-  // but before a heartbeat took that deletion, it gets no copy of the
-  // segment, which the deletion would remove; after it, it does.
+  // it gets no copy of the segment, which the deletion would remove, until
+  // a heartbeat after the one that took the deletion shows it ran it.
   const uint64_t a = Register("r0/h1");
   const uint64_t b = Register("r0/h2");
   const uint64_t c = Register("r1/h3");
@@ -237,6 +237,9 @@ TEST_F(NamespaceSpreadTest, NoCopyGoesWhereTheSegmentIsStillPendingDeletion) {
   Reopen();  // every registered server live on trust, d's deletion queued
   EXPECT_TRUE(Plan().tasks.empty());
   EXPECT_EQ(std::vector<uint64_t>{segment_id}, Beat(d));
+  // Handed out, and d runs it before its next heartbeat: not yet either.
+  EXPECT_TRUE(Plan().tasks.empty());
+  EXPECT_TRUE(Beat(d).empty());
   RereplicationPlan plan = Plan();
   ASSERT_EQ(1u, plan.tasks.size());
   EXPECT_TRUE(plan.tasks[0].spread);
