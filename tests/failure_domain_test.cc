@@ -27,6 +27,10 @@ TEST(FailureDomainTest, FsckListsReplicasThatShareARackOnceThreeRacksAreLive) {
   // and the fourth server in r3; fsck must name r1, status each domain.
   MountedClusterOptions options;
   options.segment_servers = 4;
+  // Re-replication moves misplaced segments back (the next test): its
+  // first pass must come after fsck, so passes are 10 s apart here
+  // (--dead_server_ms / 4, at most 10 s).
+  options.meta_flags = {"--dead_server_ms=60000"};
   auto mc = MountedCluster::Start(options);
   ASSERT_TRUE(mc.ok()) << mc.status();
   MountedCluster& c = **mc;
