@@ -118,6 +118,7 @@ class MetadataDb {
                                                              size_t max_count);
   // Whether segment `segment_id` is pending deletion on `server_id` (not
   // yet handed to it): re-replication copies no segment there meanwhile.
+  // Errors from the database.
   absl::StatusOr<bool> HasPendingDeletion(uint64_t server_id, uint64_t segment_id);
 
   absl::StatusOr<std::vector<uint64_t>> ListOrphans();
