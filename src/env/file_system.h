@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -101,6 +102,41 @@ class WritableFile : public RandomAccessFile {
   // Hint: the file's cached pages will not be read again
   // (posix_fadvise DONTNEED). Never fails.
   virtual void DropCache() = 0;
+};
+
+// A WritableFile that forwards every call to the file it owns, for
+// wrappers that change a few (a slow or gated disk in tests), as RocksDB's
+// FSWritableFileWrapper. Thread-safety: that of the target.
+class WritableFileWrapper : public WritableFile {
+ public:
+  explicit WritableFileWrapper(std::unique_ptr<WritableFile> target) : target_(std::move(target)) {}
+
+  absl::StatusOr<size_t> ReadAt(uint64_t offset, size_t n, char* scratch) const override {
+    return target_->ReadAt(offset, n, scratch);
+  }
+  absl::StatusOr<uint64_t> Size() const override { return target_->Size(); }
+  absl::StatusOr<util::UniqueFd> ReopenReadOnlyFd() const override {
+    return target_->ReopenReadOnlyFd();
+  }
+  absl::Status Close() override { return target_->Close(); }
+  const std::string& path() const override { return target_->path(); }
+  absl::Status WriteAt(uint64_t offset, absl::string_view data) override {
+    return target_->WriteAt(offset, data);
+  }
+  absl::Status WriteAtDurably(uint64_t offset, absl::string_view data) override {
+    return target_->WriteAtDurably(offset, data);
+  }
+  absl::Status Sync() override { return target_->Sync(); }
+  absl::Status Truncate(uint64_t size) override { return target_->Truncate(size); }
+  absl::Status Allocate(uint64_t offset, uint64_t length) override {
+    return target_->Allocate(offset, length);
+  }
+  void DropCache() override { target_->DropCache(); }
+
+  WritableFile* target() const { return target_.get(); }
+
+ private:
+  const std::unique_ptr<WritableFile> target_;
 };
 
 // O_DIRECT transfers: buffers, offsets and lengths are multiples of this.

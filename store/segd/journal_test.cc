@@ -36,36 +36,17 @@ class ReadSizeRecorder : public env::FileSystemWrapper {
   size_t largest_read() const { return largest_read_.load(); }
 
  private:
-  class File : public env::WritableFile {
+  class File : public env::WritableFileWrapper {
    public:
     File(std::unique_ptr<env::WritableFile> file, std::atomic<size_t>* largest_read)
-        : file_(std::move(file)), largest_read_(largest_read) {}
+        : WritableFileWrapper(std::move(file)), largest_read_(largest_read) {}
     absl::StatusOr<size_t> ReadAt(uint64_t offset, size_t n, char* scratch) const override {
       if (n > largest_read_->load()) largest_read_->store(n);
-      return file_->ReadAt(offset, n, scratch);
+      return target()->ReadAt(offset, n, scratch);
     }
-    absl::StatusOr<uint64_t> Size() const override { return file_->Size(); }
-    absl::StatusOr<util::UniqueFd> ReopenReadOnlyFd() const override {
-      return file_->ReopenReadOnlyFd();
-    }
-    absl::Status Close() override { return file_->Close(); }
-    const std::string& path() const override { return file_->path(); }
-    absl::Status WriteAt(uint64_t offset, absl::string_view data) override {
-      return file_->WriteAt(offset, data);
-    }
-    absl::Status WriteAtDurably(uint64_t offset, absl::string_view data) override {
-      return file_->WriteAtDurably(offset, data);
-    }
-    absl::Status Sync() override { return file_->Sync(); }
-    absl::Status Truncate(uint64_t size) override { return file_->Truncate(size); }
-    absl::Status Allocate(uint64_t offset, uint64_t length) override {
-      return file_->Allocate(offset, length);
-    }
-    void DropCache() override { file_->DropCache(); }
 
    private:
-    std::unique_ptr<env::WritableFile> file_;
-    std::atomic<size_t>* largest_read_;
+    std::atomic<size_t>* const largest_read_;
   };
 
   std::atomic<size_t> largest_read_{0};

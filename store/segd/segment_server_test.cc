@@ -134,38 +134,20 @@ class GatedSyncFileSystem : public env::FileSystemWrapper {
   }
 
  private:
-  class File : public env::WritableFile {
+  class File : public env::WritableFileWrapper {
    public:
     File(std::unique_ptr<env::WritableFile> target, GatedSyncFileSystem* fs)
-        : target_(std::move(target)), fs_(fs) {}
-    absl::StatusOr<size_t> ReadAt(uint64_t offset, size_t n, char* scratch) const override {
-      return target_->ReadAt(offset, n, scratch);
-    }
-    absl::StatusOr<uint64_t> Size() const override { return target_->Size(); }
-    absl::StatusOr<util::UniqueFd> ReopenReadOnlyFd() const override {
-      return target_->ReopenReadOnlyFd();
-    }
-    absl::Status Close() override { return target_->Close(); }
-    const std::string& path() const override { return target_->path(); }
-    absl::Status WriteAt(uint64_t offset, absl::string_view data) override {
-      return target_->WriteAt(offset, data);
-    }
+        : WritableFileWrapper(std::move(target)), fs_(fs) {}
     absl::Status WriteAtDurably(uint64_t offset, absl::string_view data) override {
       fs_->Wait();
-      return target_->WriteAtDurably(offset, data);
+      return target()->WriteAtDurably(offset, data);
     }
     absl::Status Sync() override {
       fs_->Wait();
-      return target_->Sync();
+      return target()->Sync();
     }
-    absl::Status Truncate(uint64_t size) override { return target_->Truncate(size); }
-    absl::Status Allocate(uint64_t offset, uint64_t length) override {
-      return target_->Allocate(offset, length);
-    }
-    void DropCache() override { target_->DropCache(); }
 
    private:
-    const std::unique_ptr<env::WritableFile> target_;
     GatedSyncFileSystem* const fs_;
   };
 
