@@ -186,7 +186,8 @@ void WaitForAnswers(Segd& segd, uint64_t sent) {
   auto all = [&segd, sent]()
                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(segd.mu) { return segd.answered >= sent; };
   CHECK(segd.mu.AwaitWithTimeout(absl::Condition(&all), kAnswerWait))
-      << "segd left " << sent - segd.answered << " requests unanswered for 5 s";
+      << "segd left " << sent - segd.answered << " requests unanswered for 5 s (answered ids: 0x"
+      << std::hex << segd.answered_ids << ")";
 }
 
 }  // namespace

@@ -77,6 +77,9 @@ struct ReplicaInfo {
   uint64_t durable_length = 0;  // bytes fdatasynced
   bool sealed = false;
   bool corrupt = false;  // a chunk failed its CRC; never served again
+  // Which life of segment_id this is: a delete and a create of the same id
+  // (a copy starting over) make a new one. Unique within the process.
+  uint64_t incarnation = 0;
 };
 
 struct ReplicaRead {
@@ -267,8 +270,8 @@ class ReplicaStore {
   std::atomic<uint64_t> fdatasync_count_{0};
 
   // Serializes Create, Delete and SetServerId, whose file I/O runs under it.
-  // Lock order: files_mu_, then a Replica's mu, then mu_ (never a Replica's
-  // mu while holding mu_).
+  // Lock order: files_mu_, then a Replica's seal_mu, then its mu, then
+  // mu_ (never a Replica's mu while holding mu_).
   absl::Mutex files_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<Replica>> replicas_ ABSL_GUARDED_BY(mu_);

@@ -131,8 +131,9 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Seal(uint64_t segment_id, uint64_t epo
                                          EncodeReplicaState(ReplicaState{epoch, true, length}));
   }
   absl::MutexLock lock(&r->mu);
-  r->sealing = false;
   if (!persisted.ok()) {
+    // `sealing` stays: the replica was cut, so appends at the cut stay
+    // refused until a seal (a retry) succeeds.
     if (absl::IsDataLoss(persisted)) {
       // Never retried: after a failed fdatasync the kernel may have dropped
       // the dirty pages.
@@ -141,6 +142,7 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Seal(uint64_t segment_id, uint64_t epo
     }
     return persisted;
   }
+  r->sealing = false;
   r->durable_length = std::max(r->durable_length, length);
   r->epoch = std::max(r->epoch, epoch);
   r->sealed = true;

@@ -437,6 +437,41 @@ TEST_F(SegmentServerTest, SealOnASlowDiskHoldsUpNoOtherSegment) {
   EXPECT_EQ("sealed", *Read(1, 0, 100));
 }
 
+TEST_F(SegmentServerTest, AnAppendToADeletedReplicaIsNeverAnsweredFromItsSuccessor) {
+  // Goal: an append waiting for its sync, whose replica is deleted (a copy
+  // into this server starts over, deleting what it finds) and created
+  // again under the same id, is answered kNotFound, not with the new
+  // replica's durable length (found by the segd fuzzer as an append left
+  // unanswered). Method: (a) a sync interval so long that an unsynced
+  // append stays pending; (b) a CopySegment from a closed port deletes the
+  // replica and fails; (c) the id is created again and gets a synced
+  // append of as many bytes; (d) the first append fails, the second holds.
+  options_.sync_interval_ms = 600000;
+  StartServer();
+  // (a)
+  ASSERT_TRUE(Create(1, 1).ok());
+  Pending lost;
+  AppendAsync(1, 0, "lost", /*sync=*/false, &lost);
+  ASSERT_TRUE(PollUntil([&] { return Info(1).ok() && Info(1)->length() == 4; }));
+  // (b)
+  proto::CopySegmentRequest copy;
+  copy.set_segment_id(1);
+  copy.set_epoch(1);
+  copy.set_length(4);
+  copy.add_source_addresses("127.0.0.1:1");
+  EXPECT_FALSE(CallInfo(format::MessageType::kCopySegment, copy).ok());
+  EXPECT_EQ(absl::StatusCode::kNotFound, Info(1).status().code());
+  // (c)
+  ASSERT_TRUE(Create(1, 1).ok());
+  auto kept = Append(1, 0, "kept", /*sync=*/true);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(4u, kept->durable_length());
+  // (d)
+  ASSERT_TRUE(lost.done.WaitForNotificationWithTimeout(kWaitDeadline));
+  EXPECT_EQ(absl::StatusCode::kNotFound, lost.status.code()) << lost.status;
+  EXPECT_EQ("kept", *Read(1, 0, 100));
+}
+
 TEST_F(SegmentServerTest, StopAnswersPendingAppends) {
   options_.sync_interval_ms = 600000;
   StartServer();

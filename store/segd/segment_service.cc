@@ -119,7 +119,7 @@ void SegmentService::Append(const format::Frame& request, const rpc::Responder& 
   // A lone append leads its round on this thread only if nothing more of
   // this connection is buffered: the io thread must not sit in a round
   // while the rest of a request waits to be read.
-  sync_thread_->WaitDurable(req.segment_id(), req.offset() + request.data.size(),
+  sync_thread_->WaitDurable(req.segment_id(), info->incarnation, req.offset() + request.data.size(),
                             req.sync() && !owe, ReplyWhenDurable(responder),
                             /*may_lead=*/!request.more_bytes_buffered);
 }
@@ -133,7 +133,7 @@ void SegmentService::Sync(const format::Frame& request, const rpc::Responder& re
     return responder.ReplyError(absl::FailedPreconditionError(absl::StrCat(
         "segment ", req.segment_id(), " is fenced: epoch ", req.epoch(), " < ", info->epoch)));
   }
-  sync_thread_->WaitDurable(req.segment_id(), info->length, /*sync=*/true,
+  sync_thread_->WaitDurable(req.segment_id(), info->incarnation, info->length, /*sync=*/true,
                             ReplyWhenDurable(responder));
 }
 

@@ -15,7 +15,10 @@
 // roll of many segments at once would otherwise hold every append for
 // seconds, and the writers would find this server dead instead of slow.
 // A client waits for a create's answer before it appends to the segment,
-// and the appends sent before a seal were applied when it is queued.
+// and the appends sent before a seal were applied when it is queued. The
+// pool's two threads do not keep one connection's creates, seals and
+// deletes in order: a client that pipelined a delete and a create of one
+// id would have to wait for the first answer (every client waits today).
 #pragma once
 
 #include <atomic>

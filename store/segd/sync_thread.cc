@@ -15,8 +15,8 @@ SyncThread::SyncThread(ReplicaStore* store, const SyncThreadOptions& options)
 
 SyncThread::~SyncThread() { Stop(); }
 
-void SyncThread::WaitDurable(uint64_t segment_id, uint64_t target, bool sync, Callback done,
-                             bool may_lead) {
+void SyncThread::WaitDurable(uint64_t segment_id, uint64_t incarnation, uint64_t target, bool sync,
+                             Callback done, bool may_lead) {
   std::vector<Ready> ready;
   bool lead = false;
   {
@@ -31,10 +31,10 @@ void SyncThread::WaitDurable(uint64_t segment_id, uint64_t target, bool sync, Ca
       // Checked under mu_ against the store's current durable length: a round
       // that raised it either finished before (we see it here) or collects
       // after we release mu_ (and sees this waiter).
-      waiters_[segment_id].emplace(target, std::move(done));
+      waiters_[segment_id].emplace(target, Waiter{incarnation, std::move(done)});
       ++waiter_count_;
       Collect(segment_id, &ready);
-      if (sync && ready.empty()) {
+      if (sync && StillWaiting(segment_id, incarnation, target)) {
         if (options_.inline_rounds && may_lead && !round_running_ && !sync_requested_ &&
             waiter_count_ == 1) {
           // No round in flight: this thread leads one itself instead of
@@ -97,8 +97,9 @@ void SyncThread::Stop() {
     auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !round_running_; };
     mu_.Await(absl::Condition(&idle));
     for (auto& [id, waiters] : waiters_) {
-      for (auto& [target, done] : waiters) {
-        ready.push_back({std::move(done), absl::UnavailableError("segment server is stopping")});
+      for (auto& [target, waiter] : waiters) {
+        ready.push_back(
+            {std::move(waiter.done), absl::UnavailableError("segment server is stopping")});
       }
     }
     waiters_.clear();
@@ -148,13 +149,18 @@ void SyncThread::Collect(uint64_t segment_id, std::vector<Ready>* ready) {
   absl::StatusOr<ReplicaInfo> info = store_->Info(segment_id);
   auto take = [&](Waiters::iterator w, absl::StatusOr<ReplicaInfo> result)
                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    ready->push_back({std::move(w->second), std::move(result)});
-    --waiter_count_;
-    return waiters.erase(w);
-  };
+                    ready->push_back({std::move(w->second.done), std::move(result)});
+                    --waiter_count_;
+                    return waiters.erase(w);
+                  };
   for (auto w = waiters.begin(); w != waiters.end();) {
     if (!info.ok()) {
       w = take(w, info.status());
+    } else if (w->second.incarnation != info->incarnation) {
+      // Deleted (a copy starting over) and created again: the bytes it
+      // waits for went with the old replica.
+      w = take(w, absl::NotFoundError(absl::StrCat("segment ", segment_id, " was deleted before ",
+                                                   w->first, " bytes became durable")));
     } else if (w->first <= info->durable_length) {
       w = take(w, *info);
     } else if (info->sealed) {
@@ -164,10 +170,22 @@ void SyncThread::Collect(uint64_t segment_id, std::vector<Ready>* ready) {
                       absl::StrCat("segment ", segment_id, " was sealed at ", info->length,
                                    " before ", w->first, " became durable")));
     } else {
-      break;  // ordered by target: the rest are not covered either
+      ++w;  // not covered yet (a later one may be a deleted replica's)
     }
   }
   if (waiters.empty()) waiters_.erase(it);
+}
+
+bool SyncThread::StillWaiting(uint64_t segment_id, uint64_t incarnation, uint64_t target) const {
+  // Collect answers waiters of one target and incarnation alike: if one
+  // such is left, so is the caller's.
+  auto it = waiters_.find(segment_id);
+  if (it == waiters_.end()) return false;
+  auto [begin, end] = it->second.equal_range(target);
+  for (auto w = begin; w != end; ++w) {
+    if (w->second.incarnation == incarnation) return true;
+  }
+  return false;
 }
 
 void SyncThread::Answer(std::vector<Ready>* ready) {

@@ -57,14 +57,16 @@ class SyncThread {
 
   // Runs `done` once the replica's durable length is >= `target` (at once if
   // it already is), or with its error: the replica's sticky failure,
-  // kNotFound (deleted), kFailedPrecondition (sealed below target),
+  // kNotFound (deleted, also when the id was created again since: the
+  // waiter belongs to the replica of `incarnation`, ReplicaInfo),
+  // kFailedPrecondition (sealed below target),
   // kResourceExhausted (too many waiters), kUnavailable (stopped). With
   // `sync`, a round starts now instead of at the next tick.
   // With `may_lead` (and options.inline_rounds), a sync that finds no
   // round in flight or requested and no other waiter runs the round on
   // this thread.
-  void WaitDurable(uint64_t segment_id, uint64_t target, bool sync, Callback done,
-                   bool may_lead = false) ABSL_LOCKS_EXCLUDED(mu_);
+  void WaitDurable(uint64_t segment_id, uint64_t incarnation, uint64_t target, bool sync,
+                   Callback done, bool may_lead = false) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Starts a round now for the waiters registered so far (WaitDurable
   // without `sync` for a burst of appends, then one request for all), on
@@ -85,13 +87,21 @@ class SyncThread {
   uint64_t sync_rounds() const { return sync_rounds_.load(); }
 
  private:
-  using Waiters = std::multimap<uint64_t, Callback>;  // by target length
+  struct Waiter {
+    uint64_t incarnation;  // of the replica whose bytes it waits for
+    Callback done;
+  };
+  using Waiters = std::multimap<uint64_t, Waiter>;  // by target length
   struct Ready {
     Callback done;
     absl::StatusOr<ReplicaInfo> result;
   };
 
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a waiter for `target` bytes of that incarnation is still
+  // registered (Collect did not answer it).
+  bool StillWaiting(uint64_t segment_id, uint64_t incarnation, uint64_t target) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One round: SyncDirty, then answer every covered waiter. Only the
   // thread that set round_running_ calls it.
   void RunRound() ABSL_LOCKS_EXCLUDED(mu_);

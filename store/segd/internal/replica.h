@@ -8,6 +8,7 @@
 // from any thread).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -20,12 +21,21 @@
 namespace logfs::segd {
 
 struct ReplicaStore::Replica {
+  // 1, 2, ...: a fresh one for every Replica object of the process.
+  static uint64_t NextIncarnation() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1);
+  }
+
   Replica(uint64_t id, std::unique_ptr<env::WritableFile> data_file,
           std::unique_ptr<env::WritableFile> chunk_crc_file)
-      : segment_id(id), file(std::move(data_file)), crc_file(std::move(chunk_crc_file)) {}
+      : segment_id(id),
+        incarnation(NextIncarnation()),
+        file(std::move(data_file)),
+        crc_file(std::move(chunk_crc_file)) {}
 
   ReplicaInfo Snapshot() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    return ReplicaInfo{segment_id, epoch, length, durable_length, sealed, corrupt};
+    return ReplicaInfo{segment_id, epoch, length, durable_length, sealed, corrupt, incarnation};
   }
   // kNotFound once deleted; the sticky failure once failed.
   absl::Status Usable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
@@ -67,6 +77,7 @@ struct ReplicaStore::Replica {
   // holds the Replica, so a sync in flight never touches a reused
   // descriptor.
   const uint64_t segment_id;
+  const uint64_t incarnation;                         // ReplicaInfo::incarnation
   const std::unique_ptr<env::WritableFile> file;      // <id>.seg
   const std::unique_ptr<env::WritableFile> crc_file;  // <id>.crc
 
