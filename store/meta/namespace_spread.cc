@@ -133,6 +133,12 @@ void Namespace::DropExcessReplica(Txn& txn, proto::Segment* segment, uint32_t wa
   }
   // None shares a domain (the domains changed meanwhile): keep them all.
   if (drop < 0) return;
+  // A healthy replica goes only if as many healthy ones stay as wanted: a
+  // replica on a failed disk elsewhere does not count for the floor.
+  size_t healthy = 0;
+  for (int i : live) healthy += servers_.at(replicas->Get(i).server_id()).disk_failure.empty();
+  const bool drop_healthy = servers_.at(replicas->Get(drop).server_id()).disk_failure.empty();
+  if (drop_healthy && healthy <= wanted) return;
   LOG(INFO) << "segment " << segment->id() << " spread again: dropping its replica on server "
             << replicas->Get(drop).server_id() << " in shared domain " << prefix_of(drop);
   txn.batch().AddPendingDeletion(replicas->Get(drop).server_id(), segment->id());

@@ -196,6 +196,28 @@ TEST_F(NamespaceSpreadTest, ReplicaOnAFailedDiskOfTheSharedRackIsDroppedFirst) {
   EXPECT_EQ(std::vector<uint64_t>{segment_id}, Beat(b, 1000, 0, "fdatasync: EIO"));
 }
 
+TEST_F(NamespaceSpreadTest, NoHealthyReplicaGoesWhileAFailedDiskElsewhereHoldsOne) {
+  // Goal: the floor counts healthy replicas. Two in r0, one in r1 on a
+  // server whose journal failed (r1 has a healthy server too, so three
+  // racks are healthy): after the copy to r2, dropping an r0
+  // replica would leave two healthy ones of three wanted, so all four stay
+  // (the failed disk's replica is re-replicated as any other).
+  const uint64_t a = Register("r0/h1");
+  const uint64_t b = Register("r0/h2");
+  const uint64_t c = Register("r1/h3");
+  uint64_t segment_id = 0;
+  const uint64_t f = Write("f", 10, &segment_id);
+  const uint64_t d = Register("r2/h4");
+  Register("r1/h5");  // r1 stays a healthy rack
+  Beat(c, 1000, 0, "fdatasync: EIO");
+  RereplicationPlan plan = Plan();
+  ASSERT_FALSE(plan.tasks.empty());
+  RereplicationTask task = plan.tasks.at(0);
+  ASSERT_EQ(d, task.target_server_id);
+  ASSERT_TRUE(ns_->CommitReplica(task).ok());
+  EXPECT_EQ((std::set<uint64_t>{a, b, c, d}), Holders(f));
+}
+
 TEST_F(NamespaceSpreadTest, NoReplicaIsDroppedWhenTheCopysServerDiedBeforeItWasRecorded) {
   // Goal: never below the replication. The target dies between the copy
   // and its commit (its rack stays live): the dead copy is not counted,
