@@ -18,6 +18,14 @@
 
 namespace logfs::format {
 
+// A meta standby's refusal (docs/meta_ha.md "Clients"): kUnavailable with
+// the active's advertised address ("" when the standby knows none) as a
+// payload that survives the round trip.
+absl::Status NotActiveMetaError(absl::string_view message, absl::string_view active_address);
+// Whether `status` is such a refusal; then `*active_address` (if not null)
+// is the address it names.
+bool IsNotActiveMeta(const absl::Status& status, std::string* active_address = nullptr);
+
 // Serializes `status`, which must not be OK (CHECK), into an error frame's
 // message bytes.
 std::string EncodeErrorBody(const absl::Status& status);

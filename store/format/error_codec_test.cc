@@ -63,5 +63,23 @@ TEST(ErrorCodecTest, OkCodeAndGarbageNeverReadAsSuccess) {
   EXPECT_EQ("unparseable error response", garbage.message());
 }
 
+TEST(ErrorCodecTest, AStandbysRefusalKeepsTheActiveItNamesEvenWhenItKnowsNone) {
+  std::string active;
+  const absl::Status named = DecodeErrorBody(
+      EncodeErrorBody(NotActiveMetaError("meta at a:1 is a standby", "b:2")));
+  EXPECT_EQ(absl::StatusCode::kUnavailable, named.code());
+  EXPECT_EQ("meta at a:1 is a standby", named.message());
+  ASSERT_TRUE(IsNotActiveMeta(named, &active));
+  EXPECT_EQ("b:2", active);
+
+  const absl::Status unknown =
+      DecodeErrorBody(EncodeErrorBody(NotActiveMetaError("no active yet", "")));
+  active = "x";
+  ASSERT_TRUE(IsNotActiveMeta(unknown, &active));
+  EXPECT_EQ("", active);
+
+  EXPECT_FALSE(IsNotActiveMeta(DecodeErrorBody(EncodeErrorBody(absl::UnavailableError("down")))));
+}
+
 }  // namespace
 }  // namespace logfs::format

@@ -35,7 +35,10 @@ enum class MessageType : uint16_t {
   kListServers = 24,
   kListSegments = 25,
   kRecoverLease = 26,
-  kMetaTypeEnd = 27,
+  kMetaState = 27,        // served by standbys too (docs/meta_ha.md)
+  kCheckpoint = 28,       // served by standbys too
+  kReadCheckpoint = 29,   // served by standbys too
+  kMetaTypeEnd = 30,
   // segment server
   kCreateSegment = 100,
   kAppend = 101,
