@@ -39,6 +39,10 @@ enum class MetaCounter : uint8_t {
   // Not a counter: the cluster's random id, made at meta's first start
   // (as HDFS's namespaceID), that segment servers keep with their own.
   kClusterId = 5,
+  // Not a counter: the seq of the last meta journal record in this
+  // database (docs/meta_ha.md "Journal"), written in the record's own
+  // batch, so that a restarted replica resumes at the next one.
+  kAppliedSeq = 6,
 };
 
 class MetadataDb {
