@@ -1,17 +1,20 @@
 #include "store/meta/metadata_db.h"
 
+#include <glog/logging.h>
 #include <rocksdb/db.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "src/env/posix_file.h"
 #include "src/status/macros.h"
 #include "src/util/coding.h"
+#include "store/format/error_codec.h"
 #include "store/format/limits.h"
 
 namespace logfs::meta {
@@ -25,6 +28,11 @@ constexpr char kServerPrefix = 's';
 constexpr char kPendingDeletionPrefix = 'p';
 constexpr char kOrphanPrefix = 'o';
 constexpr char kCallRecordPrefix = 'r';
+// A rocksdb::WriteBatch's contents start with an 8-byte sequence and a
+// 4-byte count (rocksdb/write_batch.h, WriteBatchInternal).
+constexpr size_t kWriteBatchHeaderBytes = 12;
+// Expired call records deleted per batch (about 30 KiB of journal record).
+constexpr int kCallRecordDeletesPerBatch = 1000;
 
 std::string U64Key(char prefix, uint64_t id) {
   std::string key(9, '\0');
@@ -191,7 +199,13 @@ absl::StatusOr<std::unique_ptr<MetadataDb>> MetadataDb::Open(const MetadataDbOpt
     return absl::FailedPreconditionError(
         absl::StrCat("cannot sync the metadata db's parent directory: ", synced.message()));
   }
-  return std::unique_ptr<MetadataDb>(new MetadataDb(std::move(rep)));
+  auto opened = std::unique_ptr<MetadataDb>(new MetadataDb(std::move(rep)));
+  ASSIGN_OR_RETURN(uint64_t applied, opened->GetCounter(MetaCounter::kAppliedSeq));
+  {
+    absl::MutexLock lock(&opened->write_mu_);
+    opened->applied_seq_ = applied;
+  }
+  return opened;
 }
 
 MetadataDb::MetadataDb(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
@@ -201,10 +215,83 @@ MetadataDb::~MetadataDb() {
 }
 
 absl::Status MetadataDb::Write(Batch& batch) {
+  absl::MutexLock lock(&write_mu_);
+  if (!journal_failure_.ok()) return journal_failure_;
+  const uint64_t seq = applied_seq_ + 1;
+  if (absl::Status appended = journal_->Append(seq, batch.rep_->batch.Data()); !appended.ok()) {
+    if (absl::IsInvalidArgument(appended)) return appended;
+    FailJournalLocked(appended);
+    return journal_failure_;
+  }
+  batch.PutCounter(MetaCounter::kAppliedSeq, seq);
   rocksdb::WriteOptions write_options;
   write_options.sync = true;
-  return FromRocks(rep_->db->Write(write_options, &batch.rep_->batch), "metadata write");
+  absl::Status applied =
+      FromRocks(rep_->db->Write(write_options, &batch.rep_->batch), "metadata write");
+  if (!applied.ok()) {
+    // A lone meta's record exists nowhere else: nothing happened. A
+    // replicated one is in the journal but not here.
+    if (journal_ != &local_journal_) FailJournalLocked(applied);
+    return applied;
+  }
+  applied_seq_ = seq;
+  return absl::OkStatus();
 }
+
+void MetadataDb::FailJournalLocked(const absl::Status& why) {
+  journal_failure_ = format::NotActiveMetaError(
+      absl::StrCat("meta stopped writing after a journal failure: ", why.message()), "");
+  LOG(ERROR) << "metadata writes stop: journal record " << applied_seq_ + 1 << ": " << why;
+  if (on_journal_failure_) {
+    auto handler = std::move(on_journal_failure_);
+    on_journal_failure_ = nullptr;
+    handler(why);
+  }
+}
+
+void MetadataDb::SetJournal(MetaJournal* journal) {
+  absl::MutexLock lock(&write_mu_);
+  journal_ = journal != nullptr ? journal : &local_journal_;
+}
+
+void MetadataDb::SetJournalFailureHandler(std::function<void(const absl::Status&)> handler) {
+  absl::MutexLock lock(&write_mu_);
+  on_journal_failure_ = std::move(handler);
+}
+
+absl::Status MetadataDb::ApplyJournalRecord(const proto::MetaJournalRecord& record) {
+  absl::MutexLock lock(&write_mu_);
+  if (record.seq() <= applied_seq_) return absl::OkStatus();
+  if (record.seq() != applied_seq_ + 1) {
+    return absl::FailedPreconditionError(absl::StrCat("journal record ", record.seq(), " follows ",
+                                                      applied_seq_,
+                                                      ": records in between are missing"));
+  }
+  if (record.batch().size() < kWriteBatchHeaderBytes) {
+    return absl::DataLossError(absl::StrCat("journal record ", record.seq(), " is no batch"));
+  }
+  rocksdb::WriteBatch batch(record.batch());
+  char buf[8];
+  util::EncodeBigEndian64(buf, record.seq());
+  if (!batch.Put(CounterKey(MetaCounter::kAppliedSeq), rocksdb::Slice(buf, 8)).ok()) {
+    return absl::DataLossError(absl::StrCat("journal record ", record.seq(), " is no batch"));
+  }
+  absl::Status applied = FromRocks(rep_->db->Write(rocksdb::WriteOptions(), &batch),
+                                   absl::StrCat("apply journal record ", record.seq()));
+  if (!applied.ok()) {
+    if (absl::IsInternal(applied)) return absl::DataLossError(applied.message());
+    return applied;
+  }
+  applied_seq_ = record.seq();
+  return absl::OkStatus();
+}
+
+uint64_t MetadataDb::applied_seq() const {
+  absl::MutexLock lock(&write_mu_);
+  return applied_seq_;
+}
+
+absl::Status MetadataDb::SyncWal() { return FromRocks(rep_->db->SyncWAL(), "sync wal"); }
 
 absl::StatusOr<proto::Inode> MetadataDb::GetInode(uint64_t ino) {
   auto value = rep_->Get(InodeKey(ino), absl::StrCat("inode ", ino));
@@ -330,7 +417,7 @@ absl::StatusOr<proto::CallRecord> MetadataDb::GetCallRecord(const proto::CallId&
 }
 
 absl::StatusOr<uint64_t> MetadataDb::DeleteCallRecordsBefore(int64_t time_ns) {
-  rocksdb::WriteBatch batch;
+  std::vector<std::string> expired;
   absl::Status parse_status;
   absl::Status s = rep_->Scan(std::string(1, kCallRecordPrefix),
                               [&](const std::string& k, const std::string& v) {
@@ -339,18 +426,21 @@ absl::StatusOr<uint64_t> MetadataDb::DeleteCallRecordsBefore(int64_t time_ns) {
                                   parse_status = record.status();
                                   return false;
                                 }
-                                if (record->time_ns() < time_ns) {
-                                  batch.Delete(k).PermitUncheckedError();
-                                }
+                                if (record->time_ns() < time_ns) expired.push_back(k);
                                 return true;
                               });
   RETURN_IF_ERROR(s);
   RETURN_IF_ERROR(parse_status);
-  const uint64_t deleted = batch.Count();
-  if (deleted == 0) return 0;
-  rocksdb::WriteOptions write_options;
-  write_options.sync = true;
-  RETURN_IF_ERROR(FromRocks(rep_->db->Write(write_options, &batch), "call record expiry"));
+  // Through Write, so that the journal carries the deletions; in batches
+  // small enough for one journal record.
+  uint64_t deleted = 0;
+  while (deleted < expired.size()) {
+    Batch batch;
+    for (; deleted < expired.size() && batch.count() < kCallRecordDeletesPerBatch; ++deleted) {
+      batch.rep_->batch.Delete(expired[deleted]).PermitUncheckedError();
+    }
+    RETURN_IF_ERROR(Write(batch));
+  }
   return deleted;
 }
 

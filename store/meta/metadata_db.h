@@ -5,21 +5,28 @@
 // RocksDB; rocksdb::Status becomes absl::Status here.
 //
 // Every mutation goes through one Batch written with sync=true, so a
-// namespace change is either entirely on disk or not at all.
+// namespace change is either entirely on disk or not at all. With a
+// replicated journal (store/meta/meta_journal.h) each batch is committed to
+// the journal first and then applied here with the journal seq in the same
+// RocksDB batch (MetaCounter::kAppliedSeq); a standby applies the records
+// the active committed (ApplyJournalRecord).
 //
 // Thread-safety: all methods may be called from any thread (RocksDB is
 // internally synchronized). A Batch is not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "src/env/file_system.h"
 #include "store/format/logfs.pb.h"
+#include "store/meta/meta_journal.h"
 
 namespace logfs::meta {
 
@@ -90,8 +97,36 @@ class MetadataDb {
   static absl::StatusOr<std::unique_ptr<MetadataDb>> Open(const MetadataDbOptions& options);
   ~MetadataDb();
 
-  // Applies `batch` atomically with sync=true (on disk when OK is returned).
-  absl::Status Write(Batch& batch);
+  // Commits `batch` to the journal (LocalMetaJournal until SetJournal),
+  // then applies it atomically with sync=true together with its journal
+  // seq; on disk and in the journal when OK is returned. Writes are
+  // serialized, so journal order is apply order. Errors: the database's;
+  // the journal's kInvalidArgument (too large, nothing written); any other
+  // journal failure, or a failed apply of a record the journal holds,
+  // fails this write and every later one with NotActiveMetaError
+  // (store/format/error_codec.h: clients look for the active again) and
+  // calls the journal-failure handler once: this replica must stop serving.
+  absl::Status Write(Batch& batch) ABSL_LOCKS_EXCLUDED(write_mu_);
+
+  // Makes `journal` (not owned, must outlive the database) the journal of
+  // every later Write: at promotion, after the last record was applied.
+  void SetJournal(MetaJournal* journal) ABSL_LOCKS_EXCLUDED(write_mu_);
+  // Called once, from the failing Write's thread, when a journal failure
+  // stops writes (see Write). Set before the first Write.
+  void SetJournalFailureHandler(std::function<void(const absl::Status&)> handler)
+      ABSL_LOCKS_EXCLUDED(write_mu_);
+
+  // A standby's apply of the record the active committed: its batch and
+  // kAppliedSeq in one RocksDB write, without sync (the journal holds it;
+  // SyncWal before serving). OK without effect for a record already
+  // applied; kFailedPrecondition for one past the next (a gap);
+  // kDataLoss for a batch RocksDB cannot parse.
+  absl::Status ApplyJournalRecord(const proto::MetaJournalRecord& record)
+      ABSL_LOCKS_EXCLUDED(write_mu_);
+  // Seq of the last journal record applied (0: none).
+  uint64_t applied_seq() const ABSL_LOCKS_EXCLUDED(write_mu_);
+  // Makes every applied record durable (RocksDB's SyncWAL).
+  absl::Status SyncWal();
 
   // kNotFound (without an errno) when absent.
   absl::StatusOr<proto::Inode> GetInode(uint64_t ino);
@@ -146,7 +181,17 @@ class MetadataDb {
  private:
   struct Rep;
   explicit MetadataDb(std::unique_ptr<Rep> rep);
+  void FailJournalLocked(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+
   std::unique_ptr<Rep> rep_;
+  LocalMetaJournal local_journal_;
+
+  mutable absl::Mutex write_mu_;
+  MetaJournal* journal_ ABSL_GUARDED_BY(write_mu_) = &local_journal_;
+  uint64_t applied_seq_ ABSL_GUARDED_BY(write_mu_) = 0;
+  // Not OK once a journal failure stopped writes (Write).
+  absl::Status journal_failure_ ABSL_GUARDED_BY(write_mu_);
+  std::function<void(const absl::Status&)> on_journal_failure_ ABSL_GUARDED_BY(write_mu_);
 };
 
 }  // namespace logfs::meta
