@@ -47,7 +47,8 @@ Mount::Mount(MountOptions options)
     : options_(std::move(options)),
       pool_(io_),
       segd_(pool_),
-      meta_(io_, pool_.Get(options_.meta_address), MetaOptions(options_)) {
+      meta_(io_, client::MetaEndpoints::OverPool(pool_, options_.meta_address),
+            MetaOptions(options_)) {
   cache::SegmentReaderOptions reader_options;
   reader_options.short_circuit = options_.short_circuit;
   reader_options.host_id = options_.host_id;

@@ -38,7 +38,7 @@
 namespace logfs::fuse {
 
 struct MountOptions {
-  std::string meta_address;
+  std::string meta_address;  // "host:port", or a list of meta replicas "h1:p,h2:p,..."
   uint64_t wal_segment_bytes = 64ull << 20;
   uint64_t block_segment_bytes = 256ull << 20;
   size_t block_append_bytes = 1u << 20;  // block files: bytes per append

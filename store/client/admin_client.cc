@@ -16,7 +16,7 @@ AdminClient::AdminClient(std::string meta_address, absl::Duration timeout)
     : timeout_(timeout),
       work_(asio::make_work_guard(io_)),
       clients_(io_),
-      meta_(io_, clients_.Get(meta_address), MetaOptions(timeout)),
+      meta_(io_, MetaEndpoints::OverPool(clients_, meta_address), MetaOptions(timeout)),
       segd_(clients_),
       io_thread_([this] { io_.run(); }) {}
 

@@ -33,6 +33,8 @@ inline constexpr size_t kAdminPagesMax = 1 << 20;
 
 class AdminClient {
  public:
+  // `meta_address`: "host:port", or meta replicas "h1:p,h2:p,..." (the
+  // active answers; store/client/meta_endpoints.h).
   AdminClient(std::string meta_address, absl::Duration timeout);
   ~AdminClient();
 

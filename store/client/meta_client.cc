@@ -13,6 +13,10 @@ using format::MessageType;
 
 MetaClient::MetaClient(asio::io_context& io, std::shared_ptr<rpc::RpcClient> meta,
                        MetaClientOptions options)
+    : MetaClient(io, MetaEndpoints::Single(std::move(meta)), std::move(options)) {}
+
+MetaClient::MetaClient(asio::io_context& io, std::shared_ptr<MetaEndpoints> meta,
+                       MetaClientOptions options)
     : io_(io), meta_(std::move(meta)), options_(std::move(options)) {
   CHECK(meta_ != nullptr);
 }
@@ -20,7 +24,7 @@ MetaClient::MetaClient(asio::io_context& io, std::shared_ptr<rpc::RpcClient> met
 absl::Status MetaClient::Call(MessageType type, const google::protobuf::MessageLite& request,
                               google::protobuf::MessageLite* response, Attempts attempts) {
   if (attempts == Attempts::kOne || !options_.retry_window.has_value()) {
-    return meta_->Call(type, request, response, options_.timeout);
+    return CallMetaOnce(*meta_, type, request, response, options_.timeout);
   }
   MetaRetryOptions retry;
   retry.attempt_timeout = options_.timeout;
@@ -33,7 +37,10 @@ void MetaClient::AsyncCall(MessageType type, const google::protobuf::MessageLite
                            Attempts attempts,
                            std::function<void(absl::Status, format::Frame)> on_answer) {
   if (attempts == Attempts::kOne || !options_.retry_window.has_value()) {
-    meta_->AsyncCall(type, request, {}, options_.timeout, std::move(on_answer));
+    MetaRetryOptions once;
+    once.attempt_timeout = options_.timeout;
+    once.one_attempt = true;
+    AsyncCallMeta(io_, meta_, type, request, once, std::move(on_answer));
     return;
   }
   MetaRetryOptions retry;

@@ -28,6 +28,7 @@
 // on an io thread of the connection's io_context (they wait for it).
 #pragma once
 
+#include <asio.hpp>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -36,12 +37,11 @@
 #include <string>
 #include <vector>
 
-#include <asio.hpp>
-
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
+#include "store/client/meta_endpoints.h"
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
 #include "store/rpc/rpc_client.h"
@@ -69,6 +69,9 @@ class MetaClient {
   // runs the pauses between attempts of asynchronous calls and must outlive
   // the client (the connection's own io_context is the natural choice).
   MetaClient(asio::io_context& io, std::shared_ptr<rpc::RpcClient> meta, MetaClientOptions options);
+  // The same over several meta replicas (store/client/meta_endpoints.h):
+  // every call goes to the active, following standbys' redirects.
+  MetaClient(asio::io_context& io, std::shared_ptr<MetaEndpoints> meta, MetaClientOptions options);
 
   MetaClient(const MetaClient&) = delete;
   MetaClient& operator=(const MetaClient&) = delete;
@@ -125,7 +128,10 @@ class MetaClient {
   // A fresh id for one change (this mount's id, sequence numbers from 1).
   proto::CallId NextCallId();
   uint64_t mount_id() const { return mount_id_.load(); }
-  const std::string& address() const { return meta_->address(); }
+  // The replica calls go to now.
+  std::string address() const { return meta_->Current()->address(); }
+  // Every replica, comma-separated.
+  std::string addresses() const { return meta_->Describe(); }
   const MetaClientOptions& options() const { return options_; }
 
   // Closes the connection: calls in flight and later fail with
@@ -149,7 +155,7 @@ class MetaClient {
 
   // Immutable after construction.
   asio::io_context& io_;
-  const std::shared_ptr<rpc::RpcClient> meta_;
+  const std::shared_ptr<MetaEndpoints> meta_;
   const MetaClientOptions options_;
 
   std::atomic<uint64_t> mount_id_{0};

@@ -8,12 +8,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "store/format/error_codec.h"
 
 namespace logfs::client {
 namespace {
 
-absl::Status Unreachable(rpc::RpcClient& meta, absl::Time start, const absl::Status& last) {
-  return absl::UnavailableError(absl::StrCat("meta at ", meta.address(), " unreachable for ",
+absl::Status Unreachable(MetaEndpoints& meta, absl::Time start, const absl::Status& last) {
+  return absl::UnavailableError(absl::StrCat("meta at ", meta.Describe(), " unreachable for ",
                                              absl::FormatDuration(absl::Now() - start), ": ",
                                              last.message()));
 }
@@ -37,9 +38,9 @@ NextAttempt PlanNextAttempt(const MetaRetryOptions& options, absl::Time start, i
 // One call in flight in AsyncCallMeta, kept alive by its callbacks.
 class AsyncMetaCall : public std::enable_shared_from_this<AsyncMetaCall> {
  public:
-  AsyncMetaCall(asio::io_context& io, std::shared_ptr<rpc::RpcClient> meta,
-                format::MessageType type, const google::protobuf::MessageLite& request,
-                const MetaRetryOptions& options, rpc::RpcClient::Callback done)
+  AsyncMetaCall(asio::io_context& io, std::shared_ptr<MetaEndpoints> meta, format::MessageType type,
+                const google::protobuf::MessageLite& request, const MetaRetryOptions& options,
+                rpc::RpcClient::Callback done)
       : meta_(std::move(meta)),
         type_(type),
         request_(request.New()),
@@ -52,15 +53,28 @@ class AsyncMetaCall : public std::enable_shared_from_this<AsyncMetaCall> {
 
   void Attempt(absl::Duration timeout) {
     ++attempts_;
-    meta_->AsyncCall(type_, *request_, {}, timeout,
-                     [self = shared_from_this()](absl::Status s, format::Frame frame) {
-                       self->OnAnswer(std::move(s), std::move(frame));
-                     });
+    redirects_ = 0;
+    Send(timeout);
   }
 
  private:
-  void OnAnswer(absl::Status status, format::Frame frame) {
-    if (status.ok() || !IsRetryableMetaFailure(status, *meta_, options_.retry_timeouts)) {
+  void Send(absl::Duration timeout) {
+    std::shared_ptr<rpc::RpcClient> client = meta_->Current();
+    client->AsyncCall(
+        type_, *request_, {}, timeout,
+        [self = shared_from_this(), client, timeout](absl::Status s, format::Frame frame) {
+          self->OnAnswer(client, timeout, std::move(s), std::move(frame));
+        });
+  }
+
+  void OnAnswer(const std::shared_ptr<rpc::RpcClient>& client, absl::Duration timeout,
+                absl::Status status, format::Frame frame) {
+    if (!status.ok() && meta_->Failed(client, status) && ++redirects_ <= kMetaRedirectsMax) {
+      Send(timeout);
+      return;
+    }
+    if (status.ok() || options_.one_attempt ||
+        !IsRetryableMetaFailure(status, *meta_, options_.retry_timeouts)) {
       done_(std::move(status), std::move(frame));
       return;
     }
@@ -84,7 +98,7 @@ class AsyncMetaCall : public std::enable_shared_from_this<AsyncMetaCall> {
     });
   }
 
-  const std::shared_ptr<rpc::RpcClient> meta_;
+  const std::shared_ptr<MetaEndpoints> meta_;
   const format::MessageType type_;
   const std::unique_ptr<google::protobuf::MessageLite> request_;
   const MetaRetryOptions options_;
@@ -92,6 +106,7 @@ class AsyncMetaCall : public std::enable_shared_from_this<AsyncMetaCall> {
   const absl::Time start_;
   asio::steady_timer timer_;
   int attempts_ = 0;
+  int redirects_ = 0;  // in this attempt
 };
 
 }  // namespace
@@ -105,21 +120,34 @@ absl::Duration MetaRetryDelay(int attempt) {
   return delay * part(random);
 }
 
-bool IsRetryableMetaFailure(const absl::Status& status, rpc::RpcClient& meta, bool retry_timeouts) {
+bool IsRetryableMetaFailure(const absl::Status& status, MetaEndpoints& meta, bool retry_timeouts) {
+  if (format::IsNotActiveMeta(status)) return !meta.is_shut_down();
   if (rpc::IsServerAnswer(status)) return false;
   const bool timed_out = absl::IsDeadlineExceeded(status);
   if (!absl::IsUnavailable(status) && !timed_out) return false;
-  if (timed_out && !retry_timeouts) return false;
+  if (timed_out && !retry_timeouts && meta.size() < 2) return false;
   return !meta.is_shut_down();
 }
 
-absl::Status CallMeta(rpc::RpcClient& meta, format::MessageType type,
+absl::Status CallMetaOnce(MetaEndpoints& meta, format::MessageType type,
+                          const google::protobuf::MessageLite& request,
+                          google::protobuf::MessageLite* response, absl::Duration timeout) {
+  for (int redirects = 0;; ++redirects) {
+    std::shared_ptr<rpc::RpcClient> client = meta.Current();
+    absl::Status status = client->Call(type, request, response, timeout);
+    if (status.ok() || !meta.Failed(client, status) || redirects >= kMetaRedirectsMax) {
+      return status;
+    }
+  }
+}
+
+absl::Status CallMeta(MetaEndpoints& meta, format::MessageType type,
                       const google::protobuf::MessageLite& request,
                       google::protobuf::MessageLite* response, const MetaRetryOptions& options) {
   const absl::Time start = absl::Now();
   absl::Duration timeout = options.attempt_timeout;
   for (int attempt = 1;; ++attempt) {
-    absl::Status status = meta.Call(type, request, response, timeout);
+    absl::Status status = CallMetaOnce(meta, type, request, response, timeout);
     if (status.ok()) {
       if (attempt > 1) {
         LOG(INFO) << "meta call (type " << static_cast<int>(type) << ") answered after "
@@ -139,7 +167,7 @@ absl::Status CallMeta(rpc::RpcClient& meta, format::MessageType type,
   }
 }
 
-void AsyncCallMeta(asio::io_context& io, std::shared_ptr<rpc::RpcClient> meta,
+void AsyncCallMeta(asio::io_context& io, std::shared_ptr<MetaEndpoints> meta,
                    format::MessageType type, const google::protobuf::MessageLite& request,
                    const MetaRetryOptions& options, rpc::RpcClient::Callback done) {
   auto call = std::make_shared<AsyncMetaCall>(io, std::move(meta), type, request, options,

@@ -7,16 +7,22 @@
 // change carries a proto::CallId (the same on every attempt), so meta
 // applies it at most once however often it arrives.
 //
-// Thread-safe: plain functions over a thread-safe RpcClient.
+// With several meta replicas (store/client/meta_endpoints.h) every attempt
+// goes to the current one: a standby's refusal naming the active sends the
+// call there at once (up to kMetaRedirectsMax times per attempt, also for a
+// single attempt), and a refusal without one (an election in progress) or a
+// transport failure moves on and pauses as a failed attempt does.
+//
+// Thread-safe: plain functions over thread-safe MetaEndpoints.
 #pragma once
 
-#include <memory>
-
 #include <asio.hpp>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
+#include "store/client/meta_endpoints.h"
 #include "store/format/message_type.h"
 #include "store/rpc/rpc_client.h"
 
@@ -37,6 +43,8 @@ struct MetaRetryOptions {
   // connection is retried either way: meta restarted, and its pins and
   // leases went with it.
   bool retry_timeouts = true;
+  // One attempt only (redirects still followed), its error as it came.
+  bool one_attempt = false;
 };
 
 // Backoff between attempts: doubles from the minimum to the maximum.
@@ -48,6 +56,8 @@ inline constexpr absl::Duration kMetaAttemptTimeoutMin = absl::Milliseconds(50);
 // Attempts of one call at most, whatever the window (a 30 s window takes
 // about 40 at the delays above).
 inline constexpr int kMetaAttemptsMax = 1000;
+// Redirects followed within one attempt.
+inline constexpr int kMetaRedirectsMax = 8;
 
 // The pause after failed attempt number `attempt` (1 for the first):
 // min(kMetaRetryDelayMax, kMetaRetryDelayMin * 2^(attempt - 1)), of which
@@ -57,16 +67,25 @@ absl::Duration MetaRetryDelay(int attempt);
 
 // Whether a failed attempt is worth another: a transport failure
 // (kUnavailable or kDeadlineExceeded that is not meta's own answer, see
-// IsServerAnswer) on a client that is not shut down.
-bool IsRetryableMetaFailure(const absl::Status& status, rpc::RpcClient& meta,
+// IsServerAnswer) or a standby's refusal (format::IsNotActiveMeta), on
+// endpoints that are not shut down. A timeout counts only with
+// `retry_timeouts`, or when there are several replicas to move on to (a
+// stopped active): a pinning call may then pin twice on a slow one, which
+// its mount's session end undoes.
+bool IsRetryableMetaFailure(const absl::Status& status, MetaEndpoints& meta,
                             bool retry_timeouts = true);
+
+// One attempt: the call on the current replica, following redirects.
+absl::Status CallMetaOnce(MetaEndpoints& meta, format::MessageType type,
+                          const google::protobuf::MessageLite& request,
+                          google::protobuf::MessageLite* response, absl::Duration timeout);
 
 // Blocking call with retries (RpcClient::Call otherwise). Returns OK with
 // `*response` parsed, meta's answer as it came (final, never retried), or,
 // once the window is over, kUnavailable "meta at ADDR unreachable for
 // DURATION: last failure" (EIO at the FUSE layer). A client that is shut
 // down fails at once. Must not run on an io thread of `meta`.
-absl::Status CallMeta(rpc::RpcClient& meta, format::MessageType type,
+absl::Status CallMeta(MetaEndpoints& meta, format::MessageType type,
                       const google::protobuf::MessageLite& request,
                       google::protobuf::MessageLite* response, const MetaRetryOptions& options);
 
@@ -74,7 +93,7 @@ absl::Status CallMeta(rpc::RpcClient& meta, format::MessageType type,
 // once, on an io thread (of `io` or of `meta`'s io_context; they may be
 // the same), never inline. The pauses are timers on `io`: a call pausing
 // when `io` stops (at shutdown) never completes. `request` is copied.
-void AsyncCallMeta(asio::io_context& io, std::shared_ptr<rpc::RpcClient> meta,
+void AsyncCallMeta(asio::io_context& io, std::shared_ptr<MetaEndpoints> meta,
                    format::MessageType type, const google::protobuf::MessageLite& request,
                    const MetaRetryOptions& options, rpc::RpcClient::Callback done);
 

@@ -15,7 +15,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
+#include "store/format/error_codec.h"
 #include "store/format/logfs.pb.h"
+#include "store/rpc/client_pool.h"
 #include "store/rpc/io_threads.h"
 #include "store/rpc/rpc_server.h"
 
@@ -73,8 +75,8 @@ TEST(MetaRetryTest, UnreachableMetaFailsAfterTheWindow) {
   auto client = rpc::RpcClient::Create(io.io(), FreeAddress());
   proto::StatFsResponse response;
   const absl::Time start = absl::Now();
-  absl::Status s = CallMeta(*client, format::MessageType::kStatFs, proto::Empty(), &response,
-                            Options(absl::Milliseconds(600)));
+  absl::Status s = CallMeta(*MetaEndpoints::Single(client), format::MessageType::kStatFs,
+                            proto::Empty(), &response, Options(absl::Milliseconds(600)));
   const absl::Duration took = absl::Now() - start;
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "unreachable")) << s;
@@ -88,8 +90,8 @@ TEST(MetaRetryTest, ZeroWindowFailsAtOnce) {
   auto client = rpc::RpcClient::Create(io.io(), FreeAddress());
   proto::StatFsResponse response;
   const absl::Time start = absl::Now();
-  absl::Status s = CallMeta(*client, format::MessageType::kStatFs, proto::Empty(), &response,
-                            Options(absl::ZeroDuration()));
+  absl::Status s = CallMeta(*MetaEndpoints::Single(client), format::MessageType::kStatFs,
+                            proto::Empty(), &response, Options(absl::ZeroDuration()));
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;
   EXPECT_LT(absl::Now() - start, absl::Milliseconds(400));
   client->Shutdown();
@@ -102,8 +104,8 @@ TEST(MetaRetryTest, MetaAnswerIsFinalEvenWhenUnavailable) {
   rpc::IoThreads io(1);
   auto client = rpc::RpcClient::Create(io.io(), meta.address());
   proto::StatFsResponse response;
-  absl::Status s = CallMeta(*client, format::MessageType::kStatFs, proto::Empty(), &response,
-                            Options(absl::Seconds(10)));
+  absl::Status s = CallMeta(*MetaEndpoints::Single(client), format::MessageType::kStatFs,
+                            proto::Empty(), &response, Options(absl::Seconds(10)));
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;
   EXPECT_TRUE(rpc::IsServerAnswer(s));
   EXPECT_EQ("need 3 live segment servers", s.message());
@@ -124,14 +126,14 @@ TEST(MetaRetryTest, MetaThatComesBackWithinTheWindowAnswers) {
   });
   std::atomic<bool> async_done{false};
   absl::Status async_status = absl::UnknownError("not run");
-  AsyncCallMeta(io.io(), client, format::MessageType::kStatFs, proto::Empty(),
-                Options(absl::Seconds(10)), [&](absl::Status s, format::Frame) {
+  AsyncCallMeta(io.io(), MetaEndpoints::Single(client), format::MessageType::kStatFs,
+                proto::Empty(), Options(absl::Seconds(10)), [&](absl::Status s, format::Frame) {
                   async_status = s;
                   async_done.store(true);
                 });
   proto::StatFsResponse response;
-  absl::Status s = CallMeta(*client, format::MessageType::kStatFs, proto::Empty(), &response,
-                            Options(absl::Seconds(10)));
+  absl::Status s = CallMeta(*MetaEndpoints::Single(client), format::MessageType::kStatFs,
+                            proto::Empty(), &response, Options(absl::Seconds(10)));
   restart.join();
   EXPECT_TRUE(s.ok()) << s;
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
@@ -156,6 +158,91 @@ TEST(MetaRetryTest, BackoffDoublesToItsCapWithJitter) {
     EXPECT_GE(late, kMetaRetryDelayMax / 2);
     EXPECT_LE(late, kMetaRetryDelayMax);
   }
+}
+
+// The endpoints of `addresses`, over one pool.
+std::shared_ptr<MetaEndpoints> Endpoints(rpc::ClientPool& pool,
+                                         std::vector<std::string> addresses) {
+  return std::make_shared<MetaEndpoints>(
+      std::move(addresses), [&pool](const std::string& address) { return pool.Get(address); });
+}
+
+TEST(MetaRetryTest, AStandbyNamingTheActiveSendsTheCallThereAtOnce) {
+  FakeMeta active("127.0.0.1:0", absl::OkStatus());
+  FakeMeta standby("127.0.0.1:0", format::NotActiveMetaError("a standby", active.address()));
+  rpc::IoThreads io(1);
+  rpc::ClientPool pool(io.io(), nullptr);
+  // The active is not even listed: the standby's word is enough.
+  auto meta = Endpoints(pool, {standby.address()});
+  proto::StatFsResponse response;
+  absl::Status s = CallMetaOnce(*meta, format::MessageType::kStatFs, proto::Empty(), &response,
+                                absl::Seconds(2));
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(1, standby.requests());
+  EXPECT_EQ(1, active.requests());
+  EXPECT_EQ(active.address(), meta->Current()->address());
+  // Later calls go straight to the active.
+  s = CallMetaOnce(*meta, format::MessageType::kStatFs, proto::Empty(), &response,
+                   absl::Seconds(2));
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(1, standby.requests());
+  EXPECT_EQ(2, active.requests());
+
+  std::atomic<bool> done{false};
+  absl::Status async_status = absl::UnknownError("not run");
+  auto again = Endpoints(pool, {standby.address()});
+  MetaRetryOptions once = Options(absl::ZeroDuration());
+  once.one_attempt = true;
+  AsyncCallMeta(io.io(), again, format::MessageType::kStatFs, proto::Empty(), once,
+                [&](absl::Status status, format::Frame) {
+                  async_status = status;
+                  done.store(true);
+                });
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!done.load() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_TRUE(async_status.ok()) << async_status;
+  EXPECT_EQ(3, active.requests());
+  pool.ShutdownAll();
+}
+
+TEST(MetaRetryTest, DuringAnElectionTheCallMovesOnAndPausesUntilAnActiveAnswers) {
+  // A standby that knows no active yet, a dead replica, then the active.
+  FakeMeta standby("127.0.0.1:0", format::NotActiveMetaError("electing", ""));
+  FakeMeta active("127.0.0.1:0", absl::OkStatus());
+  rpc::IoThreads io(1);
+  rpc::ClientPool pool(io.io(), nullptr);
+  auto meta = Endpoints(pool, {standby.address(), FreeAddress(), active.address()});
+  proto::StatFsResponse response;
+  absl::Status s = CallMeta(*meta, format::MessageType::kStatFs, proto::Empty(), &response,
+                            Options(absl::Seconds(10)));
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(1, standby.requests());
+  EXPECT_EQ(1, active.requests());
+  pool.ShutdownAll();
+}
+
+TEST(MetaRetryTest, AStandbysRefusalIsRetriedUntilTheWindowEndsThenReportedAsIs) {
+  FakeMeta standby("127.0.0.1:0", format::NotActiveMetaError("electing", ""));
+  rpc::IoThreads io(1);
+  rpc::ClientPool pool(io.io(), nullptr);
+  auto meta = Endpoints(pool, {standby.address()});
+  proto::StatFsResponse response;
+  absl::Status s = CallMeta(*meta, format::MessageType::kStatFs, proto::Empty(), &response,
+                            Options(absl::Milliseconds(600)));
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "unreachable")) << s;
+  EXPECT_GT(standby.requests(), 1);
+  pool.ShutdownAll();
+}
+
+TEST(MetaEndpointsTest, ParseListKeepsOrderDropsDuplicatesAndNamesABadEntry) {
+  auto list = MetaEndpoints::ParseList("127.0.0.1:7000,,[::1]:7001,127.0.0.1:7000");
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_EQ((std::vector<std::string>{"127.0.0.1:7000", "[::1]:7001"}), *list);
+  auto bad = MetaEndpoints::ParseList("127.0.0.1:7000,meta-two");
+  EXPECT_EQ(absl::StatusCode::kInvalidArgument, bad.status().code());
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "meta-two")) << bad.status();
+  EXPECT_EQ(absl::StatusCode::kInvalidArgument, MetaEndpoints::ParseList(",").status().code());
 }
 
 }  // namespace
