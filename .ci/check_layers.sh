@@ -3,7 +3,8 @@
 #   src/{util,status,env,cluster} <- store/format <- store/rpc <- store/client
 #   <- {store/segd, store/meta, store/admin, cache, wal} <- fuse <- {bench, fuzz} <- src/main
 # segd and meta never include each other; an internal/ folder is private to
-# its parent; RocksDB only in store/meta/metadata_db.cc, libfuse only in
+# its parent; RocksDB only in store/meta/metadata_db*.cc (metadata_db.cc
+# and its checkpoints in metadata_db_checkpoint.cc), libfuse only in
 # fuse/, gflags only in src/main/. tests/ may include anything, and a
 # *_test.cc anywhere may include tests/fakes/. There is no
 # list of exceptions: move the code down instead.
@@ -37,7 +38,7 @@ while IFS= read -r file; do
   [[ "$file" == src/main/* ]] && main=1 || main=0
   while IFS= read -r inc; do
     case "$inc" in
-      rocksdb/*|\"rocksdb/*) [[ "$file" == store/meta/metadata_db.cc ]] || report "$file" "RocksDB ($inc)" ;;
+      rocksdb/*|\"rocksdb/*) [[ "$file" == store/meta/metadata_db*.cc ]] || report "$file" "RocksDB ($inc)" ;;
       fuse_*.h|fuse.h|fuse3/*) [[ "$owner" == fuse ]] || report "$file" "libfuse ($inc)" ;;
       gflags/*|\"gflags/*) ((main)) || report "$file" "gflags ($inc)" ;;
       \"*/*)

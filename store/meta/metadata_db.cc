@@ -474,3 +474,11 @@ absl::StatusOr<std::vector<proto::Inode>> MetadataDb::ListInodes(uint64_t start_
 }
 
 }  // namespace logfs::meta
+
+namespace logfs::meta {
+
+// For store/meta/metadata_db_checkpoint.cc.
+rocksdb::DB* MetadataDb::rocks_db() const { return rep_->db.get(); }
+std::string MetadataDb::CounterKeyForCheckpoint(MetaCounter counter) { return CounterKey(counter); }
+
+}  // namespace logfs::meta

@@ -28,6 +28,10 @@
 #include "store/format/logfs.pb.h"
 #include "store/meta/meta_journal.h"
 
+namespace rocksdb {
+class DB;
+}  // namespace rocksdb
+
 namespace logfs::meta {
 
 struct MetadataDbOptions {
@@ -192,6 +196,37 @@ class MetadataDb {
   // Not OK once a journal failure stopped writes (Write).
   absl::Status journal_failure_ ABSL_GUARDED_BY(write_mu_);
   std::function<void(const absl::Status&)> on_journal_failure_ ABSL_GUARDED_BY(write_mu_);
+
+  // ------------------------------------------------------------ checkpoints
+  // In store/meta/metadata_db_checkpoint.cc.
+ public:
+  struct CheckpointFile {
+    std::string name;  // relative to the checkpoint's directory (no '/')
+    uint64_t size_bytes = 0;
+  };
+  struct CheckpointInfo {
+    std::vector<CheckpointFile> files;  // by name
+    uint64_t applied_seq = 0;           // kAppliedSeq in the checkpoint (0 if never written)
+  };
+
+  // Makes a consistent copy of the database at `dir` (rocksdb::Checkpoint,
+  // as RocksDB's BackupEngine does it: the memtable flushed, then table
+  // files hard-linked where `dir` is on the same file system, else copied,
+  // and the MANIFEST, OPTIONS and live WAL copied), so that `dir` opens as
+  // a MetadataDb holding exactly the writes made before some point during
+  // the call, kAppliedSeq included. The parent of `dir` must exist; `dir`
+  // must not. Concurrent writes are fine (each lands wholly before or
+  // after the point). The files are durable when it returns (RocksDB
+  // fsyncs them and the directory). Errors: kInvalidArgument for an empty
+  // `dir`; kAlreadyExists if `dir` exists; kResourceExhausted for ENOSPC;
+  // kDataLoss if the checkpoint cannot be read back; kInternal otherwise
+  // (e.g. a missing parent). A failed call may leave `dir` or `dir`.tmp
+  // behind: the caller removes them.
+  absl::StatusOr<CheckpointInfo> CreateCheckpoint(const std::string& dir);
+
+ private:
+  rocksdb::DB* rocks_db() const;                                    // in metadata_db.cc; never null
+  static std::string CounterKeyForCheckpoint(MetaCounter counter);  // in metadata_db.cc
 };
 
 }  // namespace logfs::meta
