@@ -163,7 +163,10 @@ bool RequireServerAddresses(const char* what) {
 }  // namespace
 
 int MetaMain(int argc, char** argv) {
-  constexpr char kUsage[] = "logfs meta --data_dir=DIR --listen=HOST:PORT";
+  if (IsMetaAdminCommand(argc, argv)) return MetaAdminMain(argc, argv);
+  constexpr char kUsage[] =
+      "logfs meta --data_dir=DIR --listen=HOST:PORT\n"
+      "   or: logfs meta backup|bootstrap ... (see 'logfs meta backup --help')";
   InitProcess(
       &argc, &argv, kUsage,
       {{"meta:"},

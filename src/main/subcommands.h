@@ -18,6 +18,10 @@ int StatusMain(int argc, char** argv);
 int FsckMain(int argc, char** argv);
 int CheckerMain(int argc, char** argv);
 int RecoverMain(int argc, char** argv);
+// `logfs meta backup|bootstrap` (src/main/meta_admin_main.cc): MetaMain
+// hands argv to MetaAdminMain when IsMetaAdminCommand (argv[1] names one).
+bool IsMetaAdminCommand(int argc, char** argv);
+int MetaAdminMain(int argc, char** argv);
 
 // What `logfs <subcommand> --help` lists: the flags whose description
 // starts with one of `prefixes` (e.g. "mount:") and the shared flags named
