@@ -1,5 +1,5 @@
-// `logfs meta backup` and `logfs meta bootstrap` (docs/meta_ha.md
-// "Bootstrap and backup"): fetch a consistent checkpoint of meta's
+// `logfs meta backup` and `logfs meta bootstrap` (README "Backing up meta
+// and bootstrapping a replica"): fetch a consistent checkpoint of meta's
 // database from any replica that answers (store/client/checkpoint_client.h;
 // standbys serve checkpoints too), into a backup directory or into a new
 // or wiped replica's data dir.

@@ -1,4 +1,4 @@
-// Serves meta's checkpoints (docs/rpc.md "Checkpoint"; logfs.proto
+// Serves meta's checkpoints (docs/rpc.md, Checkpoint; logfs.proto
 // CheckpointRequest): Checkpoint with id 0 makes a new RocksDB checkpoint
 // of this replica under options.dir/<id> (MetadataDb::CreateCheckpoint)
 // and lists its files and applied journal seq; with an id it lists that
