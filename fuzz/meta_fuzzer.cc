@@ -5,7 +5,9 @@
 // as on a long-running meta.
 //
 // Input: requests as fuzz/fuzz_input.h describes, at most 16 per input;
-// the selector picks one of meta's 26 message types. Segment servers are a
+// the selector picks one of meta's message types. Checkpoint and
+// ReadCheckpoint go to a CheckpointService on a fixed clock (its first
+// checkpoint is id 1000; at most 2 are made per process). Segment servers are a
 // fake that answers at once (no network): SegmentInfo and Fence report a
 // replica whose length follows from its id, Seal seals at the asked
 // length, copies succeed.
@@ -21,10 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "fuzz/fuzz_input.h"
 #include "store/format/frame.h"
+#include "store/format/limits.h"
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
+#include "store/meta/checkpoint_service.h"
 #include "store/meta/meta_service.h"
 #include "store/meta/metadata_db.h"
 #include "store/meta/namespace.h"
@@ -76,7 +81,11 @@ struct Meta {
   std::unique_ptr<meta::MetadataDb> db;
   std::unique_ptr<meta::Namespace> ns;
   std::unique_ptr<meta::MetaService> service;
+  std::unique_ptr<meta::CheckpointService> checkpoints;
 };
+
+// The id of the fuzz process's first checkpoint (the service's clock).
+constexpr uint64_t kFirstCheckpointId = 1000;
 
 Meta& TheMeta() {
   static Meta* m = [] {
@@ -90,6 +99,12 @@ Meta& TheMeta() {
     CHECK(ns.ok()) << ns.status();
     m->ns = std::move(*ns);
     m->service = std::make_unique<meta::MetaService>(m->ns.get());
+    meta::CheckpointServiceOptions checkpoint_options;
+    checkpoint_options.dir = m->dir + "/checkpoints";
+    checkpoint_options.now = [] { return absl::FromUnixMicros(kFirstCheckpointId); };
+    auto checkpoints = meta::CheckpointService::Create(m->db.get(), checkpoint_options);
+    CHECK(checkpoints.ok()) << checkpoints.status();
+    m->checkpoints = std::move(*checkpoints);
     return m;
   }();
   return *m;
@@ -228,6 +243,16 @@ void AddFileRequests(Requests& out) {
   Add(out, MessageType::kRecoverLease, recover);
 }
 
+// A new checkpoint, then reads of its CURRENT file.
+void AddCheckpointRequests(Requests& out) {
+  Add(out, MessageType::kCheckpoint, proto::CheckpointRequest());
+  proto::CheckpointRequest read;
+  read.set_checkpoint_id(kFirstCheckpointId);
+  read.set_file("CURRENT");
+  read.set_length(8);
+  Add(out, MessageType::kReadCheckpoint, read);
+}
+
 // One valid request per message type, then sequences that build on each
 // other (a server registers and heartbeats; a mount creates, writes and
 // seals a file).
@@ -236,6 +261,7 @@ std::vector<Seed> Seeds() {
   AddServerRequests(one);
   AddNameRequests(one);
   AddFileRequests(one);
+  AddCheckpointRequests(one);
   CHECK_EQ(one.size(), kMetaTypes);
   std::vector<Seed> seeds;
   for (const auto& [type, r] : one) {
@@ -252,6 +278,7 @@ std::vector<Seed> Seeds() {
                                  T::kMountHeartbeat, T::kSealSegment, T::kGetXattr})});
   seeds.push_back({"names", join({T::kCreate, T::kRename, T::kReaddir, T::kUnlink, T::kSetXattr,
                                   T::kListXattr})});
+  seeds.push_back({"checkpoint", join({T::kCreate, T::kCheckpoint, T::kReadCheckpoint})});
   return seeds;
 }
 
@@ -276,6 +303,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     frame.message = std::move(r.message);
     frame.data = std::move(r.data);
     frame.connection_id = 1 + r.selector % 3;
+    if (meta::CheckpointService::Serves(frame.type)) {
+      meta::CheckpointService::Reply answer = meta.checkpoints->Handle(frame);
+      if (!answer.ok()) continue;
+      CHECK(answer->message != nullptr);
+      CHECK_LE(answer->data.size(), format::kReadBytesMax);
+      continue;
+    }
     meta::MetaService::Reply reply = meta.service->Handle(frame);
     if (!reply.ok()) continue;
     CHECK(*reply != nullptr);
