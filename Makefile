@@ -20,6 +20,11 @@ PKGS := fuse3 rocksdb libglog gflags protobuf absl_status absl_statusor absl_str
 # pkg-config runs only after the dependency step, so a fresh machine works.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
+# gRPC, for the etcd client (store/etcd/). Its cflags go to store/etcd/ and
+# the generated etcd code only; everything links it (Debian's libgrpc++-dev
+# ships grpc++.pc; the fallback is the libraries it names).
+GRPC_CFLAGS = $(shell pkg-config --cflags grpc++ 2>/dev/null)
+GRPC_LIBS = $(shell pkg-config --libs grpc++ 2>/dev/null || echo -lgrpc++ -lgrpc -lgpr)
 
 # Set by the flavour targets below, empty in the default (gcc) build:
 # FLAVOUR_FLAGS go to every compile and link, FLAVOUR_WARN to our own sources
@@ -33,12 +38,31 @@ OPT ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter $(FLAVOUR_WARN)
 CPPFLAGS += -I. -I$(BUILDDIR)/gen -DFUSE_USE_VERSION=314 -DASIO_STANDALONE -DASIO_NO_DEPRECATED
 CXXFLAGS += -std=c++17 $(OPT) $(FLAVOUR_FLAGS) -MMD -MP -pthread
-LDLIBS += $(PKG_LIBS) -pthread
+LDLIBS += $(GRPC_LIBS) $(PKG_LIBS) -pthread
 
 PROTO := store/format/logfs.proto
 PROTO_CC := $(BUILDDIR)/gen/store/format/logfs.pb.cc
 PROTO_H := $(BUILDDIR)/gen/store/format/logfs.pb.h
 PROTO_OBJ := $(BUILDDIR)/obj/gen/store/format/logfs.pb.o
+
+# etcd v3's gRPC API, generated from the .proto files Debian ships
+# (golang-etcd-server-dev, and their imports from golang-github-gogo-protobuf-dev
+# and golang-github-gogo-googleapis-dev) into $(ETCD_GEN), which only
+# store/etcd/*.cc see (-isystem: generated code is not held to our warnings).
+# The import paths are those the files use ("etcd/mvcc/mvccpb/kv.proto",
+# "gogoproto/gogo.proto", "google/api/annotations.proto").
+ETCD_GEN := $(BUILDDIR)/gen/etcdpb
+ETCD_PROTO_PATH := /usr/share/gocode/src/go.etcd.io /usr/share/gocode/src/github.com/gogo/protobuf \
+                   /usr/share/gocode/src/github.com/gogo/googleapis
+ETCD_PROTOS := etcd/etcdserver/etcdserverpb/rpc.proto etcd/mvcc/mvccpb/kv.proto \
+               etcd/auth/authpb/auth.proto gogoproto/gogo.proto google/api/annotations.proto \
+               google/api/http.proto
+ETCD_PROTO_FILES := $(foreach p,$(ETCD_PROTOS),$(firstword $(wildcard $(addsuffix /$(p),$(ETCD_PROTO_PATH))) $(p)))
+# Only rpc.proto has services (KV, Lease, ...): the one .grpc.pb file pair.
+ETCD_GRPC := $(ETCD_GEN)/etcd/etcdserver/etcdserverpb/rpc.grpc.pb
+ETCD_PB_CC := $(ETCD_PROTOS:%.proto=$(ETCD_GEN)/%.pb.cc) $(ETCD_GRPC).cc
+ETCD_PB_H := $(ETCD_PB_CC:.cc=.h)
+ETCD_PB_OBJS := $(ETCD_PB_CC:$(BUILDDIR)/gen/%.cc=$(BUILDDIR)/obj/gen/%.o)
 
 SRC_DIRS := src/util src/status src/env $(shell find store -type d) wal cache fuse src/cluster bench
 ALL_SRCS := $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.cc))
@@ -53,7 +77,7 @@ INTEGRATION_TEST_SRCS := $(filter-out tests/test_main.cc,$(wildcard tests/*.cc))
                          $(wildcard tests/fakes/power_cut_fs*.cc)
 MAIN_SRCS := $(wildcard src/main/*.cc)
 
-LIB_OBJS := $(PROTO_OBJ) $(LIB_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
+LIB_OBJS := $(PROTO_OBJ) $(ETCD_PB_OBJS) $(LIB_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 MAIN_OBJS := $(MAIN_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 TEST_MAIN_OBJ := $(BUILDDIR)/obj/tests/test_main.o
 UNIT_TEST_OBJS := $(UNIT_TEST_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
@@ -143,7 +167,7 @@ FUZZ_VARS := BUILDDIR=$(BUILDDIR)/fuzz CXX=$(CLANGXX) OPT="-O1 -g" FLAVOUR_WARN=
                             -fno-omit-frame-pointer"
 FUZZ_SECONDS ?= 60
 FUZZ_LIB_DIRS := src/util src/status src/env $(filter-out store/admin,$(shell find store -type d))
-FUZZ_LIB_OBJS := $(PROTO_OBJ) $(patsubst %.cc,$(BUILDDIR)/obj/%.o, \
+FUZZ_LIB_OBJS := $(PROTO_OBJ) $(ETCD_PB_OBJS) $(patsubst %.cc,$(BUILDDIR)/obj/%.o, \
                    $(filter-out %_test.cc,$(foreach d,$(FUZZ_LIB_DIRS),$(wildcard $(d)/*.cc))))
 FUZZ_TARGET_SRCS := $(wildcard fuzz/*_fuzzer.cc)
 FUZZ_HELPER_OBJS := $(patsubst %.cc,$(BUILDDIR)/obj/%.o,$(filter-out %_fuzzer.cc,$(wildcard fuzz/*.cc)))
@@ -166,11 +190,29 @@ $(PROTO_OBJ): $(PROTO_CC)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(PKG_CFLAGS) -w -c $< -o $@
 
+$(ETCD_PB_CC) $(ETCD_PB_H) &: $(ETCD_PROTO_FILES)
+	@mkdir -p $(ETCD_GEN)
+	protoc $(addprefix -I,$(ETCD_PROTO_PATH)) -I/usr/include --cpp_out=$(ETCD_GEN) $(ETCD_PROTOS)
+	protoc $(addprefix -I,$(ETCD_PROTO_PATH)) -I/usr/include --grpc_out=$(ETCD_GEN) \
+	  --plugin=protoc-gen-grpc=$$(command -v grpc_cpp_plugin) etcd/etcdserver/etcdserverpb/rpc.proto
+
+$(BUILDDIR)/obj/gen/etcdpb/%.o: $(ETCD_GEN)/%.cc $(ETCD_PB_H)
+	@mkdir -p $(dir $@)
+	@echo "CXX $<"
+	@$(CXX) $(CPPFLAGS) -I$(ETCD_GEN) $(CXXFLAGS) $(PKG_CFLAGS) $(GRPC_CFLAGS) -w -c $< -o $@
+
 # Every object may include the generated header.
 $(BUILDDIR)/obj/%.o: %.cc $(PROTO_H)
 	@mkdir -p $(dir $@)
 	@echo "CXX $<"
 	@$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(WARN) $(PKG_CFLAGS) -c $< -o $@
+
+# store/etcd/ alone also sees gRPC and the generated etcd API.
+$(BUILDDIR)/obj/store/etcd/%.o: store/etcd/%.cc $(PROTO_H) $(ETCD_PB_H)
+	@mkdir -p $(dir $@)
+	@echo "CXX $<"
+	@$(CXX) $(CPPFLAGS) -isystem $(ETCD_GEN) $(CXXFLAGS) $(WARN) $(PKG_CFLAGS) $(GRPC_CFLAGS) \
+	  -c $< -o $@
 
 $(BUILDDIR)/logfs: $(MAIN_OBJS) $(LIB_OBJS)
 	@echo "LINK $@"

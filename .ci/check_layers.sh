@@ -2,10 +2,12 @@
 # Includes go down the stack only (README "Layout"; STYLE §1):
 #   src/{util,status,env,cluster} <- store/format <- store/rpc <- store/client
 #   <- {store/segd, store/meta, store/admin, cache, wal} <- fuse <- {bench, fuzz} <- src/main
+#   and src/{util,status} <- store/etcd <- store/meta (the etcd client)
 # segd and meta never include each other; an internal/ folder is private to
 # its parent; RocksDB only in store/meta/metadata_db*.cc (metadata_db.cc
-# and its checkpoints in metadata_db_checkpoint.cc), libfuse only in
-# fuse/, gflags only in src/main/. tests/ may include anything, and a
+# and its checkpoints in metadata_db_checkpoint.cc), gRPC and the
+# generated etcd API only in store/etcd/*.cc, libfuse only in fuse/, gflags
+# only in src/main/. tests/ may include anything, and a
 # *_test.cc anywhere may include tests/fakes/. There is no
 # list of exceptions: move the code down instead.
 # Usage: .ci/check_layers.sh [ROOT]   (exit 1 and one line per bad include)
@@ -21,9 +23,11 @@ declare -A allowed=(
   [store/format]="src/env src/status src/util"
   [store/rpc]="store/format src/env src/status src/util"
   [store/client]="store/rpc store/format src/env src/status src/util"
+  [store/etcd]="src/status src/util"
 )
 base_client="store/client store/rpc store/format src/env src/status src/util"
 for f in store/segd store/meta store/admin cache wal; do allowed[$f]="$base_client"; done
+allowed[store/meta]+=" store/etcd"
 allowed[fuse]="wal cache $base_client"
 allowed[bench]="fuse wal cache store/admin src/cluster $base_client"
 # fuzz/: the libFuzzer targets, each of one decoder or server's handlers.
@@ -39,6 +43,8 @@ while IFS= read -r file; do
   while IFS= read -r inc; do
     case "$inc" in
       rocksdb/*|\"rocksdb/*) [[ "$file" == store/meta/metadata_db*.cc ]] || report "$file" "RocksDB ($inc)" ;;
+      grpc/*|grpcpp/*|grpc++/*|\"etcd/*|etcd/*|\"gogoproto/*|\"google/api/*)
+        [[ "$file" == store/etcd/*.cc ]] || report "$file" "gRPC or the etcd API ($inc)" ;;
       fuse_*.h|fuse.h|fuse3/*) [[ "$owner" == fuse ]] || report "$file" "libfuse ($inc)" ;;
       gflags/*|\"gflags/*) ((main)) || report "$file" "gflags ($inc)" ;;
       \"*/*)
