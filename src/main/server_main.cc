@@ -38,8 +38,10 @@ DEFINE_string(advertise, "",
               "mounts); default: the --listen address, which must then not be a wildcard such "
               "as 0.0.0.0; without a port (or with port 0): the bound port");
 DEFINE_string(address_file, "", "if set, write the advertised host:port here once serving");
-DEFINE_string(meta, "", "host:port of the meta server (segd: required; mount: none = embedded; bench wal: "
-              "append through the client library, no FUSE)");
+DEFINE_string(meta, "",
+              "host:port of the meta server (segd: required, or a comma-separated list of every "
+              "meta replica, all heartbeated, registered with the active; mount: none = "
+              "embedded; bench wal: append through the client library, no FUSE)");
 DEFINE_int32(io_threads, 1,
              "network threads per process (with more, the thread that polls hands each "
              "request to another: a wake-up per request on small machines)");

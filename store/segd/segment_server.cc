@@ -14,6 +14,7 @@
 #include "store/format/message_type.h"
 #include "store/rpc/endpoint.h"
 #include "store/rpc/rpc_server.h"
+#include "store/segd/meta_fence.h"
 #include "store/segd/meta_registration.h"
 #include "store/segd/replica_store.h"
 #include "store/segd/segment_copier.h"
@@ -26,9 +27,10 @@ namespace {
 
 class SegmentServerImpl : public SegmentServer {
  public:
-  SegmentServerImpl(std::unique_ptr<ReplicaStore> store, const SegmentServerOptions& options,
-                    asio::io_context& io)
+  SegmentServerImpl(std::unique_ptr<ReplicaStore> store, std::unique_ptr<MetaFence> fence,
+                    const SegmentServerOptions& options, asio::io_context& io)
       : store_(std::move(store)),
+        fence_(std::move(fence)),
         sync_thread_(store_.get(),
                      SyncThreadOptions{options.sync_interval_ms, options.sync_waiters_max}),
         copier_(store_.get(), SegmentCopierOptions{options.rpc_timeout_ms}),
@@ -55,12 +57,14 @@ class SegmentServerImpl : public SegmentServer {
       }
     }
     RETURN_IF_ERROR(TakeServerId(options.server_id));
+    service_.set_meta_fence(fence_.get());
     const uint64_t incarnation = NewIncarnation();
     service_.set_incarnation(incarnation);
     if (!options.host_id.empty()) service_.set_host_id(options.host_id);
     RETURN_IF_ERROR(rpc_server_.Listen(options.listen_address));
     MetaHeartbeatOptions meta;
-    meta.meta_address = options.meta_address;
+    meta.meta_addresses = SplitMetaAddresses(options.meta_address);
+    if (meta.meta_addresses.empty()) return absl::InvalidArgumentError("no meta address");
     ASSIGN_OR_RETURN(advertised_address_,
                      rpc::AdvertisedAddress(options.listen_address, rpc_server_.bound_address(),
                                             options.advertise_address));
@@ -69,11 +73,11 @@ class SegmentServerImpl : public SegmentServer {
     meta.heartbeat_interval_ms = options.heartbeat_interval_ms;
     meta.rpc_timeout_ms = options.rpc_timeout_ms;
     meta.incarnation = incarnation;
-    ASSIGN_OR_RETURN(heartbeat_, MetaHeartbeat::Start(
-                                     meta, store_.get(), [this](uint64_t id) { DeleteReplica(id); },
-                                     [this](uint64_t id, int64_t idle_ms) {
-                                       DeleteStray(id, idle_ms);
-                                     }));
+    ASSIGN_OR_RETURN(
+        heartbeat_,
+        MetaHeartbeat::Start(
+            meta, store_.get(), fence_.get(), [this](uint64_t id) { DeleteReplica(id); },
+            [this](uint64_t id, int64_t idle_ms) { DeleteStray(id, idle_ms); }));
     return absl::OkStatus();
   }
 
@@ -148,6 +152,7 @@ class SegmentServerImpl : public SegmentServer {
   std::atomic<bool> stopped_{false};
   // Declared in dependency order: each is destroyed before what it uses.
   std::unique_ptr<ReplicaStore> store_;
+  std::unique_ptr<MetaFence> fence_;
   SyncThread sync_thread_;
   SegmentCopier copier_;
   SegmentService service_;
@@ -164,7 +169,10 @@ absl::StatusOr<std::unique_ptr<SegmentServer>> SegmentServer::Start(
   ReplicaStoreOptions store_options{options.data_dir, options.journal_bytes};
   store_options.file_system = options.file_system;
   ASSIGN_OR_RETURN(std::unique_ptr<ReplicaStore> store, ReplicaStore::Open(store_options));
-  auto server = std::make_unique<SegmentServerImpl>(std::move(store), options, io);
+  ASSIGN_OR_RETURN(std::unique_ptr<MetaFence> fence,
+                   MetaFence::Open(*options.file_system, options.data_dir));
+  auto server =
+      std::make_unique<SegmentServerImpl>(std::move(store), std::move(fence), options, io);
   RETURN_IF_ERROR(server->Init(options));
   return server;
 }

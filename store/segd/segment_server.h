@@ -29,7 +29,9 @@ namespace logfs::segd {
 struct SegmentServerOptions {
   std::string data_dir;        // created if missing
   std::string listen_address;  // "host:port"; port 0 picks one
-  std::string meta_address;    // "host:port" of meta
+  // "host:port" of meta, or of each meta replica, comma-separated
+  // (store/segd/meta_registration.h).
+  std::string meta_address;
   int sync_interval_ms = 5;    // max time an un-synced append waits
   uint64_t journal_bytes = 64u << 20;  // <data_dir>/journal (store/segd/journal.h)
   int heartbeat_interval_ms = 1000;
@@ -75,8 +77,9 @@ struct SegmentServerCounters {
 class SegmentServer {
  public:
   // Opens the data dir, listens and registers with meta. Errors:
-  // kFailedPrecondition (data dir not usable or of another server id;
-  // meta refused the id because another live process holds it),
+  // kFailedPrecondition (data dir not usable or of another server id, or
+  // its meta_epoch file corrupt (store/segd/meta_fence.h); meta refused
+  // the id because another live process holds it),
   // kUnavailable (address busy, meta unreachable), kInvalidArgument (a
   // wildcard listen address without advertise_address, a bad one). `io`
   // must outlive the server; the caller runs it.

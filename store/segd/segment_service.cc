@@ -98,6 +98,8 @@ void SegmentService::CreateSegment(const format::Frame& request, const rpc::Resp
   // Writes and fdatasyncs the state file and the directory: off the io
   // thread (the client waits for the answer before it appends).
   asio::post(file_pool_, [this, req, responder] {
+    absl::StatusOr<MetaFence::Hold> admitted = Admit(req.meta_epoch());
+    if (!admitted.ok()) return responder.ReplyError(admitted.status());
     ReplyInfo(responder, store_->Create(req.segment_id(), req.epoch()));
   });
 }
@@ -171,6 +173,8 @@ void SegmentService::Seal(const format::Frame& request, const rpc::Responder& re
   // Four fdatasyncs: off the io thread. The appends this connection sent
   // before the seal were applied already (Append runs inline).
   asio::post(file_pool_, [this, req, responder] {
+    absl::StatusOr<MetaFence::Hold> admitted = Admit(req.meta_epoch());
+    if (!admitted.ok()) return responder.ReplyError(admitted.status());
     auto info = store_->Seal(req.segment_id(), req.epoch(), req.length());
     // Waiters past the sealed length fail now; those below it are durable.
     sync_thread_->Recheck(req.segment_id());
@@ -182,6 +186,8 @@ void SegmentService::DeleteSegment(const format::Frame& request, const rpc::Resp
   proto::DeleteSegmentRequest req;
   if (!Parse(request, responder, &req)) return;
   asio::post(file_pool_, [this, req, responder] {
+    absl::StatusOr<MetaFence::Hold> admitted = Admit(req.meta_epoch());
+    if (!admitted.ok()) return responder.ReplyError(admitted.status());
     absl::Status status = store_->Delete(req.segment_id());
     sync_thread_->Recheck(req.segment_id());
     if (!status.ok()) return responder.ReplyError(status);
@@ -207,13 +213,33 @@ void SegmentService::ShortCircuitInfo(const rpc::Responder& responder) {
   responder.Reply(response);
 }
 
-// The copy runs on the copier's thread, never on this io thread.
+absl::StatusOr<MetaFence::Hold> SegmentService::Admit(uint64_t meta_epoch) {
+  if (fence_ == nullptr) return MetaFence::Hold();
+  return fence_->Admit(meta_epoch);
+}
+
+// The copy runs on the copier's thread, never on this io thread; an
+// admission that raises the fence (a synced write) runs on the file pool.
+// The copy does not keep the fence's hold: it may take seconds, and a new
+// active must not wait for it; a copy admitted before a raise is one the
+// deposed meta sent in time, and the new active learns of its replica
+// from the server's report.
 void SegmentService::CopySegment(const format::Frame& request, const rpc::Responder& responder) {
   proto::CopySegmentRequest req;
   if (!Parse(request, responder, &req)) return;
   if (copier_ == nullptr) return responder.ReplyError(absl::UnimplementedError("no copier"));
-  copier_->Enqueue(std::move(req), [responder](absl::StatusOr<ReplicaInfo> info) {
-    ReplyInfo(responder, info);
+  auto admit_and_enqueue = [this, responder](proto::CopySegmentRequest req) {
+    if (absl::Status admitted = Admit(req.meta_epoch()).status(); !admitted.ok()) {
+      return responder.ReplyError(admitted);
+    }
+    copier_->Enqueue(std::move(req),
+                     [responder](absl::StatusOr<ReplicaInfo> info) { ReplyInfo(responder, info); });
+  };
+  if (fence_ == nullptr || req.meta_epoch() <= fence_->highest()) {
+    return admit_and_enqueue(std::move(req));  // no write: inline
+  }
+  asio::post(file_pool_, [admit_and_enqueue, req = std::move(req)]() mutable {
+    admit_and_enqueue(std::move(req));
   });
 }
 

@@ -21,15 +21,15 @@
 // id would have to wait for the first answer (every client waits today).
 #pragma once
 
+#include <asio.hpp>
 #include <atomic>
 #include <cstdint>
 #include <string>
 
-#include <asio.hpp>
-
 #include "store/format/frame.h"
-#include "store/segd/replica_store.h"
 #include "store/rpc/rpc_server.h"
+#include "store/segd/meta_fence.h"
+#include "store/segd/replica_store.h"
 #include "store/segd/segment_copier.h"
 #include "store/segd/sync_thread.h"
 
@@ -51,6 +51,12 @@ class SegmentService {
   // This process's incarnation (store/segd/meta_registration.h), which ServerStats
   // reports with the server id. Call before serving.
   void set_incarnation(uint64_t incarnation) { incarnation_ = incarnation; }
+  // Checks the meta_epoch of CreateSegment, Seal, DeleteSegment and
+  // CopySegment against `fence` (store/segd/meta_fence.h): a refused one
+  // gets format::MetaEpochFencedError and touches nothing. Null (the
+  // default): no check. Kept; must outlive every Handle call. Call before
+  // serving.
+  void set_meta_fence(MetaFence* fence) { fence_ = fence; }
 
   // Serves one request. Bad messages get kInvalidArgument; after Stop every
   // request gets kUnavailable.
@@ -77,6 +83,9 @@ class SegmentService {
   void CopySegment(const format::Frame& request, const rpc::Responder& responder);
   void ServerStats(const rpc::Responder& responder);
   void ShortCircuitInfo(const rpc::Responder& responder);
+  // Admits a command of `meta_epoch` (blocks for a synced write when it
+  // raises the fence: call on a pool thread).
+  absl::StatusOr<MetaFence::Hold> Admit(uint64_t meta_epoch);
 
   // Immutable after construction.
   ReplicaStore* const store_;
@@ -85,6 +94,7 @@ class SegmentService {
   std::string boot_id_;               // the host id readers compare with theirs
   std::string short_circuit_socket_;  // set before serving
   uint64_t incarnation_ = 0;          // set before serving
+  MetaFence* fence_ = nullptr;        // set before serving
   asio::thread_pool read_pool_{2};
   asio::thread_pool file_pool_{2};  // creates, seals, deletes
 
