@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
 #include "store/format/message_type.h"
+#include "store/format/meta_fence_error.h"
 #include "store/rpc/parallel_call.h"
 #include "store/rpc/unix_socket.h"
 
@@ -41,10 +42,12 @@ SegdClient::InfoResults InfoResultsOf(std::vector<rpc::CallResult> results) {
 absl::StatusOr<proto::SegmentInfoResponse> SegdClient::CreateSegment(const std::string& address,
                                                                      uint64_t segment_id,
                                                                      uint64_t epoch,
-                                                                     absl::Duration timeout) {
+                                                                     absl::Duration timeout,
+                                                                     uint64_t meta_epoch) {
   proto::CreateSegmentRequest request;
   request.set_segment_id(segment_id);
   request.set_epoch(epoch);
+  request.set_meta_epoch(meta_epoch);
   proto::SegmentInfoResponse response;
   RETURN_IF_ERROR(
       pool_.Get(address)->Call(MessageType::kCreateSegment, request, &response, timeout));
@@ -53,9 +56,10 @@ absl::StatusOr<proto::SegmentInfoResponse> SegdClient::CreateSegment(const std::
 
 absl::StatusOr<proto::SegmentInfoResponse> SegdClient::Fence(const std::string& address,
                                                              uint64_t segment_id, uint64_t epoch,
-                                                             absl::Duration timeout) {
-  auto fenced = CreateSegment(address, segment_id, epoch, timeout);
-  if (absl::IsFailedPrecondition(fenced.status())) {
+                                                             absl::Duration timeout,
+                                                             uint64_t meta_epoch) {
+  auto fenced = CreateSegment(address, segment_id, epoch, timeout, meta_epoch);
+  if (absl::IsFailedPrecondition(fenced.status()) && !format::IsMetaEpochFenced(fenced.status())) {
     return SegmentInfo(address, segment_id, timeout);  // sealed
   }
   return fenced;

@@ -62,15 +62,19 @@ class SegdClient {
 
   // ------------------------------------------------------------ blocking
   // An empty replica at `epoch` (idempotent for the same epoch).
+  // `meta_epoch`: CreateSegmentRequest.meta_epoch (0 unless meta sends it).
   absl::StatusOr<proto::SegmentInfoResponse> CreateSegment(const std::string& address,
                                                            uint64_t segment_id, uint64_t epoch,
-                                                           absl::Duration timeout);
+                                                           absl::Duration timeout,
+                                                           uint64_t meta_epoch = 0);
   // Fences the replica at `epoch` (CreateSegment with a higher epoch: the
   // server rejects appends of older epochs from then on) and returns its
   // state after the fence. A sealed replica is not fenced (the server
-  // answers kFailedPrecondition): its SegmentInfo is returned instead.
+  // answers kFailedPrecondition): its SegmentInfo is returned instead. A
+  // refusal of `meta_epoch` (format::IsMetaEpochFenced) is returned as is.
   absl::StatusOr<proto::SegmentInfoResponse> Fence(const std::string& address, uint64_t segment_id,
-                                                   uint64_t epoch, absl::Duration timeout);
+                                                   uint64_t epoch, absl::Duration timeout,
+                                                   uint64_t meta_epoch = 0);
   // `data` at `request.offset()` (with its crc32c in the request).
   absl::StatusOr<proto::SegmentInfoResponse> Append(const std::string& address,
                                                     const proto::AppendRequest& request,

@@ -34,6 +34,7 @@ absl::StatusOr<proto::SegmentInfoResponse> RpcSegmentServerApi::Seal(const std::
   request.set_segment_id(segment_id);
   request.set_epoch(epoch);
   request.set_length(length);
+  request.set_meta_epoch(meta_epoch_.load());
   return segd_.Seal(address, request, timeout_);
 }
 
@@ -41,7 +42,7 @@ absl::StatusOr<proto::SegmentInfoResponse> RpcSegmentServerApi::Fence(const std:
                                                                       uint64_t segment_id,
                                                                       uint64_t epoch) {
   if (shut_down_.load()) return Stopping();
-  return segd_.Fence(address, segment_id, epoch, timeout_);
+  return segd_.Fence(address, segment_id, epoch, timeout_, meta_epoch_.load());
 }
 
 absl::StatusOr<proto::ServerStatsResponse> RpcSegmentServerApi::Identify(
@@ -56,6 +57,7 @@ absl::StatusOr<proto::ServerStatsResponse> RpcSegmentServerApi::Identify(
 std::vector<absl::Status> RpcSegmentServerApi::CopySegments(
     const std::vector<RereplicationTask>& tasks, absl::Duration timeout) {
   if (shut_down_.load()) return std::vector<absl::Status>(tasks.size(), Stopping());
+  const uint64_t meta_epoch = meta_epoch_.load();
   std::vector<client::CopyCall> copies(tasks.size());
   for (size_t i = 0; i < tasks.size(); ++i) {
     const RereplicationTask& task = tasks[i];
@@ -64,6 +66,7 @@ std::vector<absl::Status> RpcSegmentServerApi::CopySegments(
     request.set_segment_id(task.segment_id);
     request.set_epoch(task.epoch);
     request.set_length(task.length);
+    request.set_meta_epoch(meta_epoch);
     for (const auto& source : task.source_addresses) request.add_source_addresses(source);
   }
   return segd_.CopySegmentEach(copies, timeout);

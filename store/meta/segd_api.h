@@ -81,6 +81,14 @@ class RpcSegmentServerApi : public SegmentServerApi {
   // Fails calls in flight and every later call with kUnavailable.
   void Shutdown();
 
+  // The meta epoch every later command to a segment server carries
+  // (CreateSegment of Fence, Seal, CopySegment: docs/meta_ha.md
+  // "Fencing"); 0 (the default) for a lone meta. A server refuses a
+  // command below the highest epoch it has seen with kFailedPrecondition
+  // (format::IsMetaEpochFenced). Thread-safe; meta sets it at promotion.
+  void SetMetaEpoch(uint64_t meta_epoch) { meta_epoch_.store(meta_epoch); }
+  uint64_t meta_epoch() const { return meta_epoch_.load(); }
+
   absl::StatusOr<proto::SegmentInfoResponse> SegmentInfo(const std::string& address,
                                                          uint64_t segment_id) override;
   absl::StatusOr<proto::SegmentInfoResponse> Seal(const std::string& address,
@@ -104,6 +112,7 @@ class RpcSegmentServerApi : public SegmentServerApi {
   rpc::ClientPool pool_;
   client::SegdClient segd_;
   std::atomic<bool> shut_down_{false};
+  std::atomic<uint64_t> meta_epoch_{0};
 };
 
 }  // namespace logfs::meta
