@@ -12,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "src/util/crc32c.h"
 #include "store/client/internal/fake_server.h"
+#include "store/format/meta_fence_error.h"
 #include "store/rpc/io_threads.h"
 
 namespace logfs::client {
@@ -116,6 +117,21 @@ TEST_F(SegdClientTest, FenceOfASealedReplicaReturnsItsState) {
   EXPECT_EQ(5u, Parse<proto::CreateSegmentRequest>(frames[0]).epoch());
   EXPECT_EQ(MessageType::kSegmentInfo, frames[1].type);
   EXPECT_EQ(9u, Parse<proto::SegmentInfoRequest>(frames[1]).segment_id());
+}
+
+TEST_F(SegdClientTest, FenceRefusedForItsMetaEpochIsReturnedAsIs) {
+  // Goal: a server that refuses the meta epoch (a deposed meta's fence)
+  // is not taken for a sealed replica: no SegmentInfo, the refusal comes
+  // back, and the request carried the meta epoch.
+  FakeServer server([](const format::Frame& request, rpc::Responder responder) {
+    responder.ReplyError(format::MetaEpochFencedError(4, 7));
+  });
+  auto info = segd_.Fence(server.address(), 9, 5, kTimeout, /*meta_epoch=*/4);
+  EXPECT_TRUE(format::IsMetaEpochFenced(info.status())) << info.status();
+  auto frames = server.requests();
+  ASSERT_EQ(1u, frames.size());
+  EXPECT_EQ(MessageType::kCreateSegment, frames[0].type);
+  EXPECT_EQ(4u, Parse<proto::CreateSegmentRequest>(frames[0]).meta_epoch());
 }
 
 TEST_F(SegdClientTest, ReadReturnsBytesAndTheServersDataLoss) {
