@@ -243,8 +243,10 @@ void AddFileRequests(Requests& out) {
   Add(out, MessageType::kRecoverLease, recover);
 }
 
-// A new checkpoint, then reads of its CURRENT file.
+// MetaState; a new checkpoint, then reads of its CURRENT file.
 void AddCheckpointRequests(Requests& out) {
+  // Served by meta_server.cc, not MetaService: the service refuses it.
+  Add(out, MessageType::kMetaState, proto::Empty());
   Add(out, MessageType::kCheckpoint, proto::CheckpointRequest());
   proto::CheckpointRequest read;
   read.set_checkpoint_id(kFirstCheckpointId);

@@ -1,4 +1,6 @@
 // `logfs meta` and `logfs segd`: run a server until SIGTERM / SIGINT.
+#include <dirent.h>
+#include <fcntl.h>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <signal.h>
@@ -10,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -23,6 +26,7 @@
 #include "src/env/sync_delay_file_system.h"
 #include "src/main/flag_validators.h"
 #include "src/main/subcommands.h"
+#include "store/client/meta_endpoints.h"
 #include "store/meta/meta_server.h"
 #include "store/rpc/endpoint.h"
 #include "store/rpc/frame_auth.h"
@@ -71,6 +75,19 @@ DEFINE_string(short_circuit_uids, "",
               "segd: comma-separated uids besides root and segd's own that may open replicas "
               "through the short-circuit socket (SO_PEERCRED)");
 DEFINE_int32(dead_server_ms, 10000, "meta: a segment server silent this long is dead");
+DEFINE_string(etcd, "",
+              "meta: host:port[,host:port...] of etcd members; run as one replica of an elected, "
+              "replicated meta (docs/meta_ha.md). Empty: a lone meta");
+DEFINE_string(cluster, "",
+              "meta with --etcd: the cluster's name (its etcd keys: /logfs/NAME/meta/)");
+DEFINE_int64(meta_lease_ttl_ms, 5000,
+             "meta with --etcd: TTL of a replica's etcd lease; the active stops answering when "
+             "it could not renew it for half of this");
+DEFINE_int64(meta_poll_interval_ms, 100, "meta with --etcd: how often a standby reads the journal");
+DEFINE_uint64(meta_journal_keep_records, 50000,
+              "meta with --etcd: journal records never trimmed (for replicas that were down)");
+DEFINE_int64(meta_journal_trim_interval_ms, 10000,
+             "meta with --etcd: how often the active trims the journal");
 DEFINE_int32(lease_timeout_ms, 60000, "meta: a writer lease lapses without mount heartbeats");
 DEFINE_int32(lease_recovery_delay_ms, 5000,
              "meta: a file whose writer's lease lapsed (its mount died or went silent) is "
@@ -102,6 +119,9 @@ DEFINE_validator(sync_interval_ms, (&AtLeast<int32_t, 1>));
 DEFINE_validator(journal_bytes, (&AtLeast<uint64_t, (1 << 20)>));
 DEFINE_validator(heartbeat_interval_ms, (&AtLeast<int32_t, 1>));
 DEFINE_validator(dead_server_ms, (&AtLeast<int32_t, 1>));
+DEFINE_validator(meta_lease_ttl_ms, (&AtLeast<int64_t, 1000>));
+DEFINE_validator(meta_poll_interval_ms, (&AtLeast<int64_t, 1>));
+DEFINE_validator(meta_journal_trim_interval_ms, (&AtLeast<int64_t, 1>));
 DEFINE_validator(lease_timeout_ms, (&AtLeast<int32_t, 1>));
 DEFINE_validator(lease_recovery_delay_ms, (&AtLeast<int32_t, 1>));
 DEFINE_validator(rpc_timeout_ms, (&AtLeast<int32_t, 1>));
@@ -141,6 +161,31 @@ int Serve(const char* what, Server& server, const sigset_t& signals, rpc::IoThre
   return 0;
 }
 
+// A meta replica that must stop serving starts again as a standby: the
+// same binary and arguments, every descriptor closed (the listening
+// socket, RocksDB's lock), as if restarted by its supervisor but without
+// waiting for one.
+[[noreturn]] void ReExecMeta(const std::vector<std::string>& args, const std::string& why) {
+  LOG(ERROR) << "meta replica restarts as a standby: " << why;
+  google::FlushLogFiles(google::GLOG_INFO);
+  if (DIR* fds = opendir("/proc/self/fd"); fds != nullptr) {
+    const int own = dirfd(fds);
+    while (struct dirent* entry = readdir(fds)) {
+      const int fd = std::atoi(entry->d_name);
+      if (fd > 2 && fd != own) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    closedir(fds);
+  }
+  std::vector<std::string> strings = {"/proc/self/exe", "meta"};
+  strings.insert(strings.end(), args.begin(), args.end());
+  std::vector<char*> exec_argv;
+  for (std::string& s : strings) exec_argv.push_back(s.data());
+  exec_argv.push_back(nullptr);
+  execv("/proc/self/exe", exec_argv.data());
+  PLOG(FATAL) << "re-executing meta";  // exits: a supervisor restarts it
+  std::abort();
+}
+
 bool RequireDataDir(const char* what) {
   if (!FLAGS_data_dir.empty()) return true;
   std::fprintf(stderr, "logfs %s: --data_dir is required\n", what);
@@ -167,15 +212,34 @@ bool RequireServerAddresses(const char* what) {
 int MetaMain(int argc, char** argv) {
   if (IsMetaAdminCommand(argc, argv)) return MetaAdminMain(argc, argv);
   constexpr char kUsage[] =
-      "logfs meta --data_dir=DIR --listen=HOST:PORT\n"
+      "logfs meta --data_dir=DIR --listen=HOST:PORT [--etcd=HOST:PORT,... --cluster=NAME]\n"
       "   or: logfs meta backup|bootstrap ... (see 'logfs meta backup --help')";
-  InitProcess(
-      &argc, &argv, kUsage,
-      {{"meta:"},
-       {"data_dir", "listen", "advertise", "address_file", "io_threads", "rpc_timeout_ms"}});
+  // As given, for a replica that steps down and starts again as a standby.
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  InitProcess(&argc, &argv, kUsage,
+              {{"meta:"},
+               {"data_dir", "listen", "advertise", "address_file", "io_threads", "rpc_timeout_ms",
+                "etcd", "cluster"}});
   if (!AtMostArgs(argc, argv, 0, kUsage)) return 1;
   if (!RequireDataDir("meta")) return 1;
   if (!RequireServerAddresses("meta")) return 1;
+  std::vector<std::string> etcd;
+  if (!FLAGS_etcd.empty()) {
+    auto endpoints = client::MetaEndpoints::ParseList(FLAGS_etcd);
+    if (!endpoints.ok()) {
+      std::fprintf(stderr, "logfs meta: bad --etcd '%s': want host:port[,host:port...]\n",
+                   FLAGS_etcd.c_str());
+      return 1;
+    }
+    etcd = std::move(*endpoints);
+    if (FLAGS_cluster.empty() || FLAGS_cluster.find('/') != std::string::npos) {
+      std::fprintf(stderr, "logfs meta: --etcd needs --cluster=NAME (no '/' in NAME)\n");
+      return 1;
+    }
+  } else if (!FLAGS_cluster.empty()) {
+    std::fprintf(stderr, "logfs meta: --cluster is only for replicas (with --etcd)\n");
+    return 1;
+  }
   sigset_t signals = BlockTerminationSignals();
   rpc::IoThreads threads(FLAGS_io_threads);
   meta::MetaServerOptions options;
@@ -189,7 +253,27 @@ int MetaMain(int argc, char** argv) {
   options.TEST_exit_before_reply_to_change = FLAGS_TEST_exit_before_reply_to_change;
   options.replica_report_interval_ms = FLAGS_replica_report_interval_ms;
   options.stray_replica_grace_ms = FLAGS_stray_replica_grace_ms;
+  options.etcd_endpoints = std::move(etcd);
+  options.cluster = FLAGS_cluster;
+  options.meta_lease_ttl_ms = FLAGS_meta_lease_ttl_ms;
+  options.meta_poll_interval_ms = FLAGS_meta_poll_interval_ms;
+  options.journal_keep_records = FLAGS_meta_journal_keep_records;
+  options.journal_trim_interval_ms = FLAGS_meta_journal_trim_interval_ms;
+  // The replica comes back on the port it has now, also when --listen
+  // asked for any (port 0): clients and segment servers know that one.
+  auto bound = std::make_shared<absl::Mutex>();
+  auto listen = std::make_shared<std::string>();
+  options.step_down = [args, bound, listen](const std::string& why) {
+    std::vector<std::string> again = args;
+    absl::MutexLock lock(bound.get());
+    if (!listen->empty()) again.push_back("--listen=" + *listen);
+    ReExecMeta(again, why);
+  };
   auto server = meta::MetaServer::Start(options, threads.io());
+  if (server.ok()) {
+    absl::MutexLock lock(bound.get());
+    *listen = (*server)->bound_address();
+  }
   if (!server.ok()) return Fail("meta", server.status());
   return Serve("meta", **server, signals, threads);
 }

@@ -14,9 +14,12 @@
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
 #include "src/util/log_rate_limit.h"
+#include "store/format/error_codec.h"
 #include "store/format/limits.h"
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
+#include "store/meta/checkpoint_service.h"
+#include "store/meta/meta_ha.h"
 #include "store/meta/meta_service.h"
 #include "store/meta/metadata_db.h"
 #include "store/meta/namespace.h"
@@ -60,6 +63,65 @@ class MetaServerImpl : public MetaServer {
     ASSIGN_OR_RETURN(db_, MetadataDb::Open({options_.data_dir + "/" + kMetadataDbDir}));
     segment_servers_ = std::make_unique<RpcSegmentServerApi>(
         client_io_, absl::Milliseconds(options_.rpc_timeout_ms));
+    // Active and standbys alike serve checkpoints (`logfs meta backup`,
+    // `bootstrap`).
+    CheckpointServiceOptions checkpoint_options;
+    checkpoint_options.dir = options_.data_dir + "/" + kCheckpointsDir;
+    ASSIGN_OR_RETURN(checkpoints_, CheckpointService::Create(db_.get(), checkpoint_options));
+    server_ = std::make_unique<rpc::RpcServer>(
+        io_, [this](format::Frame frame, rpc::Responder responder) { Handle(frame, responder); },
+        format::IsMetaType);
+    server_->SetConnectionClosedHandler([this](uint64_t connection) {
+      if (!serving_.load(std::memory_order_acquire)) return;
+      std::optional<uint64_t> mount_id = service_->TakeSession(connection);
+      if (!mount_id.has_value()) return;
+      LOG(INFO) << "mount " << *mount_id << " disconnected: its leases lapse";
+      ns_->MountDisconnected(*mount_id);
+    });
+    RETURN_IF_ERROR(server_->Listen(options_.listen_address));
+    ASSIGN_OR_RETURN(advertised_address_,
+                     rpc::AdvertisedAddress(options_.listen_address, server_->bound_address(),
+                                            options_.advertise_address));
+    if (options_.etcd_endpoints.empty()) {
+      RETURN_IF_ERROR(Promote(0, nullptr));
+      LOG(INFO) << "meta serving " << server_->bound_address() << " (advertised as "
+                << advertised_address_ << ") from " << options_.data_dir;
+      return absl::OkStatus();
+    }
+    return StartReplica();
+  }
+
+  // A replica of an elected meta: a standby until MetaHa promotes it.
+  absl::Status StartReplica() {
+    MetaHaOptions ha_options;
+    ha_options.etcd_endpoints = options_.etcd_endpoints;
+    ha_options.cluster = options_.cluster;
+    ha_options.advertised_address = advertised_address_;
+    ha_options.lease_ttl_ms = options_.meta_lease_ttl_ms;
+    ha_options.poll_interval_ms = options_.meta_poll_interval_ms;
+    ha_options.journal_keep_records = options_.journal_keep_records;
+    ha_options.trim_interval_ms = options_.journal_trim_interval_ms;
+    MetaHa::Hooks hooks;
+    hooks.promote = [this](uint64_t epoch, MetaJournal* journal) {
+      return Promote(epoch, journal);
+    };
+    hooks.step_down = [this](const std::string& why) { StepDown(why); };
+    ASSIGN_OR_RETURN(ha_, MetaHa::Create(std::move(ha_options), db_.get(), std::move(hooks)));
+    db_->SetJournalFailureHandler([this](const absl::Status& why) { ha_->JournalFailed(why); });
+    ha_raw_.store(ha_.get(), std::memory_order_release);
+    ha_->Begin();
+    LOG(INFO) << "meta replica listening on " << server_->bound_address() << " (advertised as "
+              << advertised_address_ << ") from " << options_.data_dir;
+    return absl::OkStatus();
+  }
+
+  // Starts serving the namespace at meta epoch `epoch` (0: a lone meta),
+  // appending to `journal` (null: the local one). On the HA thread for a
+  // replica, else in Init.
+  absl::Status Promote(uint64_t epoch, MetaJournal* journal) {
+    db_->SetJournal(journal);
+    // Segment servers refuse commands of a lower epoch from now on.
+    segment_servers_->SetMetaEpoch(epoch);
     NamespaceOptions ns_options;
     ns_options.dead_server_ms = options_.dead_server_ms;
     ns_options.lease_timeout_ms = options_.lease_timeout_ms;
@@ -70,24 +132,40 @@ class MetaServerImpl : public MetaServer {
     ns_options.stray_replica_grace_ms = options_.stray_replica_grace_ms;
     ASSIGN_OR_RETURN(ns_, Namespace::Open(db_.get(), segment_servers_.get(), ns_options));
     service_ = std::make_unique<MetaService>(ns_.get(), options_.TEST_exit_before_reply_to_change);
-    server_ = std::make_unique<rpc::RpcServer>(
-        io_, [this](format::Frame frame, rpc::Responder responder) { Handle(frame, responder); },
-        format::IsMetaType);
-    server_->SetConnectionClosedHandler([this](uint64_t connection) {
-      std::optional<uint64_t> mount_id = service_->TakeSession(connection);
-      if (!mount_id.has_value()) return;
-      LOG(INFO) << "mount " << *mount_id << " disconnected: its leases lapse";
-      ns_->MountDisconnected(*mount_id);
-    });
-    RETURN_IF_ERROR(server_->Listen(options_.listen_address));
-    ASSIGN_OR_RETURN(advertised_address_,
-                     rpc::AdvertisedAddress(options_.listen_address, server_->bound_address(),
-                                            options_.advertise_address));
+    epoch_ = epoch;
+    if (stopped_.load()) return absl::CancelledError("meta is stopping");
     ScheduleExpiry();
     StartRereplication();
-    LOG(INFO) << "meta serving " << server_->bound_address() << " (advertised as "
-              << advertised_address_ << ") from " << options_.data_dir;
+    serving_.store(true, std::memory_order_release);
     return absl::OkStatus();
+  }
+
+  // The replica must stop serving now (MetaHa::Hooks::step_down).
+  void StepDown(const std::string& why) {
+    if (stepped_down_.exchange(true)) return;
+    if (options_.step_down) options_.step_down(why);
+  }
+
+  // Whether requests are answered: promoted, not stepped down, and (a
+  // replica) within its lease.
+  bool ServingNow() const {
+    if (!serving_.load(std::memory_order_acquire) || stepped_down_.load()) return false;
+    MetaHa* ha = ha_raw_.load(std::memory_order_acquire);
+    return ha == nullptr || ha->ServingNow();
+  }
+
+  proto::MetaStateResponse State() const {
+    MetaHa* ha = ha_raw_.load(std::memory_order_acquire);
+    if (ha != nullptr) {
+      proto::MetaStateResponse state = ha->State();
+      state.set_active(state.active() && ServingNow());
+      return state;
+    }
+    proto::MetaStateResponse state;
+    state.set_active(ServingNow());
+    state.set_active_address(advertised_address_);
+    state.set_applied_seq(db_->applied_seq());
+    return state;
   }
 
   std::string bound_address() const override {
@@ -98,6 +176,8 @@ class MetaServerImpl : public MetaServer {
   void Stop() override {
     if (stopped_.exchange(true)) return;
     if (server_ != nullptr) server_->Stop();
+    // No promotion after this; a clean stop hands the election on at once.
+    if (ha_ != nullptr) ha_->Stop();
     asio::post(client_io_, [this] { expire_timer_.cancel(); });
     // Fails calls in flight, so no handler stays blocked on client_io_.
     if (segment_servers_ != nullptr) segment_servers_->Shutdown();
@@ -124,6 +204,7 @@ class MetaServerImpl : public MetaServer {
         absl::Status expired = ns_->ExpireCallRecords();
         if (!expired.ok()) LOG(WARNING) << "expiring records of applied changes: " << expired;
       });
+      checkpoints_->DropIdle();
       for (uint64_t ino : ns_->TakeLapsedOpenFiles()) {
         asio::post(maintenance_pool_, [this, ino] { RecoverLapsedLease(ino); });
       }
@@ -175,9 +256,42 @@ class MetaServerImpl : public MetaServer {
       responder.ReplyError(absl::UnavailableError("meta is stopping"));
       return;
     }
+    if (frame.type == format::MessageType::kMetaState) return responder.Reply(State());
+    if (CheckpointService::Serves(frame.type)) return checkpoints_->Respond(frame, responder);
+    if (!ServingNow()) return HandleNotServing(frame, responder);
     MetaService::Reply reply = service_->Handle(frame);
+    // Computed while the lease lapsed: the answer may be stale or another
+    // active's to give. A change it applied is journaled; its retry is
+    // answered from the record of applied changes.
+    if (!ServingNow()) return HandleNotServing(frame, responder);
     if (!reply.ok()) return responder.ReplyError(reply.status());
+    if (frame.type == format::MessageType::kHeartbeat) {
+      static_cast<proto::HeartbeatResponse*>(reply->get())->set_meta_epoch(epoch_);
+    }
     responder.Reply(**reply);
+  }
+
+  // A standby's answer (or an active's whose lease lapsed): a heartbeat is
+  // noted and answered without commands; every other call is refused with
+  // the active's address, if known (docs/meta_ha.md "Clients").
+  void HandleNotServing(const format::Frame& frame, const rpc::Responder& responder) {
+    const proto::MetaStateResponse state = State();
+    if (frame.type == format::MessageType::kHeartbeat) {
+      proto::HeartbeatRequest request;
+      if (!request.ParseFromString(frame.message)) {
+        return responder.ReplyError(absl::InvalidArgumentError("unparseable heartbeat"));
+      }
+      proto::HeartbeatResponse response;
+      response.set_standby(true);
+      response.set_meta_epoch(state.meta_epoch());
+      return responder.Reply(response);
+    }
+    responder.ReplyError(format::NotActiveMetaError(
+        absl::StrCat("meta at ", advertised_address_, " is not the active",
+                     state.active_address().empty()
+                         ? " and knows of none yet"
+                         : absl::StrCat("; the active is ", state.active_address())),
+        state.active_address()));
   }
 
   // Immutable after construction.
@@ -196,12 +310,21 @@ class MetaServerImpl : public MetaServer {
 
   // Set by Init(), then immutable until destruction.
   std::unique_ptr<MetadataDb> db_;
+  std::unique_ptr<CheckpointService> checkpoints_;
   std::unique_ptr<RpcSegmentServerApi> segment_servers_;
   std::unique_ptr<Namespace> ns_;
   std::unique_ptr<MetaService> service_;
   std::unique_ptr<Rereplicator> rereplicator_;
   std::unique_ptr<rpc::RpcServer> server_;
   std::string advertised_address_;  // set once in Start
+  std::unique_ptr<MetaHa> ha_;      // a replica's; null for a lone meta
+  // ha_ for io threads, which may run before Init sets it.
+  std::atomic<MetaHa*> ha_raw_{nullptr};
+  // Set by Promote before serving_ (ns_, service_ and the background work
+  // with it); read only once serving_ is seen true.
+  uint64_t epoch_ = 0;
+  std::atomic<bool> serving_{false};
+  std::atomic<bool> stepped_down_{false};
 
   std::atomic<bool> stopped_{false};
 };

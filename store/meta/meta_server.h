@@ -8,10 +8,11 @@
 // Start and Stop from one thread.
 #pragma once
 
+#include <asio.hpp>
+#include <functional>
 #include <memory>
 #include <string>
-
-#include <asio.hpp>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -41,11 +42,26 @@ struct MetaServerOptions {
   // must stay unchanged before its server deletes it.
   int64_t replica_report_interval_ms = 600000;
   int64_t stray_replica_grace_ms = 300000;
+
+  // High availability (docs/meta_ha.md, store/meta/meta_ha.h). Empty: a
+  // lone meta, active at epoch 0, as before. Else one replica of the
+  // cluster `cluster`: a standby until etcd elects it.
+  std::vector<std::string> etcd_endpoints;
+  std::string cluster;
+  int64_t meta_lease_ttl_ms = 5000;
+  int64_t meta_poll_interval_ms = 100;
+  uint64_t journal_keep_records = 50000;
+  int64_t journal_trim_interval_ms = 10000;
+  // Called at most once, on any thread, when a replica must stop serving
+  // (its lease lapsed, its journal failed): `logfs meta` re-executes
+  // itself as a standby. Unset: the server only stops answering.
+  std::function<void(const std::string& why)> step_down;
 };
 
 class MetaServer {
  public:
-  // Opens (or creates) the database and listens. Errors:
+  // Opens (or creates) the database and listens; a replica (etcd_endpoints
+  // set) then starts as a standby (MetaHa::Start's errors). Errors:
   // kFailedPrecondition (data dir unusable, database locked by another
   // meta), kUnavailable (address busy), kInvalidArgument (a wildcard
   // listen address without advertise_address, a bad one). `io` must
