@@ -171,7 +171,7 @@ class AuthTest : public ::testing::Test {
     std::filesystem::remove_all(root_);
   }
   const std::string& segd() const { return cluster_->segd_address(0); }
-  const std::string& meta() const { return cluster_->meta_address(); }
+  std::string meta() const { return cluster_->meta_address(); }
 
   // The replica every attack aims at: open, epoch 1, "hello".
   void MakeReplica() {

@@ -1,9 +1,8 @@
 #include "tests/mounted_cluster.h"
 
-#include <gtest/gtest.h>
-
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -19,13 +18,14 @@
 #include <cstring>
 #include <fstream>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "src/cluster/process.h"
 #include "src/env/posix_file.h"
 #include "src/status/macros.h"
+#include "tests/meta_ha_cluster.h"
 
 namespace logfs::testing {
 
@@ -150,6 +150,9 @@ absl::StatusOr<std::unique_ptr<MountedCluster>> MountedCluster::Start(
     mc->tmpfs_dirs_.push_back(dir);
   }
   ASSIGN_OR_RETURN(mc->cluster_, cluster::LocalCluster::Start(mc->ClusterOptions()));
+  if (!mc->options_.etcd_endpoints.empty()) {
+    RETURN_IF_ERROR(WaitForActiveMeta(*mc->cluster_, absl::Seconds(20)).status());
+  }
   for (int i = 0; i < mc->options_.mounts; ++i) {
     std::string mnt = absl::StrCat(mc->root_, "/mnt", i);
     RETURN_IF_ERROR(env::MakeDirs(mnt));
@@ -234,6 +237,9 @@ absl::Status MountedCluster::RestartCluster() {
   RETURN_IF_ERROR(UnmountAll());
   cluster_.reset();
   ASSIGN_OR_RETURN(cluster_, cluster::LocalCluster::Start(ClusterOptions()));
+  if (!options_.etcd_endpoints.empty()) {
+    RETURN_IF_ERROR(WaitForActiveMeta(*cluster_, absl::Seconds(20)).status());
+  }
   return MountAll();
 }
 
@@ -248,6 +254,9 @@ cluster::LocalClusterOptions MountedCluster::ClusterOptions() const {
   copts.meta_host = options_.meta_host;
   copts.segd_hosts = options_.segd_hosts;
   copts.authenticate = options_.authenticate;
+  copts.etcd_endpoints = options_.etcd_endpoints;
+  copts.meta_replicas = options_.meta_replicas;
+  copts.meta_replica_flags = options_.meta_replica_flags;
   return copts;
 }
 

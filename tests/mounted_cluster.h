@@ -42,6 +42,11 @@ struct MountedClusterOptions {
   // Every server and mount runs with --cluster_secret_file, a secret the
   // cluster makes in its data dir (README "Authentication").
   bool authenticate = false;
+  // Nonempty: `meta_replicas` replicas of an elected meta on these etcd
+  // members (docs/meta_ha.md); mounting waits until one is active.
+  std::vector<std::string> etcd_endpoints;
+  int meta_replicas = 3;
+  std::vector<std::vector<std::string>> meta_replica_flags;  // LocalClusterOptions'
 };
 
 class MountedCluster {

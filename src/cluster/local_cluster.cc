@@ -8,6 +8,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "src/cluster/process.h"
 #include "src/env/posix_file.h"
 #include "src/env/secret_file.h"
@@ -64,7 +65,11 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   RETURN_IF_ERROR(env::MakeDirs(options.data_dir));
   if (!options.run_dir.empty()) RETURN_IF_ERROR(env::MakeDirs(options.run_dir));
   if (options.authenticate) RETURN_IF_ERROR(cluster->MakeSecretFile());
-  RETURN_IF_ERROR(cluster->StartMeta());
+  const int metas = options.etcd_endpoints.empty() ? 1 : options.meta_replicas;
+  if (metas < 1) return absl::InvalidArgumentError("meta_replicas must be at least 1");
+  cluster->meta_pids_.assign(metas, -1);
+  cluster->meta_addresses_.assign(metas, "");
+  for (int i = 0; i < metas; ++i) RETURN_IF_ERROR(cluster->StartMeta(i));
   cluster->segd_pids_.assign(options.segment_servers, -1);
   cluster->segd_addresses_.assign(options.segment_servers, "");
   for (int i = 0; i < options.segment_servers; ++i) {
@@ -94,27 +99,43 @@ std::vector<std::string> LocalCluster::CommonFlags() const {
   return {"--cluster_secret_file=" + options_.cluster_secret_file};
 }
 
-absl::Status LocalCluster::StartMeta() {
-  std::string dir = options_.data_dir + "/meta";
+std::string LocalCluster::meta_address() const { return absl::StrJoin(meta_addresses_, ","); }
+
+std::string LocalCluster::meta_data_dir(int i) const {
+  return options_.etcd_endpoints.empty() ? options_.data_dir + "/meta"
+                                         : absl::StrCat(options_.data_dir, "/meta", i);
+}
+
+absl::Status LocalCluster::StartMeta(int i) {
+  const std::string dir = meta_data_dir(i);
+  const std::string name = options_.etcd_endpoints.empty() ? "meta" : absl::StrCat("meta", i);
   // A restarted meta comes back on the same port: segment servers keep
   // the old meta address.
   std::vector<std::string> argv = {options_.binary, "meta", "--data_dir=" + dir,
-                                   "--address_file=" + AddressFile(dir, options_.run_dir, "meta")};
-  for (auto& flag :
-       ListenFlags(options_.meta_host, meta_address_.empty() ? "0" : PortOf(meta_address_))) {
+                                   "--address_file=" + AddressFile(dir, options_.run_dir, name)};
+  const std::string& known = meta_addresses_[i];
+  for (auto& flag : ListenFlags(options_.meta_host, known.empty() ? "0" : PortOf(known))) {
     argv.push_back(flag);
+  }
+  if (!options_.etcd_endpoints.empty()) {
+    argv.push_back("--etcd=" + absl::StrJoin(options_.etcd_endpoints, ","));
+    argv.push_back("--cluster=" + options_.meta_cluster);
   }
   for (auto& flag : CommonFlags()) argv.push_back(std::move(flag));
   argv.insert(argv.end(), options_.meta_flags.begin(), options_.meta_flags.end());
-  ASSIGN_OR_RETURN(meta_address_, StartServer(argv, options_.meta_host, dir, options_.run_dir,
-                                              "meta", options_.start_timeout, &meta_pid_));
+  if (static_cast<size_t>(i) < options_.meta_replica_flags.size()) {
+    const auto& own = options_.meta_replica_flags[i];
+    argv.insert(argv.end(), own.begin(), own.end());
+  }
+  ASSIGN_OR_RETURN(meta_addresses_[i], StartServer(argv, options_.meta_host, dir, options_.run_dir,
+                                                   name, options_.start_timeout, &meta_pids_[i]));
   return absl::OkStatus();
 }
 
 absl::Status LocalCluster::StartSegd(int i, const std::vector<std::string>& extra_flags) {
   std::string dir = absl::StrCat(options_.data_dir, "/segd", i);
   std::vector<std::string> argv = {
-      options_.binary, "segd", "--data_dir=" + dir, "--meta=" + meta_address_,
+      options_.binary, "segd", "--data_dir=" + dir, "--meta=" + meta_address(),
       "--address_file=" + AddressFile(dir, options_.run_dir, absl::StrCat("segd", i))};
   for (auto& flag : ListenFlags(options_.segd_hosts[i], "0")) argv.push_back(flag);
   for (auto& flag : CommonFlags()) argv.push_back(std::move(flag));
@@ -126,9 +147,11 @@ absl::Status LocalCluster::StartSegd(int i, const std::vector<std::string>& extr
   return absl::OkStatus();
 }
 
-absl::Status LocalCluster::RestartMeta() {
-  StopChild(meta_pid_, SIGKILL, absl::Seconds(1));
-  return StartMeta();
+absl::Status LocalCluster::RestartMeta() { return RestartMeta(0); }
+
+absl::Status LocalCluster::RestartMeta(int i) {
+  StopChild(meta_pids_[i], SIGKILL, absl::Seconds(1));
+  return StartMeta(i);
 }
 
 absl::Status LocalCluster::RestartMeta(const std::vector<std::string>& meta_flags) {
@@ -150,12 +173,13 @@ void LocalCluster::KillSegd(int i, int signal) {
   }
 }
 
-void LocalCluster::KillMeta(int signal) {
-  if (meta_pid_ <= 0) return;
-  kill(meta_pid_, signal);
+void LocalCluster::KillMeta(int i, int signal) {
+  pid_t& pid = meta_pids_[i];
+  if (pid <= 0) return;
+  kill(pid, signal);
   if (signal == SIGKILL) {
-    waitpid(meta_pid_, nullptr, 0);
-    meta_pid_ = -1;
+    waitpid(pid, nullptr, 0);
+    pid = -1;
   }
 }
 
@@ -168,8 +192,11 @@ void LocalCluster::Stop(absl::Duration grace) {
     StopChild(pid, SIGTERM, grace);
     pid = -1;
   }
-  StopChild(meta_pid_, SIGTERM, grace);
-  meta_pid_ = -1;
+  for (pid_t& pid : meta_pids_) {
+    if (pid > 0) kill(pid, SIGCONT);  // a stopped one too
+    StopChild(pid, SIGTERM, grace);
+    pid = -1;
+  }
 }
 
 }  // namespace logfs::cluster

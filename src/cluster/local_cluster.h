@@ -1,5 +1,6 @@
-// A local logfs cluster: one `logfs meta` and N `logfs segd` processes on
-// loopback, state under one directory. Used by the embedded default of
+// A local logfs cluster: one `logfs meta` (or several replicas of an
+// elected meta, docs/meta_ha.md) and N `logfs segd` processes on loopback,
+// state under one directory. Used by the embedded default of
 // `logfs mount` and by the integration tests (as LogDevice's
 // IntegrationTestUtils Cluster). Stops its processes by PID on Stop() and
 // on destruction. Not thread-safe.
@@ -43,6 +44,16 @@ struct LocalClusterOptions {
   bool authenticate = false;
   std::string cluster_secret_file;
   absl::Duration start_timeout = absl::Seconds(20);
+  // Nonempty: run `meta_replicas` meta replicas (data dirs meta0, meta1,
+  // ...) elected through these etcd members ("host:port"), with
+  // --cluster=`meta_cluster`; segment servers get the list of all of them.
+  // Empty: one lone meta in meta/.
+  std::vector<std::string> etcd_endpoints;
+  int meta_replicas = 3;
+  std::string meta_cluster = "test";
+  // Extra flags of replica i alone (after meta_flags, so they win), e.g. a
+  // --etcd naming one member only; empty, or one entry per replica.
+  std::vector<std::vector<std::string>> meta_replica_flags;
 };
 
 class LocalCluster {
@@ -53,8 +64,16 @@ class LocalCluster {
   static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(const LocalClusterOptions& options);
   ~LocalCluster();
 
-  const std::string& meta_address() const { return meta_address_; }
-  pid_t meta_pid() const { return meta_pid_; }
+  // The lone meta's address, or every replica's, comma-separated (what
+  // --meta takes).
+  std::string meta_address() const;
+  pid_t meta_pid() const { return meta_pids_[0]; }
+  // Meta replicas (1 for a lone meta), each one's pid (-1 when stopped)
+  // and address.
+  int meta_replicas() const { return static_cast<int>(meta_pids_.size()); }
+  pid_t meta_pid(int i) const { return meta_pids_[i]; }
+  const std::string& meta_address(int i) const { return meta_addresses_[i]; }
+  std::string meta_data_dir(int i) const;
   int segment_servers() const { return static_cast<int>(segd_pids_.size()); }
   pid_t segd_pid(int i) const { return segd_pids_[i]; }
   const std::string& segd_address(int i) const { return segd_addresses_[i]; }
@@ -69,17 +88,20 @@ class LocalCluster {
   // and every later start of meta.
   absl::Status RestartMeta(const std::vector<std::string>& meta_flags);
   absl::Status RestartSegd(int i, const std::vector<std::string>& extra_flags = {});
+  // Restarts meta replica `i` (after it was stopped or killed) on its port.
+  absl::Status RestartMeta(int i);
 
   // Stops every process: SIGTERM, then SIGKILL after `grace`.
   void Stop(absl::Duration grace = absl::Seconds(5));
 
   // Kills one process with `signal` (e.g. SIGKILL) and reaps it if it dies.
   void KillSegd(int i, int signal);
-  void KillMeta(int signal);
+  void KillMeta(int signal) { KillMeta(0, signal); }
+  void KillMeta(int i, int signal);
 
  private:
   explicit LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {}
-  absl::Status StartMeta();
+  absl::Status StartMeta(int i);
   absl::Status StartSegd(int i, const std::vector<std::string>& extra_flags = {});
   // Creates <data_dir>/cluster.secret if it is missing.
   absl::Status MakeSecretFile();
@@ -87,8 +109,8 @@ class LocalCluster {
   std::vector<std::string> CommonFlags() const;
 
   LocalClusterOptions options_;
-  std::string meta_address_;
-  pid_t meta_pid_ = -1;
+  std::vector<std::string> meta_addresses_;
+  std::vector<pid_t> meta_pids_;
   std::vector<pid_t> segd_pids_;
   std::vector<std::string> segd_addresses_;
 };

@@ -18,11 +18,38 @@ std::string Bytes(uint64_t bytes) {
   return absl::StrFormat("%.1fG", static_cast<double>(bytes) / kGiB);
 }
 
+// One line per meta replica, when meta is replicated (a lone meta shows
+// none): "meta 127.0.0.1:7001: active, epoch 12, journal record 345".
+std::string FormatMetaReplicas(const ClusterStatus& status) {
+  bool replicated = status.metas.size() > 1;
+  for (const auto& meta : status.metas) {
+    if (meta.state.ok() && !meta.state->cluster().empty()) replicated = true;
+  }
+  if (!replicated) return "";
+  std::string out;
+  for (const auto& meta : status.metas) {
+    if (!meta.state.ok()) {
+      absl::StrAppend(&out, "meta ", meta.address, ": unreachable: ", meta.state.status().message(),
+                      "\n");
+      continue;
+    }
+    const proto::MetaStateResponse& s = *meta.state;
+    absl::StrAppend(&out, "meta ", meta.address, ": ", s.active() ? "active" : "standby",
+                    ", epoch ", s.meta_epoch(), ", journal record ", s.applied_seq(),
+                    s.active() || s.active_address().empty()
+                        ? ""
+                        : absl::StrCat(", active ", s.active_address()),
+                    "\n");
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<ClusterStatus> GetClusterStatus(const ClusterStatusOptions& options) {
   client::AdminClient client(options.meta_address, absl::Milliseconds(options.rpc_timeout_ms));
   ClusterStatus status;
+  status.metas = client.MetaStates();
   ASSIGN_OR_RETURN(status.servers, client.ListServers());
   ASSIGN_OR_RETURN(status.statfs, client.StatFs());
   std::map<uint64_t, bool> live;
@@ -63,8 +90,9 @@ std::string FormatClusterStatus(const ClusterStatus& status) {
   std::vector<std::string> troubled;
   if (failed > 0) troubled.push_back(absl::StrCat(failed, " failed"));
   if (unreachable > 0) troubled.push_back(absl::StrCat(unreachable, " unreachable"));
-  std::string out = absl::StrFormat(
-      "servers: %d (%d live%s, %d dead)\n", status.servers.servers_size(), live,
+  std::string out = FormatMetaReplicas(status);
+  absl::StrAppendFormat(
+      &out, "servers: %d (%d live%s, %d dead)\n", status.servers.servers_size(), live,
       troubled.empty() ? "" : absl::StrCat(" (", absl::StrJoin(troubled, ", "), ")"),
       status.servers.servers_size() - live);
   absl::StrAppend(&out, absl::StrFormat("%6s  %-24s %-16s %-11s %10s %10s %s\n", "id", "address",

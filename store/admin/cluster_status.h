@@ -8,8 +8,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "store/client/admin_client.h"
 #include "store/format/logfs.pb.h"
 
 namespace logfs::admin {
@@ -26,6 +28,8 @@ struct ClusterStatus {
   uint64_t segments = 0;
   uint64_t open_segments = 0;
   uint64_t under_replicated_segments = 0;
+  // Each meta replica's answer to MetaState (a lone meta's too).
+  std::vector<client::AdminClient::ReplicaState> metas;
 };
 
 // Errors: meta unreachable (kUnavailable, kDeadlineExceeded).

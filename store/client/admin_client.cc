@@ -1,6 +1,7 @@
 #include "store/client/admin_client.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "src/status/macros.h"
 
 namespace logfs::client {
@@ -25,6 +26,18 @@ AdminClient::~AdminClient() {
   work_.reset();
   io_.stop();
   io_thread_.join();
+}
+
+std::vector<AdminClient::ReplicaState> AdminClient::MetaStates() {
+  std::vector<ReplicaState> states;
+  for (absl::string_view address : absl::StrSplit(meta_.addresses(), ',')) {
+    proto::MetaStateResponse state;
+    absl::Status s = clients_.Get(std::string(address))
+                         ->Call(format::MessageType::kMetaState, proto::Empty(), &state, timeout_);
+    states.push_back({std::string(address), s.ok() ? absl::StatusOr<proto::MetaStateResponse>(state)
+                                                   : absl::StatusOr<proto::MetaStateResponse>(s)});
+  }
+  return states;
 }
 
 absl::StatusOr<proto::ListServersResponse> AdminClient::ListServers() {

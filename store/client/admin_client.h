@@ -42,6 +42,13 @@ class AdminClient {
   // pages. Errors: kUnavailable / kDeadlineExceeded (meta unreachable).
   absl::StatusOr<proto::ListServersResponse> ListServers();
   absl::StatusOr<proto::StatFsResponse> StatFs() { return meta_.StatFs(); }
+  // What each listed meta replica says it is (MetaState), in list order:
+  // its address and answer or error.
+  struct ReplicaState {
+    std::string address;
+    absl::StatusOr<proto::MetaStateResponse> state;
+  };
+  std::vector<ReplicaState> MetaStates();
   // Calls fn(file) for every regular file meta lists (ListSegments pages
   // in inode order). Errors as ListServers.
   absl::Status ForEachFile(const std::function<void(const proto::Inode&)>& fn);

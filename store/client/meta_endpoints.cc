@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "store/format/error_codec.h"
 #include "store/rpc/endpoint.h"
 
@@ -92,7 +93,21 @@ bool MetaEndpoints::Failed(const std::shared_ptr<rpc::RpcClient>& used,
     MoveToLocked(index);
     return true;
   }
-  MoveToLocked((current_index_ + 1) % addresses_.size());
+  const absl::Time now = absl::Now();
+  if (transport) failed_at_[addresses_[current_index_]] = now;
+  // The next replica that has not failed a transport lately (a stopped or
+  // dead active would hold every call for a whole attempt again); the
+  // next one at all when every one has.
+  size_t next = (current_index_ + 1) % addresses_.size();
+  for (size_t step = 1; step < addresses_.size(); ++step) {
+    const size_t candidate = (current_index_ + step) % addresses_.size();
+    auto it = failed_at_.find(addresses_[candidate]);
+    if (it == failed_at_.end() || now - it->second > kFailedReplicaAvoidance) {
+      next = candidate;
+      break;
+    }
+  }
+  MoveToLocked(next);
   return false;
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "store/rpc/client_pool.h"
 #include "store/rpc/rpc_client.h"
 
@@ -73,6 +75,10 @@ class MetaEndpoints {
  private:
   void MoveToLocked(size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // A replica whose connection failed is passed over this long when the
+  // client moves on.
+  static constexpr absl::Duration kFailedReplicaAvoidance = absl::Seconds(10);
+
   const Connect connect_;
   mutable absl::Mutex mu_;
   std::vector<std::string> addresses_ ABSL_GUARDED_BY(mu_);
@@ -80,6 +86,8 @@ class MetaEndpoints {
   std::shared_ptr<rpc::RpcClient> current_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<rpc::RpcClient>> handed_out_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  // When a call to each address last failed in transport.
+  std::map<std::string, absl::Time> failed_at_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace logfs::client
