@@ -23,8 +23,10 @@ MetaEndpoints::MetaEndpoints(std::vector<std::string> addresses, Connect connect
 std::shared_ptr<MetaEndpoints> MetaEndpoints::Single(std::shared_ptr<rpc::RpcClient> meta) {
   CHECK(meta != nullptr);
   std::string address = meta->address();
-  return std::make_shared<MetaEndpoints>(std::vector<std::string>{address},
-                                         [meta](const std::string&) { return meta; });
+  auto single = std::make_shared<MetaEndpoints>(std::vector<std::string>{address},
+                                                [meta](const std::string&) { return meta; });
+  single->fixed_ = true;
+  return single;
 }
 
 std::shared_ptr<MetaEndpoints> MetaEndpoints::OverPool(rpc::ClientPool& pool,
@@ -77,7 +79,7 @@ bool MetaEndpoints::Failed(const std::shared_ptr<rpc::RpcClient>& used,
   const bool refused = format::IsNotActiveMeta(status, &active);
   const bool transport = !refused && !rpc::IsServerAnswer(status) &&
                          (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status));
-  if (!refused && !transport) return false;
+  if (fixed_ || (!refused && !transport)) return false;
   absl::MutexLock lock(&mu_);
   if (used != current_ || (addresses_.size() == 1 && active.empty())) return false;
   if (refused && !active.empty()) {

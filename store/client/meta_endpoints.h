@@ -36,7 +36,8 @@ class MetaEndpoints {
   // to one address (a ClientPool's Get) and is called under no lock of
   // ours, any number of times per address.
   MetaEndpoints(std::vector<std::string> addresses, Connect connect);
-  // One address, one connection: what a client of a lone meta had.
+  // One address, one connection: what a client of a lone meta had. It
+  // never moves, not even to the active a standby names.
   static std::shared_ptr<MetaEndpoints> Single(std::shared_ptr<rpc::RpcClient> meta);
   // The replicas of `list` (ParseList), connected through `pool`, which
   // must outlive them. A list that does not parse is kept as one address,
@@ -80,6 +81,9 @@ class MetaEndpoints {
   static constexpr absl::Duration kFailedReplicaAvoidance = absl::Seconds(10);
 
   const Connect connect_;
+  // Single(): one connection, never moves (its user follows redirects
+  // itself, if at all).
+  bool fixed_ = false;
   mutable absl::Mutex mu_;
   std::vector<std::string> addresses_ ABSL_GUARDED_BY(mu_);
   size_t current_index_ ABSL_GUARDED_BY(mu_) = 0;
