@@ -56,6 +56,22 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   return WriteFileAtomically(*FileSystem::Default(), path, contents);
 }
 
+absl::Status RemoveTree(FileSystem& fs, const std::string& path, int depth) {
+  absl::StatusOr<FileAttributes> attributes = fs.Stat(path);
+  if (absl::IsNotFound(attributes.status())) return absl::OkStatus();
+  if (!attributes.ok()) return attributes.status();
+  if (attributes->is_directory) {
+    if (depth <= 0) return absl::FailedPreconditionError(absl::StrCat(path, " is too deep"));
+    absl::StatusOr<std::vector<std::string>> names = fs.ListDir(path);
+    if (!names.ok()) return names.status();
+    for (const std::string& name : *names) {
+      if (absl::Status s = RemoveTree(fs, path + "/" + name, depth - 1); !s.ok()) return s;
+    }
+  }
+  absl::Status removed = fs.Remove(path);
+  return absl::IsNotFound(removed) ? absl::OkStatus() : removed;
+}
+
 absl::Status MakeDirs(FileSystem& fs, const std::string& dir) {
   if (dir.empty()) return absl::InvalidArgumentError("empty directory path");
   absl::StatusOr<FileAttributes> existing = fs.Stat(dir);

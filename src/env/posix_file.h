@@ -51,6 +51,12 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
 absl::Status MakeDirs(FileSystem& fs, const std::string& dir);
 absl::Status MakeDirs(const std::string& dir);
 
+// Removes `path`, a file or a directory with what it holds, at most
+// `depth` levels of directories down (kFailedPrecondition past that,
+// after removing what it could). A missing `path` is success. Not
+// atomic; syncs nothing.
+absl::Status RemoveTree(FileSystem& fs, const std::string& path, int depth);
+
 // Reads a whole small file (at most `bytes_max` bytes; kDataLoss if it is
 // larger). kNotFound if it does not exist.
 absl::StatusOr<std::string> ReadSmallFile(FileSystem& fs, const std::string& path,

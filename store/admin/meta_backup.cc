@@ -23,27 +23,10 @@ constexpr int kRemoveDepthMax = 2;
 // Names metadb.old-<time>[-N] tried at most.
 constexpr int kAsideNamesMax = 100;
 
-// Removes `path`, a file or a directory with what it holds (at most
-// `depth` levels). Missing is success.
-absl::Status RemoveTree(env::FileSystem& fs, const std::string& path, int depth) {
-  absl::StatusOr<env::FileAttributes> attributes = fs.Stat(path);
-  if (absl::IsNotFound(attributes.status())) return absl::OkStatus();
-  RETURN_IF_ERROR(attributes.status());
-  if (attributes->is_directory) {
-    if (depth <= 0) return absl::FailedPreconditionError(absl::StrCat(path, " is too deep"));
-    ASSIGN_OR_RETURN(std::vector<std::string> names, fs.ListDir(path));
-    for (const std::string& name : names) {
-      RETURN_IF_ERROR(RemoveTree(fs, path + "/" + name, depth - 1));
-    }
-  }
-  absl::Status removed = fs.Remove(path);
-  return absl::IsNotFound(removed) ? absl::OkStatus() : removed;
-}
-
 absl::Status RemoveContents(env::FileSystem& fs, const std::string& dir) {
   ASSIGN_OR_RETURN(std::vector<std::string> names, fs.ListDir(dir));
   for (const std::string& name : names) {
-    RETURN_IF_ERROR(RemoveTree(fs, dir + "/" + name, kRemoveDepthMax));
+    RETURN_IF_ERROR(env::RemoveTree(fs, dir + "/" + name, kRemoveDepthMax));
   }
   return absl::OkStatus();
 }
@@ -153,7 +136,7 @@ absl::StatusOr<MetaBackupResult> Bootstrap(const MetaBackupOptions& options,
     RETURN_IF_ERROR(CheckNotLocked(metadb));
   }
   const std::string staging = metadb + ".bootstrap";
-  RETURN_IF_ERROR(RemoveTree(fs, staging, kRemoveDepthMax));
+  RETURN_IF_ERROR(env::RemoveTree(fs, staging, kRemoveDepthMax));
   RETURN_IF_ERROR(fs.CreateDir(staging));
   ASSIGN_OR_RETURN(MetaBackupResult result, FetchFromAny(options, staging));
   ASSIGN_OR_RETURN(uint64_t applied_seq, options.open_applied_seq(staging));

@@ -20,23 +20,6 @@ using format::MessageType;
 // <dir>.tmp are flat; one more level is slack).
 constexpr int kRemoveDepthMax = 2;
 
-// Removes `path`, a file or a directory with what it holds, at most
-// `depth` levels down. kNotFound is success.
-absl::Status RemoveTree(env::FileSystem& fs, const std::string& path, int depth) {
-  absl::StatusOr<env::FileAttributes> attributes = fs.Stat(path);
-  if (absl::IsNotFound(attributes.status())) return absl::OkStatus();
-  RETURN_IF_ERROR(attributes.status());
-  if (attributes->is_directory) {
-    if (depth <= 0) return absl::FailedPreconditionError(absl::StrCat(path, " is too deep"));
-    ASSIGN_OR_RETURN(std::vector<std::string> names, fs.ListDir(path));
-    for (const std::string& name : names) {
-      RETURN_IF_ERROR(RemoveTree(fs, path + "/" + name, depth - 1));
-    }
-  }
-  absl::Status removed = fs.Remove(path);
-  return absl::IsNotFound(removed) ? absl::OkStatus() : removed;
-}
-
 template <typename Message>
 CheckpointService::Answer AnswerWith(Message message, std::string data = {}) {
   return {std::make_unique<Message>(std::move(message)), std::move(data)};
@@ -59,7 +42,7 @@ absl::StatusOr<std::unique_ptr<CheckpointService>> CheckpointService::Create(
   ASSIGN_OR_RETURN(std::vector<std::string> leftovers, fs.ListDir(options.dir));
   for (const std::string& name : leftovers) {
     LOG(INFO) << "removing leftover checkpoint " << options.dir << "/" << name;
-    RETURN_IF_ERROR(RemoveTree(fs, options.dir + "/" + name, kRemoveDepthMax));
+    RETURN_IF_ERROR(env::RemoveTree(fs, options.dir + "/" + name, kRemoveDepthMax));
   }
   const uint64_t first_id = std::max<int64_t>(1, absl::ToUnixMicros(options.now()));
   return std::unique_ptr<CheckpointService>(new CheckpointService(db, options, first_id));
@@ -191,7 +174,7 @@ void CheckpointService::DropIdle() {
 
 void CheckpointService::RemoveDirs(const std::vector<std::string>& dirs) {
   for (const std::string& dir : dirs) {
-    absl::Status removed = RemoveTree(*options_.file_system, dir, kRemoveDepthMax);
+    absl::Status removed = env::RemoveTree(*options_.file_system, dir, kRemoveDepthMax);
     if (!removed.ok()) LOG(WARNING) << "cannot remove checkpoint " << dir << ": " << removed;
   }
 }
