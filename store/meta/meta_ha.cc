@@ -225,7 +225,7 @@ void MetaHa::StandbyStep() {
                   "bootstrap --data_dir=... --meta=...` to start it from a peer's checkpoint";
   }
   const bool caught_up = !behind && CatchUp(kPagesPerStep);
-  PublishMember(lease, false);
+  PublishMember(lease);
   auto leader = etcd_->Range(keys_.leader);
   if (!leader.ok()) {
     LOGFS_LOG_EVERY_MS(WARNING, 5000) << "reading the meta leader key: " << leader.status();
@@ -295,12 +295,11 @@ void MetaHa::Campaign(int64_t lease) {
             << " at journal record " << db_->applied_seq();
 }
 
-void MetaHa::PublishMember(int64_t lease, bool force) {
+void MetaHa::PublishMember(int64_t lease) {
   if (lease == 0) return;
   const uint64_t applied = db_->applied_seq();
   const int64_t now = SteadyNowNs();
-  if (!force && applied == published_seq_ &&
-      now - published_ns_ < kPublishIntervalMs * kNanosPerMilli) {
+  if (applied == published_seq_ && now - published_ns_ < kPublishIntervalMs * kNanosPerMilli) {
     return;
   }
   if (etcd_->Put(keys_.Member(options_.advertised_address), absl::StrCat(applied), lease).ok()) {
@@ -310,7 +309,7 @@ void MetaHa::PublishMember(int64_t lease, bool force) {
 }
 
 void MetaHa::ActiveStep() {
-  PublishMember(lease_.load(), false);
+  PublishMember(lease_.load());
   MaybeTrim();
 }
 

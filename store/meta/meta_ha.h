@@ -99,7 +99,7 @@ class MetaHa {
   // the journal's end, false with records left or on an error.
   bool CatchUp(int max_pages);
   void Campaign(int64_t lease);
-  void PublishMember(int64_t lease, bool force);
+  void PublishMember(int64_t lease);
   void MaybeTrim();
   void StepDown(const std::string& why);
   // Waits up to `ms` or until Stop; false when stopping.

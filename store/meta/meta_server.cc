@@ -272,7 +272,8 @@ class MetaServerImpl : public MetaServer {
   }
 
   // A standby's answer (or an active's whose lease lapsed): a heartbeat is
-  // noted and answered without commands; every other call is refused with
+  // answered without commands (a promoted replica trusts its registry for
+  // one --dead_server_ms, as a restarted meta does); every other call is refused with
   // the active's address, if known (docs/meta_ha.md "Clients").
   void HandleNotServing(const format::Frame& frame, const rpc::Responder& responder) {
     const proto::MetaStateResponse state = State();
