@@ -87,5 +87,27 @@ if grep -q "^fault=.* baseline_p99_us=" "$out"; then
   fi
   rm -f "$out.over"
 fi
+# Rows that failed meta over (tests/meta_ha_fault_test.cc): the longest
+# failover (the fault to the first acknowledged namespace change) and the
+# namespace changes acknowledged and lost or applied twice, over the trials.
+if grep -q "^fault=.* failover_ms=" "$out"; then
+  echo
+  echo "| fault | trials | longest failover (ms) | median failover (ms) | namespace ops acked | namespace ops lost or doubled |"
+  echo "|---|---|---|---|---|---|"
+  awk '
+    function median(list,   a, n, i, j, t) {
+      n = split(list, a, " ");
+      for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+      return n == 0 ? 0 : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2);
+    }
+    /^fault=.* failover_ms=/ {
+      delete v; split($0, kv, " ");
+      for (i in kv) { split(kv[i], p, "="); v[p[1]] = p[2] }
+      f = v["fault"]; n[f]++; all[f] = all[f] " " v["failover_ms"];
+      if (v["failover_ms"] + 0 > longest[f]) longest[f] = v["failover_ms"] + 0;
+      ops[f] += v["namespace_ops"]; lost[f] += v["namespace_lost"];
+    }
+    END { for (f in n) printf "| %s | %d | %d | %d | %d | %d |\n", f, n[f], longest[f], median(all[f]), ops[f], lost[f] }' "$out" | sort
+fi
 grep -q "^\[  FAILED  \]" "$out" && { echo; echo "some trials failed; log: kept in $out.log"; cp "$out" "$out.log"; exit 1; }
 exit 0
