@@ -5,13 +5,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
+#include "store/client/meta_retry.h"
 #include "store/client/replica_reader.h"
+#include "store/format/error_codec.h"
 #include "store/format/setattr_bits.h"
 #include "store/format/xattr_names.h"
+#include "store/rpc/rpc_client.h"
 #include "wal/writer_counters.h"
 
 namespace logfs::fuse {
@@ -70,13 +75,42 @@ absl::Status Mount::Connect() {
   for (int i = 0; i < options_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
-  absl::StatusOr<uint64_t> mount_id = meta_.NewMount(host);
-  if (!mount_id.ok()) {
-    return absl::UnavailableError(absl::StrCat("cannot reach meta at ", options_.meta_address, ": ",
-                                               mount_id.status().message()));
-  }
+  absl::StatusOr<uint64_t> mount_id = NewMountWithin(host);
+  if (!mount_id.ok()) return mount_id.status();
   heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
   return absl::OkStatus();
+}
+
+// The first contact with meta: while it is down, starting or electing, the
+// mount waits for it as an NFS mount retries its first MNT call (mount.nfs
+// "retry="), rather than failing a boot that raced meta.
+absl::StatusOr<uint64_t> Mount::NewMountWithin(const std::string& host) {
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + options_.connect_wait;
+  for (int attempt = 1;; ++attempt) {
+    absl::StatusOr<uint64_t> mount_id = meta_.NewMount(host);
+    if (mount_id.ok()) {
+      if (attempt > 1) LOG(INFO) << "meta reached after " << attempt << " attempts";
+      return mount_id;
+    }
+    const absl::Status& failure = mount_id.status();
+    // An answer of meta's is final, unless it is a standby's "not active".
+    const bool retryable = format::IsNotActiveMeta(failure) ||
+                           (!rpc::IsServerAnswer(failure) &&
+                            (absl::IsUnavailable(failure) || absl::IsDeadlineExceeded(failure)));
+    const absl::Duration left = deadline - absl::Now();
+    if (!retryable || left <= absl::ZeroDuration()) {
+      return absl::UnavailableError(absl::StrCat(
+          "cannot reach meta at ", options_.meta_address, " (", attempt, " attempts in ",
+          absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(1))),
+          "): ", failure.message()));
+    }
+    const absl::Duration delay = std::min(client::MetaRetryDelay(attempt), left);
+    LOG(WARNING) << "meta at " << options_.meta_address << " not reachable (attempt " << attempt
+                 << "): " << failure.message() << "; retrying in " << delay << ", giving up in "
+                 << absl::Trunc(left, absl::Milliseconds(1));
+    absl::SleepFor(delay);  // backoff between attempts, nothing to poll
+  }
 }
 
 void Mount::Shutdown() {

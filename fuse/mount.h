@@ -47,6 +47,12 @@ struct MountOptions {
   // retried this long before they fail with EIO (store/client/meta_retry.h), as
   // an NFS hard mount waits within its retrans budget; zero: at once.
   absl::Duration meta_retry = absl::Seconds(30);
+  // Connect() keeps asking meta for a mount session this long while meta
+  // cannot be reached or no replica is active (boot, a meta restart, an
+  // election), with capped exponential backoff, logging each retry; zero:
+  // its first failure is final. An attempt already sent may end up to
+  // rpc_timeout past it.
+  absl::Duration connect_wait = absl::ZeroDuration();
   absl::Duration replica_timeout = absl::Seconds(10);  // writer's replica calls
   absl::Duration fsync_timeout = absl::Seconds(30);
   // Slow-replica exclusion of the mount's writers (wal/replica_lag.h);
@@ -84,8 +90,10 @@ class Mount {
   explicit Mount(MountOptions options);
   ~Mount();
 
-  // Connects to meta and gets a mount id; starts the lease heartbeat.
-  // kUnavailable with the reason if meta cannot be reached.
+  // Connects to meta and gets a mount id, retrying within
+  // MountOptions::connect_wait; starts the lease heartbeat. kUnavailable
+  // "cannot reach meta at ADDR ..." with the last failure if meta was not
+  // reached in time; meta's own refusal (e.g. a bad cluster secret) at once.
   absl::Status Connect();
   void Shutdown();
 
@@ -145,6 +153,8 @@ class Mount {
     bool opening = false;  // OpenWrite in flight; `writer` is still null
   };
 
+  // Meta's NewMount, retried as Connect() says.
+  absl::StatusOr<uint64_t> NewMountWithin(const std::string& host);
   // `attr` from meta with the size a reader on this mount sees: the local
   // writer's length, else for a file with an open segment its acked length.
   absl::StatusOr<proto::Attr> WithLiveSize(proto::Attr attr);

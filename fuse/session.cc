@@ -15,8 +15,18 @@ fuse_lowlevel_ops MakeOperations();  // fuse/ops.cc
 
 absl::Status RunSession(Mount& mount, const SessionOptions& options,
                         const std::function<void()>& on_ready) {
-  std::string mount_options = "fsname=logfs,subtype=logfs,default_permissions";
-  if (geteuid() == 0) mount_options += ",allow_other";
+  // fuse_opt splits options at commas; a backslash keeps one in the value.
+  std::string fsname;
+  for (char c : options.fsname) {
+    if (c == ',' || c == '\\') fsname += '\\';
+    fsname += c;
+  }
+  // libfuse mounts nodev,nosuid unless told otherwise (mount.fuse3 adds
+  // dev,suid as root); say so anyway, as nothing may ever turn them off.
+  std::string mount_options =
+      absl::StrCat("fsname=", fsname, ",subtype=logfs,default_permissions,nodev,nosuid");
+  if (geteuid() == 0 || options.allow_other) mount_options += ",allow_other";
+  if (options.read_only) mount_options += ",ro";
   std::vector<std::string> args = {"logfs", "-o", mount_options};
   if (options.debug) args.push_back("-d");
   std::vector<char*> argv;

@@ -1,4 +1,5 @@
-// `logfs` multi-call binary: the first argument names the subcommand.
+// `logfs` multi-call binary: the first argument names the subcommand, or
+// the program name is mount.fuse.logfs (the mount(8) helper).
 // This folder is the only home of gflags and main().
 #include <cstdio>
 #include <cstring>
@@ -35,6 +36,10 @@ void Usage(FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Run as /usr/sbin/mount.fuse.logfs (a link to logfs) by mount(8).
+  if (argc > 0 && logfs::main::IsMountHelperName(argv[0])) {
+    return logfs::main::MountHelperMain(argc, argv);
+  }
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     Usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

@@ -66,6 +66,17 @@ DEFINE_int32(meta_retry_ms, 30000,
              "mount: how long a meta call whose connection fails (meta restarting or "
              "unreachable) is retried before it fails with EIO (0: at once)");
 DEFINE_validator(meta_retry_ms, (&logfs::main::AtLeast<int32_t, 0>));
+DEFINE_int32(mount_wait_ms, 60000,
+             "mount: at start, how long to keep trying to reach meta (down, starting, or no "
+             "active replica), with backoff and a log line per retry, before failing (ms; 0: "
+             "fail at the first refusal)");
+DEFINE_validator(mount_wait_ms, (&logfs::main::AtLeast<int32_t, 0>));
+DEFINE_bool(allow_other, false,
+            "mount: let other users use the mount (always on as root; other users need "
+            "user_allow_other in /etc/fuse.conf)");
+DEFINE_bool(read_only, false, "mount: mount read-only: the kernel fails writes with EROFS");
+DEFINE_string(fsname, "logfs",
+              "mount: the source shown in /proc/mounts (mount.fuse.logfs sets it to SRC)");
 DEFINE_int32(segment_servers, 3, "embedded cluster: number of segment servers");
 DEFINE_string(log_file, "", "mount: daemon log (default: DATA_DIR/mount.log embedded, else /tmp/logfs-mount.log)");
 DEFINE_int32(umount_timeout_ms, 30000, "umount: how long to wait for the daemon to exit");
@@ -210,6 +221,7 @@ fuse::MountOptions MountOptionsFromFlags(const std::string& meta) {
   options.block_segment_bytes = FLAGS_block_segment_bytes;
   options.rpc_timeout = absl::Milliseconds(FLAGS_rpc_timeout_ms);
   options.meta_retry = absl::Milliseconds(FLAGS_meta_retry_ms);
+  options.connect_wait = absl::Milliseconds(FLAGS_mount_wait_ms);
   options.replica_timeout = absl::Milliseconds(FLAGS_replica_timeout_ms);
   options.fsync_timeout = absl::Milliseconds(FLAGS_fsync_timeout_ms);
   options.slow_replica.slow_lag = absl::Milliseconds(FLAGS_slow_replica_ms);
@@ -293,6 +305,9 @@ int RunMount(const std::string& mountpoint_arg) {
   session.mountpoint = mountpoint;
   session.max_threads = FLAGS_fuse_threads;
   session.debug = FLAGS_fuse_debug;
+  session.fsname = FLAGS_fsname;
+  session.allow_other = FLAGS_allow_other;
+  session.read_only = FLAGS_read_only;
   absl::Status ran = fuse::RunSession(mount, session, [&] { ready.Report(""); });
   if (!ran.ok()) ready.Report(std::string(ran.message()));
   mount.Shutdown();

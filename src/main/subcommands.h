@@ -13,6 +13,10 @@ int MetaMain(int argc, char** argv);
 int SegdMain(int argc, char** argv);
 int MountMain(int argc, char** argv);
 int UmountMain(int argc, char** argv);
+// The mount(8) helper (src/main/mount_helper_main.cc): main() runs it when
+// IsMountHelperName(argv[0]) (basename mount.fuse.logfs or mount.logfs).
+bool IsMountHelperName(const char* argv0);
+int MountHelperMain(int argc, char** argv);
 int BenchMain(int argc, char** argv);
 int StatusMain(int argc, char** argv);
 int FsckMain(int argc, char** argv);
