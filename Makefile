@@ -9,6 +9,7 @@
 
 BUILDDIR ?= build
 PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
 DESTDIR ?=
 CXX ?= g++
 JOBS ?= $(shell nproc)
@@ -234,8 +235,13 @@ $(BUILDDIR)/%_fuzzer: $(BUILDDIR)/obj/fuzz/%_fuzzer.o $(FUZZ_HELPER_OBJS) $(BUIL
 	@echo "LINK $@"
 	@$(CXX) $(CXXFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
+# The mount(8) helper is a link to logfs (argv[0] dispatch). mount(8)
+# looks for helpers in /sbin only (/usr/sbin with merged /usr): a
+# PREFIX other than /usr needs SBINDIR=/usr/sbin for mount -t fuse.logfs.
 install: all
 	install -D -m 0755 $(BUILDDIR)/logfs $(DESTDIR)$(PREFIX)/bin/logfs
+	install -d $(DESTDIR)$(SBINDIR)
+	ln -sfr $(DESTDIR)$(PREFIX)/bin/logfs $(DESTDIR)$(SBINDIR)/mount.fuse.logfs
 
 clean:
 	rm -rf $(BUILDDIR)

@@ -177,8 +177,9 @@ TEST_F(CliTest, UnreachableMeta) {
   ExpectOneLineFailure("segd --data_dir=" + dir_ + "/s --meta=127.0.0.1:1 --rpc_timeout_ms=2000",
                        "127.0.0.1:1");
   ASSERT_EQ(0, RunCommand("mkdir " + dir_ + "/mnt").exit_code);
-  ExpectOneLineFailure("mount --meta=127.0.0.1:1 --rpc_timeout_ms=2000 " + dir_ + "/mnt",
-                       "cannot reach meta at 127.0.0.1:1");
+  ExpectOneLineFailure(
+      "mount --meta=127.0.0.1:1 --rpc_timeout_ms=2000 --mount_wait_ms=0 " + dir_ + "/mnt",
+      "cannot reach meta at 127.0.0.1:1");
 }
 
 TEST_F(CliTest, AWildcardListenNeedsAnAdvertisedAddress) {

@@ -158,6 +158,7 @@ TEST_F(MountHelperTest, RefusesBadOptions) {
       {"dev", "mount option 'dev' is refused"},
       {"meta=127.0.0.1:1", "unknown mount option 'meta=127.0.0.1:1'"},
       {"fsync_timeout_ms=0", "--fsync_timeout_ms must be at least 1"},
+      {"fsync_timeout_ms", "mount option 'fsync_timeout_ms' needs a value"},
   };
   for (const Case& c : cases) {
     CommandResult r = RunCommand(Helper("127.0.0.1:1", c.options));

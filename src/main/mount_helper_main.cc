@@ -183,7 +183,12 @@ bool OptionsToFlags(const HelperArgs& args, std::vector<std::string>* flags) {
       continue;
     }
     bool is_bool = false;
-    if (IsMountFlag(name, &is_bool) && (eq != std::string::npos || is_bool)) {
+    if (IsMountFlag(name, &is_bool)) {
+      if (eq == std::string::npos && !is_bool) {
+        std::fprintf(stderr, "%s: mount option '%s' needs a value (%s=VALUE)\n", kProgram,
+                     option.c_str(), option.c_str());
+        return false;
+      }
       flags->push_back("--" + option);
       continue;
     }
