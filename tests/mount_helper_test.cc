@@ -252,9 +252,9 @@ TEST_F(MountHelperTest, MountCommandAndFstab) {
   ExpectServes(Meta(), "by-type");
   Umount();
 
-  // A list of meta replicas (the second never answers), shown whole as
+  // A list of meta replicas (the first never answers), shown whole as
   // the source.
-  const std::string list = Meta() + ",127.0.0.1:1";
+  const std::string list = "127.0.0.1:1," + Meta();
   const std::string fstab = dir_ + "/fstab";
   std::ofstream(fstab) << "# logfs\n"
                        << list << " " << mnt_ << " fuse.logfs " << options
