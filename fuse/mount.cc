@@ -101,7 +101,8 @@ absl::StatusOr<uint64_t> Mount::NewMountWithin(const std::string& host) {
     const absl::Duration left = deadline - absl::Now();
     if (!retryable || left <= absl::ZeroDuration()) {
       return absl::UnavailableError(absl::StrCat(
-          "cannot reach meta at ", options_.meta_address, " (", attempt, " attempts in ",
+          "cannot reach meta at ", options_.meta_address, " (", attempt,
+          attempt == 1 ? " attempt in " : " attempts in ",
           absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(1))),
           "): ", failure.message()));
     }
