@@ -15,7 +15,7 @@ CXX ?= g++
 JOBS ?= $(shell nproc)
 CLANGXX ?= clang++-14
 
-PKGS := fuse3 rocksdb libglog gflags protobuf absl_status absl_statusor absl_strings \
+PKGS := libsystemd fuse3 rocksdb libglog gflags protobuf absl_status absl_statusor absl_strings \
         absl_str_format absl_synchronization absl_time absl_flat_hash_map absl_hash absl_cord libcrypto
 
 # pkg-config runs only after the dependency step, so a fresh machine works.
@@ -84,12 +84,18 @@ TEST_MAIN_OBJ := $(BUILDDIR)/obj/tests/test_main.o
 UNIT_TEST_OBJS := $(UNIT_TEST_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 INTEGRATION_TEST_OBJS := $(INTEGRATION_TEST_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 
+# The version (packaging/version.sh: git describe, else the VERSION file)
+# as a header. FORCE runs the recipe on every make, but the file is replaced
+# only when the version changed, so src/util/version.o alone recompiles and
+# the binaries relink (as git's GIT-VERSION-FILE does).
+VERSION_H := $(BUILDDIR)/gen/src/util/version_gen.h
+
 # logfs_unit holds the unit tests alone; logfs_test holds every test, so one
 # --gtest_filter reaches any suite.
 BINARIES := $(BUILDDIR)/logfs $(BUILDDIR)/logfs_unit $(BUILDDIR)/logfs_test
 
 .PHONY: all deps deps-clang build test unit faults tsa tsan asan fuzz fuzz-build clean help install \
-        check-layers
+        check-layers deb FORCE
 
 all: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) build
@@ -104,6 +110,7 @@ deps-clang:
 
 test: deps check-layers
 	@$(MAKE) --no-print-directory -j$(JOBS) build
+	@$(MAKE) --no-print-directory deb
 	LOGFS_BIN=$(abspath $(BUILDDIR)/logfs) $(BUILDDIR)/logfs_test $(TEST_ARGS)
 
 # Includes go down the stack only (README "Layout").
@@ -182,7 +189,21 @@ fuzz-build: $(FUZZ_BINARIES)
 # Kept: the link rule's pattern would make them intermediate and delete them.
 .SECONDARY: $(FUZZ_HELPER_OBJS) $(FUZZ_TARGET_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 
+# The Debian package, from the current build/logfs (debian/rules calls
+# `make build`, which is incremental), into $(BUILDDIR)/deb/, then lintian.
+# packaging/make-deb.sh says how.
+deb: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) build
+	packaging/make-deb.sh $(BUILDDIR)
+
 # --- rules --------------------------------------------------------------------
+$(VERSION_H): FORCE
+	@mkdir -p $(dir $@)
+	@printf '#pragma once\n#define LOGFS_VERSION_STRING "%s"\n' "$$(packaging/version.sh)" > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "VERSION $$(packaging/version.sh)"; fi
+
+$(BUILDDIR)/obj/src/util/version.o: $(VERSION_H)
+
 $(PROTO_CC) $(PROTO_H) &: $(PROTO)
 	@mkdir -p $(BUILDDIR)/gen
 	protoc --cpp_out=$(BUILDDIR)/gen $(PROTO)
@@ -256,6 +277,7 @@ help:
 	@echo "  tsan           unit tests + an integration subset under ThreadSanitizer (build/tsan)"
 	@echo "  asan           the same under AddressSanitizer + UBSan (build/asan)"
 	@echo "  fuzz           each libFuzzer target in fuzz/ for FUZZ_SECONDS (build/fuzz)"
+	@echo "  deb            the Debian package $(BUILDDIR)/deb/logfs_VERSION_amd64.deb, then lintian"
 	@echo "  install clean"
 	@echo "  make test TEST_ARGS=--gtest_filter=Foo*   run a subset"
 	@echo "  make tsan SANITIZER_FILTER='RollTest.*'   choose the integration subset"

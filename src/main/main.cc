@@ -6,6 +6,7 @@
 #include <string>
 
 #include "src/main/subcommands.h"
+#include "src/util/version.h"
 
 namespace {
 
@@ -18,13 +19,17 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"meta", logfs::main::MetaMain, "run the meta server"},
     {"segd", logfs::main::SegdMain, "run a segment server"},
-    {"mount", logfs::main::MountMain, "mount logfs at a directory (embedded cluster without --meta)"},
+    {"mount", logfs::main::MountMain,
+     "mount logfs at a directory (embedded cluster without --meta)"},
     {"umount", logfs::main::UmountMain, "unmount a logfs mount and wait for its daemon to exit"},
-    {"bench", logfs::main::BenchMain, "benchmarks: 'bench wal --dir=PATH|--meta=HOST:PORT', 'bench read --dir=PATH'"},
+    {"bench", logfs::main::BenchMain,
+     "benchmarks: 'bench wal --dir=PATH|--meta=HOST:PORT', 'bench read --dir=PATH'"},
     {"status", logfs::main::StatusMain, "servers, space, open and under-replicated segments"},
     {"fsck", logfs::main::FsckMain, "check every sealed segment's replicas; exit 1 if any lacks"},
     {"recover", logfs::main::RecoverMain, "revoke a file's writer lease and recover it now"},
-    {"checker", logfs::main::CheckerMain, "durability checker: 'checker write|verify --dir --ack_dir'"},
+    {"checker", logfs::main::CheckerMain,
+     "durability checker: 'checker write|verify --dir --ack_dir'"},
+    {"version", nullptr, "print \"logfs VERSION\" (also: logfs --version)"},
 };
 
 void Usage(FILE* out) {
@@ -44,8 +49,16 @@ int main(int argc, char** argv) {
     Usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  if (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "version") == 0) {
+    if (argc > 2) {
+      std::fprintf(stderr, "logfs: unexpected argument '%s' after %s\n", argv[2], argv[1]);
+      return 2;
+    }
+    std::printf("logfs %s\n", logfs::Version());
+    return 0;
+  }
   for (const auto& s : kSubcommands) {
-    if (std::strcmp(argv[1], s.name) == 0) {
+    if (s.run != nullptr && std::strcmp(argv[1], s.name) == 0) {
       // The subcommand sees "logfs <name>" as its program name.
       std::string program = std::string(argv[0]) + " " + s.name;
       argv[1] = program.data();
