@@ -26,6 +26,10 @@ PACKAGES=(
   golang-etcd-server-dev golang-github-gogo-protobuf-dev golang-github-gogo-googleapis-dev
   etcd-server etcd-client
   attr
+  # sd_notify for the systemd units; `make deb` (debhelper, lintian) and the
+  # package tests (systemd-analyze verify, dpkg -i) run in `make test`.
+  libsystemd-dev systemd
+  debhelper dpkg-dev fakeroot lintian adduser
 )
 
 for group in "$@"; do

@@ -4,6 +4,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <signal.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -144,7 +145,10 @@ int Fail(const char* what, const absl::Status& status) {
   return 1;
 }
 
-// Serves until a termination signal, then stops `server`.
+// Serves until a termination signal, then stops `server`. Under systemd
+// (Type=notify, $NOTIFY_SOCKET set) it sends READY=1 once the server is
+// serving (Start returned: listening, state open) and STOPPING=1 when the
+// signal comes; without $NOTIFY_SOCKET sd_notify does nothing.
 template <typename Server>
 int Serve(const char* what, Server& server, const sigset_t& signals, rpc::IoThreads& threads) {
   if (!FLAGS_address_file.empty()) {
@@ -153,9 +157,13 @@ int Serve(const char* what, Server& server, const sigset_t& signals, rpc::IoThre
   }
   LOG(INFO) << "logfs " << what << " serving on " << server.bound_address() << ", advertised as "
             << server.advertised_address();
+  // A failed notification is systemd's to notice (the start times out); it
+  // does not stop a server that serves.
+  if (int r = sd_notify(0, "READY=1"); r < 0) LOG(WARNING) << "sd_notify READY=1: " << strerror(-r);
   int sig = 0;
   sigwait(&signals, &sig);
   LOG(INFO) << "logfs " << what << " stopping on signal " << sig;
+  sd_notify(0, "STOPPING=1");
   server.Stop();
   threads.Join();
   return 0;

@@ -1,0 +1,292 @@
+// The systemd units of the package (packaging/systemd/): each passes
+// `systemd-analyze verify`, and each one's command line, run by hand as
+// systemd would run it (these machines do not run systemd as PID 1), gets
+// ready, serves and stops cleanly on SIGTERM. The package install test is
+// tests/package_install_test.cc.
+#include <errno.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "src/cluster/process.h"
+#include "tests/mounted_cluster.h"
+#include "tests/package_util.h"
+
+namespace logfs::testing {
+namespace {
+
+constexpr const char* kUnits[] = {"logfs-meta.service", "logfs-segd@.service",
+                                  "logfs-mount@.service", "logfs.target"};
+
+std::string ReadOrEmpty(const std::string& path) {
+  auto text = ReadFile(path);
+  return text.ok() ? *text : "";
+}
+
+class SystemdUnitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/logfs-units-XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(tmpl));
+    dir_ = tmpl;
+    src_ = SourceDir();
+    // The host's paths the units name, under dir_: the shipped flagfiles
+    // with those paths moved there too (a test may not touch /etc/logfs).
+    ASSERT_EQ(0, RunCommand(absl::StrCat("mkdir -p ", dir_, "/etc/logfs ", dir_,
+                                         "/var/lib/logfs/segd ", dir_, "/run/logfs"))
+                     .exit_code);
+    for (const char* flags : {"meta.flags", "segd-example.flags", "mount.flags"}) {
+      std::string text = ReadOrEmpty(src_ + "/packaging/etc/" + flags);
+      ASSERT_FALSE(text.empty()) << flags;
+      ASSERT_TRUE(WriteFile(dir_ + "/etc/logfs/" + flags, Relocate(text)).ok());
+    }
+  }
+
+  void TearDown() override {
+    for (auto it = pids_.rbegin(); it != pids_.rend(); ++it) {
+      cluster::StopChild(*it, SIGKILL, absl::Seconds(5));
+    }
+    if (!mountpoint_.empty()) RunCommand("fusermount3 -uz " + mountpoint_ + " 2>/dev/null");
+    RunCommand("rm -rf " + dir_);
+  }
+
+  // `text` with the host paths the units and flagfiles name moved under dir_.
+  std::string Relocate(const std::string& text) const {
+    return absl::StrReplaceAll(text, {{"/etc/logfs/", dir_ + "/etc/logfs/"},
+                                      {"/var/lib/logfs/", dir_ + "/var/lib/logfs/"},
+                                      {"/run/logfs/", dir_ + "/run/logfs/"}});
+  }
+
+  // Replaces the line starting with `flag=` in flagfile `name` under
+  // dir_/etc/logfs (as an admin edits a shipped flagfile).
+  void SetFlag(const std::string& name, const std::string& flag, const std::string& value) {
+    std::string path = dir_ + "/etc/logfs/" + name;
+    std::string text = ReadOrEmpty(path);
+    size_t at = text.find("\n" + flag + "=");
+    ASSERT_NE(std::string::npos, at) << flag << " in " << name;
+    size_t end = text.find('\n', at + 1);
+    text.replace(at + 1, end - at - 1, flag + "=" + value);
+    ASSERT_TRUE(WriteFile(path, text).ok());
+  }
+
+  // The unit's ExecStart (and ExecStartPre in `pre`), expanded for
+  // `instance`, relocated, with the binary under test for /usr/bin/logfs.
+  std::vector<std::string> Command(const std::string& unit, const std::string& instance,
+                                   const std::string& key = "ExecStart") {
+    std::string text = ReadOrEmpty(src_ + "/packaging/systemd/" + unit);
+    std::vector<std::string> values = UnitValues(text, key);
+    EXPECT_EQ(1u, values.size()) << unit << " " << key;
+    if (values.empty()) return {};
+    std::vector<std::string> argv = ExpandCommand(Relocate(values[0]), instance);
+    if (!argv.empty() && argv[0] == "/usr/bin/logfs") argv[0] = LogfsBinary();
+    return argv;
+  }
+
+  // Starts `argv` with $NOTIFY_SOCKET at `notify` (as systemd does for
+  // Type=notify), logging to dir_/NAME.log.
+  pid_t Start(std::vector<std::string> argv, const NotifySocket& notify, const std::string& name) {
+    argv.insert(argv.begin(), {"/usr/bin/env", "NOTIFY_SOCKET=" + notify.path()});
+    auto pid = cluster::Spawn(argv, dir_ + "/" + name + ".log");
+    EXPECT_TRUE(pid.ok()) << pid.status();
+    if (!pid.ok()) return -1;
+    pids_.push_back(*pid);
+    return *pid;
+  }
+
+  // Sends SIGTERM (the units' KillSignal) and expects exit code 0 within
+  // the units' TimeoutStopSec.
+  void ExpectCleanStop(pid_t pid, const std::string& name) {
+    ASSERT_EQ(0, kill(pid, SIGTERM));
+    EXPECT_EQ(0, WaitExitCode(pid, absl::Seconds(30)))
+        << name << ": " << cluster::LastLine(dir_ + "/" + name + ".log");
+  }
+
+  std::string Log(const std::string& name) const { return ReadOrEmpty(dir_ + "/" + name + ".log"); }
+
+  std::string dir_;
+  std::string src_;
+  std::string mountpoint_;
+  std::vector<pid_t> pids_;
+};
+
+TEST_F(SystemdUnitTest, EveryUnitPassesSystemdAnalyzeVerify) {
+  // Goal: systemd-analyze verify accepts every unit, with no complaint.
+  // Method: it needs the units' binaries and systemd's own units (the
+  // targets ours name) in one root: a temp root holding a copy of
+  // /usr/lib/systemd/system, our units, logfs and fusermount3. Complaints
+  // such as an unknown key go to stderr with exit status 0, so the output
+  // must be empty too.
+  std::string root = dir_ + "/root";
+  ASSERT_EQ(0,
+            RunCommand(absl::StrCat("mkdir -p ", root, "/usr/bin ", root, "/usr/lib/systemd ", root,
+                                    "/etc && ln -s usr/bin ", root, "/bin && ln -s usr/lib ", root,
+                                    "/lib && cp -a /usr/lib/systemd/system ", root,
+                                    "/usr/lib/systemd/ && cp ", LogfsBinary(), " ", root,
+                                    "/usr/bin/logfs && cp /usr/bin/fusermount3 ", root,
+                                    "/usr/bin/ && cp ", src_, "/packaging/systemd/* ", root,
+                                    "/usr/lib/systemd/system/"))
+                .exit_code);
+  for (const char* unit : kUnits) {
+    std::string name = absl::StrReplaceAll(unit, {{"@.", "@disk1."}});
+    if (absl::StartsWith(name, "logfs-mount@")) name = "logfs-mount@mnt-logfs.service";
+    auto r = RunCommand(absl::StrCat("systemd-analyze verify --root=", root, " ", name));
+    EXPECT_EQ(0, r.exit_code) << name << ":\n" << r.output;
+    EXPECT_EQ("", r.output) << name;
+  }
+  // The check is real: a unit with an unknown key is reported.
+  ASSERT_EQ(0, RunCommand(
+                   absl::StrCat("printf '[Service]\\nFrobnicate=1\\nExecStart=/usr/bin/logfs\\n' >",
+                                root, "/usr/lib/systemd/system/logfs-bad.service"))
+                   .exit_code);
+  auto bad = RunCommand(absl::StrCat("systemd-analyze verify --root=", root, " logfs-bad.service"));
+  EXPECT_TRUE(absl::StrContains(bad.output, "Unknown key 'Frobnicate'")) << bad.output;
+}
+
+TEST_F(SystemdUnitTest, UnitsNameTheirInstanceFilesAndHardening) {
+  // Goal: the unit files say what the package promises (README "Install as
+  // a package"): notify readiness, the logfs user, per-instance flagfile
+  // and data dir, and a mount unit that clears a dead mount first.
+  std::string meta = ReadOrEmpty(src_ + "/packaging/systemd/logfs-meta.service");
+  std::string segd = ReadOrEmpty(src_ + "/packaging/systemd/logfs-segd@.service");
+  std::string mount = ReadOrEmpty(src_ + "/packaging/systemd/logfs-mount@.service");
+  for (const std::string* unit : {&meta, &segd}) {
+    EXPECT_EQ(std::vector<std::string>{"notify"}, UnitValues(*unit, "Type"));
+    EXPECT_EQ(std::vector<std::string>{"logfs"}, UnitValues(*unit, "User"));
+    EXPECT_EQ(std::vector<std::string>{"strict"}, UnitValues(*unit, "ProtectSystem"));
+    EXPECT_EQ(std::vector<std::string>{"yes"}, UnitValues(*unit, "NoNewPrivileges"));
+  }
+  EXPECT_EQ(
+      (std::vector<std::string>{LogfsBinary(), "segd", "--flagfile=/etc/logfs/segd-disk1.flags",
+                                "--data_dir=/var/lib/logfs/segd/disk1",
+                                "--short_circuit_socket=/run/logfs/segd-disk1.sock"}),
+      ExpandCommand(absl::StrReplaceAll(UnitValues(segd, "ExecStart")[0],
+                                        {{"/usr/bin/logfs", LogfsBinary()}}),
+                    "disk1"));
+  EXPECT_EQ((std::vector<std::string>{"/bin/fusermount3", "-uz", "/mnt/logfs"}),
+            ExpandCommand(UnitValues(mount, "ExecStartPre")[0], "mnt-logfs"));
+  EXPECT_EQ(std::vector<std::string>{"umount.target"}, UnitValues(mount, "Conflicts"));
+  EXPECT_EQ(std::vector<std::string>{"on-failure"}, UnitValues(mount, "Restart"));
+  // Private mount namespaces would hide the mount from the host.
+  EXPECT_TRUE(UnitValues(mount, "ProtectSystem").empty());
+  EXPECT_TRUE(UnitValues(mount, "PrivateDevices").empty());
+  EXPECT_TRUE(UnitValues(mount, "PrivateTmp").empty());
+}
+
+TEST_F(SystemdUnitTest, MetaAndSegdNotifyReadyOnceServingAndStopCleanly) {
+  // Goal: logfs-meta.service and logfs-segd@.service are Type=notify:
+  // READY=1 comes only once the server answers, STOPPING=1 and exit code 0
+  // on SIGTERM (KillSignal).
+  // Method: run each unit's ExecStart with the shipped flagfiles (paths
+  // moved under a temp dir; --listen set to port 0 as an admin would set a
+  // port) and $NOTIFY_SOCKET at a socket we bound; the moment READY=1
+  // arrives, `logfs status` must succeed and list the server.
+  NotifySocket meta_notify;
+  ASSERT_FALSE(meta_notify.path().empty());
+  // (a) meta.
+  SetFlag("meta.flags", "--listen", "127.0.0.1:0");
+  std::vector<std::string> meta_argv = Command("logfs-meta.service", "");
+  ASSERT_EQ(3u, meta_argv.size()) << absl::StrJoin(meta_argv, " ");
+  meta_argv.push_back("--address_file=" + dir_ + "/meta.addr");
+  pid_t meta = Start(meta_argv, meta_notify, "meta");
+  ASSERT_TRUE(meta_notify.Wait("READY=1", absl::Seconds(30))) << Log("meta");
+  auto meta_address = ReadFile(dir_ + "/meta.addr");
+  ASSERT_TRUE(meta_address.ok()) << "READY=1 before the address file";
+  auto status = RunCommand(absl::StrCat(LogfsBinary(), " status --meta=", *meta_address));
+  EXPECT_EQ(0, status.exit_code) << status.output;
+  EXPECT_FALSE(meta_notify.Wait("STOPPING=1", absl::ZeroDuration()));
+  struct stat st;
+  EXPECT_EQ(0, stat((dir_ + "/var/lib/logfs/meta").c_str(), &st)) << "meta.flags' --data_dir";
+
+  // (b) segd@disk1, from a copy of the example flagfile pointing at meta.
+  ASSERT_EQ(0, RunCommand(absl::StrCat("cp ", dir_, "/etc/logfs/segd-example.flags ", dir_,
+                                       "/etc/logfs/segd-disk1.flags"))
+                   .exit_code);
+  SetFlag("segd-disk1.flags", "--meta", *meta_address);
+  SetFlag("segd-disk1.flags", "--listen", "127.0.0.1:0\n--journal_bytes=1048576");
+  std::vector<std::string> segd_argv = Command("logfs-segd@.service", "disk1");
+  segd_argv.push_back("--address_file=" + dir_ + "/segd.addr");
+  NotifySocket segd_notify;
+  pid_t segd = Start(segd_argv, segd_notify, "segd");
+  ASSERT_TRUE(segd_notify.Wait("READY=1", absl::Seconds(30))) << Log("segd");
+  auto segd_address = ReadFile(dir_ + "/segd.addr");
+  ASSERT_TRUE(segd_address.ok());
+  EXPECT_EQ(0, stat((dir_ + "/var/lib/logfs/segd/disk1").c_str(), &st)) << "the unit's --data_dir";
+  EXPECT_EQ(0, stat((dir_ + "/run/logfs/segd-disk1.sock").c_str(), &st))
+      << "the unit's short-circuit socket";
+  // Registered within a heartbeat interval of its start (1 s): poll.
+  bool listed = false;
+  for (int i = 0; i < 100 && !listed; ++i) {
+    status = RunCommand(absl::StrCat(LogfsBinary(), " status --meta=", *meta_address));
+    listed = absl::StrContains(status.output, *segd_address);
+    if (!listed) absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_TRUE(listed) << status.output;
+
+  // (c) Stop, last first, as logfs.target would.
+  ExpectCleanStop(segd, "segd");
+  EXPECT_TRUE(segd_notify.Wait("STOPPING=1", absl::Seconds(1)));
+  ExpectCleanStop(meta, "meta");
+  EXPECT_TRUE(meta_notify.Wait("STOPPING=1", absl::Seconds(1)));
+}
+
+TEST_F(SystemdUnitTest, MountUnitServesStopsAndClearsADeadMount) {
+  // Goal: logfs-mount@.service's command lines mount and serve, SIGTERM
+  // unmounts with exit code 0, and ExecStartPre clears the "Transport
+  // endpoint is not connected" mount a killed daemon leaves, so the next
+  // ExecStart succeeds (Restart=on-failure).
+  // Method: an embedded cluster (MountedCluster's) stands in for meta and
+  // segd; mount.flags gets its meta address; the instance is the escaped
+  // mount point (systemd-escape -p).
+  MountedClusterOptions options;
+  options.mounts = 0;
+  auto cluster = MountedCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  mountpoint_ = dir_ + "/mnt";
+  ASSERT_EQ(0, mkdir(mountpoint_.c_str(), 0755));
+  auto escaped = RunCommand("systemd-escape -p " + mountpoint_);
+  ASSERT_EQ(0, escaped.exit_code);
+  std::string instance = std::string(absl::StripTrailingAsciiWhitespace(escaped.output));
+  SetFlag("mount.flags", "--meta", (*cluster)->cluster().meta_address());
+  std::vector<std::string> pre = Command("logfs-mount@.service", instance, "ExecStartPre");
+  std::vector<std::string> start = Command("logfs-mount@.service", instance);
+  ASSERT_EQ(mountpoint_, start.back());
+  NotifySocket notify;
+  for (int round = 0; round < 2; ++round) {
+    // (a) ExecStartPre ('-': its failure when nothing is mounted is fine).
+    RunCommand(absl::StrJoin(pre, " "));
+    pid_t mount = Start(start, notify, absl::StrCat("mount", round));
+    ASSERT_TRUE(WaitMounted(mountpoint_, true, absl::Seconds(30))) << Log("mount0");
+    // (b) It serves.
+    std::string file = absl::StrCat(mountpoint_, "/f", round);
+    ASSERT_TRUE(WriteFile(file, "round " + std::to_string(round)).ok());
+    auto read = ReadFile(file);
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_EQ("round " + std::to_string(round), *read);
+    if (round == 0) {
+      // (c) Killed: the mount point is dead until ExecStartPre clears it.
+      ASSERT_EQ(0, kill(mount, SIGKILL));
+      WaitExitCode(mount, absl::Seconds(10));
+      // A name never looked up (cached attributes would answer for others).
+      struct stat st;
+      EXPECT_NE(0, stat((mountpoint_ + "/never-looked-up").c_str(), &st));
+      EXPECT_EQ(ENOTCONN, errno);
+    } else {
+      // (d) Stopped: unmounted, exit code 0.
+      ExpectCleanStop(mount, "mount1");
+      EXPECT_TRUE(WaitMounted(mountpoint_, false, absl::Seconds(10)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace logfs::testing
