@@ -20,7 +20,7 @@ mkdir -p "$out"
 rm -f "$out"/logfs_*.deb
 # No -dbgsym package: the symbols stay in build/logfs.
 export DEB_BUILD_OPTIONS="noddebs ${DEB_BUILD_OPTIONS:-}"
-export VERSION=$version DEB_DESTDIR=$out
+export VERSION=$version BUILDDIR=$builddir DEB_DESTDIR=$out
 rm -rf debian/logfs debian/.debhelper
 debian/rules binary >"$out/build.log" 2>&1 || {
   tail -40 "$out/build.log" >&2
@@ -32,5 +32,5 @@ rm -rf debian/logfs debian/.debhelper debian/files debian/*.substvars debian/*.d
 deb=$out/logfs_${version}_amd64.deb
 [ -f "$deb" ] || { echo "make-deb: $deb was not built" >&2; exit 1; }
 # lintian's exit code is 1 on errors only with --fail-on error.
-lintian --fail-on error --no-tag-display-limit "$deb" | tee "$out/lintian.txt"
+lintian --fail-on error --tag-display-limit 0 "$deb" | tee "$out/lintian.txt"
 echo "$deb"

@@ -228,9 +228,11 @@ TEST(PackageInstallTest, InstallRunMountAndPurge) {
       ASSERT_TRUE(WaitMounted(mnt, false, absl::Seconds(10)));
 
       const std::string fstab = machine.dir + "/fstab";
-      ASSERT_TRUE(WriteFile(fstab, absl::StrCat(*meta_address, " ", mnt,
-                                                " fuse.logfs _netdev,nofail 0 0\n"))
-                      .ok());
+      ASSERT_TRUE(
+          WriteFile(fstab, absl::StrCat(
+                               *meta_address, " ", mnt,
+                               " fuse.logfs _netdev,nofail,flagfile=/etc/logfs/mount.flags 0 0\n"))
+              .ok());
       auto all = RunCommand("mount -a -T " + fstab + " 2>&1");
       ASSERT_EQ(0, all.exit_code) << all.output;
       ASSERT_TRUE(WaitMounted(mnt, true, absl::Seconds(1)));
