@@ -3,13 +3,15 @@
 #
 #   tag vX.Y.Z on HEAD              X.Y.Z
 #   N commits after tag vX.Y.Z      X.Y.Z+gitN.SHA
-#   no tag                          BASE+gitN.SHA    (BASE from the VERSION file,
-#                                                      N = commits in HEAD)
+#   no tag                          BASE~gitN.SHA    (BASE from the VERSION file:
+#                                                      the release being worked
+#                                                      towards; N = commits in HEAD)
 #   uncommitted changes             the above + ".dirty"
 #   no git (a source tarball)       the VERSION file, else 0.0.0
 #
 # Every form is a valid Debian upstream version (digits first, then only
-# [0-9A-Za-z.+~]) that sorts after the one before it, so `make deb` uses it
+# [0-9A-Za-z.+~]) that sorts after the one before it (the "~" of a build
+# before the first tag sorts below the tag BASE itself), so `make deb` uses it
 # as the package's version unchanged. $LOGFS_VERSION, if set, wins (a
 # distributor's own number).
 set -eu
@@ -19,7 +21,10 @@ if [ -n "${LOGFS_VERSION:-}" ]; then
   exit 0
 fi
 base=$(cat VERSION 2>/dev/null || echo 0.0.0)
-if ! desc=$(git describe --tags --always --dirty --match 'v[0-9]*' 2>/dev/null); then
+# Only this tree's own git: a tarball unpacked inside another repository
+# takes the VERSION file.
+if [ "$(git rev-parse --show-toplevel 2>/dev/null)" != "$(pwd -P)" ] ||
+   ! desc=$(git describe --tags --always --dirty --match 'v[0-9]*' 2>/dev/null); then
   echo "$base"
   exit 0
 fi
@@ -32,5 +37,5 @@ case "$desc" in
   v[0-9]*)
     echo "${desc#v}$dirty" ;;
   *)
-    echo "$base+git$(git rev-list --count HEAD).$desc$dirty" ;;
+    echo "$base~git$(git rev-list --count HEAD).$desc$dirty" ;;
 esac
