@@ -19,6 +19,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "src/cluster/process.h"
+#include "src/util/version.h"
 #include "tests/mounted_cluster.h"
 #include "tests/package_util.h"
 
@@ -286,6 +287,62 @@ TEST_F(SystemdUnitTest, MountUnitServesStopsAndClearsADeadMount) {
       EXPECT_TRUE(WaitMounted(mountpoint_, false, absl::Seconds(10)));
     }
   }
+}
+
+TEST(PackageVersionTest, LogfsPrintsItsBuildVersion) {
+  // Goal: `logfs --version` and `logfs version` print "logfs VERSION",
+  // VERSION being the one logfs::Version() returns, a Debian-valid version.
+  const std::string expected = absl::StrCat("logfs ", Version(), "\n");
+  EXPECT_EQ(expected, RunCommand(LogfsBinary() + " --version 2>&1").output);
+  EXPECT_EQ(expected, RunCommand(LogfsBinary() + " version 2>&1").output);
+  auto extra = RunCommand(LogfsBinary() + " version x 2>&1");
+  EXPECT_EQ(2, extra.exit_code);
+  EXPECT_EQ("logfs: unexpected argument 'x' after version\n", extra.output);
+  auto valid = RunCommand(absl::StrCat("dpkg --compare-versions '", Version(), "' gt 0"));
+  EXPECT_EQ(0, valid.exit_code) << Version() << " is not a Debian version";
+}
+
+TEST(PackageVersionTest, VersionScriptFollowsTagsCommitsAndEdits) {
+  // Goal: packaging/version.sh gives each documented form, in increasing
+  // Debian order. Method: a scratch git repository holding the script and
+  // a VERSION file, committed, tagged and edited step by step.
+  char tmpl[] = "/tmp/logfs-version-XXXXXX";
+  ASSERT_NE(nullptr, mkdtemp(tmpl));
+  const std::string dir = tmpl;
+  const std::string git = "git -c user.name=t -c user.email=t@example.org -C " + dir + " ";
+  auto run = [&](const std::string& command) {
+    auto r = RunCommand(command);
+    EXPECT_EQ(0, r.exit_code) << command << ": " << r.output;
+    return std::string(absl::StripTrailingAsciiWhitespace(r.output));
+  };
+  const std::string version = dir + "/packaging/version.sh";
+  run(absl::StrCat("mkdir -p ", dir, "/packaging && cp ", SourceDir(), "/packaging/version.sh ",
+                   version, " && echo 0.3.0 >", dir, "/VERSION"));
+  // (a) No git: the VERSION file.
+  EXPECT_EQ("0.3.0", run(version));
+  // (b) Untagged commits: VERSION~gitN.SHA.
+  run(git + "init -q && " + git + "add -A && " + git + "commit -qm one");
+  std::string sha = run(git + "rev-parse --short HEAD");
+  std::string untagged = run(version);
+  EXPECT_EQ("0.3.0~git1." + sha, untagged);
+  // (c) Tagged, then a commit after the tag, then an edit.
+  run(git + "tag v0.3.0");
+  EXPECT_EQ("0.3.0", run(version));
+  run(git + "commit -q --allow-empty -m two");
+  sha = run(git + "rev-parse --short HEAD");
+  std::string after = run(version);
+  EXPECT_EQ("0.3.0+git1." + sha, after);
+  run("echo edit >>" + dir + "/VERSION");
+  EXPECT_EQ(after + ".dirty", run(version));
+  // (d) Each later form sorts after the one before.
+  for (const auto& [lower, higher] : std::vector<std::pair<std::string, std::string>>{
+           {untagged, "0.3.0"}, {"0.3.0", after}, {after, after + ".dirty"}}) {
+    EXPECT_EQ(0, RunCommand("dpkg --compare-versions " + lower + " lt " + higher).exit_code)
+        << lower << " < " << higher;
+  }
+  // (e) $LOGFS_VERSION wins.
+  EXPECT_EQ("9.9", run("LOGFS_VERSION=9.9 " + version));
+  RunCommand("rm -rf " + dir);
 }
 
 }  // namespace
