@@ -4,7 +4,8 @@
 // flagfiles and the units' command lines as user logfs, mounts with
 // `mount -t fuse.logfs` and with an fstab line, then dpkg --purge and the
 // logfs user deleted, leaving the machine as it was. Skipped where logfs is
-// already installed or a logfs user exists: it would change them.
+// already installed, a logfs user exists, or /etc/logfs or /var/lib/logfs
+// exist: it would change them.
 #include <errno.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
@@ -139,6 +140,11 @@ TEST(PackageInstallTest, InstallRunMountAndPurge) {
           0 ||
       UserExists("logfs") || GroupListed("logfs")) {
     GTEST_SKIP() << "logfs is installed or a logfs user exists here: not touching them";
+  }
+  // README "Running a cluster by hand" keeps state there; purge would
+  // delete it.
+  for (const char* dir : {"/etc/logfs", "/var/lib/logfs"}) {
+    if (Exists(dir)) GTEST_SKIP() << dir << " exists (a cluster run by hand?): not touching it";
   }
   bool before[std::size(kPackagePaths)];
   for (size_t i = 0; i < std::size(kPackagePaths); ++i) before[i] = Exists(kPackagePaths[i]);
