@@ -27,7 +27,7 @@ debian/rules binary >"$out/build.log" 2>&1 || {
   echo "make-deb: debian/rules binary failed; log in $out/build.log" >&2
   exit 1
 }
-rm -rf debian/logfs debian/.debhelper debian/files debian/*.substvars debian/*.debhelper \
+rm -rf debian/logfs debian/.debhelper debian/files debian/*.substvars debian/*.debhelper debian/*.debhelper.log \
   debian/debhelper-build-stamp
 deb=$out/logfs_${version}_amd64.deb
 [ -f "$deb" ] || { echo "make-deb: $deb was not built" >&2; exit 1; }
