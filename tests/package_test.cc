@@ -175,6 +175,7 @@ TEST_F(SystemdUnitTest, UnitsNameTheirInstanceFilesAndHardening) {
                     "disk1"));
   EXPECT_EQ((std::vector<std::string>{"/bin/fusermount3", "-uz", "/mnt/logfs"}),
             ExpandCommand(UnitValues(mount, "ExecStartPre")[0], "mnt-logfs"));
+  EXPECT_EQ(std::vector<std::string>{"notify"}, UnitValues(mount, "Type"));
   EXPECT_EQ(std::vector<std::string>{"umount.target"}, UnitValues(mount, "Conflicts"));
   EXPECT_EQ(std::vector<std::string>{"on-failure"}, UnitValues(mount, "Restart"));
   // Private mount namespaces would hide the mount from the host.
@@ -261,12 +262,14 @@ TEST_F(SystemdUnitTest, MountUnitServesStopsAndClearsADeadMount) {
   std::vector<std::string> pre = Command("logfs-mount@.service", instance, "ExecStartPre");
   std::vector<std::string> start = Command("logfs-mount@.service", instance);
   ASSERT_EQ(mountpoint_, start.back());
-  NotifySocket notify;
   for (int round = 0; round < 2; ++round) {
+    NotifySocket notify;  // one per start: each must say READY=1
     // (a) ExecStartPre ('-': its failure when nothing is mounted is fine).
     RunCommand(absl::StrJoin(pre, " "));
     pid_t mount = Start(start, notify, absl::StrCat("mount", round));
-    ASSERT_TRUE(WaitMounted(mountpoint_, true, absl::Seconds(30))) << Log("mount0");
+    // Type=notify: READY=1 once it serves, so the mount is there by then.
+    ASSERT_TRUE(notify.Wait("READY=1", absl::Seconds(30))) << Log(absl::StrCat("mount", round));
+    ASSERT_TRUE(WaitMounted(mountpoint_, true, absl::Seconds(1))) << Log("mount0");
     // (b) It serves.
     std::string file = absl::StrCat(mountpoint_, "/f", round);
     ASSERT_TRUE(WriteFile(file, "round " + std::to_string(round)).ok());
@@ -284,6 +287,7 @@ TEST_F(SystemdUnitTest, MountUnitServesStopsAndClearsADeadMount) {
     } else {
       // (d) Stopped: unmounted, exit code 0.
       ExpectCleanStop(mount, "mount1");
+      EXPECT_TRUE(notify.Wait("STOPPING=1", absl::Seconds(1)));
       EXPECT_TRUE(WaitMounted(mountpoint_, false, absl::Seconds(10)));
     }
   }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <climits>
@@ -308,7 +309,16 @@ int RunMount(const std::string& mountpoint_arg) {
   session.fsname = FLAGS_fsname;
   session.allow_other = FLAGS_allow_other;
   session.read_only = FLAGS_read_only;
-  absl::Status ran = fuse::RunSession(mount, session, [&] { ready.Report(""); });
+  // Ready once the kernel mount is live and meta answered: the waiting
+  // parent (mount(8), the helper) and, under systemd (logfs-mount@ is
+  // Type=notify with -f), the service manager. Without $NOTIFY_SOCKET
+  // sd_notify does nothing; a failed one is systemd's to notice (the start
+  // times out).
+  absl::Status ran = fuse::RunSession(mount, session, [&] {
+    ready.Report("");
+    if (int r = sd_notify(0, "READY=1"); r < 0) LOG(WARNING) << "sd_notify READY=1: " << strerror(-r);
+  });
+  sd_notify(0, "STOPPING=1");
   if (!ran.ok()) ready.Report(std::string(ran.message()));
   mount.Shutdown();
   if (local != nullptr) local->Stop();
