@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -174,12 +175,86 @@ TEST_F(CliTest, UnusableDataDir) {
 }
 
 TEST_F(CliTest, UnreachableMeta) {
-  ExpectOneLineFailure("segd --data_dir=" + dir_ + "/s --meta=127.0.0.1:1 --rpc_timeout_ms=2000",
-                       "127.0.0.1:1");
+  ExpectOneLineFailure(
+      "segd --data_dir=" + dir_ + "/s --meta=127.0.0.1:1 --rpc_timeout_ms=2000 --register_wait_ms=0",
+      "127.0.0.1:1");
   ASSERT_EQ(0, RunCommand("mkdir " + dir_ + "/mnt").exit_code);
   ExpectOneLineFailure(
       "mount --meta=127.0.0.1:1 --rpc_timeout_ms=2000 --mount_wait_ms=0 " + dir_ + "/mnt",
       "cannot reach meta at 127.0.0.1:1");
+}
+
+// A loopback port nothing listens on now (bound, read, closed).
+int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+TEST_F(CliTest, ASegmentServerStartedBeforeMetaWaitsForIt) {
+  // Goal: at boot a segment server may start before meta (another host,
+  // or a unit ordered only After=): it keeps trying to register for
+  // --register_wait_ms and serves once meta does; a SIGTERM while it waits
+  // stops it at once with exit code 0 (a systemd stop, not a failure).
+  const int port = FreeLoopbackPort();
+  ASSERT_GT(port, 0);
+  const std::string meta_address = absl::StrCat("127.0.0.1:", port);
+  Children children;
+  auto segd = cluster::Spawn({LogfsBinary(), "segd", "--data_dir=" + dir_ + "/s",
+                              "--listen=127.0.0.1:0", "--meta=" + meta_address,
+                              "--register_wait_ms=60000", "--address_file=" + dir_ + "/segd.addr"},
+                             dir_ + "/segd.log");
+  ASSERT_TRUE(segd.ok()) << segd.status();
+  children.pids.push_back(*segd);
+  // Poll the log for its first retry: it is waiting, not gone.
+  bool waiting = false;
+  for (int i = 0; i < 400 && !waiting; ++i) {
+    waiting = absl::StrContains(ReadFile(dir_ + "/segd.log").value_or(""), "(round 1)");
+    if (!waiting) absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_TRUE(waiting) << cluster::LastLine(dir_ + "/segd.log");
+  ASSERT_TRUE(cluster::ChildRunning(*segd));
+  auto meta = cluster::Spawn(
+      {LogfsBinary(), "meta", "--data_dir=" + dir_ + "/m", "--listen=" + meta_address},
+      dir_ + "/meta.log");
+  ASSERT_TRUE(meta.ok()) << meta.status();
+  children.pids.insert(children.pids.begin(), *meta);  // stopped last
+  auto registered = cluster::WaitForFile(dir_ + "/segd.addr", absl::Seconds(30), *segd);
+  ASSERT_TRUE(registered.ok()) << registered.status() << ": " << cluster::LastLine(dir_ + "/segd.log");
+  auto status = RunCommand(LogfsBinary() + " status --meta=" + meta_address);
+  EXPECT_TRUE(absl::StrContains(status.output, "servers: 1 (1 live")) << status.output;
+
+  // A second one, with no meta at all, asked to stop while it waits.
+  auto lonely = cluster::Spawn({LogfsBinary(), "segd", "--data_dir=" + dir_ + "/s2",
+                                "--listen=127.0.0.1:0", "--meta=127.0.0.1:1",
+                                "--register_wait_ms=60000"},
+                               dir_ + "/lonely.log");
+  ASSERT_TRUE(lonely.ok()) << lonely.status();
+  waiting = false;
+  for (int i = 0; i < 400 && !waiting; ++i) {
+    waiting = absl::StrContains(ReadFile(dir_ + "/lonely.log").value_or(""), "(round 1)");
+    if (!waiting) absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_TRUE(waiting) << cluster::LastLine(dir_ + "/lonely.log");
+  ASSERT_EQ(0, kill(*lonely, SIGTERM));
+  int wait_status = 0;
+  bool exited = false;
+  for (int i = 0; i < 100 && !exited; ++i) {  // 5 s at most
+    exited = !cluster::ChildRunning(*lonely, &wait_status);
+    if (!exited) absl::SleepFor(absl::Milliseconds(50));
+  }
+  if (!exited) cluster::StopChild(*lonely, SIGKILL, absl::Seconds(5));
+  ASSERT_TRUE(exited) << "segd did not stop while waiting for meta";
+  EXPECT_TRUE(WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0) << wait_status;
 }
 
 TEST_F(CliTest, AWildcardListenNeedsAnAdvertisedAddress) {

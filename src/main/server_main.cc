@@ -55,6 +55,9 @@ DEFINE_uint64(journal_bytes, 64u << 20,
               "segd: bytes of the journal file that group-commits appends (zero-filled once; "
               ">= 1 MiB)");
 DEFINE_int32(heartbeat_interval_ms, 1000, "segd: interval of heartbeats to meta");
+DEFINE_int32(register_wait_ms, 60000,
+             "segd: how long the first registration waits for an active meta before the "
+             "server gives up (ms, >= 0; 0: one round)");
 DEFINE_string(host_id, "",
               "segd and mount: this host's id for short-circuit reads, which a mount uses only "
               "for servers with the same id (default: the kernel's boot id; set one per network "
@@ -119,6 +122,7 @@ DEFINE_validator(io_threads, (&AtLeast<int32_t, 1>));
 DEFINE_validator(sync_interval_ms, (&AtLeast<int32_t, 1>));
 DEFINE_validator(journal_bytes, (&AtLeast<uint64_t, (1 << 20)>));
 DEFINE_validator(heartbeat_interval_ms, (&AtLeast<int32_t, 1>));
+DEFINE_validator(register_wait_ms, (&AtLeast<int32_t, 0>));
 DEFINE_validator(dead_server_ms, (&AtLeast<int32_t, 1>));
 DEFINE_validator(meta_lease_ttl_ms, (&AtLeast<int64_t, 1000>));
 DEFINE_validator(meta_poll_interval_ms, (&AtLeast<int64_t, 1>));
@@ -312,6 +316,14 @@ int SegdMain(int argc, char** argv) {
   options.journal_bytes = FLAGS_journal_bytes;
   options.heartbeat_interval_ms = FLAGS_heartbeat_interval_ms;
   options.rpc_timeout_ms = FLAGS_rpc_timeout_ms;
+  options.register_wait = absl::Milliseconds(FLAGS_register_wait_ms);
+  // SIGTERM and SIGINT are blocked until the server serves: a stop asked
+  // for while it waits for meta is seen pending.
+  options.register_cancelled = [] {
+    sigset_t pending;
+    sigpending(&pending);
+    return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1;
+  };
   options.server_id = FLAGS_server_id;
   if (!FLAGS_TEST_sync_delay_ms.empty()) {
     auto delay = env::ParseSyncDelay(FLAGS_TEST_sync_delay_ms);
@@ -342,6 +354,10 @@ int SegdMain(int argc, char** argv) {
     options.short_circuit_uids.push_back(value);
   }
   auto server = segd::SegmentServer::Start(options, threads.io());
+  if (absl::IsCancelled(server.status())) {
+    LOG(INFO) << "segd: " << server.status().message();  // asked to stop: not a failure
+    return 0;
+  }
   if (!server.ok()) return Fail("segd", server.status());
   return Serve("segd", **server, signals, threads);
 }

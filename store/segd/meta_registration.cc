@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "src/status/macros.h"
 #include "src/status/status_text.h"
@@ -76,7 +77,7 @@ absl::StatusOr<std::unique_ptr<MetaHeartbeat>> MetaHeartbeat::Start(
     DeleteIdleFn on_delete_stray) {
   std::unique_ptr<MetaHeartbeat> link(
       new MetaHeartbeat(options, store, fence, std::move(on_delete), std::move(on_delete_stray)));
-  RETURN_IF_ERROR(link->Register());
+  RETURN_IF_ERROR(link->RegisterWithin(options.register_wait));
   for (const std::unique_ptr<Link>& each : link->links_) {
     each->thread = std::thread([raw = link.get(), to = each.get()] { raw->Run(to); });
   }
@@ -111,6 +112,26 @@ client::MetaClient* MetaHeartbeat::ClientFor(const std::string& address) {
   extra_.push_back(std::make_unique<Link>(Link{address, NewClient(address), {}}));
   if (stop_) extra_.back()->client->Shutdown();
   return extra_.back()->client.get();
+}
+
+absl::Status MetaHeartbeat::RegisterWithin(absl::Duration wait) {
+  const absl::Time deadline = absl::Now() + wait;
+  absl::Duration backoff = absl::Milliseconds(200);
+  for (int round = 1;; ++round) {
+    absl::Status registered = Register();
+    if (!absl::IsUnavailable(registered) || absl::Now() + backoff > deadline) return registered;
+    LOG(WARNING) << registered.message() << " (round " << round << "); retrying in "
+                 << absl::FormatDuration(backoff) << ", giving up in "
+                 << absl::FormatDuration(deadline - absl::Now());
+    // Sleeps in short steps, so a stop request is seen within 100 ms.
+    for (absl::Time until = absl::Now() + backoff; absl::Now() < until;) {
+      if (options_.cancelled && options_.cancelled()) {
+        return absl::CancelledError("stopped while waiting for meta");
+      }
+      absl::SleepFor(std::min(absl::Milliseconds(100), until - absl::Now()));
+    }
+    backoff = std::min(backoff * 2, absl::Seconds(2));
+  }
 }
 
 absl::Status MetaHeartbeat::Register() {

@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "store/client/meta_client.h"
 #include "store/format/logfs.pb.h"
 #include "store/segd/meta_fence.h"
@@ -62,6 +63,15 @@ struct MetaHeartbeatOptions {
   uint64_t incarnation = 0;
   // RegisterServerRequest.failure_domain; empty: the host name.
   std::string failure_domain;
+  // How long Start keeps trying while no active meta answers (at boot,
+  // meta may start after this server, on another host, or be between
+  // actives): kUnavailable rounds are retried with backoff (200 ms doubling
+  // to 2 s) until this much time has passed. Zero: one round.
+  absl::Duration register_wait = absl::ZeroDuration();
+  // Polled between those rounds; true gives up at once (kCancelled). May
+  // be empty. For a process whose termination signals are blocked until it
+  // serves (src/main/server_main.cc).
+  std::function<bool()> cancelled;
 };
 
 class MetaHeartbeat {
@@ -72,8 +82,10 @@ class MetaHeartbeat {
   using DeleteIdleFn = std::function<void(uint64_t segment_id, int64_t idle_ms)>;
 
   // Registers with the active meta (blocking: one rpc_timeout_ms at most
-  // per attempt, at most 2 attempts per listed meta) and starts
-  // heartbeating. kUnavailable if no active meta can be reached;
+  // per attempt, at most 2 attempts per listed meta in a round, rounds
+  // repeated for options.register_wait) and starts heartbeating.
+  // kUnavailable if no active meta could be reached in that time;
+  // kCancelled if options.cancelled said so;
   // kFailedPrecondition if meta refuses (another live process holds this
   // server id); the store's SetServerId error if the id cannot be
   // persisted. Keeps `store` and `fence`, which must outlive this.
@@ -103,6 +115,8 @@ class MetaHeartbeat {
   std::unique_ptr<client::MetaClient> NewClient(const std::string& address);
   // The client for `address`: a listed meta's, else one kept in extra_.
   client::MetaClient* ClientFor(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
+  // Register, in rounds for up to `wait` while it is kUnavailable.
+  absl::Status RegisterWithin(absl::Duration wait) ABSL_LOCKS_EXCLUDED(register_mu_);
   absl::Status Register() ABSL_LOCKS_EXCLUDED(register_mu_);
   absl::Status RegisterWith(const std::string& address, client::MetaClient& meta,
                             const proto::RegisterServerRequest& request)

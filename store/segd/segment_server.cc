@@ -72,6 +72,8 @@ class SegmentServerImpl : public SegmentServer {
     meta.failure_domain = options.failure_domain;
     meta.heartbeat_interval_ms = options.heartbeat_interval_ms;
     meta.rpc_timeout_ms = options.rpc_timeout_ms;
+    meta.register_wait = options.register_wait;
+    meta.cancelled = options.register_cancelled;
     meta.incarnation = incarnation;
     ASSIGN_OR_RETURN(
         heartbeat_,

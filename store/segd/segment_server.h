@@ -17,11 +17,13 @@
 
 #include <asio.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "src/env/file_system.h"
 
 namespace logfs::segd {
@@ -36,6 +38,10 @@ struct SegmentServerOptions {
   uint64_t journal_bytes = 64u << 20;  // <data_dir>/journal (store/segd/journal.h)
   int heartbeat_interval_ms = 1000;
   int rpc_timeout_ms = 5000;   // for calls to meta
+  // MetaHeartbeatOptions::register_wait and ::cancelled: how long the
+  // first registration waits for an active meta, and what stops it early.
+  absl::Duration register_wait = absl::ZeroDuration();
+  std::function<bool()> register_cancelled;
   // What meta hands to clients to reach this server: "host:port", or
   // "host" for the bound port (rpc::AdvertisedAddress). Empty: the bound
   // address; then a wildcard listen_address (0.0.0.0) is refused.
