@@ -16,7 +16,8 @@ JOBS ?= $(shell nproc)
 CLANGXX ?= clang++-14
 
 PKGS := libsystemd fuse3 rocksdb libglog gflags protobuf absl_status absl_statusor absl_strings \
-        absl_str_format absl_synchronization absl_time absl_flat_hash_map absl_hash absl_cord libcrypto
+        absl_str_format absl_synchronization absl_time absl_flat_hash_map absl_hash absl_cord libcrypto \
+        prometheus-cpp-core prometheus-cpp-pull
 
 # pkg-config runs only after the dependency step, so a fresh machine works.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
@@ -65,7 +66,7 @@ ETCD_PB_CC := $(ETCD_PROTOS:%.proto=$(ETCD_GEN)/%.pb.cc) $(ETCD_GRPC).cc
 ETCD_PB_H := $(ETCD_PB_CC:.cc=.h)
 ETCD_PB_OBJS := $(ETCD_PB_CC:$(BUILDDIR)/gen/%.cc=$(BUILDDIR)/obj/gen/%.o)
 
-SRC_DIRS := src/util src/status src/env $(shell find store -type d) wal cache fuse src/cluster bench
+SRC_DIRS := src/util src/status src/metrics src/env $(shell find store -type d) wal cache fuse src/cluster bench
 ALL_SRCS := $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.cc))
 LIB_SRCS := $(filter-out %_test.cc,$(ALL_SRCS)) $(FLAVOUR_SRCS)
 # Unit tests: the *_test.cc next to the code. They need no root, no

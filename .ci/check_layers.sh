@@ -3,6 +3,7 @@
 #   src/{util,status,env,cluster} <- store/format <- store/rpc <- store/client
 #   <- {store/segd, store/meta, store/admin, cache, wal} <- fuse <- {bench, fuzz} <- src/main
 #   and src/{util,status} <- store/etcd <- store/meta (the etcd client)
+#   and src/{util,status} <- src/metrics <- {store/segd, store/meta, cache, wal} (histograms)
 # segd and meta never include each other; an internal/ folder is private to
 # its parent; RocksDB only in store/meta/metadata_db*.cc (metadata_db.cc
 # and its checkpoints in metadata_db_checkpoint.cc), gRPC and the
@@ -24,12 +25,14 @@ declare -A allowed=(
   [store/rpc]="store/format src/env src/status src/util"
   [store/client]="store/rpc store/format src/env src/status src/util"
   [store/etcd]="src/status src/util"
+  [src/metrics]="src/status src/util"
 )
 base_client="store/client store/rpc store/format src/env src/status src/util"
 for f in store/segd store/meta store/admin cache wal; do allowed[$f]="$base_client"; done
+for f in store/segd store/meta cache wal; do allowed[$f]+=" src/metrics"; done
 allowed[store/meta]+=" store/etcd"
-allowed[fuse]="wal cache $base_client"
-allowed[bench]="fuse wal cache store/admin src/cluster $base_client"
+allowed[fuse]="wal cache src/metrics $base_client"
+allowed[bench]="fuse wal cache store/admin src/cluster src/metrics $base_client"
 # fuzz/: the libFuzzer targets, each of one decoder or server's handlers.
 allowed[fuzz]="store/segd store/meta $base_client"
 

@@ -30,6 +30,9 @@ PACKAGES=(
   # package tests (systemd-analyze verify, dpkg -i) run in `make test`.
   libsystemd-dev systemd
   debhelper dpkg-dev fakeroot lintian adduser
+  # Metrics (src/metrics/): prometheus-cpp's core and pull Exposer; promtool
+  # (package prometheus) lints every /metrics output in tests/metrics_test.cc.
+  prometheus-cpp-dev prometheus
 )
 
 for group in "$@"; do
