@@ -10,14 +10,13 @@
 
 #include <sys/types.h>
 
+#include <asio.hpp>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <asio.hpp>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -29,10 +28,11 @@
 #include "cache/file_read.h"
 #include "cache/replica_cache.h"
 #include "cache/segment_reader.h"
-#include "store/rpc/client_pool.h"
-#include "store/format/logfs.pb.h"
+#include "src/metrics/family_list.h"
 #include "store/client/meta_client.h"
 #include "store/client/segd_client.h"
+#include "store/format/logfs.pb.h"
+#include "store/rpc/client_pool.h"
 #include "wal/file_writer.h"
 
 namespace logfs::fuse {
@@ -144,6 +144,11 @@ class Mount {
   absl::Status Release(std::unique_ptr<OpenFile> file);
 
   uint64_t mount_id() const { return meta_.mount_id(); }
+
+  // This mount's metrics for /metrics (fuse/mount_metrics.cc): the FUSE
+  // ops, the writers' counters and the read path's, from the same counters
+  // user.logfs.stats reads. Thread-safe (a scrape thread calls it).
+  void CollectMetrics(metrics::FamilyList& out) const;
 
  private:
   struct WriterRef {

@@ -18,6 +18,7 @@
 #include "fuse/dir_stream.h"
 #include "fuse/errno_map.h"
 #include "fuse/mount.h"
+#include "fuse/op_metrics.h"
 #include "fuse/session.h"
 #include "store/format/limits.h"
 #include "store/format/setattr_bits.h"
@@ -42,6 +43,14 @@ constexpr double kSealedAttrTimeoutSeconds = 1.0;
 constexpr double kEntryTimeoutSeconds = 1.0;
 
 Mount& M(fuse_req_t req) { return *static_cast<Mount*>(fuse_req_userdata(req)); }
+
+// The errno this thread's last reply carried, for Timed below.
+thread_local int t_reply_errno = 0;
+
+void ReplyErr(fuse_req_t req, int error) {
+  t_reply_errno = error;
+  fuse_reply_err(req, error);
+}
 
 OpenFile* Handle(fuse_file_info* fi) { return reinterpret_cast<OpenFile*>(fi->fh); }
 
@@ -72,7 +81,7 @@ double AttrTimeout(const proto::Attr& a) {
 
 void ReplyEntry(fuse_req_t req, const absl::StatusOr<proto::Attr>& attr) {
   if (!attr.ok()) {
-    fuse_reply_err(req, ToErrno(attr.status()));
+    ReplyErr(req, ToErrno(attr.status()));
     return;
   }
   fuse_entry_param e;
@@ -87,7 +96,7 @@ void ReplyEntry(fuse_req_t req, const absl::StatusOr<proto::Attr>& attr) {
 
 void ReplyAttr(fuse_req_t req, const absl::StatusOr<proto::Attr>& attr) {
   if (!attr.ok()) {
-    fuse_reply_err(req, ToErrno(attr.status()));
+    ReplyErr(req, ToErrno(attr.status()));
     return;
   }
   struct stat st;
@@ -95,9 +104,7 @@ void ReplyAttr(fuse_req_t req, const absl::StatusOr<proto::Attr>& attr) {
   fuse_reply_attr(req, &st, AttrTimeout(*attr));
 }
 
-void ReplyStatus(fuse_req_t req, const absl::Status& status) {
-  fuse_reply_err(req, ToErrno(status));
-}
+void ReplyStatus(fuse_req_t req, const absl::Status& status) { ReplyErr(req, ToErrno(status)); }
 
 void OpInit(void* userdata, fuse_conn_info* conn) noexcept {
   conn->max_write = format::kFuseWriteBytesMax;
@@ -154,7 +161,7 @@ void CreateNode(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode
 void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
              dev_t) noexcept {
   if (!S_ISREG(mode)) {
-    fuse_reply_err(req, ToErrno(Refusal::kSpecialFile));
+    ReplyErr(req, ToErrno(Refusal::kSpecialFile));
     return;
   }
   CreateNode(req, parent, name, mode, "");
@@ -182,7 +189,7 @@ void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t ne
 }
 
 void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) noexcept {
-  fuse_reply_err(req, ToErrno(Refusal::kHardLink));
+  ReplyErr(req, ToErrno(Refusal::kHardLink));
 }
 
 void SetOpenFlags(const OpenFile& file, fuse_file_info* fi) {
@@ -251,17 +258,25 @@ void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off
 // flush (every close) and fsync wait for the replicas without holding a
 // FUSE worker: the reply is sent from the writer's completion.
 void OpFlush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
-  M(req).Flush(*Handle(fi), [req](absl::Status s) { fuse_reply_err(req, ToErrno(s)); });
+  M(req).Flush(*Handle(fi), [req, timer = FuseOpTimer(FuseOp::kFlush)](absl::Status s) {
+    const int error = ToErrno(s);
+    timer.Done(error);
+    fuse_reply_err(req, error);
+  });
 }
 
 void OpFsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) noexcept {
-  M(req).Sync(*Handle(fi), [req](absl::Status s) { fuse_reply_err(req, ToErrno(s)); });
+  M(req).Sync(*Handle(fi), [req, timer = FuseOpTimer(FuseOp::kFsync)](absl::Status s) {
+    const int error = ToErrno(s);
+    timer.Done(error);
+    fuse_reply_err(req, error);
+  });
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
   absl::Status s = M(req).Release(std::unique_ptr<OpenFile>(Handle(fi)));
   if (!s.ok()) LOG(ERROR) << "release of inode " << ino << ": " << s;
-  fuse_reply_err(req, ToErrno(s));
+  ReplyErr(req, ToErrno(s));
 }
 
 // One opendir: a paged listing (fuse/dir_stream.h). The kernel serializes
@@ -320,11 +335,11 @@ void OpReaddir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_inf
 
 void OpReleasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
   delete reinterpret_cast<DirHandle*>(fi->fh);
-  fuse_reply_err(req, 0);
+  ReplyErr(req, 0);
 }
 
 void OpFsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) noexcept {
-  fuse_reply_err(req, 0);  // namespace changes are synced in meta before they return
+  ReplyErr(req, 0);  // namespace changes are synced in meta before they return
 }
 
 void OpStatfs(fuse_req_t req, fuse_ino_t) noexcept {
@@ -349,7 +364,7 @@ void ReplyXattrValue(fuse_req_t req, const std::string& value, size_t size) {
   if (size == 0) {
     fuse_reply_xattr(req, value.size());
   } else if (value.size() > size) {
-    fuse_reply_err(req, ToErrno(Refusal::kXattrBufferTooSmall));
+    ReplyErr(req, ToErrno(Refusal::kXattrBufferTooSmall));
   } else {
     fuse_reply_buf(req, value.data(), value.size());
   }
@@ -358,7 +373,7 @@ void ReplyXattrValue(fuse_req_t req, const std::string& value, size_t size) {
 void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
                 size_t size, int flags) noexcept {
   if (name == std::string_view(format::kDropBlockCacheXattr) && fuse_req_ctx(req)->uid != 0) {
-    fuse_reply_err(req, ToErrno(Refusal::kNotRoot));
+    ReplyErr(req, ToErrno(Refusal::kNotRoot));
     return;
   }
   ReplyStatus(req, M(req).SetXattr(ino, name, std::string(value, size), flags));
@@ -389,8 +404,23 @@ void OpFallocate(fuse_req_t req, fuse_ino_t, int mode, off_t, off_t,
                  fuse_file_info*) noexcept {
   // DESIGN §2: FALLOC_FL_KEEP_SIZE is a hint that needs no work; anything
   // that would change the size or contents is not supported.
-  fuse_reply_err(req, mode == FALLOC_FL_KEEP_SIZE ? 0 : ToErrno(Refusal::kFallocateMode));
+  ReplyErr(req, mode == FALLOC_FL_KEEP_SIZE ? 0 : ToErrno(Refusal::kFallocateMode));
 }
+
+// `kFn` timed and counted as `kOp` (fuse/op_metrics.h): the op's latency
+// to its return (every op but flush and fsync has replied by then) and the
+// errno its reply carried.
+template <FuseOp kOp, auto kFn>
+struct Timed;
+template <FuseOp kOp, typename... Args, void (*kFn)(fuse_req_t, Args...) noexcept>
+struct Timed<kOp, kFn> {
+  static void Call(fuse_req_t req, Args... args) noexcept {
+    const FuseOpTimer timer(kOp);
+    t_reply_errno = 0;
+    kFn(req, args...);
+    timer.Done(t_reply_errno);
+  }
+};
 
 }  // namespace
 
@@ -398,35 +428,35 @@ fuse_lowlevel_ops MakeOperations() {
   fuse_lowlevel_ops ops;
   std::memset(&ops, 0, sizeof(ops));
   ops.init = OpInit;
-  ops.lookup = OpLookup;
-  ops.forget = OpForget;
-  ops.getattr = OpGetAttr;
-  ops.setattr = OpSetAttr;
-  ops.readlink = OpReadlink;
-  ops.mknod = OpMknod;
-  ops.mkdir = OpMkdir;
-  ops.unlink = OpUnlink;
-  ops.rmdir = OpRmdir;
-  ops.symlink = OpSymlink;
-  ops.rename = OpRename;
-  ops.link = OpLink;
-  ops.open = OpOpen;
-  ops.read = OpRead;
-  ops.write = OpWrite;
+  ops.lookup = Timed<FuseOp::kLookup, OpLookup>::Call;
+  ops.forget = Timed<FuseOp::kForget, OpForget>::Call;
+  ops.getattr = Timed<FuseOp::kGetAttr, OpGetAttr>::Call;
+  ops.setattr = Timed<FuseOp::kSetAttr, OpSetAttr>::Call;
+  ops.readlink = Timed<FuseOp::kReadlink, OpReadlink>::Call;
+  ops.mknod = Timed<FuseOp::kMknod, OpMknod>::Call;
+  ops.mkdir = Timed<FuseOp::kMkdir, OpMkdir>::Call;
+  ops.unlink = Timed<FuseOp::kUnlink, OpUnlink>::Call;
+  ops.rmdir = Timed<FuseOp::kRmdir, OpRmdir>::Call;
+  ops.symlink = Timed<FuseOp::kSymlink, OpSymlink>::Call;
+  ops.rename = Timed<FuseOp::kRename, OpRename>::Call;
+  ops.link = Timed<FuseOp::kLink, OpLink>::Call;
+  ops.open = Timed<FuseOp::kOpen, OpOpen>::Call;
+  ops.read = Timed<FuseOp::kRead, OpRead>::Call;
+  ops.write = Timed<FuseOp::kWrite, OpWrite>::Call;
   ops.flush = OpFlush;
-  ops.release = OpRelease;
+  ops.release = Timed<FuseOp::kRelease, OpRelease>::Call;
   ops.fsync = OpFsync;
-  ops.opendir = OpOpendir;
-  ops.readdir = OpReaddir;
-  ops.releasedir = OpReleasedir;
-  ops.fsyncdir = OpFsyncdir;
-  ops.statfs = OpStatfs;
-  ops.setxattr = OpSetxattr;
-  ops.getxattr = OpGetxattr;
-  ops.listxattr = OpListxattr;
-  ops.removexattr = OpRemovexattr;
-  ops.create = OpCreate;
-  ops.fallocate = OpFallocate;
+  ops.opendir = Timed<FuseOp::kOpendir, OpOpendir>::Call;
+  ops.readdir = Timed<FuseOp::kReaddir, OpReaddir>::Call;
+  ops.releasedir = Timed<FuseOp::kReleasedir, OpReleasedir>::Call;
+  ops.fsyncdir = Timed<FuseOp::kFsyncdir, OpFsyncdir>::Call;
+  ops.statfs = Timed<FuseOp::kStatfs, OpStatfs>::Call;
+  ops.setxattr = Timed<FuseOp::kSetxattr, OpSetxattr>::Call;
+  ops.getxattr = Timed<FuseOp::kGetxattr, OpGetxattr>::Call;
+  ops.listxattr = Timed<FuseOp::kListxattr, OpListxattr>::Call;
+  ops.removexattr = Timed<FuseOp::kRemovexattr, OpRemovexattr>::Call;
+  ops.create = Timed<FuseOp::kCreate, OpCreate>::Call;
+  ops.fallocate = Timed<FuseOp::kFallocate, OpFallocate>::Call;
   return ops;
 }
 

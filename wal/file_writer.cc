@@ -202,6 +202,7 @@ FileWriter::Callbacks FileWriter::TakeReadyWaitersLocked() {
   if (!ready.empty()) {
     GlobalWriterCounters().sync_groups.fetch_add(1, std::memory_order_relaxed);
     GlobalWriterCounters().synced_waiters.fetch_add(ready.size(), std::memory_order_relaxed);
+    GlobalWriterCounters().sync_group_waiters.Observe(ready.size());
   }
   return ready;
 }

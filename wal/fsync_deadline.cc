@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/status/posix_error.h"
 #include "wal/file_writer.h"
+#include "wal/writer_counters.h"
 
 namespace logfs::wal {
 
@@ -35,6 +36,8 @@ void FileWriter::OnFsyncDeadline() {
     std::optional<absl::Time> oldest = waiters_.OldestSince();
     if (!oldest.has_value()) return;
     if (deps_->Now() - *oldest > options_.fsync_timeout) {
+      if (error_.ok())
+        GlobalWriterCounters().fsync_timeouts.fetch_add(1, std::memory_order_relaxed);
       SetErrorLocked(NoQuorumInTimeError());
     } else {
       ArmFsyncDeadlineLocked();

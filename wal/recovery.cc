@@ -13,6 +13,7 @@
 #include "src/status/posix_error.h"
 #include "src/util/log_rate_limit.h"
 #include "wal/file_writer.h"
+#include "wal/writer_counters.h"
 
 namespace logfs::wal {
 
@@ -32,6 +33,7 @@ void FileWriter::StartRecoveryLocked() {
 }
 
 void FileWriter::Recover() {
+  GlobalWriterCounters().recoveries.fetch_add(1, std::memory_order_relaxed);
   Callbacks ready;
   std::vector<std::function<void()>> continuations;
   absl::Status error;

@@ -14,6 +14,7 @@
 namespace logfs::wal {
 
 absl::Status FileWriter::RollUnlocking() {
+  GlobalWriterCounters().rolls.fetch_add(1, std::memory_order_relaxed);
   SetPhaseLocked(WriterPhase::kRolling);
   absl::Status status = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
     uint64_t sealed_id = 0;

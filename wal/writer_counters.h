@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "src/metrics/histogram.h"
+
 namespace logfs::wal {
 
 struct WriterCounters {
@@ -28,6 +30,13 @@ struct WriterCounters {
   std::atomic<uint64_t> quorum_synced_appends{0};
   // Rolls away from a replica found slow (wal/replica_lag.h).
   std::atomic<uint64_t> slow_replica_rolls{0};
+  // Exported on /metrics only (not in user.logfs.stats, whose keys tests and
+  // bench parse):
+  std::atomic<uint64_t> rolls{0};           // segments rolled (full, slow replica, ...)
+  std::atomic<uint64_t> recoveries{0};      // replica failures recovered by rolling away
+  std::atomic<uint64_t> fsync_timeouts{0};  // writers failed: no ack quorum within fsync_timeout
+  // Syncs released per group commit (one observation per sync_groups).
+  metrics::CountHistogram sync_group_waiters;
 };
 
 WriterCounters& GlobalWriterCounters();

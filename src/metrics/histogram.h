@@ -12,6 +12,7 @@
 // behind the buckets, never a bucket going backwards.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>

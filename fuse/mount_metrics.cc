@@ -1,0 +1,75 @@
+// Mount::CollectMetrics: the mount's /metrics families. Counter names map
+// one to one onto user.logfs.stats keys where both exist (same atomics).
+#include "fuse/mount.h"
+#include "fuse/op_metrics.h"
+#include "wal/writer_counters.h"
+
+namespace logfs::fuse {
+namespace {
+
+void CollectWriterMetrics(metrics::FamilyList& out) {
+  const wal::WriterCounters& c = wal::GlobalWriterCounters();
+  auto counter = [&out](const char* name, const char* help, const std::atomic<uint64_t>& v) {
+    out.AddCounter(name, help, static_cast<double>(v.load(std::memory_order_relaxed)));
+  };
+  counter("logfs_wal_appends_total",
+          "Chunks the writers appended (one Append fan-out to every replica each).", c.appends);
+  counter("logfs_wal_append_bytes_total", "Bytes in those chunks (counted once, not per replica).",
+          c.append_bytes);
+  counter("logfs_wal_syncs_total", "Sync calls of the writers (fsync, fdatasync, close).", c.syncs);
+  counter("logfs_wal_sync_rounds_total", "Sync RPC rounds sent to replicas.", c.sync_rounds);
+  counter("logfs_wal_sync_groups_total",
+          "Acked-length advances that released waiting syncs (group commits).", c.sync_groups);
+  counter("logfs_wal_synced_waiters_total", "Syncs released by those group commits.",
+          c.synced_waiters);
+  counter("logfs_wal_quorum_synced_appends_total",
+          "Eager appends only the first ack quorum was asked to sync.", c.quorum_synced_appends);
+  counter("logfs_wal_rolls_total", "Segments the writers rolled (full, slow replica, truncate).",
+          c.rolls);
+  counter("logfs_wal_slow_replica_rolls_total", "Rolls away from a replica found slow.",
+          c.slow_replica_rolls);
+  counter("logfs_wal_recoveries_total", "Replica failures the writers recovered from by rolling.",
+          c.recoveries);
+  counter("logfs_wal_fsync_timeouts_total",
+          "Writers failed because no ack quorum was reached within --fsync_timeout_ms.",
+          c.fsync_timeouts);
+  out.AddHistogram("logfs_wal_sync_group_waiters", "Syncs released per group commit.",
+                   c.sync_group_waiters.Read(), 1);
+}
+
+}  // namespace
+
+void Mount::CollectMetrics(metrics::FamilyList& out) const {
+  CollectFuseOpMetrics(out);
+  CollectWriterMetrics(out);
+  const cache::SegmentReaderStats r = segment_reader_->stats();
+  out.AddCounter("logfs_read_short_circuit_total",
+                 "Segment reads served from a local replica file.", r.short_circuit_reads);
+  out.AddCounter("logfs_read_short_circuit_bytes_total", "Bytes of those reads.",
+                 r.short_circuit_bytes);
+  out.AddCounter("logfs_read_short_circuit_failures_total",
+                 "Local replicas found unusable (the read went over TCP).",
+                 r.short_circuit_failures);
+  out.AddCounter("logfs_read_remote_total", "Segment reads over TCP from a segment server.",
+                 r.remote_reads);
+  out.AddCounter("logfs_replica_cache_hits_total", "Short-circuit replica lookups found open.",
+                 r.replica_cache.hits);
+  out.AddCounter("logfs_replica_cache_misses_total",
+                 "Short-circuit replica lookups that opened the replica.", r.replica_cache.opens);
+  out.AddCounter("logfs_replica_cache_evictions_total", "Replicas closed by count or age.",
+                 r.replica_cache.evictions);
+  out.AddGauge("logfs_replica_cache_open_replicas", "Replicas held open now.",
+               r.replica_cache.open_replicas);
+  if (block_cache_ == nullptr) return;
+  const cache::BlockCacheStats b = block_cache_->stats();
+  out.AddCounter("logfs_block_cache_hits_total", "Block cache lookups found.", b.hits);
+  out.AddCounter("logfs_block_cache_misses_total", "Block cache lookups not found.", b.misses);
+  out.AddCounter("logfs_block_cache_inserts_total", "Blocks inserted.", b.inserts);
+  out.AddCounter("logfs_block_cache_evictions_total", "Blocks evicted.", b.evictions);
+  out.AddGauge("logfs_block_cache_blocks", "Blocks cached now.", b.blocks);
+  out.AddGauge("logfs_block_cache_bytes", "Bytes the cached blocks are charged.", b.bytes);
+  out.AddGauge("logfs_block_cache_reserved_bytes", "The block cache's chunk pool footprint.",
+               b.reserved_bytes);
+}
+
+}  // namespace logfs::fuse
