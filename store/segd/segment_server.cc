@@ -17,6 +17,7 @@
 #include "store/segd/meta_fence.h"
 #include "store/segd/meta_registration.h"
 #include "store/segd/replica_store.h"
+#include "store/segd/segd_metrics.h"
 #include "store/segd/segment_copier.h"
 #include "store/segd/segment_service.h"
 #include "store/segd/short_circuit_server.h"
@@ -96,6 +97,20 @@ class SegmentServerImpl : public SegmentServer {
     c.responses = rpc_server_.responses();
     c.response_writes = rpc_server_.response_writes();
     return c;
+  }
+
+  void CollectMetrics(metrics::FamilyList& out) const override {
+    const SegmentServerCounters c = counters();
+    SegdMetricsSources sources;
+    sources.store = store_.get();
+    sources.appends = c.appends;
+    sources.fdatasyncs = c.fdatasyncs;
+    sources.sync_rounds = c.sync_rounds;
+    sources.heartbeats = c.heartbeats;
+    sources.bad_frames = rpc_server_.bad_frames();
+    sources.auth_failures = rpc_server_.auth_failures();
+    sources.handshakes_refused = rpc_server_.handshakes_refused();
+    CollectSegdMetrics(sources, out);
   }
 
   void Stop() override {

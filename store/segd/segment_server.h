@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "src/env/file_system.h"
+#include "src/metrics/family_list.h"
 
 namespace logfs::segd {
 
@@ -102,6 +103,9 @@ class SegmentServer {
   virtual uint64_t server_id() const = 0;
 
   virtual SegmentServerCounters counters() const = 0;
+
+  // The server's /metrics families (store/segd/segd_metrics.h); thread-safe.
+  virtual void CollectMetrics(metrics::FamilyList& out) const = 0;
 
   // Stops serving; pending requests are answered with an error
   // (kUnavailable). Joins the server's own threads; idempotent. The

@@ -1,9 +1,11 @@
 #include "store/segd/segment_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "src/util/crc32c.h"
 #include "store/format/logfs.pb.h"
 #include "store/rpc/unix_socket.h"
+#include "store/segd/segd_metrics.h"
 
 namespace logfs::segd {
 namespace {
@@ -111,6 +113,7 @@ void SegmentService::Append(const format::Frame& request, const rpc::Responder& 
                              req.crc32c());
   if (!info.ok()) return responder.ReplyError(info.status());
   appends_.fetch_add(1);
+  GlobalSegdMetrics().append_bytes.fetch_add(request.data.size(), std::memory_order_relaxed);
   // Requests that came in the same read as later ones (a burst from a
   // client with many writers) owe their round to the last of them, which
   // Handle starts once it has taken them all: one round for the burst,
@@ -151,7 +154,9 @@ void SegmentService::Read(const format::Frame& request, const rpc::Responder& re
   proto::ReadRequest req;
   if (!Parse(request, responder, &req)) return;
   asio::post(read_pool_, [this, req, responder] {
+    const absl::Time start = absl::Now();
     auto read = store_->Read(req.segment_id(), req.offset(), req.length());
+    GlobalSegdMetrics().read.Observe(absl::Now() - start);
     if (!read.ok()) return responder.ReplyError(read.status());
     proto::ReadResponse response;
     response.set_length(read->length);

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "store/rpc/rpc_server.h"
+#include "store/segd/segd_metrics.h"
 
 namespace logfs::segd {
 
@@ -130,7 +131,11 @@ void SyncThread::Run() {
 
 void SyncThread::RunRound() {
   // Without mu_: appends and new waiters keep coming while we fdatasync.
-  if (store_->SyncDirty() > 0) sync_rounds_.fetch_add(1);
+  const absl::Time start = absl::Now();
+  if (store_->SyncDirty() > 0) {
+    sync_rounds_.fetch_add(1);
+    GlobalSegdMetrics().sync_round.Observe(absl::Now() - start);
+  }
   std::vector<Ready> ready;
   {
     absl::MutexLock lock(&mu_);
@@ -139,6 +144,7 @@ void SyncThread::RunRound() {
     for (const auto& [id, waiters] : waiters_) ids.push_back(id);
     for (uint64_t id : ids) Collect(id, &ready);
   }
+  if (!ready.empty()) GlobalSegdMetrics().round_waiters.Observe(ready.size());
   Answer(&ready);
 }
 
