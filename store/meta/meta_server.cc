@@ -20,6 +20,7 @@
 #include "store/format/message_type.h"
 #include "store/meta/checkpoint_service.h"
 #include "store/meta/meta_ha.h"
+#include "store/meta/meta_metrics.h"
 #include "store/meta/meta_service.h"
 #include "store/meta/metadata_db.h"
 #include "store/meta/namespace.h"
@@ -148,6 +149,11 @@ class MetaServerImpl : public MetaServer {
 
   // Whether requests are answered: promoted, not stepped down, and (a
   // replica) within its lease.
+  void CollectMetrics(metrics::FamilyList& out) const override {
+    // ns_ is set before serving_ is (release; ServingNow acquires).
+    CollectMetaMetrics(ServingNow() ? ns_.get() : nullptr, out);
+  }
+
   bool ServingNow() const {
     if (!serving_.load(std::memory_order_acquire) || stepped_down_.load()) return false;
     MetaHa* ha = ha_raw_.load(std::memory_order_acquire);
@@ -245,7 +251,13 @@ class MetaServerImpl : public MetaServer {
     auto copy = [this, chunk_ms](const std::vector<RereplicationTask>& tasks) {
       int64_t chunks = 2;
       for (const auto& task : tasks) chunks += 1 + task.length / format::kReadBytesMax;
-      return segment_servers_->CopySegments(tasks, absl::Milliseconds(chunk_ms * chunks));
+      std::vector<absl::Status> copied =
+          segment_servers_->CopySegments(tasks, absl::Milliseconds(chunk_ms * chunks));
+      uint64_t bytes = 0, failed = 0;
+      for (const auto& task : tasks) bytes += task.length;
+      for (const auto& s : copied) failed += s.ok() ? 0 : 1;
+      RecordRereplication(tasks.size(), bytes, failed);
+      return copied;
     };
     rereplicator_ = std::make_unique<Rereplicator>(ns_.get(), copy, options);
     rereplicator_->Start();
@@ -259,7 +271,9 @@ class MetaServerImpl : public MetaServer {
     if (frame.type == format::MessageType::kMetaState) return responder.Reply(State());
     if (CheckpointService::Serves(frame.type)) return checkpoints_->Respond(frame, responder);
     if (!ServingNow()) return HandleNotServing(frame, responder);
+    const absl::Time start = absl::Now();
     MetaService::Reply reply = service_->Handle(frame);
+    RecordMetaCall(frame.type, absl::Now() - start, reply.status());
     // Computed while the lease lapsed: the answer may be stale or another
     // active's to give. A change it applied is journaled; its retry is
     // answered from the record of applied changes.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "src/metrics/family_list.h"
 
 namespace logfs::meta {
 
@@ -79,6 +80,10 @@ class MetaServer {
   // the server only once `io` no longer runs its handlers (io stopped, or
   // every client connection closed): the destructor closes the database.
   virtual void Stop() = 0;
+
+  // This replica's /metrics families (store/meta/meta_metrics.h); the
+  // server table only while it serves. Thread-safe.
+  virtual void CollectMetrics(metrics::FamilyList& out) const = 0;
 };
 
 }  // namespace logfs::meta

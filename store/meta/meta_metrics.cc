@@ -1,0 +1,115 @@
+#include "store/meta/meta_metrics.h"
+
+#include <array>
+#include <atomic>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "src/metrics/histogram.h"
+#include "store/meta/namespace.h"
+
+namespace logfs::meta {
+namespace {
+
+constexpr int kTypes = static_cast<int>(format::MessageType::kMetaTypeEnd);
+constexpr int kCodes = 17;  // absl::StatusCode 0..16
+
+// The op label: the message type's enumerator without its k, in
+// snake_case ("get_attr"); message_type.h has no names, so they are here.
+constexpr std::array<const char*, kTypes> kTypeNames = {
+    "invalid",      "register_server", "heartbeat",     "lookup",
+    "get_attr",     "set_attr",        "create",        "unlink",
+    "rename",       "readlink",        "readdir",       "set_xattr",
+    "get_xattr",    "list_xattr",      "remove_xattr",  "stat_fs",
+    "open",         "release",         "open_write",    "seal_segment",
+    "new_mount",    "mount_heartbeat", "get_inode",     "report_bad_replica",
+    "list_servers", "list_segments",   "recover_lease", "meta_state",
+    "checkpoint",   "read_checkpoint"};
+static_assert(static_cast<int>(format::MessageType::kReadCheckpoint) == kTypes - 1,
+              "kTypeNames lists every meta message type");
+
+struct CallCounters {
+  metrics::LatencyHistogram latency;
+  std::array<std::atomic<uint64_t>, kCodes> errors{};
+};
+
+struct MetaCounters {
+  std::array<CallCounters, kTypes> calls;
+  std::atomic<uint64_t> rereplication_tasks{0}, rereplication_bytes{0}, rereplication_failures{0};
+};
+
+MetaCounters& Counters() {
+  static auto* counters = new MetaCounters();  // never destroyed: handlers may run at exit
+  return *counters;
+}
+
+std::string CodeName(int code) {
+  return absl::AsciiStrToLower(absl::StatusCodeToString(static_cast<absl::StatusCode>(code)));
+}
+
+}  // namespace
+
+void RecordMetaCall(format::MessageType type, absl::Duration elapsed, const absl::Status& status) {
+  const int i = static_cast<int>(type);
+  if (i <= 0 || i >= kTypes) return;  // refused before any work
+  CallCounters& c = Counters().calls[i];
+  c.latency.Observe(elapsed);
+  const int code = static_cast<int>(status.code());
+  if (!status.ok() && code < kCodes) c.errors[code].fetch_add(1, std::memory_order_relaxed);
+}
+
+void RecordRereplication(uint64_t tasks, uint64_t bytes, uint64_t failed) {
+  MetaCounters& c = Counters();
+  c.rereplication_tasks.fetch_add(tasks, std::memory_order_relaxed);
+  c.rereplication_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  c.rereplication_failures.fetch_add(failed, std::memory_order_relaxed);
+}
+
+void CollectMetaMetrics(Namespace* ns, metrics::FamilyList& out) {
+  const MetaCounters& c = Counters();
+  for (int i = 1; i < kTypes; ++i) {
+    const metrics::Histogram::Snapshot latency = c.calls[i].latency.Read();
+    if (latency.count == 0) continue;
+    out.AddHistogram("logfs_meta_call_duration_seconds",
+                     "Calls meta handled, by type, from decode to reply.", latency, 1e-9,
+                     {{"op", kTypeNames[i]}});
+    for (int code = 1; code < kCodes; ++code) {
+      const uint64_t n = c.calls[i].errors[code].load(std::memory_order_relaxed);
+      if (n == 0) continue;
+      out.AddCounter("logfs_meta_call_errors_total",
+                     "Calls answered with an error, by type and code.", static_cast<double>(n),
+                     {{"op", kTypeNames[i]}, {"code", CodeName(code)}});
+    }
+  }
+  out.AddCounter("logfs_meta_rereplication_copies_total",
+                 "Segment copies meta asked segment servers to make.",
+                 c.rereplication_tasks.load(std::memory_order_relaxed));
+  out.AddCounter("logfs_meta_rereplication_bytes_total", "Bytes of the segments in those copies.",
+                 c.rereplication_bytes.load(std::memory_order_relaxed));
+  out.AddCounter("logfs_meta_rereplication_failures_total",
+                 "Of those copies, the ones that failed.",
+                 c.rereplication_failures.load(std::memory_order_relaxed));
+  out.AddGauge("logfs_meta_serving", "1 if this replica answers namespace calls (the active).",
+               ns != nullptr ? 1 : 0);
+  if (ns == nullptr) return;
+  uint64_t live = 0, dead = 0, capacity = 0, free = 0;
+  uint64_t start = 0;
+  for (int page = 0; page < 1000; ++page) {  // bounded: 1000 pages of servers
+    auto servers = ns->ListServers(start);
+    if (!servers.ok()) return;
+    for (const auto& s : servers->servers()) {
+      (s.live() ? live : dead) += 1;
+      if (s.live()) capacity += s.capacity_bytes(), free += s.free_bytes();
+    }
+    start = servers->next_server_id();
+    if (start == 0) break;
+  }
+  out.AddGauge("logfs_meta_servers", "Registered segment servers, by state.", live,
+               {{"state", "live"}});
+  out.AddGauge("logfs_meta_servers", "", dead, {{"state", "dead"}});
+  out.AddGauge("logfs_meta_capacity_bytes", "Capacity the live segment servers last reported.",
+               capacity);
+  out.AddGauge("logfs_meta_free_bytes", "Free space the live segment servers last reported.", free);
+}
+
+}  // namespace logfs::meta
