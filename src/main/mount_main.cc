@@ -29,6 +29,7 @@
 #include "src/cluster/process.h"
 #include "src/env/posix_file.h"
 #include "src/main/flag_validators.h"
+#include "src/main/metrics_flags.h"
 #include "src/main/subcommands.h"
 #include "src/status/macros.h"
 #include "store/format/xattr_names.h"
@@ -250,6 +251,12 @@ absl::StatusOr<std::unique_ptr<cluster::LocalCluster>> StartEmbeddedCluster(
   // cluster keeps in its data dir.
   options.authenticate = true;
   options.cluster_secret_file = FLAGS_cluster_secret_file;
+  options.meta_flags = ChildMetricsFlags(data_dir + "/meta.metrics_address");
+  for (int i = 0; i < options.segment_servers && !options.meta_flags.empty(); ++i) {
+    options.segd_hosts.emplace_back();
+    options.segd_hosts.back().flags =
+        ChildMetricsFlags(absl::StrCat(data_dir, "/segd", i, ".metrics_address"));
+  }
   auto started = cluster::LocalCluster::Start(options);
   if (!started.ok()) {
     return absl::Status(started.status().code(),
@@ -302,6 +309,10 @@ int RunMount(const std::string& mountpoint_arg) {
   fuse::Mount mount(MountOptionsFromFlags(meta));
   absl::Status connected = mount.Connect();
   if (!connected.ok()) return ready.Report(std::string(connected.message())), 1;
+  // Stops (its destructor) before `mount` goes: scrapes read the mount.
+  auto metrics = StartMetricsServer(
+      "mount", [&mount](metrics::FamilyList& out) { mount.CollectMetrics(out); });
+  if (!metrics.ok()) return ready.Report(std::string(metrics.status().message())), 1;
   fuse::SessionOptions session;
   session.mountpoint = mountpoint;
   session.max_threads = FLAGS_fuse_threads;
@@ -332,7 +343,8 @@ int RunMount(const std::string& mountpoint_arg) {
 int MountMain(int argc, char** argv) {
   InitProcess(&argc, &argv, "logfs mount [--meta=HOST:PORT] [-f] [--data_dir=DIR] MOUNTPOINT",
               {{"mount:", "embedded cluster:"},
-               {"meta", "data_dir", "io_threads", "rpc_timeout_ms", "host_id"}});
+               {"meta", "data_dir", "io_threads", "rpc_timeout_ms", "host_id", "metrics_listen",
+                "metrics_address_file"}});
   if (argc != 2) {
     std::fprintf(stderr, "logfs mount: expected one mount point, got %d arguments\n", argc - 1);
     return 1;

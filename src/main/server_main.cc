@@ -26,6 +26,7 @@
 #include "src/env/secret_file.h"
 #include "src/env/sync_delay_file_system.h"
 #include "src/main/flag_validators.h"
+#include "src/main/metrics_flags.h"
 #include "src/main/subcommands.h"
 #include "store/client/meta_endpoints.h"
 #include "store/meta/meta_server.h"
@@ -231,7 +232,7 @@ int MetaMain(int argc, char** argv) {
   InitProcess(&argc, &argv, kUsage,
               {{"meta:"},
                {"data_dir", "listen", "advertise", "address_file", "io_threads", "rpc_timeout_ms",
-                "etcd", "cluster"}});
+                "etcd", "cluster", "metrics_listen", "metrics_address_file"}});
   if (!AtMostArgs(argc, argv, 0, kUsage)) return 1;
   if (!RequireDataDir("meta")) return 1;
   if (!RequireServerAddresses("meta")) return 1;
@@ -287,6 +288,9 @@ int MetaMain(int argc, char** argv) {
     *listen = (*server)->bound_address();
   }
   if (!server.ok()) return Fail("meta", server.status());
+  auto metrics = StartMetricsServer(
+      "meta", [s = server->get()](metrics::FamilyList& out) { s->CollectMetrics(out); });
+  if (!metrics.ok()) return Fail("meta", metrics.status());
   return Serve("meta", **server, signals, threads);
 }
 
@@ -295,7 +299,7 @@ int SegdMain(int argc, char** argv) {
   InitProcess(&argc, &argv, kUsage,
               {{"segd:"},
                {"data_dir", "listen", "advertise", "address_file", "meta", "io_threads",
-                "rpc_timeout_ms", "host_id"}});
+                "rpc_timeout_ms", "host_id", "metrics_listen", "metrics_address_file"}});
   if (!AtMostArgs(argc, argv, 0, kUsage)) return 1;
   if (!RequireDataDir("segd")) return 1;
   if (FLAGS_meta.empty()) {
@@ -359,6 +363,9 @@ int SegdMain(int argc, char** argv) {
     return 0;
   }
   if (!server.ok()) return Fail("segd", server.status());
+  auto metrics = StartMetricsServer(
+      "segd", [s = server->get()](metrics::FamilyList& out) { s->CollectMetrics(out); });
+  if (!metrics.ok()) return Fail("segd", metrics.status());
   return Serve("segd", **server, signals, threads);
 }
 

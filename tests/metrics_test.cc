@@ -1,0 +1,180 @@
+// /metrics of every process of a cluster (issue 15 item 5): meta, three
+// segment servers and a mount run with --metrics_listen on 127.0.0.1 port
+// 0; after writes, fsyncs and reads each one's scrape holds counters that
+// moved by at least what was done, passes `promtool check metrics` with no
+// lint problems, and a garbage request gets 400 while the server stays up.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "tests/mounted_cluster.h"
+
+namespace logfs::testing {
+namespace {
+
+// What 127.0.0.1:`port` answers to `request` (until it closes, <= 2 s).
+std::string Exchange(int port, const std::string& request) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  timeval timeout{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string reply;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+    char buf[65536];
+    ssize_t n;
+    while (reply.size() < (16u << 20) && (n = read(fd, buf, sizeof(buf))) > 0) reply.append(buf, n);
+  }
+  close(fd);
+  return reply;
+}
+
+// The port in the "IP:PORT" file `path` (written once the server serves).
+int PortIn(const std::string& path) {
+  auto text = ReadFile(path);
+  int port = 0;
+  if (!text.ok() || !absl::SimpleAtoi(text->substr(text->rfind(':') + 1), &port)) return 0;
+  return port;
+}
+
+// The body of GET /metrics, "" unless the answer was 200.
+std::string Scrape(int port) {
+  const std::string reply = Exchange(port, "GET /metrics HTTP/1.0\r\n\r\n");
+  const size_t body = reply.find("\r\n\r\n");
+  if (!absl::StartsWith(reply, "HTTP/1.1 200") || body == std::string::npos) return "";
+  return reply.substr(body + 4);
+}
+
+// The value of the sample whose name and labels are exactly `series`
+// (e.g. `logfs_x_total{op="read"}`); -1 if absent.
+double Sample(const std::string& text, const std::string& series) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::StartsWith(line, series + " ")) continue;
+    double value = -1;
+    if (absl::SimpleAtod(line.substr(series.size() + 1), &value)) return value;
+  }
+  return -1;
+}
+
+// promtool's verdict on `text`: its exit status and output.
+CommandResult Promtool(const std::string& dir, const std::string& name, const std::string& text) {
+  const std::string path = dir + "/" + name + ".txt";
+  EXPECT_TRUE(WriteFile(path, text).ok());
+  return RunCommand("promtool check metrics < " + path);
+}
+
+class MetricsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/logfs-metrics-XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(tmpl));
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+  }
+  std::vector<std::string> Flags(const std::string& name) const {
+    return {"--metrics_listen=127.0.0.1:0",
+            "--metrics_address_file=" + dir_ + "/" + name + ".metrics_address"};
+  }
+  std::string dir_;
+};
+
+TEST_F(MetricsTest, EveryProcessServesLintCleanMetricsThatMove) {
+  // (a) A cluster whose every process serves metrics on a free port.
+  MountedClusterOptions options;
+  options.meta_flags = Flags("meta");
+  for (int i = 0; i < options.segment_servers; ++i) {
+    options.segd_hosts.emplace_back();
+    options.segd_hosts.back().flags = Flags(absl::StrCat("segd", i));
+  }
+  options.mount_flags = Flags("mount");
+  {
+    auto mc = MountedCluster::Start(options);
+    ASSERT_TRUE(mc.ok()) << mc.status();
+    // (b) 4 writes of 256 KiB, each followed by an fsync; a read back; a
+    // lookup that fails with ENOENT.
+    constexpr size_t kPiece = 256 << 10;
+    constexpr int kPieces = 4;
+    const std::string data = Pattern(kPiece * kPieces, 7);
+    const std::string path = (*mc)->Path("metrics.dat");
+    int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < kPieces; ++i) {
+      ASSERT_EQ(write(fd, data.data() + i * kPiece, kPiece), static_cast<ssize_t>(kPiece));
+      ASSERT_EQ(fsync(fd), 0);
+    }
+    ASSERT_EQ(close(fd), 0);
+    auto back = ReadFile(path);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, data);
+    struct stat st;
+    EXPECT_EQ(stat((*mc)->Path("missing").c_str(), &st), -1);
+
+    // (c) Every process's scrape: values that moved, promtool clean, and a
+    // garbage request refused without taking the server down.
+    std::vector<std::string> names = {"meta", "segd0", "segd1", "segd2", "mount"};
+    for (const std::string& name : names) {
+      SCOPED_TRACE(name);
+      const int port = PortIn(dir_ + "/" + name + ".metrics_address");
+      ASSERT_GT(port, 0);
+      const std::string text = Scrape(port);
+      ASSERT_FALSE(text.empty());
+      EXPECT_EQ(Sample(text, "logfs_build_info{version=\"0.0.0-dev\"}"), 1);
+      const CommandResult lint = Promtool(dir_, name, text);
+      EXPECT_EQ(lint.exit_code, 0) << lint.output;
+      EXPECT_EQ(lint.output, "") << text;
+      const std::string garbage = Exchange(port, "\x16\x03\x01 not http\r\n\r\n");
+      EXPECT_TRUE(absl::StartsWith(garbage, "HTTP/1.0 400")) << garbage;
+      const std::string again = Scrape(port);
+      EXPECT_FALSE(again.empty());
+      if (name == "mount") {
+        EXPECT_GE(Sample(again, "logfs_wal_append_bytes_total"), data.size());
+        EXPECT_GE(Sample(again, "logfs_wal_syncs_total"), kPieces);
+        EXPECT_GE(Sample(again, "logfs_fuse_op_duration_seconds_count{op=\"fsync\"}"), kPieces);
+        EXPECT_GE(Sample(again, "logfs_fuse_op_duration_seconds_count{op=\"write\"}"), kPieces);
+        EXPECT_GE(Sample(again, "logfs_fuse_op_duration_seconds_count{op=\"read\"}"), 1);
+        EXPECT_GE(Sample(again, "logfs_fuse_op_errors_total{op=\"lookup\",errno=\"ENOENT\"}"), 1);
+        EXPECT_GE(Sample(again, "logfs_wal_sync_group_waiters_count"), 1);
+      } else if (name == "meta") {
+        EXPECT_GE(Sample(again, "logfs_meta_call_duration_seconds_count{op=\"create\"}"), 1);
+        EXPECT_GE(Sample(again, "logfs_meta_call_duration_seconds_count{op=\"open_write\"}"), 1);
+        EXPECT_EQ(Sample(again, "logfs_meta_servers{state=\"live\"}"), 3);
+        EXPECT_EQ(Sample(again, "logfs_meta_serving"), 1);
+      } else {
+        // Three replicas on three servers: each holds every byte.
+        EXPECT_GE(Sample(again, "logfs_segd_append_bytes_total"), data.size());
+        EXPECT_GE(Sample(again, "logfs_segd_appends_total"), kPieces);
+        EXPECT_GE(Sample(again, "logfs_segd_sync_round_duration_seconds_count"), 1);
+        EXPECT_GE(Sample(again, "logfs_segd_replica_bytes"), data.size());
+        EXPECT_GT(Sample(again, "logfs_segd_disk_free_bytes"), 0);
+      }
+      if (const char* save = std::getenv("LOGFS_METRICS_SAMPLE_DIR")) {
+        const std::string kind = name.substr(0, 4) == "segd" ? "segd" : name;
+        if (name != "segd1" && name != "segd2") {
+          EXPECT_TRUE(WriteFile(absl::StrCat(save, "/metrics-sample-", kind, ".txt"), again).ok());
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace logfs::testing
