@@ -3,6 +3,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <cstdio>
 #include <vector>
 
 #include "src/env/posix_file.h"
@@ -16,6 +17,20 @@ DEFINE_string(metrics_address_file, "",
               "meta, segd and mount: with --metrics_listen, write the bound IP:PORT here");
 
 namespace logfs::main {
+namespace {
+
+// Refused at parse time, before a server creates anything (gflags itself
+// would only say "failed validation").
+bool ValidMetricsListen(const char*, const std::string& value) {
+  if (value.empty()) return true;
+  const absl::Status checked = metrics::CheckListenAddress(value);
+  if (!checked.ok())
+    std::fprintf(stderr, "logfs: --metrics_listen: %s\n", std::string(checked.message()).c_str());
+  return checked.ok();
+}
+DEFINE_validator(metrics_listen, &ValidMetricsListen);
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<metrics::MetricsServer>> StartMetricsServer(
     const char* what, metrics::MetricsServer::CollectFn collect) {

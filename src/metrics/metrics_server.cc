@@ -29,8 +29,7 @@ class MetricsServer::Collectable : public prometheus::Collectable {
   const CollectFn collect_;
 };
 
-absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& listen,
-                                                                    CollectFn collect) {
+absl::Status CheckListenAddress(const std::string& listen) {
   // civetweb takes "IP:PORT" and would read "host:port" or a bare port as
   // something else (a bare port: every interface), so check the form here.
   const size_t colon = listen.rfind(':');
@@ -41,6 +40,13 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
     return absl::InvalidArgumentError(
         absl::StrCat("metrics address '", listen, "': want IPv4:PORT, e.g. 127.0.0.1:9500"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& listen,
+                                                                    CollectFn collect) {
+  if (absl::Status checked = CheckListenAddress(listen); !checked.ok()) return checked;
+  const size_t colon = listen.rfind(':');
   std::unique_ptr<MetricsServer> server(new MetricsServer());
   server->collectable_ = std::make_shared<Collectable>(std::move(collect));
   try {

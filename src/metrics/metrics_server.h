@@ -27,6 +27,10 @@ class Exposer;
 
 namespace logfs::metrics {
 
+// OK if `listen` is "IPv4:PORT" (what Start takes), else kInvalidArgument
+// saying what is wanted.
+absl::Status CheckListenAddress(const std::string& listen);
+
 class MetricsServer {
  public:
   // Fills one scrape's families; called concurrently from the exposer's
