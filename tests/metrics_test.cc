@@ -158,6 +158,8 @@ TEST_F(MetricsTest, EveryProcessServesLintCleanMetricsThatMove) {
         EXPECT_GE(Sample(again, "logfs_meta_call_duration_seconds_count{op=\"open_write\"}"), 1);
         EXPECT_EQ(Sample(again, "logfs_meta_servers{state=\"live\"}"), 3);
         EXPECT_EQ(Sample(again, "logfs_meta_serving"), 1);
+        EXPECT_EQ(Sample(again, "logfs_meta_mounts"), 1);
+        EXPECT_GE(Sample(again, "logfs_meta_inodes"), 2);  // the root and metrics.dat
       } else {
         // Three replicas on three servers: each holds every byte.
         EXPECT_GE(Sample(again, "logfs_segd_append_bytes_total"), data.size());

@@ -110,6 +110,12 @@ void CollectMetaMetrics(Namespace* ns, metrics::FamilyList& out) {
   out.AddGauge("logfs_meta_capacity_bytes", "Capacity the live segment servers last reported.",
                capacity);
   out.AddGauge("logfs_meta_free_bytes", "Free space the live segment servers last reported.", free);
+  const Namespace::Gauges g = ns->TableGauges();
+  out.AddGauge("logfs_meta_inodes", "Inodes in the namespace.", g.inodes);
+  out.AddGauge("logfs_meta_mounts", "Mounts heard from and not yet expired.", g.mounts);
+  out.AddGauge("logfs_meta_leases", "Writer leases held (files open for write).", g.leases);
+  out.AddGauge("logfs_meta_lapsed_leases",
+               "Writer leases whose mount went silent, awaiting lease recovery.", g.lapsed_leases);
 }
 
 }  // namespace logfs::meta

@@ -323,4 +323,14 @@ absl::StatusOr<proto::Attr> Namespace::SetAttr(const proto::SetAttrRequest& requ
   return ReplyAttr(*inode);
 }
 
+Namespace::Gauges Namespace::TableGauges() const {
+  absl::MutexLock lock(&mu_);
+  Gauges g;
+  g.inodes = inode_count_;
+  g.mounts = mount_seen_ns_.size();
+  g.leases = leases_.size();
+  g.lapsed_leases = lapsed_leases_.size();
+  return g;
+}
+
 }  // namespace logfs::meta

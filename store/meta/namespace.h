@@ -123,6 +123,16 @@ class Namespace {
                               const std::vector<uint64_t>& writing_inos = {})
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<proto::StatFsResponse> StatFs() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Sizes of in-memory tables, for /metrics (store/meta/meta_metrics.cc):
+  // read under mu_, no database access.
+  struct Gauges {
+    uint64_t inodes = 0;
+    uint64_t mounts = 0;         // mounts heard from (not yet expired)
+    uint64_t leases = 0;         // files open for write (writer leases)
+    uint64_t lapsed_leases = 0;  // leases whose mount went silent, awaiting recovery
+  };
+  Gauges TableGauges() const ABSL_LOCKS_EXCLUDED(mu_);
   // Drops the pins and leases of mounts silent for lease_timeout_ms (or
   // disconnected) and deletes orphans nobody pins any more. Called
   // periodically by meta.
