@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "src/util/version.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {
@@ -137,7 +138,7 @@ TEST_F(MetricsTest, EveryProcessServesLintCleanMetricsThatMove) {
       ASSERT_GT(port, 0);
       const std::string text = Scrape(port);
       ASSERT_FALSE(text.empty());
-      EXPECT_EQ(Sample(text, "logfs_build_info{version=\"0.0.0-dev\"}"), 1);
+      EXPECT_EQ(Sample(text, absl::StrCat("logfs_build_info{version=\"", Version(), "\"}")), 1);
       const CommandResult lint = Promtool(dir_, name, text);
       EXPECT_EQ(lint.exit_code, 0) << lint.output;
       EXPECT_EQ(lint.output, "") << text;

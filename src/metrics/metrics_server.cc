@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "prometheus/collectable.h"
 #include "prometheus/exposer.h"
-#include "src/metrics/build_info.h"
+#include "src/util/version.h"
 
 namespace logfs::metrics {
 
@@ -20,7 +20,7 @@ class MetricsServer::Collectable : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override {
     FamilyList list;
     list.AddGauge("logfs_build_info", "Always 1; the version of this logfs binary.", 1,
-                  {{"version", kBuildVersion}});
+                  {{"version", Version()}});
     collect_(list);
     return list.Take();
   }
