@@ -67,7 +67,11 @@ absl::StatusOr<ClusterStatus> GetClusterStatus(const ClusterStatusOptions& optio
         auto it = live.find(replica.server_id());
         live_replicas += it != live.end() && it->second ? 1 : 0;
       }
-      if (live_replicas < file.replication()) ++status.under_replicated_segments;
+      if (live_replicas < file.replication()) {
+        ++status.under_replicated_segments;
+        status.missing_replicas += file.replication() - live_replicas;
+        status.missing_bytes += (file.replication() - live_replicas) * segment.length();
+      }
     }
   }));
   return status;
@@ -136,6 +140,14 @@ std::string FormatClusterStatus(const ClusterStatus& status) {
   absl::StrAppend(&out, "files: ", status.files, ", segments: ", status.segments, ", open: ",
                   status.open_segments, ", under-replicated: ", status.under_replicated_segments,
                   "\n");
+  const proto::ListServersResponse& r = status.servers;
+  absl::StrAppend(&out, "re-replication: ", status.under_replicated_segments, " segments left (",
+                  status.missing_replicas, " copies, ", status.missing_bytes, " bytes), in flight ",
+                  r.rereplication_in_flight_segments(), " copies (",
+                  r.rereplication_in_flight_bytes(), " bytes), done ",
+                  r.rereplication_copied_segments(), " copies (", r.rereplication_copied_bytes(),
+                  " bytes), ", r.rereplication_failed_copies(),
+                  " failed, since meta became active\n");
   return out;
 }
 

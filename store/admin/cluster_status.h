@@ -28,6 +28,12 @@ struct ClusterStatus {
   uint64_t segments = 0;
   uint64_t open_segments = 0;
   uint64_t under_replicated_segments = 0;
+  // The re-replication backlog, from the same listing: replicas missing
+  // from under-replicated sealed segments (copies still to make) and their
+  // bytes (segment length per missing replica). The in-flight and copied
+  // counts are meta's own (servers.rereplication_*).
+  uint64_t missing_replicas = 0;
+  uint64_t missing_bytes = 0;
   // Each meta replica's answer to MetaState (a lone meta's too).
   std::vector<client::AdminClient::ReplicaState> metas;
 };
@@ -40,7 +46,10 @@ absl::StatusOr<ClusterStatus> GetClusterStatus(const ClusterStatusOptions& optio
 // are named), a server table (one line per server: id, address,
 // live/failed/unreachable/dead, capacity, free, heartbeat age; "unknown"
 // space and "none since meta start" for a server meta has not heard from
-// since it started) and the counts.
+// since it started), the counts, and a line of re-replication progress:
+// "re-replication: 2 segments left (2 copies, 8192 bytes), in flight 1
+// copies (4096 bytes), done 5 copies (20480 bytes), 0 failed, since meta
+// became active".
 std::string FormatClusterStatus(const ClusterStatus& status);
 
 }  // namespace logfs::admin

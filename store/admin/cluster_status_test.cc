@@ -43,5 +43,27 @@ TEST(FormatClusterStatusTest, AHealthyClusterHasThePlainHeader) {
   EXPECT_TRUE(absl::StartsWith(out, "servers: 2 (1 live, 1 dead)\n")) << out;
 }
 
+TEST(FormatClusterStatusTest, ReReplicationLineHasLeftInFlightAndDone) {
+  // Goal: the backlog counted from the listing and meta's in-flight and
+  // done counts appear on one line, after the existing count line.
+  ClusterStatus status;
+  AddServer(&status, 1, true);
+  status.segments = 4;
+  status.under_replicated_segments = 2;
+  status.missing_replicas = 3;
+  status.missing_bytes = 12288;
+  status.servers.set_rereplication_in_flight_segments(1);
+  status.servers.set_rereplication_in_flight_bytes(4096);
+  status.servers.set_rereplication_copied_segments(5);
+  status.servers.set_rereplication_copied_bytes(20480);
+  std::string out = FormatClusterStatus(status);
+  EXPECT_TRUE(absl::StrContains(out,
+                                "files: 0, segments: 4, open: 0, under-replicated: 2\n"
+                                "re-replication: 2 segments left (3 copies, 12288 bytes), in "
+                                "flight 1 copies (4096 bytes), done 5 copies (20480 bytes), 0 "
+                                "failed, since meta became active\n"))
+      << out;
+}
+
 }  // namespace
 }  // namespace logfs::admin

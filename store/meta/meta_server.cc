@@ -282,6 +282,15 @@ class MetaServerImpl : public MetaServer {
     if (frame.type == format::MessageType::kHeartbeat) {
       static_cast<proto::HeartbeatResponse*>(reply->get())->set_meta_epoch(epoch_);
     }
+    if (frame.type == format::MessageType::kListServers && rereplicator_ != nullptr) {
+      const Rereplicator::Progress progress = rereplicator_->GetProgress();
+      auto* listed = static_cast<proto::ListServersResponse*>(reply->get());
+      listed->set_rereplication_in_flight_segments(progress.in_flight_segments);
+      listed->set_rereplication_in_flight_bytes(progress.in_flight_bytes);
+      listed->set_rereplication_copied_segments(progress.copied_segments);
+      listed->set_rereplication_copied_bytes(progress.copied_bytes);
+      listed->set_rereplication_failed_copies(progress.failed_copies);
+    }
     responder.Reply(**reply);
   }
 

@@ -34,6 +34,11 @@ void Rereplicator::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+Rereplicator::Progress Rereplicator::GetProgress() const {
+  absl::MutexLock lock(&progress_mu_);
+  return progress_;
+}
+
 void Rereplicator::Loop() {
   while (true) {
     {
@@ -42,6 +47,10 @@ void Rereplicator::Loop() {
       if (stop_) return;
     }
     auto added = RunPass();
+    {
+      absl::MutexLock lock(&progress_mu_);
+      ++progress_.passes;
+    }
     if (!added.ok()) {
       LOG(WARNING) << "re-replication pass: " << added.status();
     } else if (*added > 0) {
@@ -68,19 +77,34 @@ absl::StatusOr<size_t> Rereplicator::RunPass() {
                              options_.spread_copies_per_pass));
   cursor_ino_ = plan.next_ino;
   if (plan.tasks.empty()) return 0;
+  uint64_t pass_bytes = 0;
+  for (const RereplicationTask& task : plan.tasks) pass_bytes += task.length;
+  {
+    absl::MutexLock lock(&progress_mu_);
+    progress_.in_flight_segments = plan.tasks.size();
+    progress_.in_flight_bytes = pass_bytes;
+  }
   std::vector<absl::Status> copied = copy_(plan.tasks);
   size_t added = 0;
+  uint64_t added_bytes = 0;
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     const RereplicationTask& task = plan.tasks[i];
     absl::Status status = i < copied.size() ? copied[i] : absl::InternalError("no copy result");
     if (status.ok()) status = ns_->CommitReplica(task);
     if (status.ok()) {
       ++added;
+      added_bytes += task.length;
     } else {
       LOG(WARNING) << "re-replicating segment " << task.segment_id << " of inode " << task.ino
                    << " to " << task.target_address << ": " << status;
     }
   }
+  absl::MutexLock lock(&progress_mu_);
+  progress_.in_flight_segments = 0;
+  progress_.in_flight_bytes = 0;
+  progress_.copied_segments += added;
+  progress_.copied_bytes += added_bytes;
+  progress_.failed_copies += plan.tasks.size() - added;
   return added;
 }
 

@@ -10,7 +10,7 @@
 // copies, so passes never overlap and a target gets at most
 // `copies_per_pass` copies from meta at once.
 //
-// Thread-safety: Start and Stop from one thread.
+// Thread-safety: Start and Stop from one thread; GetProgress from any.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +50,22 @@ class Rereplicator {
   // that quick) and joins it. Idempotent.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The re-replication backlog as this loop sees it, for `logfs status`
+  // (ListServersResponse.rereplication_*) and meta's metrics. Segments
+  // still to copy are not here: a pass plans at most copies_per_pass, so
+  // the whole backlog is counted from the segment list (admin::
+  // GetClusterStatus). Bytes are sealed segment lengths.
+  struct Progress {
+    uint64_t in_flight_segments = 0;  // copies of the pass in flight, unanswered
+    uint64_t in_flight_bytes = 0;
+    uint64_t copied_segments = 0;  // recorded copies since Start
+    uint64_t copied_bytes = 0;
+    uint64_t failed_copies = 0;  // copies that failed since Start (retried later)
+    uint64_t passes = 0;         // passes finished since Start
+  };
+  // A consistent snapshot; never blocks on a pass (a short mutex).
+  Progress GetProgress() const ABSL_LOCKS_EXCLUDED(progress_mu_);
+
  private:
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);
   // One pass from the cursor: reconcile the replica reports that came in
@@ -65,6 +81,9 @@ class Rereplicator {
 
   // Used by the pass thread only.
   uint64_t cursor_ino_ = 0;
+
+  mutable absl::Mutex progress_mu_;
+  Progress progress_ ABSL_GUARDED_BY(progress_mu_);
 
   std::thread thread_;
   absl::Mutex mu_;
