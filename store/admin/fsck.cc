@@ -88,13 +88,25 @@ absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options) {
   std::map<uint64_t, bool> live;
   for (const auto& server : servers.servers()) live[server.server_id()] = server.live();
   const ServerDomains domains = ReadServerDomains(servers);
-  FsckReport report;
+  // The file list first, so the total is known for progress: held in
+  // memory (segment lists without xattrs) while the replicas are asked.
+  std::vector<proto::Inode> files;
+  uint64_t total = 0;
   RETURN_IF_ERROR(client.ForEachFile([&](const proto::Inode& file) {
+    total += file.segments_size();
+    files.push_back(file);
+  }));
+  FsckReport report;
+  uint64_t checked = 0;
+  if (options.progress) options.progress(0, total);
+  for (const proto::Inode& file : files) {
     ++report.files;
     for (const auto& segment : file.segments()) {
       ++report.segments;
+      ++checked;
       if (!segment.sealed()) {
         ++report.open_segments;
+        if (options.progress) options.progress(checked, total);
         continue;
       }
       SegmentCheck check;
@@ -109,11 +121,12 @@ absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options) {
         disagree = disagree || Disagrees(check.replicas.back());
       }
       if (check.good < check.wanted || disagree) report.problems.push_back(std::move(check));
+      if (options.progress) options.progress(checked, total);
     }
     for (MisplacedSegment& m : MisplacedSegmentsOf(domains, file)) {
       report.misplaced.push_back(std::move(m));
     }
-  }));
+  }
   return report;
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,6 +25,12 @@ namespace logfs::admin {
 struct FsckOptions {
   std::string meta_address;  // "host:port"
   int rpc_timeout_ms = 5000;  // per call
+  // Called on RunFsck's thread after each segment (open ones included)
+  // with the segments done and the total (known once meta listed every
+  // file, before the first replica is asked); and once with 0 of the
+  // total before the first. Null: none. `logfs fsck` feeds a
+  // util::ProgressMeter with it.
+  std::function<void(uint64_t checked, uint64_t total)> progress;
 };
 
 struct ReplicaCheck {

@@ -1,0 +1,207 @@
+// Progress and refresh of the admin tools against a real cluster:
+// `logfs fsck` shows "checked N/M segments" with an ETA on stderr, as one
+// '\r' line on a terminal (a pty) and as plain lines otherwise, with its
+// report unchanged; `logfs status --watch` redraws on a terminal, writes
+// separators otherwise, stops after --watch_count and exits 0 on ctrl-C.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "tests/mounted_cluster.h"
+
+namespace logfs::testing {
+namespace {
+
+constexpr absl::Duration kCommandDeadline = absl::Seconds(20);
+
+// Runs `args` (args[0] the program) on a new pty as its terminal (stdin,
+// stdout and stderr) and returns what it wrote and its exit code, or -1
+// when it did not end within kCommandDeadline (it is killed then).
+CommandResult RunInPty(const std::vector<std::string>& args) {
+  CommandResult result;
+  int master = -1;
+  pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  if (pid < 0) return result;
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  const absl::Time deadline = absl::Now() + kCommandDeadline;
+  char buf[4096];
+  while (absl::Now() < deadline) {
+    pollfd p{master, POLLIN, 0};
+    const int ready = poll(&p, 1, 100);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    const ssize_t n = read(master, buf, sizeof(buf));
+    if (n <= 0) break;  // EIO once the child closed its side
+    result.output.append(buf, n);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, WNOHANG) == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    result.exit_code = -1;
+  } else {
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  close(master);
+  return result;
+}
+
+class AdminProgressTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MountedClusterOptions options;
+    options.mount_flags = {"--block_segment_bytes=262144"};
+    auto mc = MountedCluster::Start(options);
+    ASSERT_TRUE(mc.ok()) << mc.status();
+    mc_ = std::move(*mc);
+    // 2 files of 3 segments each.
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_TRUE(WriteFile(mc_->Path("f" + std::to_string(i)), Pattern(600000, i)).ok());
+    }
+    meta_ = mc_->cluster().meta_address();
+  }
+  std::unique_ptr<MountedCluster> mc_;
+  std::string meta_;
+};
+
+TEST_F(AdminProgressTest, FsckShowsProgressOnATerminalAndPlainLinesElsewhere) {
+  // Goal: the '\r' line on a pty holds "checked N/M segments" and an ETA
+  // (the first state at once, the last when done); through a pipe the
+  // lines are plain, on stderr only; the report on stdout is as before.
+  CommandResult tty = RunInPty({LogfsBinary(), "fsck", "--meta=" + meta_});
+  ASSERT_EQ(0, tty.exit_code) << tty.output;
+  EXPECT_TRUE(absl::StrContains(tty.output, "\rfsck: checked 0/6 segments (0%), ETA ?"))
+      << tty.output;
+  EXPECT_TRUE(absl::StrContains(tty.output, "\rfsck: checked 6/6 segments (100%), ETA 0s\r\n"))
+      << tty.output;
+  EXPECT_TRUE(absl::StrContains(tty.output,
+                                "fsck: 2 files, 6 segments (0 open, replicas not "
+                                "asked), 0 misplaced, 0 problems: HEALTHY"))
+      << tty.output;
+
+  const std::string fsck = absl::StrCat(LogfsBinary(), " fsck --meta=", meta_);
+  CommandResult err = RunCommand("{ " + fsck + " 2>&1 >/dev/null; }");
+  ASSERT_EQ(0, err.exit_code) << err.output;
+  EXPECT_EQ(std::string::npos, err.output.find('\r')) << err.output;
+  // Every 10% (a line per segment here: 6 segments) and no more.
+  std::vector<std::string> lines = absl::StrSplit(err.output, '\n', absl::SkipEmpty());
+  ASSERT_FALSE(lines.empty()) << err.output;
+  EXPECT_LE(lines.size(), 6u) << err.output;
+  for (const std::string& line : lines) {
+    EXPECT_TRUE(std::regex_match(
+        line, std::regex("fsck: checked [1-6]/6 segments \\([0-9]+%\\), ETA [0-9]+s")))
+        << line;
+  }
+  EXPECT_EQ("fsck: checked 6/6 segments (100%), ETA 0s", lines.back());
+  CommandResult out = RunCommand(fsck + " 2>/dev/null");
+  ASSERT_EQ(0, out.exit_code) << out.output;
+  EXPECT_EQ(
+      "fsck: 2 files, 6 segments (0 open, replicas not asked), 0 misplaced, 0 problems: "
+      "HEALTHY\n",
+      out.output);
+  CommandResult quiet = RunCommand(fsck + " --noprogress");
+  EXPECT_EQ(out.output, quiet.output);
+}
+
+TEST_F(AdminProgressTest, StatusWatchRedrawsOrSeparatesAndStops) {
+  // Goal: --watch_count=N gives N reports: on a terminal each after a
+  // clear-screen and a header, elsewhere after a "---" separator; bare
+  // --watch works (2 s); bad values are refused with a clear error.
+  CommandResult tty =
+      RunInPty({LogfsBinary(), "status", "--meta=" + meta_, "--watch=0.2", "--watch_count=2"});
+  ASSERT_EQ(0, tty.exit_code) << tty.output;
+  std::vector<std::string> screens = absl::StrSplit(tty.output, "\x1b[H\x1b[2J");
+  ASSERT_EQ(3u, screens.size()) << tty.output;
+  for (int i = 1; i <= 2; ++i) {
+    EXPECT_TRUE(absl::StartsWith(screens[i], "every 0.2s: logfs status --meta=" + meta_))
+        << screens[i];
+    EXPECT_TRUE(absl::StrContains(screens[i], "servers: 3 (3 live, 0 dead)")) << screens[i];
+    EXPECT_TRUE(absl::StrContains(screens[i], "re-replication: 0 segments left")) << screens[i];
+  }
+  const std::string status = absl::StrCat(LogfsBinary(), " status --meta=", meta_);
+  CommandResult plain = RunCommand(status + " --watch=0.2 --watch_count=3");
+  ASSERT_EQ(0, plain.exit_code) << plain.output;
+  EXPECT_EQ(std::string::npos, plain.output.find('\x1b')) << plain.output;
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_TRUE(std::regex_search(
+        plain.output, std::regex(absl::StrCat("(^|\n)--- [0-9-]+ [0-9:]+ UTC \\(report ", i,
+                                              "\\)\nservers: 3 "))))
+        << plain.output;
+  }
+  EXPECT_EQ(std::string::npos, plain.output.find("(report 4)")) << plain.output;
+  CommandResult bare = RunCommand(status + " --watch --watch_count=1");
+  ASSERT_EQ(0, bare.exit_code) << bare.output;
+  EXPECT_TRUE(absl::StrContains(bare.output, "(report 1)\nservers: 3")) << bare.output;
+  CommandResult bad = RunCommand(status + " --watch=-1");
+  EXPECT_EQ(1, bad.exit_code);
+  EXPECT_TRUE(absl::StrContains(bad.output, "--watch=-1: want 0 (once) or 0.1 to 86400 seconds"))
+      << bad.output;
+  CommandResult bad_count = RunCommand(status + " --watch=1 --watch_count=-2");
+  EXPECT_EQ(1, bad_count.exit_code);
+  EXPECT_TRUE(absl::StrContains(bad_count.output, "--watch_count=-2")) << bad_count.output;
+}
+
+TEST_F(AdminProgressTest, StatusWatchExitsZeroOnCtrlC) {
+  // Goal: SIGINT ends an unbounded watch with exit 0, also while it waits.
+  // Method: read its stdout until the first report, then SIGINT.
+  int out[2];
+  ASSERT_EQ(0, pipe(out));
+  const std::string meta_flag = "--meta=" + meta_;
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    close(out[0]);
+    close(out[1]);
+    execl(LogfsBinary().c_str(), LogfsBinary().c_str(), "status", meta_flag.c_str(), "--watch=5",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  std::string seen;
+  const absl::Time deadline = absl::Now() + kCommandDeadline;
+  char buf[4096];
+  while (absl::Now() < deadline && !absl::StrContains(seen, "re-replication:")) {
+    pollfd p{out[0], POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    const ssize_t n = read(out[0], buf, sizeof(buf));
+    if (n <= 0) break;
+    seen.append(buf, n);
+  }
+  EXPECT_TRUE(absl::StrContains(seen, "re-replication:")) << seen;
+  ASSERT_EQ(0, kill(pid, SIGINT));
+  int status = 0;
+  pid_t done = 0;
+  const absl::Time wait_deadline = absl::Now() + absl::Seconds(10);
+  while ((done = waitpid(pid, &status, WNOHANG)) == 0 && absl::Now() < wait_deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    ADD_FAILURE() << "status --watch did not end on SIGINT";
+  }
+  close(out[0]);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+}  // namespace
+}  // namespace logfs::testing
