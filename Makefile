@@ -245,9 +245,10 @@ $(BUILDDIR)/logfs_unit: $(TEST_MAIN_OBJ) $(UNIT_TEST_OBJS) $(LIB_OBJS)
 	@echo "LINK $@"
 	@$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS) -lgmock -lgtest
 
+# zlib: tests/png_reader.cc inflates the PNGs the plot tests render.
 $(BUILDDIR)/logfs_test: $(TEST_MAIN_OBJ) $(UNIT_TEST_OBJS) $(INTEGRATION_TEST_OBJS) $(LIB_OBJS)
 	@echo "LINK $@"
-	@$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS) -lgmock -lgtest
+	@$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS) -lgmock -lgtest $(shell pkg-config --libs zlib)
 
 $(BUILDDIR)/libfuzz_deps.a: $(FUZZ_LIB_OBJS)
 	@rm -f $@

@@ -35,7 +35,10 @@ usage: bench/compare.sh [flags]
   --seconds=S      seconds per fio run, per bench-read phase and per readrandom
                    (default 5; fillseq --sync=1 writes 6000*S keys)
   --db_keys=N      keys fillrandom loads for readrandom (default 400000)
-  --out=FILE       markdown output (default build/compare.md)
+  --out=FILE       markdown output (default build/compare.md); with ext4 among
+                   the targets also one SVG chart per workload of the ratios
+                   to ext4 next to it (FILE-A.svg, FILE-B.svg, FILE-C.svg:
+                   `logfs bench plot-ratios --table=FILE`)
   --only=A,B,C     run a subset of the workloads
   --rows=LIST      run only these rows (comma-separated, any case; a workload
                    letter A, B or C stands for all its rows):
@@ -871,5 +874,14 @@ PY
 mv "$OUT.tmp" "$OUT"
 cat "$OUT"
 log "table saved to $OUT (measurements took ${ELAPSED}s)"
+# One chart per workload of the ratios to ext4, next to the table
+# (build/compare-A.svg, ...); without ext4 there are no ratios to chart.
+if [[ " ${TARGETS[*]} " == *" ext4 "* ]]; then
+  if charts=$("$LOGFS_BIN" bench plot-ratios --table="$OUT" 2>&1); then
+    log "charts: $(echo $charts)"
+  else
+    log "charts not written: $charts"
+  fi
+fi
 [ "$CELLS_FAILED" = 0 ] || log "$CELLS_FAILED measurement(s) failed; logs are kept in $LOGS"
 FAILED=0

@@ -14,6 +14,8 @@ class LatencyHistogram {
   void Add(uint64_t ns) { samples_.push_back(ns); }
   void Merge(const LatencyHistogram& other);
   size_t count() const { return samples_.size(); }
+  // Every sample added, in ns, in no particular order (for plots).
+  const std::vector<uint64_t>& samples() const { return samples_; }
   // Percentile `p` in [0, 100] of the samples, in ns; 0 when empty.
   uint64_t Percentile(double p);
   // Multi-line report, values in ns.

@@ -21,6 +21,7 @@
 #include "absl/types/span.h"
 #include "bench/bench_util.h"
 #include "bench/latency_histogram.h"
+#include "bench/svg_plot.h"
 #include "src/status/macros.h"
 #include "src/status/syscall_error.h"
 #include "store/format/xattr_names.h"
@@ -272,6 +273,7 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
   // to empty (setting the xattr elsewhere would store it).
   const bool on_logfs = GetXattr(o.dir, format::kStatsXattr).has_value();
   OpenFiles files;
+  std::vector<LatencySeries> plotted;
   for (const std::string& phase : phases) {
     RETURN_IF_ERROR(OpenForPhase(o, phase, on_logfs, files));
     auto stats_before = ParseCounters(GetXattr(o.dir, format::kStatsXattr).value_or(""));
@@ -285,10 +287,21 @@ absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& o) {
                                     phase, all.count(), seconds, all.count() / seconds,
                                     all.count() * bytes_per_op / seconds,
                                     HitRatio(Delta(stats_before, stats_after))));
+    if (!o.plot.empty()) plotted.push_back({phase, all.samples()});
   }
   files.CloseAll();
   if (!o.keep) {
     for (int i = 0; i < o.files; ++i) unlink(FilePath(o, i).c_str());
+  }
+  if (!o.plot.empty()) {
+    const std::string what =
+        o.scan_bytes > 0 ? absl::StrFormat("%d B scans in %d B reads", o.scan_bytes, o.read_bytes)
+                         : absl::StrFormat("%d B random reads", o.read_bytes);
+    RETURN_IF_ERROR(WriteLatencyChart(
+        o.plot,
+        absl::StrFormat("logfs bench read: %s, %d threads, %d files", what, o.threads, o.files),
+        plotted));
+    absl::StrAppend(&report, "plot: ", o.plot, "\n");
   }
   return report;
 }

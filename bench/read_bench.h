@@ -42,11 +42,14 @@ struct ReadBenchOptions {
   double seconds = 0;        // per phase, instead of ops
   std::string cache = "both";  // "cold", "warm", "block", "both" (cold, warm) or "all"
   bool keep = false;         // leave the files for the next run
+  // Non-empty: also write the read latency chart (a series per phase,
+  // bench/svg_plot.h) as SVG to this path.
+  std::string plot;
 };
 
 // Returns the report. kInvalidArgument for bad options; kDataLoss if a
 // read returned wrong bytes; errno statuses of failed syscalls (cold needs
-// root for /proc/sys/vm/drop_caches).
+// root for /proc/sys/vm/drop_caches); the errno of writing `plot`.
 absl::StatusOr<std::string> RunReadBench(const ReadBenchOptions& options);
 
 }  // namespace logfs::bench

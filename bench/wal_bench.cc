@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "bench/bench_util.h"
 #include "bench/latency_histogram.h"
+#include "bench/svg_plot.h"
 #include "fuse/mount.h"
 #include "src/status/macros.h"
 #include "src/status/syscall_error.h"
@@ -340,6 +341,14 @@ absl::StatusOr<WalBenchResult> RunWalBench(const WalBenchOptions& options) {
   absl::StrAppendFormat(&report,
                         "cpu: logfs processes used %.3f s; per 1000 synced appends %.4f s\n", cpu,
                         Ratio(cpu * 1000, runs->synced_appends));
+  if (!options.plot.empty()) {
+    RETURN_IF_ERROR(WriteLatencyChart(
+        options.plot,
+        absl::StrFormat("logfs bench wal: %d B appends, fdatasync every %d, %d threads, %d files",
+                        options.record_bytes, options.sync_every, options.threads, options.files),
+        {{"append+sync", runs->latency.samples()}}));
+    absl::StrAppend(&report, "plot: ", options.plot, "\n");
+  }
   result.report = std::move(report);
   return result;
 }

@@ -31,6 +31,9 @@ struct WalBenchOptions {
   uint64_t records = 0;       // per thread; 0 with seconds == 0: 1000
   double seconds = 0;         // run this long instead of `records`
   int sync_every = 1;         // appends per fdatasync
+  // Non-empty: also write the append(+sync) latency chart (histogram and
+  // CDF, bench/svg_plot.h) as SVG to this path.
+  std::string plot;
 };
 
 struct WalBenchResult {
@@ -41,7 +44,7 @@ struct WalBenchResult {
 
 // Runs the workload and removes its files. kInvalidArgument for bad
 // options; the errno of the first failing write/fdatasync otherwise;
-// kUnavailable if --meta cannot be reached.
+// kUnavailable if --meta cannot be reached; the errno of writing `plot`.
 absl::StatusOr<WalBenchResult> RunWalBench(const WalBenchOptions& options);
 
 }  // namespace logfs::bench

@@ -33,6 +33,8 @@ PACKAGES=(
   # Metrics (src/metrics/): prometheus-cpp's core and pull Exposer; promtool
   # (package prometheus) lints every /metrics output in tests/metrics_test.cc.
   prometheus-cpp-dev prometheus
+  # Tests: bench plots rendered to PNG (rsvg-convert) and decoded (zlib).
+  librsvg2-bin zlib1g-dev
 )
 
 for group in "$@"; do

@@ -1,11 +1,22 @@
 // `logfs bench wal|read ...`: see bench/wal_bench.h and bench/read_bench.h.
+// `logfs bench plot-ratios --table=FILE.md` (bench/compare.sh runs it):
+// one SVG chart per workload of the table's ratios to ext4, FILE-A.svg,
+// FILE-B.svg, FILE-C.svg next to the table (bench/svg_plot.h).
 #include <gflags/gflags.h>
+#include <sys/stat.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "bench/read_bench.h"
+#include "bench/svg_plot.h"
 #include "bench/wal_bench.h"
 #include "src/main/subcommands.h"
 
@@ -27,18 +38,85 @@ DEFINE_string(cache, "both",
               "bench read: phases: cold | warm | block (O_DIRECT reads after warming: they "
               "bypass the page cache and reach the mount's block cache) | both (cold, warm) | all");
 DEFINE_bool(keep, false, "bench read: keep the files for the next run");
+DEFINE_string(plot, "",
+              "bench: also write the latency histogram and CDF as an SVG chart to this .svg file");
+DEFINE_string(table, "", "bench plot-ratios: bench/compare.sh's markdown table to chart");
 
 namespace logfs::main {
+namespace {
+
+// --plot must name a .svg file in an existing directory: checked before a
+// run, not after it.
+bool CheckPlotPath(const std::string& path) {
+  if (path.empty()) return true;
+  if (!absl::EndsWith(path, ".svg")) {
+    std::fprintf(stderr, "logfs bench: --plot=%s: want a file name ending in .svg\n", path.c_str());
+    return false;
+  }
+  const size_t slash = path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    std::fprintf(stderr, "logfs bench: --plot=%s: no directory %s\n", path.c_str(), dir.c_str());
+    return false;
+  }
+  return true;
+}
+
+// The charts of `table` as TABLE-<workload>.svg; their paths on stdout.
+int PlotRatios(const std::string& table) {
+  if (table.empty()) {
+    std::fprintf(stderr, "logfs bench plot-ratios: --table=FILE.md is required\n");
+    return 1;
+  }
+  std::ifstream in(table);
+  if (!in) {
+    std::fprintf(stderr, "logfs bench plot-ratios: cannot read %s: %s\n", table.c_str(),
+                 std::strerror(errno));
+    return 1;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto charts = bench::ParseCompareTable(text.str());
+  if (!charts.ok()) {
+    std::fprintf(stderr, "logfs bench plot-ratios: %s: %s\n", table.c_str(),
+                 std::string(charts.status().message()).c_str());
+    return 1;
+  }
+  const std::string prefix =
+      absl::EndsWith(table, ".md") ? table.substr(0, table.size() - 3) : table;
+  for (const auto& [letter, chart] : *charts) {
+    const std::string path = absl::StrCat(prefix, "-", std::string(1, letter), ".svg");
+    std::ofstream out(path, std::ios::trunc);
+    out << bench::RatioChartSvg(chart);
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "logfs bench plot-ratios: cannot write %s: %s\n", path.c_str(),
+                   std::strerror(errno));
+      return 1;
+    }
+    std::printf("%s\n", path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
 
 int BenchMain(int argc, char** argv) {
   constexpr char kUsage[] =
       "logfs bench wal (--dir=PATH | --meta=HOST:PORT) [--threads=N --files=N "
       "--record_bytes=B --records=N | --seconds=S --sync_every=N]\n"
       "logfs bench read --dir=PATH [--files=N --file_bytes=B --read_bytes=B "
-      "--scan_bytes=B --threads=N --ops=N | --seconds=S --cache=cold|warm|block|both|all --keep]";
-  InitProcess(&argc, &argv, kUsage, {{"bench:", "bench wal:", "bench read:"}, {"meta", "seconds"}});
+      "--scan_bytes=B --threads=N --ops=N | --seconds=S --cache=cold|warm|block|both|all --keep]\n"
+      "  both: [--plot=FILE.svg]\n"
+      "logfs bench plot-ratios --table=FILE.md";
+  InitProcess(&argc, &argv, kUsage,
+              {{"bench:", "bench wal:", "bench read:", "bench plot-ratios:"}, {"meta", "seconds"}});
   if (!AtMostArgs(argc, argv, 1, kUsage)) return 1;
   std::string workload = argc == 2 ? argv[1] : "";
+  if (workload == "plot-ratios") return PlotRatios(FLAGS_table);
+  if (!CheckPlotPath(FLAGS_plot)) return 1;
   absl::StatusOr<std::string> report;
   if (workload == "wal") {
     bench::WalBenchOptions options;
@@ -50,6 +128,7 @@ int BenchMain(int argc, char** argv) {
     options.records = FLAGS_records;
     options.seconds = FLAGS_seconds;
     options.sync_every = FLAGS_sync_every;
+    options.plot = FLAGS_plot;
     auto result = bench::RunWalBench(options);
     if (result.ok()) report = result->report; else report = result.status();
   } else if (workload == "read") {
@@ -64,9 +143,10 @@ int BenchMain(int argc, char** argv) {
     options.seconds = FLAGS_seconds;
     options.cache = FLAGS_cache;
     options.keep = FLAGS_keep;
+    options.plot = FLAGS_plot;
     report = bench::RunReadBench(options);
   } else {
-    std::fprintf(stderr, "logfs bench: expected a workload: wal or read\n");
+    std::fprintf(stderr, "logfs bench: expected a workload: wal, read or plot-ratios\n");
     return 1;
   }
   if (!report.ok()) {
