@@ -51,8 +51,15 @@ CommandResult RunInPty(const std::vector<std::string>& args) {
     if (n <= 0) break;  // EIO once the child closed its side
     result.output.append(buf, n);
   }
+  // The pty reports EOF when the child closes it, maybe just before it
+  // exits: wait for that, bounded too.
   int status = 0;
-  if (waitpid(pid, &status, WNOHANG) == 0) {
+  pid_t done = 0;
+  while ((done = waitpid(pid, &status, WNOHANG)) == 0 && absl::Now() < deadline) {
+    pollfd none{-1, 0, 0};
+    poll(&none, 1, 10);
+  }
+  if (done == 0) {
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
     result.exit_code = -1;
@@ -110,13 +117,14 @@ TEST_F(AdminProgressTest, FsckShowsProgressOnATerminalAndPlainLinesElsewhere) {
         << line;
   }
   EXPECT_EQ("fsck: checked 6/6 segments (100%), ETA 0s", lines.back());
-  CommandResult out = RunCommand(fsck + " 2>/dev/null");
+  // Braces: RunCommand appends its own 2>&1.
+  CommandResult out = RunCommand("{ " + fsck + " 2>/dev/null; }");
   ASSERT_EQ(0, out.exit_code) << out.output;
   EXPECT_EQ(
       "fsck: 2 files, 6 segments (0 open, replicas not asked), 0 misplaced, 0 problems: "
       "HEALTHY\n",
       out.output);
-  CommandResult quiet = RunCommand(fsck + " --noprogress");
+  CommandResult quiet = RunCommand(fsck + " --noprogress");  // stderr too
   EXPECT_EQ(out.output, quiet.output);
 }
 

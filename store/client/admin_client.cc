@@ -46,11 +46,19 @@ absl::StatusOr<proto::ListServersResponse> AdminClient::ListServers() {
   for (size_t page = 0; page < kAdminPagesMax; ++page) {
     ASSIGN_OR_RETURN(proto::ListServersResponse response, meta_.ListServers(start_server_id));
     for (auto& server : *response.mutable_servers()) *all.add_servers() = std::move(server);
-    if (response.next_server_id() == 0) return all;
-    if (response.next_server_id() <= start_server_id) {
+    const uint64_t next_server_id = response.next_server_id();
+    if (page == 0) {
+      // Every page carries meta's re-replication progress (the
+      // rereplication_* fields); the first page's is kept.
+      response.clear_servers();
+      response.clear_next_server_id();
+      all.MergeFrom(response);
+    }
+    if (next_server_id == 0) return all;
+    if (next_server_id <= start_server_id) {
       return absl::InternalError("ListServers went backwards");
     }
-    start_server_id = response.next_server_id();
+    start_server_id = next_server_id;
   }
   return absl::ResourceExhaustedError(absl::StrCat("more than ", kAdminPagesMax, " pages"));
 }

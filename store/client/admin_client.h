@@ -39,7 +39,8 @@ class AdminClient {
   ~AdminClient();
 
   // Every registered server, by id, gathered from meta's ListServers
-  // pages. Errors: kUnavailable / kDeadlineExceeded (meta unreachable).
+  // pages, with the first page's re-replication progress. Errors: kUnavailable / kDeadlineExceeded
+  // (meta unreachable).
   absl::StatusOr<proto::ListServersResponse> ListServers();
   absl::StatusOr<proto::StatFsResponse> StatFs() { return meta_.StatFs(); }
   // What each listed meta replica says it is (MetaState), in list order:
