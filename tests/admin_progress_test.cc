@@ -157,6 +157,16 @@ TEST_F(AdminProgressTest, StatusWatchRedrawsOrSeparatesAndStops) {
   CommandResult bare = RunCommand(status + " --watch --watch_count=1");
   ASSERT_EQ(0, bare.exit_code) << bare.output;
   EXPECT_TRUE(absl::StrContains(bare.output, "(report 1)\nservers: 3")) << bare.output;
+  // Meta unreachable: each report says so, the watch goes on, and a
+  // bounded one exits 1.
+  CommandResult gone = RunCommand(LogfsBinary() +
+                                  " status --meta=127.0.0.1:1 --watch=0.1 "
+                                  "--watch_count=2 --rpc_timeout_ms=500");
+  EXPECT_EQ(1, gone.exit_code) << gone.output;
+  EXPECT_TRUE(absl::StrContains(gone.output,
+                                "(report 2)\nlogfs status: cannot ask meta at "
+                                "127.0.0.1:1"))
+      << gone.output;
   CommandResult bad = RunCommand(status + " --watch=-1");
   EXPECT_EQ(1, bad.exit_code);
   EXPECT_TRUE(absl::StrContains(bad.output, "--watch=-1: want 0 (once) or 0.1 to 86400 seconds"))

@@ -8,7 +8,8 @@
 // `logfs status --watch[=SECONDS]` asks again every SECONDS (default 2,
 // as watch(1)): on a terminal it clears the screen and redraws, else it
 // writes a separator line between reports; --watch_count=N stops after N
-// reports; ctrl-C (SIGINT) or SIGTERM ends it with exit 0. fsck shows its
+// reports (exit 1 if the last could not be had); ctrl-C (SIGINT) or
+// SIGTERM ends it with exit 0. fsck shows its
 // progress on stderr (util::ProgressMeter): one '\r' line on a terminal,
 // plain lines otherwise; --noprogress turns it off.
 #include <gflags/gflags.h>
@@ -117,10 +118,11 @@ int WatchStatus(const admin::ClusterStatusOptions& options) {
     } else {
       std::printf("--- %s (report %d)\n", UtcNow().c_str(), n);
     }
+    std::fflush(stdout);  // before an error on stderr
     // A failed report is said and the watch goes on: meta may come back.
-    PrintStatus(options);
+    const bool ok = PrintStatus(options);
     std::fflush(stdout);
-    if (FLAGS_watch_count > 0 && n >= FLAGS_watch_count) return 0;
+    if (FLAGS_watch_count > 0 && n >= FLAGS_watch_count) return ok ? 0 : 1;
     if (WaitOrSignal(signals, FLAGS_watch)) return 0;
   }
 }
