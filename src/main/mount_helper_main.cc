@@ -33,7 +33,7 @@ namespace {
 constexpr char kProgram[] = "mount.fuse.logfs";
 constexpr char kUsage[] =
     "mount.fuse.logfs META_LIST MOUNTPOINT [-sfnv] [-o OPTION[,OPTION...]]\n"
-    "  (run by mount(8) for type fuse.logfs; META_LIST is IP:port[,IP:port...])";
+    "  (run by mount(8) for type fuse.logfs; META_LIST is HOST:PORT[,HOST:PORT...])";
 
 // What the helper's -h lists besides the -o table: the `logfs mount` flags.
 const HelpFlags kHelpFlags = {{"mount:"}, {"io_threads", "rpc_timeout_ms", "host_id"}};

@@ -41,7 +41,7 @@ absl::StatusOr<std::vector<std::string>> MetaEndpoints::ParseList(const std::str
   std::vector<std::string> addresses;
   for (absl::string_view entry : absl::StrSplit(list, ',')) {
     if (entry.empty()) continue;
-    auto endpoint = rpc::ParseEndpoint(std::string(entry));
+    auto endpoint = rpc::SplitHostPort(std::string(entry));
     if (!endpoint.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("bad meta address '", entry,

@@ -45,7 +45,8 @@ class MetaEndpoints {
   // ParseList first for a clearer one).
   static std::shared_ptr<MetaEndpoints> OverPool(rpc::ClientPool& pool, const std::string& list);
 
-  // "h1:p,h2:p" split at commas, each entry checked as host:port and kept
+  // "h1:p,h2:p" split at commas, each entry checked as host:port (a
+  // numeric address or a host name, rpc::SplitHostPort) and kept
   // in order, duplicates dropped. kInvalidArgument for an empty list or a
   // bad entry (naming it).
   static absl::StatusOr<std::vector<std::string>> ParseList(const std::string& list);

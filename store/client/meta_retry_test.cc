@@ -236,9 +236,9 @@ TEST(MetaRetryTest, AStandbysRefusalIsRetriedUntilTheWindowEndsThenReportedAsIs)
 }
 
 TEST(MetaEndpointsTest, ParseListKeepsOrderDropsDuplicatesAndNamesABadEntry) {
-  auto list = MetaEndpoints::ParseList("127.0.0.1:7000,,[::1]:7001,127.0.0.1:7000");
+  auto list = MetaEndpoints::ParseList("127.0.0.1:7000,,[::1]:7001,127.0.0.1:7000,meta3:7002");
   ASSERT_TRUE(list.ok()) << list.status();
-  EXPECT_EQ((std::vector<std::string>{"127.0.0.1:7000", "[::1]:7001"}), *list);
+  EXPECT_EQ((std::vector<std::string>{"127.0.0.1:7000", "[::1]:7001", "meta3:7002"}), *list);
   auto bad = MetaEndpoints::ParseList("127.0.0.1:7000,meta-two");
   EXPECT_EQ(absl::StatusCode::kInvalidArgument, bad.status().code());
   EXPECT_TRUE(absl::StrContains(bad.status().message(), "meta-two")) << bad.status();

@@ -2,32 +2,67 @@
 
 #include <cstdint>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "src/status/macros.h"
 
 namespace logfs::rpc {
 
-absl::StatusOr<asio::ip::tcp::endpoint> ParseEndpoint(const std::string& address) {
+namespace {
+
+// RFC 1123 host name: labels of 1..63 letters, digits and '-', not
+// starting or ending with '-', joined by dots (one trailing dot allowed).
+bool IsDnsName(absl::string_view name) {
+  if (!name.empty() && name.back() == '.') name.remove_suffix(1);
+  if (name.empty() || name.size() > 253) return false;
+  for (absl::string_view label : absl::StrSplit(name, '.')) {
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') {
+      return false;
+    }
+    for (char c : label) {
+      if (!absl::ascii_isalnum(c) && c != '-') return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<HostPort> SplitHostPort(const std::string& address) {
   auto colon = address.rfind(':');
   if (colon == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("address '", address, "' is not host:port"));
   }
-  std::string host = address.substr(0, colon);
-  if (host == "localhost") host = "127.0.0.1";
-  if (!host.empty() && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
+  HostPort out;
+  out.host = address.substr(0, colon);
+  if (out.host == "localhost") out.host = "127.0.0.1";
+  const bool bracketed = !out.host.empty() && out.host.front() == '[' && out.host.back() == ']';
+  if (bracketed) out.host = out.host.substr(1, out.host.size() - 2);
   uint32_t port = 0;
   if (!absl::SimpleAtoi(address.substr(colon + 1), &port) || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("bad port in address '", address, "'"));
   }
+  out.port = static_cast<uint16_t>(port);
   asio::error_code ec;
-  auto ip = asio::ip::make_address(host, ec);
-  if (ec) {
+  asio::ip::make_address(out.host, ec);
+  if (!ec) return out;
+  if (bracketed || !IsDnsName(out.host)) {
     return absl::InvalidArgumentError(absl::StrCat("bad host in address '", address, "'"));
   }
-  return asio::ip::tcp::endpoint(ip, static_cast<uint16_t>(port));
+  out.numeric = false;
+  return out;
+}
+
+absl::StatusOr<asio::ip::tcp::endpoint> ParseEndpoint(const std::string& address) {
+  ASSIGN_OR_RETURN(HostPort split, SplitHostPort(address));
+  if (!split.numeric) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("address '", address, "' names a host: a numeric address is needed here"));
+  }
+  return asio::ip::tcp::endpoint(asio::ip::make_address(split.host), split.port);
 }
 
 std::string FormatEndpoint(const asio::ip::tcp::endpoint& endpoint) {
@@ -61,6 +96,14 @@ absl::StatusOr<std::string> AdvertisedAddress(const std::string& listen, const s
                                   ? advertise
                                   : absl::StrCat("[", advertise, "]"),
                               ":0");
+  auto split = SplitHostPort(with_port);
+  if (!split.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--advertise=", advertise, ": ", split.status().message()));
+  }
+  if (!split->numeric) {  // a host name, which those who dial it resolve
+    return absl::StrCat(split->host, ":", split->port != 0 ? split->port : bound_endpoint.port());
+  }
   auto parsed = ParseEndpoint(with_port);
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(

@@ -27,6 +27,30 @@ TEST(EndpointTest, RejectsWhatIsNotHostPort) {
   }
 }
 
+TEST(EndpointTest, SplitHostPortTakesHostNamesAndRefusesBadOnes) {
+  auto named = SplitHostPort("meta-1.rack2.example.com:7000");
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ("meta-1.rack2.example.com", named->host);
+  EXPECT_EQ(7000, named->port);
+  EXPECT_FALSE(named->numeric);
+  auto v6 = SplitHostPort("[::1]:7001");
+  ASSERT_TRUE(v6.ok()) << v6.status();
+  EXPECT_EQ("::1", v6->host);
+  EXPECT_TRUE(v6->numeric);
+  EXPECT_EQ("127.0.0.1", SplitHostPort("localhost:1")->host);
+  const std::string long_label(64, 'a');
+  for (const std::string& bad :
+       {std::string("-meta:1"), std::string("meta-:1"), std::string("a..b:1"), std::string("a_b:1"),
+        std::string("[meta]:1"), std::string(":1"), long_label + ":1", std::string("meta:70000")}) {
+    EXPECT_EQ(absl::StatusCode::kInvalidArgument, SplitHostPort(bad).status().code()) << bad;
+  }
+  // ParseEndpoint binds: it needs a number, and says so.
+  auto unresolved = ParseEndpoint("meta1:7000");
+  EXPECT_EQ(absl::StatusCode::kInvalidArgument, unresolved.status().code());
+  EXPECT_NE(std::string::npos, unresolved.status().message().find("numeric"))
+      << unresolved.status();
+}
+
 TEST(EndpointTest, AdvertisedAddressDefaultsToTheBoundOneUnlessItIsAWildcard) {
   EXPECT_EQ("127.0.0.1:7100", *AdvertisedAddress("127.0.0.1:0", "127.0.0.1:7100", ""));
   EXPECT_EQ("[::1]:7100", *AdvertisedAddress("[::1]:0", "[::1]:7100", ""));
@@ -45,10 +69,14 @@ TEST(EndpointTest, AdvertisedAddressTakesTheBoundPortWhenItHasNone) {
   EXPECT_EQ("[fd00::5]:41234", *AdvertisedAddress("[::]:0", "[::]:41234", "fd00::5"));
   EXPECT_EQ("[fd00::5]:41234", *AdvertisedAddress("[::]:0", "[::]:41234", "[fd00::5]"));
   EXPECT_EQ("[fd00::5]:7000", *AdvertisedAddress("[::]:0", "[::]:41234", "[fd00::5]:7000"));
+  EXPECT_EQ("db1.example.com:41234",
+            *AdvertisedAddress("0.0.0.0:0", "0.0.0.0:41234", "db1.example.com"));
+  EXPECT_EQ("db1:7100", *AdvertisedAddress("0.0.0.0:7100", "0.0.0.0:7100", "db1:7100"));
 }
 
 TEST(EndpointTest, AdvertisedAddressRefusesWildcardsAndGarbage) {
-  for (const char* bad : {"0.0.0.0", "0.0.0.0:7100", "[::]", "db1.example.com", "10.0.0.5:x"}) {
+  for (const char* bad :
+       {"0.0.0.0", "0.0.0.0:7100", "[::]", "db_1.example.com", "-db1", "10.0.0.5:x"}) {
     auto advertised = AdvertisedAddress("0.0.0.0:0", "0.0.0.0:41234", bad);
     EXPECT_EQ(absl::StatusCode::kInvalidArgument, advertised.status().code()) << bad;
   }

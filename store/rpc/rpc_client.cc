@@ -55,6 +55,7 @@ RpcClient::RpcClient(asio::io_context& io, std::string address, Options options)
       socket_(strand_),
       timer_(strand_),
       connect_timer_(strand_),
+      resolver_(strand_),
       reader_([](const format::FrameHeader& header) {
         if ((header.flags & format::kFlagResponse) != 0) return absl::OkStatus();
         return absl::InvalidArgumentError("not a response");
@@ -178,21 +179,45 @@ void RpcClient::Connect() {
 
 void RpcClient::StartConnect(uint64_t gen) {
   if (!IsCurrent(gen)) return;  // failed (shut down) before it started
-  auto endpoint = ParseEndpoint(address_);
-  if (!endpoint.ok()) {
-    Fail(absl::UnavailableError(endpoint.status().message()));
+  auto target = SplitHostPort(address_);
+  if (!target.ok()) {
+    Fail(absl::UnavailableError(target.status().message()));
     return;
   }
   asio::error_code ignored;
   socket_.close(ignored);
+  // One deadline for the name lookup, the TCP connect and the handshake.
   connect_timer_.expires_after(absl::ToChronoMilliseconds(connect_timeout_));
   connect_timer_.async_wait([self = shared_from_this(), gen](asio::error_code ec) {
     if (!ec) self->OnConnectTimeout(gen);  // else cancelled: connected or failed
   });
-  socket_.async_connect(*endpoint, [self = shared_from_this(), gen](asio::error_code ec) {
-    if (!self->IsCurrent(gen)) return;
-    self->OnConnected(ec, gen);
-  });
+  if (target->numeric) {
+    const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(target->host), target->port);
+    socket_.async_connect(endpoint, [self = shared_from_this(), gen](asio::error_code ec) {
+      if (!self->IsCurrent(gen)) return;
+      self->OnConnected(ec, gen);
+    });
+    return;
+  }
+  // A host name: resolved at every connect (getaddrinfo, on asio's resolver
+  // thread), so a moved host is found again, and each of its addresses is
+  // tried in turn (asio::async_connect), as a browser or gRPC does.
+  resolver_.async_resolve(
+      target->host, std::to_string(target->port), asio::ip::resolver_base::numeric_service,
+      [self = shared_from_this(), gen](asio::error_code ec,
+                                       asio::ip::tcp::resolver::results_type results) {
+        if (!self->IsCurrent(gen)) return;
+        if (ec) {
+          self->Fail(absl::UnavailableError(
+              absl::StrCat("cannot resolve ", self->address_, ": ", ec.message())));
+          return;
+        }
+        asio::async_connect(self->socket_, results,
+                            [self, gen](asio::error_code ec, const asio::ip::tcp::endpoint&) {
+                              if (!self->IsCurrent(gen)) return;
+                              self->OnConnected(ec, gen);
+                            });
+      });
 }
 
 void RpcClient::OnConnectTimeout(uint64_t gen) {
@@ -307,6 +332,7 @@ void RpcClient::Fail(const absl::Status& status) {
   }
   asio::error_code ignored;
   connect_timer_.cancel();
+  resolver_.cancel();
   socket_.close(ignored);
   for (auto& [id, pending] : failed) pending.done(status, {});
 }

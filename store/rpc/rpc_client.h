@@ -65,7 +65,10 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
     absl::Duration connect_timeout = kAuthHandshakeTimeout;
   };
 
-  // `io` must outlive the client. `address` is "host:port".
+  // `io` must outlive the client. `address` is "host:port" (SplitHostPort):
+  // a host name is resolved again at every connect, within
+  // connect_timeout, and each of its addresses tried in turn; one that
+  // does not resolve fails the waiting calls with kUnavailable.
   static std::shared_ptr<RpcClient> Create(asio::io_context& io, std::string address,
                                            Options options);
   // The same with `key` and the default connect_timeout.
@@ -162,6 +165,7 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   asio::ip::tcp::socket socket_;
   asio::steady_timer timer_;
   asio::steady_timer connect_timer_;  // the connection in kConnecting
+  asio::ip::tcp::resolver resolver_;  // a host name's lookup in kConnecting
   FrameReader reader_;
 
   // Internally synchronized; locked after mu_ (requests queue under mu_).

@@ -1,5 +1,6 @@
 // RpcClient's connection lifecycle against peers that misbehave: a peer
-// black-holed after the TCP connect must not keep the client connecting.
+// black-holed after the TCP connect must not keep the client connecting;
+// and a server named by a host name.
 #include "store/rpc/rpc_client.h"
 
 #include <glog/logging.h>
@@ -8,11 +9,15 @@
 #include <sys/time.h>
 
 #include <asio.hpp>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "store/format/logfs.pb.h"
+#include "store/rpc/endpoint.h"
 #include "store/rpc/frame_auth.h"
 #include "store/rpc/io_threads.h"
 #include "store/rpc/rpc_server.h"
@@ -82,6 +87,48 @@ TEST(RpcClientTest, APeerSilentAfterTheTcpConnectIsGivenUpAndTheNextCallReconnec
   server.SetClusterKey(Key("meta@test"));
   ASSERT_TRUE(server.Listen(address).ok());
   EXPECT_TRUE(StatFs(*client).ok());
+  client->Shutdown();
+  server.Stop();
+  server_io.Join();
+  client_io.Join();
+}
+
+// A name /etc/hosts maps to 127.0.0.1, other than "localhost" (which
+// SplitHostPort maps itself), or "" if there is none. Read from the file,
+// so a name that is not there is never asked of DNS.
+std::string LoopbackHostName() {
+  std::ifstream hosts("/etc/hosts");
+  std::string line;
+  while (std::getline(hosts, line)) {
+    line = line.substr(0, line.find('#'));
+    std::vector<std::string> fields =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (fields.size() < 2 || fields[0] != "127.0.0.1") continue;
+    for (size_t i = 1; i < fields.size(); ++i) {
+      if (fields[i] != "localhost" && SplitHostPort(fields[i] + ":1").ok()) return fields[i];
+    }
+  }
+  return "";
+}
+
+TEST(RpcClientTest, DialsAServerByHostName) {
+  // Goal: "name:port" works wherever an address is dialled (--meta lists,
+  // fstab lines): the client resolves the name at connect and calls the
+  // server behind it.
+  const std::string name = LoopbackHostName();
+  if (name.empty()) GTEST_SKIP() << "no name for 127.0.0.1 in /etc/hosts but localhost";
+  IoThreads server_io(1);
+  RpcServer server(
+      server_io.io(),
+      [](format::Frame, Responder responder) { responder.Reply(proto::StatFsResponse()); },
+      [](uint16_t type) { return type == static_cast<uint16_t>(format::MessageType::kStatFs); });
+  server.SetClusterKey(Key("meta@test"));
+  ASSERT_TRUE(server.Listen("127.0.0.1:0").ok());
+  IoThreads client_io(1);
+  auto client = RpcClient::Create(
+      client_io.io(), absl::StrCat(name, ":", SplitHostPort(server.bound_address())->port),
+      Key("mount@test"));
+  EXPECT_TRUE(StatFs(*client).ok()) << name;
   client->Shutdown();
   server.Stop();
   server_io.Join();
