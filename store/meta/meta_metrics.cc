@@ -35,7 +35,6 @@ struct CallCounters {
 
 struct MetaCounters {
   std::array<CallCounters, kTypes> calls;
-  std::atomic<uint64_t> rereplication_tasks{0}, rereplication_bytes{0}, rereplication_failures{0};
 };
 
 MetaCounters& Counters() {
@@ -58,14 +57,8 @@ void RecordMetaCall(format::MessageType type, absl::Duration elapsed, const absl
   if (!status.ok() && code < kCodes) c.errors[code].fetch_add(1, std::memory_order_relaxed);
 }
 
-void RecordRereplication(uint64_t tasks, uint64_t bytes, uint64_t failed) {
-  MetaCounters& c = Counters();
-  c.rereplication_tasks.fetch_add(tasks, std::memory_order_relaxed);
-  c.rereplication_bytes.fetch_add(bytes, std::memory_order_relaxed);
-  c.rereplication_failures.fetch_add(failed, std::memory_order_relaxed);
-}
-
-void CollectMetaMetrics(Namespace* ns, metrics::FamilyList& out) {
+void CollectMetaMetrics(Namespace* ns, const Rereplicator::Progress* progress,
+                        metrics::FamilyList& out) {
   const MetaCounters& c = Counters();
   for (int i = 1; i < kTypes; ++i) {
     const metrics::Histogram::Snapshot latency = c.calls[i].latency.Read();
@@ -81,17 +74,25 @@ void CollectMetaMetrics(Namespace* ns, metrics::FamilyList& out) {
                      {{"op", kTypeNames[i]}, {"code", CodeName(code)}});
     }
   }
-  out.AddCounter("logfs_meta_rereplication_copies_total",
-                 "Segment copies meta asked segment servers to make.",
-                 c.rereplication_tasks.load(std::memory_order_relaxed));
-  out.AddCounter("logfs_meta_rereplication_bytes_total", "Bytes of the segments in those copies.",
-                 c.rereplication_bytes.load(std::memory_order_relaxed));
-  out.AddCounter("logfs_meta_rereplication_failures_total",
-                 "Of those copies, the ones that failed.",
-                 c.rereplication_failures.load(std::memory_order_relaxed));
   out.AddGauge("logfs_meta_serving", "1 if this replica answers namespace calls (the active).",
                ns != nullptr ? 1 : 0);
   if (ns == nullptr) return;
+  if (progress != nullptr) {
+    out.AddCounter("logfs_meta_rereplication_copies_total",
+                   "Segment copies re-replication made and recorded (this replica, since it "
+                   "became active).",
+                   static_cast<double>(progress->copied_segments));
+    out.AddCounter("logfs_meta_rereplication_bytes_total", "Bytes of those copies.",
+                   static_cast<double>(progress->copied_bytes));
+    out.AddCounter("logfs_meta_rereplication_failures_total",
+                   "Copies that failed (retried by a later pass).",
+                   static_cast<double>(progress->failed_copies));
+    out.AddGauge("logfs_meta_rereplication_in_flight_copies",
+                 "Copies of the current pass sent and not yet answered.",
+                 static_cast<double>(progress->in_flight_segments));
+    out.AddGauge("logfs_meta_rereplication_in_flight_bytes", "Bytes of those copies.",
+                 static_cast<double>(progress->in_flight_bytes));
+  }
   uint64_t live = 0, dead = 0, capacity = 0, free = 0;
   uint64_t start = 0;
   for (int page = 0; page < 1000; ++page) {  // bounded: 1000 pages of servers

@@ -151,7 +151,11 @@ class MetaServerImpl : public MetaServer {
   // replica) within its lease.
   void CollectMetrics(metrics::FamilyList& out) const override {
     // ns_ is set before serving_ is (release; ServingNow acquires).
-    CollectMetaMetrics(ServingNow() ? ns_.get() : nullptr, out);
+    if (!ServingNow()) return CollectMetaMetrics(nullptr, nullptr, out);
+    // rereplicator_ too is set before serving_ (Promote).
+    Rereplicator::Progress progress;
+    if (rereplicator_ != nullptr) progress = rereplicator_->GetProgress();
+    CollectMetaMetrics(ns_.get(), rereplicator_ != nullptr ? &progress : nullptr, out);
   }
 
   bool ServingNow() const {
@@ -253,10 +257,6 @@ class MetaServerImpl : public MetaServer {
       for (const auto& task : tasks) chunks += 1 + task.length / format::kReadBytesMax;
       std::vector<absl::Status> copied =
           segment_servers_->CopySegments(tasks, absl::Milliseconds(chunk_ms * chunks));
-      uint64_t bytes = 0, failed = 0;
-      for (const auto& task : tasks) bytes += task.length;
-      for (const auto& s : copied) failed += s.ok() ? 0 : 1;
-      RecordRereplication(tasks.size(), bytes, failed);
       return copied;
     };
     rereplicator_ = std::make_unique<Rereplicator>(ns_.get(), copy, options);
