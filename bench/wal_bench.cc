@@ -344,8 +344,10 @@ absl::StatusOr<WalBenchResult> RunWalBench(const WalBenchOptions& options) {
   if (!options.plot.empty()) {
     RETURN_IF_ERROR(WriteLatencyChart(
         options.plot,
-        absl::StrFormat("logfs bench wal: %d B appends, fdatasync every %d, %d threads, %d files",
-                        options.record_bytes, options.sync_every, options.threads, options.files),
+        absl::StrFormat("logfs bench wal: %d B appends, fdatasync every %d, %d thread%s, %d file%s",
+                        options.record_bytes, options.sync_every, options.threads,
+                        options.threads == 1 ? "" : "s", options.files,
+                        options.files == 1 ? "" : "s"),
         {{"append+sync", runs->latency.samples()}}));
     absl::StrAppend(&report, "plot: ", options.plot, "\n");
   }

@@ -94,7 +94,7 @@ TEST(PlotTest, WalBenchPlotShowsHistogramAndCdf) {
   const std::string svg = Slurp(svg_path);
   EXPECT_TRUE(absl::StrContains(svg,
                                 ">logfs bench wal: 512 B appends, fdatasync every 1, 1 "
-                                "threads, 1 files</text>"))
+                                "thread, 1 file</text>"))
       << svg;
   EXPECT_TRUE(absl::StrContains(svg, ">append+sync: n=200, p50=")) << svg;
   EXPECT_TRUE(absl::StrContains(svg, ">% of samples per bin</text>")) << svg;
