@@ -1,5 +1,6 @@
 #include "store/rpc/endpoint.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/ascii.h"
@@ -18,6 +19,13 @@ namespace {
 bool IsDnsName(absl::string_view name) {
   if (!name.empty() && name.back() == '.') name.remove_suffix(1);
   if (name.empty() || name.size() > 253) return false;
+  // A last label of digits alone is a mistyped number ("10.0.0", "300.1.1.1"),
+  // which getaddrinfo would read in inet_aton's old forms (RFC 3696 2).
+  const size_t dot = name.rfind('.');
+  const absl::string_view last = dot == absl::string_view::npos ? name : name.substr(dot + 1);
+  if (std::all_of(last.begin(), last.end(), [](char c) { return absl::ascii_isdigit(c); })) {
+    return false;
+  }
   for (absl::string_view label : absl::StrSplit(name, '.')) {
     if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') {
       return false;

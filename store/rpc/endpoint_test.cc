@@ -41,7 +41,8 @@ TEST(EndpointTest, SplitHostPortTakesHostNamesAndRefusesBadOnes) {
   const std::string long_label(64, 'a');
   for (const std::string& bad :
        {std::string("-meta:1"), std::string("meta-:1"), std::string("a..b:1"), std::string("a_b:1"),
-        std::string("[meta]:1"), std::string(":1"), long_label + ":1", std::string("meta:70000")}) {
+        std::string("[meta]:1"), std::string(":1"), long_label + ":1", std::string("meta:70000"),
+        std::string("10.0.0:7000"), std::string("127.1:7000"), std::string("300.1.1.1:7000")}) {
     EXPECT_EQ(absl::StatusCode::kInvalidArgument, SplitHostPort(bad).status().code()) << bad;
   }
   // ParseEndpoint binds: it needs a number, and says so.

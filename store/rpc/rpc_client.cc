@@ -201,11 +201,19 @@ void RpcClient::StartConnect(uint64_t gen) {
   }
   // A host name: resolved at every connect (getaddrinfo, on asio's resolver
   // thread), so a moved host is found again, and each of its addresses is
-  // tried in turn (asio::async_connect), as a browser or gRPC does.
+  // tried in turn (asio::async_connect), as a browser or gRPC does. One
+  // lookup at a time: getaddrinfo cannot be cancelled, so a connect that
+  // timed out during a slow lookup leaves it running, and the next connect
+  // takes its result instead of queuing another behind it.
+  resolve_for_ = gen;
+  if (resolving_) return;
+  resolving_ = true;
   resolver_.async_resolve(
       target->host, std::to_string(target->port), asio::ip::resolver_base::numeric_service,
-      [self = shared_from_this(), gen](asio::error_code ec,
-                                       asio::ip::tcp::resolver::results_type results) {
+      [self = shared_from_this()](asio::error_code ec,
+                                  asio::ip::tcp::resolver::results_type results) {
+        self->resolving_ = false;
+        const uint64_t gen = self->resolve_for_;
         if (!self->IsCurrent(gen)) return;
         if (ec) {
           self->Fail(absl::UnavailableError(
@@ -332,7 +340,6 @@ void RpcClient::Fail(const absl::Status& status) {
   }
   asio::error_code ignored;
   connect_timer_.cancel();
-  resolver_.cancel();
   socket_.close(ignored);
   for (auto& [id, pending] : failed) pending.done(status, {});
 }

@@ -166,6 +166,8 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   asio::steady_timer timer_;
   asio::steady_timer connect_timer_;  // the connection in kConnecting
   asio::ip::tcp::resolver resolver_;  // a host name's lookup in kConnecting
+  bool resolving_ = false;            // a lookup is in flight; on strand_
+  uint64_t resolve_for_ = 0;          // the connection it is for; on strand_
   FrameReader reader_;
 
   // Internally synchronized; locked after mu_ (requests queue under mu_).
