@@ -28,6 +28,14 @@ out=$(mktemp)
 trap 'rm -f "$out" "$out.over"' EXIT
 LOGFS_BIN="$PWD/build/logfs" LOGFS_FAULT_SECONDS="$seconds" \
   build/logfs_test --gtest_filter="$filter" --gtest_repeat="$trials" >"$out" 2>&1 || true
+# median(list): the median of a space-separated list of numbers, for the
+# awk programs below.
+MEDIAN_AWK='
+function median(list,   a, n, i, j, t) {
+  n = split(list, a, " ");
+  for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+  return n == 0 ? 0 : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2);
+}'
 echo "| fault | trials | acked bytes | acked bytes lost | longest fsync stall (ms) | max seconds to full replication | failed trials |"
 echo "|---|---|---|---|---|---|---|"
 # A failure counts against the fault of the test that failed (known from
@@ -57,12 +65,7 @@ if grep -q "^fault=.* baseline_p99_us=" "$out"; then
   echo
   echo "| fault | trials | fsync p50 (us) | fsync p99 (us) | no-fault p50 (us) | no-fault p99 (us) | p99 / no-fault p99: median, worst | slow-replica rolls: min | rolls with no fault: max |"
   echo "|---|---|---|---|---|---|---|---|---|"
-  awk '
-    function median(list,   a, n, i, j, t) {
-      n = split(list, a, " ");
-      for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-      return n == 0 ? 0 : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2);
-    }
+  awk "$MEDIAN_AWK"'
     /^fault=.* baseline_p99_us=/ {
       delete v; split($0, kv, " ");
       for (i in kv) { split(kv[i], p, "="); v[p[1]] = p[2] }
@@ -94,12 +97,7 @@ if grep -q "^fault=.* failover_ms=" "$out"; then
   echo
   echo "| fault | trials | longest failover (ms) | median failover (ms) | namespace ops acked | namespace ops lost or doubled |"
   echo "|---|---|---|---|---|---|"
-  awk '
-    function median(list,   a, n, i, j, t) {
-      n = split(list, a, " ");
-      for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-      return n == 0 ? 0 : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2);
-    }
+  awk "$MEDIAN_AWK"'
     /^fault=.* failover_ms=/ {
       delete v; split($0, kv, " ");
       for (i in kv) { split(kv[i], p, "="); v[p[1]] = p[2] }

@@ -21,30 +21,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "src/util/version.h"
+#include "tests/fakes/loopback_exchange.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {
 namespace {
-
-// What 127.0.0.1:`port` answers to `request` (until it closes, <= 2 s).
-std::string Exchange(int port, const std::string& request) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  timeval timeout{2, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string reply;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-    char buf[65536];
-    ssize_t n;
-    while (reply.size() < (16u << 20) && (n = read(fd, buf, sizeof(buf))) > 0) reply.append(buf, n);
-  }
-  close(fd);
-  return reply;
-}
 
 // The port in the "IP:PORT" file `path` (written once the server serves).
 int PortIn(const std::string& path) {
@@ -56,7 +37,7 @@ int PortIn(const std::string& path) {
 
 // The body of GET /metrics, "" unless the answer was 200.
 std::string Scrape(int port) {
-  const std::string reply = Exchange(port, "GET /metrics HTTP/1.0\r\n\r\n");
+  const std::string reply = ExchangeOverLoopback(port, "GET /metrics HTTP/1.0\r\n\r\n");
   const size_t body = reply.find("\r\n\r\n");
   if (!absl::StartsWith(reply, "HTTP/1.1 200") || body == std::string::npos) return "";
   return reply.substr(body + 4);
@@ -142,7 +123,7 @@ TEST_F(MetricsTest, EveryProcessServesLintCleanMetricsThatMove) {
       const CommandResult lint = Promtool(dir_, name, text);
       EXPECT_EQ(lint.exit_code, 0) << lint.output;
       EXPECT_EQ(lint.output, "") << text;
-      const std::string garbage = Exchange(port, "\x16\x03\x01 not http\r\n\r\n");
+      const std::string garbage = ExchangeOverLoopback(port, "\x16\x03\x01 not http\r\n\r\n");
       EXPECT_TRUE(absl::StartsWith(garbage, "HTTP/1.0 400")) << garbage;
       const std::string again = Scrape(port);
       EXPECT_FALSE(again.empty());

@@ -14,9 +14,12 @@
 #include "src/metrics/family_list.h"
 #include "src/metrics/histogram.h"
 #include "src/metrics/metrics_server.h"
+#include "tests/fakes/loopback_exchange.h"
 
 namespace logfs::metrics {
 namespace {
+
+using ::logfs::testing::ExchangeOverLoopback;
 
 TEST(HistogramTest, ValueOnABoundFallsInThatBucket) {
   Histogram h(25, 4);  // bounds 25, 50, 100, 200, then +Inf
@@ -69,28 +72,6 @@ TEST(FamilyListTest, SerializesCountersGaugesAndCumulativeBuckets) {
   EXPECT_TRUE(absl::StrContains(text, "logfs_z_sum 8\n")) << text;
 }
 
-// Sends `request` to 127.0.0.1:`port` and returns what comes back until
-// the server closes (or 2 s pass).
-std::string Exchange(int port, const std::string& request) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  timeval timeout{2, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string reply;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-    shutdown(fd, SHUT_WR);
-    char buf[4096];
-    ssize_t n;
-    while (reply.size() < (1u << 20) && (n = read(fd, buf, sizeof(buf))) > 0) reply.append(buf, n);
-  }
-  close(fd);
-  return reply;
-}
-
 // Goal: /metrics answers a GET with our families, a malformed request or
 // another method gets an HTTP error, and the server keeps serving.
 TEST(MetricsServerTest, AnswersGetAndRefusesGarbage) {
@@ -104,7 +85,7 @@ TEST(MetricsServerTest, AnswersGetAndRefusesGarbage) {
   ASSERT_GT(port, 0);
   const std::string get = "GET /metrics HTTP/1.0\r\n\r\n";
   // (a) A scrape: 200, the text format, our counter and build_info.
-  std::string reply = Exchange(port, get);
+  std::string reply = ExchangeOverLoopback(port, get);
   // prometheus-cpp 1.0.1 says "text/plain; charset=utf-8", which Prometheus
   // reads as the text format 0.0.4.
   EXPECT_TRUE(absl::StartsWith(reply, "HTTP/1.1 200")) << reply;
@@ -112,14 +93,14 @@ TEST(MetricsServerTest, AnswersGetAndRefusesGarbage) {
   EXPECT_TRUE(absl::StrContains(reply, "\nlogfs_test_total 42\n")) << reply;
   EXPECT_TRUE(absl::StrContains(reply, "logfs_build_info{version=\"")) << reply;
   // (b) Garbage, a method without a handler, a path we do not serve.
-  reply = Exchange(port, std::string("\x01\x02garbage\r\n\r\n", 13));
+  reply = ExchangeOverLoopback(port, std::string("\x01\x02garbage\r\n\r\n", 13));
   EXPECT_TRUE(absl::StartsWith(reply, "HTTP/1.0 400 Bad Request")) << reply;
-  reply = Exchange(port, "POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n");
+  reply = ExchangeOverLoopback(port, "POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n");
   EXPECT_TRUE(absl::StartsWith(reply, "HTTP/1.0 404")) << reply;  // no POST handler
-  reply = Exchange(port, "GET /nothing HTTP/1.0\r\n\r\n");
+  reply = ExchangeOverLoopback(port, "GET /nothing HTTP/1.0\r\n\r\n");
   EXPECT_TRUE(absl::StartsWith(reply, "HTTP/1.0 404")) << reply;
   // (c) Still up.
-  EXPECT_TRUE(absl::StrContains(Exchange(port, get), "\nlogfs_test_total 42\n"));
+  EXPECT_TRUE(absl::StrContains(ExchangeOverLoopback(port, get), "\nlogfs_test_total 42\n"));
 }
 
 TEST(MetricsServerTest, RejectsMalformedAddresses) {
