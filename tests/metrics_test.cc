@@ -20,6 +20,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "src/util/version.h"
 #include "tests/fakes/loopback_exchange.h"
 #include "tests/mounted_cluster.h"
@@ -142,6 +144,21 @@ TEST_F(MetricsTest, EveryProcessServesLintCleanMetricsThatMove) {
         EXPECT_EQ(Sample(again, "logfs_meta_serving"), 1);
         EXPECT_EQ(Sample(again, "logfs_meta_mounts"), 1);
         EXPECT_GE(Sample(again, "logfs_meta_inodes"), 2);  // the root and metrics.dat
+        // The segment census comes with the first complete re-replication
+        // scan (a pass every --dead_server_ms / 4): poll for it, bounded.
+        std::string census = again;
+        for (int i = 0; i < 200 && Sample(census, "logfs_meta_rereplication_scans_total") < 1;
+             ++i) {
+          absl::SleepFor(absl::Milliseconds(100));
+          census = Scrape(port);
+        }
+        ASSERT_GE(Sample(census, "logfs_meta_rereplication_scans_total"), 1);
+        EXPECT_EQ(Sample(census, "logfs_meta_segments{state=\"under_replicated\"}"), 0);
+        EXPECT_EQ(Sample(census, "logfs_meta_segments{state=\"no_live_replica\"}"), 0);
+        EXPECT_EQ(Sample(census, "logfs_meta_rereplication_backlog_copies"), 0);
+        const CommandResult census_lint = Promtool(dir_, "meta-census", census);
+        EXPECT_EQ(census_lint.exit_code, 0) << census_lint.output;
+        EXPECT_EQ(census_lint.output, "") << census;
       } else {
         // Three replicas on three servers: each holds every byte.
         EXPECT_GE(Sample(again, "logfs_segd_append_bytes_total"), data.size());

@@ -92,6 +92,25 @@ void CollectMetaMetrics(Namespace* ns, const Rereplicator::Progress* progress,
                  static_cast<double>(progress->in_flight_segments));
     out.AddGauge("logfs_meta_rereplication_in_flight_bytes", "Bytes of those copies.",
                  static_cast<double>(progress->in_flight_bytes));
+    if (progress->scans > 0) {
+      const SegmentCensus& c = progress->census;
+      const char* help = "Segments by state, as of the last complete re-replication scan.";
+      out.AddGauge("logfs_meta_segments", help, static_cast<double>(c.open_segments),
+                   {{"state", "open"}});
+      out.AddGauge("logfs_meta_segments", "", static_cast<double>(c.under_replicated_segments),
+                   {{"state", "under_replicated"}});
+      out.AddGauge("logfs_meta_segments", "", static_cast<double>(c.lost_segments),
+                   {{"state", "no_live_replica"}});
+      out.AddGauge("logfs_meta_under_replicated_bytes",
+                   "Bytes of the under-replicated segments (last complete scan).",
+                   static_cast<double>(c.under_replicated_bytes));
+      out.AddGauge("logfs_meta_rereplication_backlog_copies",
+                   "Live replicas the under-replicated segments lack (last complete scan).",
+                   static_cast<double>(c.missing_copies));
+    }
+    out.AddCounter("logfs_meta_rereplication_scans_total",
+                   "Complete scans of the namespace by re-replication.",
+                   static_cast<double>(progress->scans));
   }
   uint64_t live = 0, dead = 0, capacity = 0, free = 0;
   uint64_t start = 0;

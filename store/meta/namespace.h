@@ -250,7 +250,9 @@ class Namespace {
   // they need not share (format::NeedlesslySharedDomain over the live,
   // healthy servers), to a server in a domain they do not use yet (none
   // when PlaceReplicas finds no such server with room). Open segments are
-  // left to their writer (it places the next one spread). Changes nothing.
+  // left to their writer (it places the next one spread). The plan's
+  // census counts every segment of the inodes scanned, also past the room
+  // for tasks. Changes nothing.
   absl::StatusOr<RereplicationPlan> PlanRereplication(uint64_t start_ino, size_t max_inodes,
                                                       size_t max_tasks, size_t max_spread_tasks)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -464,6 +466,9 @@ class Namespace {
 
   // Re-replication pieces (namespace_rereplication.cc).
   bool ServerIdLive(uint64_t server_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds `segment` of `inode` to `census` (open, under-replicated, lost).
+  void CountSegment(const proto::Inode& inode, const proto::Segment& segment,
+                    SegmentCensus* census) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends to `tasks` up to `room` copies restoring `segment` of `inode`.
   void PlanSegment(const proto::Inode& inode, const proto::Segment& segment, size_t room,
                    std::vector<RereplicationTask>* tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

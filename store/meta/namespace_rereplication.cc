@@ -131,6 +131,7 @@ absl::StatusOr<RereplicationPlan> Namespace::PlanRereplication(uint64_t start_in
                                         kNanosPerMilli});
     }
     for (const auto& segment : inode.segments()) {
+      CountSegment(inode, segment, &plan.census);
       PlanSegment(inode, segment, max_tasks - plan.tasks.size(), &plan.tasks);
     }
     if (plan.tasks.size() >= max_tasks) {
@@ -145,6 +146,22 @@ absl::StatusOr<RereplicationPlan> Namespace::PlanRereplication(uint64_t start_in
   inodes.resize(scanned);
   PlanSpreads(inodes, std::min(max_tasks, plan.tasks.size() + max_spread_tasks), &plan.tasks);
   return plan;
+}
+
+void Namespace::CountSegment(const proto::Inode& inode, const proto::Segment& segment,
+                             SegmentCensus* census) const {
+  if (!segment.sealed()) {
+    ++census->open_segments;
+    return;
+  }
+  const uint32_t wanted = Replication(inode);
+  uint32_t live = 0;
+  for (const auto& replica : segment.replicas()) live += ServerIdLive(replica.server_id()) ? 1 : 0;
+  if (live >= wanted) return;
+  ++census->under_replicated_segments;
+  census->under_replicated_bytes += segment.length();
+  census->missing_copies += wanted - live;
+  if (live == 0) ++census->lost_segments;
 }
 
 void Namespace::PlanSegment(const proto::Inode& inode, const proto::Segment& segment,

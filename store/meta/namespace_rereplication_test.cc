@@ -145,8 +145,11 @@ TEST_F(NamespaceRereplicationTest, SegmentOnDeadServerIsCopiedToAFreshOne) {
   ASSERT_EQ(3u, holders.size());
   uint64_t spare = 0;
   for (uint64_t id = 1; id <= 4; ++id) spare = holders.count(id) ? spare : id;
-  // (a) everything live: nothing to do.
-  EXPECT_TRUE(Plan().tasks.empty());
+  // (a) everything live: nothing to do, nothing counted.
+  RereplicationPlan healthy = Plan();
+  EXPECT_TRUE(healthy.tasks.empty());
+  EXPECT_EQ(0u, healthy.census.under_replicated_segments);
+  EXPECT_EQ(0u, healthy.census.open_segments);
   // (b) one holder dies.
   uint64_t dead = *holders.begin();
   std::set<uint64_t> live = {1, 2, 3, 4};
@@ -154,6 +157,11 @@ TEST_F(NamespaceRereplicationTest, SegmentOnDeadServerIsCopiedToAFreshOne) {
   KillAllBut(live);
   RereplicationPlan plan = Plan();
   ASSERT_EQ(1u, plan.tasks.size());
+  // The census (for /metrics): one segment of 4096 bytes lacks one copy.
+  EXPECT_EQ(1u, plan.census.under_replicated_segments);
+  EXPECT_EQ(4096u, plan.census.under_replicated_bytes);
+  EXPECT_EQ(1u, plan.census.missing_copies);
+  EXPECT_EQ(0u, plan.census.lost_segments);
   const RereplicationTask& task = plan.tasks[0];
   EXPECT_EQ(f, task.ino);
   EXPECT_EQ(segment.id(), task.segment_id);
@@ -218,7 +226,10 @@ TEST_F(NamespaceRereplicationTest, OpenAndUnreachableSegmentsAreNotPlanned) {
   std::set<uint64_t> live = {1, 2, 3, 4};
   live.erase(*holders.begin());
   KillAllBut(live);
-  EXPECT_TRUE(Plan().tasks.empty());
+  RereplicationPlan plan = Plan();
+  EXPECT_TRUE(plan.tasks.empty());
+  EXPECT_EQ(1u, plan.census.open_segments);  // counted, not copied
+  EXPECT_EQ(0u, plan.census.under_replicated_segments);
   // Every server dead: nothing planned either.
   KillAllBut({});
   EXPECT_TRUE(Plan().tasks.empty());

@@ -27,9 +27,30 @@ struct RereplicationTask {
   bool spread = false;
 };
 
+// What a plan saw of the inodes it scanned, whatever its room for tasks:
+// summed over the plans of one scan of the namespace (from ino 0 until
+// next_ino is 0 again), the cluster's segment counts for /metrics.
+struct SegmentCensus {
+  uint64_t open_segments = 0;              // not sealed yet (written to)
+  uint64_t under_replicated_segments = 0;  // sealed, fewer live replicas than wanted
+  uint64_t under_replicated_bytes = 0;     // their lengths
+  uint64_t missing_copies = 0;             // live replicas they lack in all
+  uint64_t lost_segments = 0;              // sealed with no live replica at all
+
+  SegmentCensus& operator+=(const SegmentCensus& other) {
+    open_segments += other.open_segments;
+    under_replicated_segments += other.under_replicated_segments;
+    under_replicated_bytes += other.under_replicated_bytes;
+    missing_copies += other.missing_copies;
+    lost_segments += other.lost_segments;
+    return *this;
+  }
+};
+
 struct RereplicationPlan {
   std::vector<RereplicationTask> tasks;
   uint64_t next_ino = 0;  // where the next plan starts; 0: the scan is complete
+  SegmentCensus census;   // of the inodes this plan scanned
 };
 
 }  // namespace logfs::meta

@@ -2,6 +2,8 @@
 
 #include <glog/logging.h>
 
+#include <utility>
+
 #include "absl/time/time.h"
 #include "src/status/macros.h"
 
@@ -76,6 +78,12 @@ absl::StatusOr<size_t> Rereplicator::RunPass() {
       ns_->PlanRereplication(cursor_ino_, options_.inodes_per_pass, options_.copies_per_pass,
                              options_.spread_copies_per_pass));
   cursor_ino_ = plan.next_ino;
+  scan_census_ += plan.census;
+  if (plan.next_ino == 0) {  // a scan of the whole namespace ended
+    absl::MutexLock lock(&progress_mu_);
+    progress_.census = std::exchange(scan_census_, SegmentCensus());
+    ++progress_.scans;
+  }
   if (plan.tasks.empty()) return 0;
   uint64_t pass_bytes = 0;
   for (const RereplicationTask& task : plan.tasks) pass_bytes += task.length;

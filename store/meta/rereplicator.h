@@ -62,6 +62,11 @@ class Rereplicator {
     uint64_t copied_bytes = 0;
     uint64_t failed_copies = 0;  // copies that failed since Start (retried later)
     uint64_t passes = 0;         // passes finished since Start
+    // The segment counts of the last complete scan of the namespace (a scan
+    // takes several passes on a large one), and how many scans completed
+    // (0: none yet, `census` is empty).
+    SegmentCensus census;
+    uint64_t scans = 0;
   };
   // A consistent snapshot; never blocks on a pass (a short mutex).
   Progress GetProgress() const ABSL_LOCKS_EXCLUDED(progress_mu_);
@@ -81,6 +86,7 @@ class Rereplicator {
 
   // Used by the pass thread only.
   uint64_t cursor_ino_ = 0;
+  SegmentCensus scan_census_;  // of the scan in progress
 
   mutable absl::Mutex progress_mu_;
   Progress progress_ ABSL_GUARDED_BY(progress_mu_);
