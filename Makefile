@@ -175,7 +175,7 @@ FUZZ_VARS := BUILDDIR=$(BUILDDIR)/fuzz CXX=$(CLANGXX) OPT="-O1 -g" FLAVOUR_WARN=
              FLAVOUR_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
                             -fno-omit-frame-pointer"
 FUZZ_SECONDS ?= 60
-FUZZ_LIB_DIRS := src/util src/status src/env $(filter-out store/admin,$(shell find store -type d))
+FUZZ_LIB_DIRS := src/util src/status src/env src/metrics $(filter-out store/admin,$(shell find store -type d))
 FUZZ_LIB_OBJS := $(PROTO_OBJ) $(ETCD_PB_OBJS) $(patsubst %.cc,$(BUILDDIR)/obj/%.o, \
                    $(filter-out %_test.cc,$(foreach d,$(FUZZ_LIB_DIRS),$(wildcard $(d)/*.cc))))
 FUZZ_TARGET_SRCS := $(wildcard fuzz/*_fuzzer.cc)
