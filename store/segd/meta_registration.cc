@@ -188,8 +188,13 @@ absl::Status MetaHeartbeat::RegisterWith(const std::string& address, client::Met
         absl::StrCat("meta at ", address, " refused to register this server: ", status.message()));
   }
   if (!status.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot register with meta at ", address, ": ", StatusText(status)));
+    // No answer in time is the same as no answer (retried: RegisterWithin);
+    // any other refusal (a wrong secret: kUnauthenticated) keeps its code
+    // and is final.
+    const absl::StatusCode code =
+        absl::IsDeadlineExceeded(status) ? absl::StatusCode::kUnavailable : status.code();
+    return absl::Status(
+        code, absl::StrCat("cannot register with meta at ", address, ": ", StatusText(status)));
   }
   if (registered->server_id() == 0) {
     return absl::UnavailableError("meta returned server id 0");
