@@ -37,25 +37,6 @@ int PortIn(const std::string& path) {
   return port;
 }
 
-// The body of GET /metrics, "" unless the answer was 200.
-std::string Scrape(int port) {
-  const std::string reply = ExchangeOverLoopback(port, "GET /metrics HTTP/1.0\r\n\r\n");
-  const size_t body = reply.find("\r\n\r\n");
-  if (!absl::StartsWith(reply, "HTTP/1.1 200") || body == std::string::npos) return "";
-  return reply.substr(body + 4);
-}
-
-// The value of the sample whose name and labels are exactly `series`
-// (e.g. `logfs_x_total{op="read"}`); -1 if absent.
-double Sample(const std::string& text, const std::string& series) {
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (!absl::StartsWith(line, series + " ")) continue;
-    double value = -1;
-    if (absl::SimpleAtod(line.substr(series.size() + 1), &value)) return value;
-  }
-  return -1;
-}
-
 // promtool's verdict on `text`: its exit status and output.
 CommandResult Promtool(const std::string& dir, const std::string& name, const std::string& text) {
   const std::string path = dir + "/" + name + ".txt";
@@ -119,53 +100,59 @@ TEST_F(MetricsTest, EveryProcessServesLintCleanMetricsThatMove) {
       SCOPED_TRACE(name);
       const int port = PortIn(dir_ + "/" + name + ".metrics_address");
       ASSERT_GT(port, 0);
-      const std::string text = Scrape(port);
+      const std::string text = ScrapeMetrics(port);
       ASSERT_FALSE(text.empty());
-      EXPECT_EQ(Sample(text, absl::StrCat("logfs_build_info{version=\"", Version(), "\"}")), 1);
+      EXPECT_EQ(MetricSample(text, absl::StrCat("logfs_build_info{version=\"", Version(), "\"}")),
+                1);
       const CommandResult lint = Promtool(dir_, name, text);
       EXPECT_EQ(lint.exit_code, 0) << lint.output;
       EXPECT_EQ(lint.output, "") << text;
       const std::string garbage = ExchangeOverLoopback(port, "\x16\x03\x01 not http\r\n\r\n");
       EXPECT_TRUE(absl::StartsWith(garbage, "HTTP/1.0 400")) << garbage;
-      const std::string again = Scrape(port);
+      const std::string again = ScrapeMetrics(port);
       EXPECT_FALSE(again.empty());
       if (name == "mount") {
-        EXPECT_GE(Sample(again, "logfs_wal_append_bytes_total"), data.size());
-        EXPECT_GE(Sample(again, "logfs_wal_syncs_total"), kPieces);
-        EXPECT_GE(Sample(again, "logfs_fuse_op_duration_seconds_count{op=\"fsync\"}"), kPieces);
-        EXPECT_GE(Sample(again, "logfs_fuse_op_duration_seconds_count{op=\"write\"}"), kPieces);
-        EXPECT_GE(Sample(again, "logfs_fuse_op_duration_seconds_count{op=\"read\"}"), 1);
-        EXPECT_GE(Sample(again, "logfs_fuse_op_errors_total{op=\"lookup\",errno=\"ENOENT\"}"), 1);
-        EXPECT_GE(Sample(again, "logfs_wal_sync_group_waiters_count"), 1);
+        EXPECT_GE(MetricSample(again, "logfs_wal_append_bytes_total"), data.size());
+        EXPECT_GE(MetricSample(again, "logfs_wal_syncs_total"), kPieces);
+        EXPECT_GE(MetricSample(again, "logfs_fuse_op_duration_seconds_count{op=\"fsync\"}"),
+                  kPieces);
+        EXPECT_GE(MetricSample(again, "logfs_fuse_op_duration_seconds_count{op=\"write\"}"),
+                  kPieces);
+        EXPECT_GE(MetricSample(again, "logfs_fuse_op_duration_seconds_count{op=\"read\"}"), 1);
+        EXPECT_GE(MetricSample(again, "logfs_fuse_op_errors_total{op=\"lookup\",errno=\"ENOENT\"}"),
+                  1);
+        EXPECT_GE(MetricSample(again, "logfs_wal_sync_group_waiters_count"), 1);
       } else if (name == "meta") {
-        EXPECT_GE(Sample(again, "logfs_meta_call_duration_seconds_count{op=\"create\"}"), 1);
-        EXPECT_GE(Sample(again, "logfs_meta_call_duration_seconds_count{op=\"open_write\"}"), 1);
-        EXPECT_EQ(Sample(again, "logfs_meta_servers{state=\"live\"}"), 3);
-        EXPECT_EQ(Sample(again, "logfs_meta_serving"), 1);
-        EXPECT_EQ(Sample(again, "logfs_meta_mounts"), 1);
-        EXPECT_GE(Sample(again, "logfs_meta_inodes"), 2);  // the root and metrics.dat
+        EXPECT_GE(MetricSample(again, "logfs_meta_call_duration_seconds_count{op=\"create\"}"), 1);
+        EXPECT_GE(MetricSample(again, "logfs_meta_call_duration_seconds_count{op=\"open_write\"}"),
+                  1);
+        EXPECT_EQ(MetricSample(again, "logfs_meta_servers{state=\"live\"}"), 3);
+        EXPECT_EQ(MetricSample(again, "logfs_meta_serving"), 1);
+        EXPECT_EQ(MetricSample(again, "logfs_meta_mounts"), 1);
+        EXPECT_GE(MetricSample(again, "logfs_meta_inodes"), 2);  // the root and metrics.dat
         // The segment census comes with the first complete re-replication
         // scan (a pass every --dead_server_ms / 4): poll for it, bounded.
         std::string census = again;
-        for (int i = 0; i < 200 && Sample(census, "logfs_meta_rereplication_scans_total") < 1;
+        for (int i = 0; i < 200 && MetricSample(census, "logfs_meta_rereplication_scans_total") < 1;
              ++i) {
           absl::SleepFor(absl::Milliseconds(100));
-          census = Scrape(port);
+          census = ScrapeMetrics(port);
         }
-        ASSERT_GE(Sample(census, "logfs_meta_rereplication_scans_total"), 1);
-        EXPECT_EQ(Sample(census, "logfs_meta_segments{state=\"under_replicated\"}"), 0);
-        EXPECT_EQ(Sample(census, "logfs_meta_segments{state=\"no_live_replica\"}"), 0);
-        EXPECT_EQ(Sample(census, "logfs_meta_rereplication_backlog_copies"), 0);
+        ASSERT_GE(MetricSample(census, "logfs_meta_rereplication_scans_total"), 1);
+        EXPECT_EQ(MetricSample(census, "logfs_meta_segments{state=\"under_replicated\"}"), 0);
+        EXPECT_EQ(MetricSample(census, "logfs_meta_segments{state=\"no_live_replica\"}"), 0);
+        EXPECT_EQ(MetricSample(census, "logfs_meta_segments{state=\"misplaced\"}"), 0);
+        EXPECT_EQ(MetricSample(census, "logfs_meta_rereplication_backlog_copies"), 0);
         const CommandResult census_lint = Promtool(dir_, "meta-census", census);
         EXPECT_EQ(census_lint.exit_code, 0) << census_lint.output;
         EXPECT_EQ(census_lint.output, "") << census;
       } else {
         // Three replicas on three servers: each holds every byte.
-        EXPECT_GE(Sample(again, "logfs_segd_append_bytes_total"), data.size());
-        EXPECT_GE(Sample(again, "logfs_segd_appends_total"), kPieces);
-        EXPECT_GE(Sample(again, "logfs_segd_sync_round_duration_seconds_count"), 1);
-        EXPECT_GE(Sample(again, "logfs_segd_replica_bytes"), data.size());
-        EXPECT_GT(Sample(again, "logfs_segd_disk_free_bytes"), 0);
+        EXPECT_GE(MetricSample(again, "logfs_segd_append_bytes_total"), data.size());
+        EXPECT_GE(MetricSample(again, "logfs_segd_appends_total"), kPieces);
+        EXPECT_GE(MetricSample(again, "logfs_segd_sync_round_duration_seconds_count"), 1);
+        EXPECT_GE(MetricSample(again, "logfs_segd_replica_bytes"), data.size());
+        EXPECT_GT(MetricSample(again, "logfs_segd_disk_free_bytes"), 0);
       }
       if (const char* save = std::getenv("LOGFS_METRICS_SAMPLE_DIR")) {
         const std::string kind = name.substr(0, 4) == "segd" ? "segd" : name;

@@ -94,13 +94,18 @@ void CollectMetaMetrics(Namespace* ns, const Rereplicator::Progress* progress,
                  static_cast<double>(progress->in_flight_bytes));
     if (progress->scans > 0) {
       const SegmentCensus& c = progress->census;
-      const char* help = "Segments by state, as of the last complete re-replication scan.";
+      const char* help =
+          "Segments by state, as of the last complete re-replication scan (a no_live_replica "
+          "segment is under_replicated too; a misplaced one, whose replicas needlessly share a "
+          "failure domain as fsck's MISPLACED, may be open or under_replicated).";
       out.AddGauge("logfs_meta_segments", help, static_cast<double>(c.open_segments),
                    {{"state", "open"}});
       out.AddGauge("logfs_meta_segments", "", static_cast<double>(c.under_replicated_segments),
                    {{"state", "under_replicated"}});
       out.AddGauge("logfs_meta_segments", "", static_cast<double>(c.lost_segments),
                    {{"state", "no_live_replica"}});
+      out.AddGauge("logfs_meta_segments", "", static_cast<double>(c.misplaced_segments),
+                   {{"state", "misplaced"}});
       out.AddGauge("logfs_meta_under_replicated_bytes",
                    "Bytes of the under-replicated segments (last complete scan).",
                    static_cast<double>(c.under_replicated_bytes));

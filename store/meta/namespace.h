@@ -466,9 +466,12 @@ class Namespace {
 
   // Re-replication pieces (namespace_rereplication.cc).
   bool ServerIdLive(uint64_t server_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Adds `segment` of `inode` to `census` (open, under-replicated, lost).
+  // Adds `segment` of `inode` to `census` (open, under-replicated, lost;
+  // misplaced over `live_domains` (LiveHealthyDomains) by the rule fsck
+  // applies: any segment, the domains of every server it lists).
   void CountSegment(const proto::Inode& inode, const proto::Segment& segment,
-                    SegmentCensus* census) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                    const std::vector<std::string>& live_domains, SegmentCensus* census) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends to `tasks` up to `room` copies restoring `segment` of `inode`.
   void PlanSegment(const proto::Inode& inode, const proto::Segment& segment, size_t room,
                    std::vector<RereplicationTask>* tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

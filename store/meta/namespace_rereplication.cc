@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
+#include "store/format/failure_domain.h"
 #include "store/meta/internal/namespace_txn.h"
 #include "store/meta/namespace.h"
 #include "store/meta/placement.h"
@@ -113,6 +114,7 @@ absl::StatusOr<RereplicationPlan> Namespace::PlanRereplication(uint64_t start_in
   plan.next_ino = NextIno(inodes, max_inodes);
   absl::MutexLock lock(&mu_);
   const int64_t now = NowNs();
+  const std::vector<std::string> live_domains = LiveHealthyDomains();
   size_t scanned = 0;  // inodes looked at for missing replicas
   for (const auto& inode : inodes) {
     ++scanned;
@@ -131,7 +133,7 @@ absl::StatusOr<RereplicationPlan> Namespace::PlanRereplication(uint64_t start_in
                                         kNanosPerMilli});
     }
     for (const auto& segment : inode.segments()) {
-      CountSegment(inode, segment, &plan.census);
+      CountSegment(inode, segment, live_domains, &plan.census);
       PlanSegment(inode, segment, max_tasks - plan.tasks.size(), &plan.tasks);
     }
     if (plan.tasks.size() >= max_tasks) {
@@ -149,7 +151,18 @@ absl::StatusOr<RereplicationPlan> Namespace::PlanRereplication(uint64_t start_in
 }
 
 void Namespace::CountSegment(const proto::Inode& inode, const proto::Segment& segment,
+                             const std::vector<std::string>& live_domains,
                              SegmentCensus* census) const {
+  std::vector<std::string> domains;
+  for (const auto& replica : segment.replicas()) {
+    auto it = servers_.find(replica.server_id());
+    if (it != servers_.end()) domains.push_back(FailureDomainOf(it->second.record));
+  }
+  size_t level = 0;
+  size_t distinct = 0;
+  if (!format::NeedlesslySharedDomain(domains, live_domains, &level, &distinct).empty()) {
+    ++census->misplaced_segments;
+  }
   if (!segment.sealed()) {
     ++census->open_segments;
     return;

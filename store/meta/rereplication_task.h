@@ -36,6 +36,7 @@ struct SegmentCensus {
   uint64_t under_replicated_bytes = 0;     // their lengths
   uint64_t missing_copies = 0;             // live replicas they lack in all
   uint64_t lost_segments = 0;              // sealed with no live replica at all
+  uint64_t misplaced_segments = 0;         // replicas needlessly share a failure domain
 
   SegmentCensus& operator+=(const SegmentCensus& other) {
     open_segments += other.open_segments;
@@ -43,6 +44,7 @@ struct SegmentCensus {
     under_replicated_bytes += other.under_replicated_bytes;
     missing_copies += other.missing_copies;
     lost_segments += other.lost_segments;
+    misplaced_segments += other.misplaced_segments;
     return *this;
   }
 };

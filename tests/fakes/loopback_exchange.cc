@@ -6,6 +6,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+
 namespace logfs::testing {
 
 std::string ExchangeOverLoopback(int port, const std::string& request, size_t max_bytes) {
@@ -27,6 +31,22 @@ std::string ExchangeOverLoopback(int port, const std::string& request, size_t ma
   }
   close(fd);
   return reply;
+}
+
+std::string ScrapeMetrics(int port) {
+  const std::string reply = ExchangeOverLoopback(port, "GET /metrics HTTP/1.0\r\n\r\n");
+  const size_t body = reply.find("\r\n\r\n");
+  if (!absl::StartsWith(reply, "HTTP/1.1 200") || body == std::string::npos) return "";
+  return reply.substr(body + 4);
+}
+
+double MetricSample(const std::string& text, const std::string& series) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::StartsWith(line, series + " ")) continue;
+    double value = -1;
+    if (absl::SimpleAtod(line.substr(series.size() + 1), &value)) return value;
+  }
+  return -1;
 }
 
 }  // namespace logfs::testing

@@ -17,4 +17,13 @@ namespace logfs::testing {
 std::string ExchangeOverLoopback(int port, const std::string& request,
                                  size_t max_bytes = 16u << 20);
 
+// The body of GET /metrics from 127.0.0.1:`port`, "" unless the answer was
+// 200.
+std::string ScrapeMetrics(int port);
+
+// The value of the sample in the Prometheus text `text` whose name and
+// labels are exactly `series` (e.g. `logfs_x_total{op="read"}`); -1 if
+// absent.
+double MetricSample(const std::string& text, const std::string& series);
+
 }  // namespace logfs::testing
