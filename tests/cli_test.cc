@@ -11,10 +11,12 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "src/cluster/process.h"
+#include "tests/fakes/loopback_exchange.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {
@@ -205,14 +207,18 @@ TEST_F(CliTest, ASegmentServerStartedBeforeMetaWaitsForIt) {
   // or a unit ordered only After=): it keeps trying to register for
   // --register_wait_ms and serves once meta does; a SIGTERM while it waits
   // stops it at once with exit code 0 (a systemd stop, not a failure).
+  // Its /metrics serves meanwhile: logfs_segd_registered 0, then 1.
   const int port = FreeLoopbackPort();
   ASSERT_GT(port, 0);
   const std::string meta_address = absl::StrCat("127.0.0.1:", port);
   Children children;
-  auto segd = cluster::Spawn({LogfsBinary(), "segd", "--data_dir=" + dir_ + "/s",
-                              "--listen=127.0.0.1:0", "--meta=" + meta_address,
-                              "--register_wait_ms=60000", "--address_file=" + dir_ + "/segd.addr"},
-                             dir_ + "/segd.log");
+  const std::string metrics_file = dir_ + "/segd.metrics_address";
+  auto segd =
+      cluster::Spawn({LogfsBinary(), "segd", "--data_dir=" + dir_ + "/s", "--listen=127.0.0.1:0",
+                      "--meta=" + meta_address, "--register_wait_ms=60000",
+                      "--address_file=" + dir_ + "/segd.addr", "--metrics_listen=127.0.0.1:0",
+                      "--metrics_address_file=" + metrics_file},
+                     dir_ + "/segd.log");
   ASSERT_TRUE(segd.ok()) << segd.status();
   children.pids.push_back(*segd);
   // Poll the log for its first retry: it is waiting, not gone.
@@ -223,6 +229,12 @@ TEST_F(CliTest, ASegmentServerStartedBeforeMetaWaitsForIt) {
   }
   ASSERT_TRUE(waiting) << cluster::LastLine(dir_ + "/segd.log");
   ASSERT_TRUE(cluster::ChildRunning(*segd));
+  int metrics_port = 0;
+  const std::string metrics_address = ReadFile(metrics_file).value_or("");
+  ASSERT_TRUE(
+      absl::SimpleAtoi(metrics_address.substr(metrics_address.rfind(':') + 1), &metrics_port))
+      << metrics_address;
+  EXPECT_EQ(0, MetricSample(ScrapeMetrics(metrics_port), "logfs_segd_registered"));
   auto meta = cluster::Spawn(
       {LogfsBinary(), "meta", "--data_dir=" + dir_ + "/m", "--listen=" + meta_address},
       dir_ + "/meta.log");
@@ -232,6 +244,9 @@ TEST_F(CliTest, ASegmentServerStartedBeforeMetaWaitsForIt) {
   ASSERT_TRUE(registered.ok()) << registered.status() << ": " << cluster::LastLine(dir_ + "/segd.log");
   auto status = RunCommand(LogfsBinary() + " status --meta=" + meta_address);
   EXPECT_TRUE(absl::StrContains(status.output, "servers: 1 (1 live")) << status.output;
+  const std::string serving = ScrapeMetrics(metrics_port);
+  EXPECT_EQ(1, MetricSample(serving, "logfs_segd_registered")) << serving;
+  EXPECT_EQ(0, MetricSample(serving, "logfs_segd_replicas{state=\"open\"}")) << serving;
 
   // A second one, with no meta at all, asked to stop while it waits.
   auto lonely = cluster::Spawn({LogfsBinary(), "segd", "--data_dir=" + dir_ + "/s2",

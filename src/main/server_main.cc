@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <asio.hpp>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,7 @@
 #include "store/rpc/endpoint.h"
 #include "store/rpc/frame_auth.h"
 #include "store/rpc/io_threads.h"
+#include "store/segd/segd_metrics.h"
 #include "store/segd/segment_server.h"
 
 DEFINE_string(data_dir, "",
@@ -357,16 +359,25 @@ int SegdMain(int argc, char** argv) {
     }
     options.short_circuit_uids.push_back(value);
   }
+  // /metrics comes first, so a server waiting for meta is seen waiting
+  // (logfs_segd_registered 0); scrapes read the server once Start returned.
+  std::atomic<const segd::SegmentServer*> serving{nullptr};
+  auto metrics = StartMetricsServer("segd", [&serving](metrics::FamilyList& out) {
+    const segd::SegmentServer* s = serving.load(std::memory_order_acquire);
+    if (s == nullptr) return segd::CollectStartingSegdMetrics(out);
+    s->CollectMetrics(out);
+  });
+  if (!metrics.ok()) return Fail("segd", metrics.status());
   auto server = segd::SegmentServer::Start(options, threads.io());
   if (absl::IsCancelled(server.status())) {
     LOG(INFO) << "segd: " << server.status().message();  // asked to stop: not a failure
     return 0;
   }
   if (!server.ok()) return Fail("segd", server.status());
-  auto metrics = StartMetricsServer(
-      "segd", [s = server->get()](metrics::FamilyList& out) { s->CollectMetrics(out); });
-  if (!metrics.ok()) return Fail("segd", metrics.status());
-  return Serve("segd", **server, signals, threads);
+  serving.store(server->get(), std::memory_order_release);
+  const int rc = Serve("segd", **server, signals, threads);
+  metrics->reset();  // no scrape runs once it is gone, before the server goes
+  return rc;
 }
 
 namespace {

@@ -11,8 +11,20 @@ SegdMetrics& GlobalSegdMetrics() {
   return *metrics;
 }
 
+namespace {
+
+constexpr char kRegisteredHelp[] =
+    "1 once the server registered with meta and serves; 0 while it starts (waits for meta).";
+
+}  // namespace
+
+void CollectStartingSegdMetrics(metrics::FamilyList& out) {
+  out.AddGauge("logfs_segd_registered", kRegisteredHelp, 0);
+}
+
 void CollectSegdMetrics(const SegdMetricsSources& s, metrics::FamilyList& out) {
   const SegdMetrics& m = GlobalSegdMetrics();
+  out.AddGauge("logfs_segd_registered", kRegisteredHelp, 1);
   out.AddCounter("logfs_segd_appends_total", "Appends accepted (written or exact resends).",
                  s.appends);
   out.AddCounter("logfs_segd_append_bytes_total", "Bytes of accepted appends.",

@@ -35,8 +35,14 @@ struct SegdMetricsSources {
   uint64_t bad_frames = 0, auth_failures = 0, handshakes_refused = 0;
 };
 
-// Adds the server's families. Lists the replicas (takes the store's lock
-// briefly) and statvfs()es the data dir: scrape time only.
+// Adds the server's families, logfs_segd_registered 1 among them. Lists
+// the replicas (takes the store's lock briefly) and statvfs()es the data
+// dir: scrape time only.
 void CollectSegdMetrics(const SegdMetricsSources& sources, metrics::FamilyList& out);
+
+// What a segment server serves before it serves (SegmentServer::Start
+// still opening its data dir or waiting for meta, --register_wait_ms):
+// logfs_segd_registered 0, so a server stuck waiting is seen, not dark.
+void CollectStartingSegdMetrics(metrics::FamilyList& out);
 
 }  // namespace logfs::segd
