@@ -4,13 +4,18 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -273,7 +278,118 @@ TEST_F(MountHelperTest, MountCommandAndFstab) {
   auto read = ReadFile(mnt_ + "/by-fstab");
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(Pattern(100000, 15), *read);
+
+  // Its daemon killed, the mount point is dead ("Transport endpoint is
+  // not connected"); mounting it again detaches the dead mount and serves.
+  const pid_t daemon = std::atoi(Xattr(mnt_, format::kMountPidXattr).c_str());
+  ASSERT_GT(daemon, 0);
+  ASSERT_EQ(0, kill(daemon, SIGKILL));
+  ASSERT_TRUE(WaitGone(daemon));
+  struct stat dead;
+  EXPECT_NE(0, stat((mnt_ + "/never-looked-up").c_str(), &dead));
+  EXPECT_EQ(ENOTCONN, errno);
+  r = RunCommand(absl::StrCat("timeout 120 mount -T ", fstab, " ", mnt_, " 2>&1"));
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  read = ReadFile(mnt_ + "/by-fstab");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(Pattern(100000, 15), *read);
+  r = RunCommand("grep -c ' " + mnt_ + " ' /proc/self/mounts");
+  EXPECT_EQ("1\n", r.output);  // the dead one is gone, not stacked under
   Umount();
+}
+
+// A journald stand-in for one stream client: a Unix stream socket that
+// accepts one connection and reads what it sends (sd_journal_stream_fd's
+// header, then the log lines).
+class JournalStub {
+ public:
+  explicit JournalStub(const std::string& path) : path_(path) {
+    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+    ok_ = fd_ >= 0 && bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+          listen(fd_, 4) == 0;
+  }
+  ~JournalStub() {
+    if (client_ >= 0) close(client_);
+    if (fd_ >= 0) close(fd_);
+  }
+  bool ok() const { return ok_; }
+
+  // Accepts the first client (30 s at most); returns its pid
+  // (SO_PEERCRED), 0 if none came.
+  pid_t Accept() {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, 30000) != 1) return 0;
+    client_ = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client_ < 0) return 0;
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    return getsockopt(client_, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
+  }
+
+  // Reads from the client into text_ until it has `lines` lines, the
+  // client closes, or 30 s passed; returns text_.
+  const std::string& Read(size_t lines) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (client_ >= 0 &&
+           std::count(text_.begin(), text_.end(), '\n') < static_cast<long>(lines) &&
+           absl::Now() < deadline) {
+      pollfd c{client_, POLLIN, 0};
+      if (poll(&c, 1, 1000) != 1) continue;
+      char buf[4096];
+      const ssize_t n = read(client_, buf, sizeof(buf));
+      if (n <= 0) break;
+      text_.append(buf, n);
+    }
+    return text_;
+  }
+
+ private:
+  std::string path_;
+  std::string text_;
+  int fd_ = -1;
+  int client_ = -1;
+  bool ok_ = false;
+};
+
+TEST_F(MountHelperTest, DaemonLogsToTheJournalWhenJournaldRuns) {
+  // Goal: a mount daemon with --meta and no log_file (an fstab line on a
+  // systemd host) logs to the journal (`journalctl -t logfs-mount`), not
+  // to a file in /tmp. Method: in a mount namespace of its own (unshare
+  // -m), /run is a fresh tmpfs whose /run/systemd/journal/stdout links to
+  // a stub socket; the helper mounts there; the stub must get
+  // sd_journal_stream_fd's header naming logfs-mount, then glog lines. The
+  // daemon (the stub's peer) is stopped by PID; its namespace, mount and
+  // all, goes with it.
+  StartCluster();
+  JournalStub journal(dir_ + "/journal.sock");
+  ASSERT_TRUE(journal.ok());
+  const std::string script =
+      absl::StrCat("mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/journal && ln -s ", dir_,
+                   "/journal.sock /run/systemd/journal/stdout && exec timeout 120 ", helper_, " ",
+                   Meta(), " ", mnt_);
+  // However the test ends, no daemon outlives it (unseen in its namespace).
+  struct Reaper {
+    std::string mnt;
+    ~Reaper() { RunCommand("pkill -KILL -f -- ' " + mnt + "$'"); }
+  } reaper{mnt_};
+  CommandResult r = RunCommand("unshare -m sh -c '" + script + "' 2>&1");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  const pid_t daemon = journal.Accept();
+  ASSERT_GT(daemon, 0);
+  // Stopped, the daemon logs its unmount and closes the stream.
+  EXPECT_EQ(0, kill(daemon, SIGTERM));
+  EXPECT_TRUE(WaitGone(daemon));
+  const std::string text = journal.Read(1000);  // to the end
+  // Header: identifier, unit id, priority, level prefix, forward to
+  // syslog, kmsg, console; then the log lines.
+  std::vector<std::string> lines = absl::StrSplit(text, '\n');
+  ASSERT_GE(lines.size(), 8u) << text;
+  EXPECT_EQ("logfs-mount", lines[0]);
+  EXPECT_EQ("6", lines[2]);  // LOG_INFO
+  EXPECT_TRUE(absl::StrContains(text, "unmounted " + mnt_)) << text;
 }
 
 }  // namespace

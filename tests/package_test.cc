@@ -167,7 +167,8 @@ TEST_F(SystemdUnitTest, EveryUnitPassesSystemdAnalyzeVerify) {
 TEST_F(SystemdUnitTest, UnitsNameTheirInstanceFilesAndHardening) {
   // Goal: the unit files say what the package promises (README "Install as
   // a package"): notify readiness, the logfs user, per-instance flagfile
-  // and data dir, and a mount unit that clears a dead mount first.
+  // and data dir, and a mount unit with no ExecStartPre (`logfs mount`
+  // clears a dead mount itself).
   std::string meta = ReadOrEmpty(src_ + "/packaging/systemd/logfs-meta.service");
   std::string segd = ReadOrEmpty(src_ + "/packaging/systemd/logfs-segd@.service");
   std::string mount = ReadOrEmpty(src_ + "/packaging/systemd/logfs-mount@.service");
@@ -184,8 +185,9 @@ TEST_F(SystemdUnitTest, UnitsNameTheirInstanceFilesAndHardening) {
       ExpandCommand(absl::StrReplaceAll(UnitValues(segd, "ExecStart")[0],
                                         {{"/usr/bin/logfs", LogfsBinary()}}),
                     "disk1"));
-  EXPECT_EQ((std::vector<std::string>{"/bin/fusermount3", "-uz", "/mnt/logfs"}),
-            ExpandCommand(UnitValues(mount, "ExecStartPre")[0], "mnt-logfs"));
+  // `logfs mount` clears a dead mount point itself; nothing detaches a
+  // live one.
+  EXPECT_TRUE(UnitValues(mount, "ExecStartPre").empty());
   EXPECT_EQ(std::vector<std::string>{"notify"}, UnitValues(mount, "Type"));
   EXPECT_EQ(std::vector<std::string>{"umount.target"}, UnitValues(mount, "Conflicts"));
   EXPECT_EQ(std::vector<std::string>{"on-failure"}, UnitValues(mount, "Restart"));
@@ -253,10 +255,11 @@ TEST_F(SystemdUnitTest, MetaAndSegdNotifyReadyOnceServingAndStopCleanly) {
 }
 
 TEST_F(SystemdUnitTest, MountUnitServesStopsAndClearsADeadMount) {
-  // Goal: logfs-mount@.service's command lines mount and serve, SIGTERM
-  // unmounts with exit code 0, and ExecStartPre clears the "Transport
-  // endpoint is not connected" mount a killed daemon leaves, so the next
-  // ExecStart succeeds (Restart=on-failure).
+  // Goal: logfs-mount@.service's command line mounts and serves, SIGTERM
+  // unmounts with exit code 0, and after a killed daemon the next
+  // ExecStart (Restart=on-failure) detaches the "Transport endpoint is not
+  // connected" mount it left and mounts again; a start on a live mount
+  // fails and leaves that mount alone.
   // Method: an embedded cluster (MountedCluster's) stands in for meta and
   // segd; mount.flags gets its meta address; the instance is the escaped
   // mount point (systemd-escape -p).
@@ -270,13 +273,11 @@ TEST_F(SystemdUnitTest, MountUnitServesStopsAndClearsADeadMount) {
   ASSERT_EQ(0, escaped.exit_code);
   std::string instance = std::string(absl::StripTrailingAsciiWhitespace(escaped.output));
   SetFlag("mount.flags", "--meta", (*cluster)->cluster().meta_address());
-  std::vector<std::string> pre = Command("logfs-mount@.service", instance, "ExecStartPre");
   std::vector<std::string> start = Command("logfs-mount@.service", instance);
   ASSERT_EQ(mountpoint_, start.back());
   for (int round = 0; round < 2; ++round) {
     NotifySocket notify;  // one per start: each must say READY=1
-    // (a) ExecStartPre ('-': its failure when nothing is mounted is fine).
-    RunCommand(absl::StrJoin(pre, " "));
+    // (a) ExecStart, on a fresh mount point, then on a dead one.
     pid_t mount = Start(start, notify, absl::StrCat("mount", round));
     // Type=notify: READY=1 once it serves, so the mount is there by then.
     ASSERT_TRUE(notify.Wait("READY=1", absl::Seconds(30))) << Log(absl::StrCat("mount", round));
@@ -288,7 +289,7 @@ TEST_F(SystemdUnitTest, MountUnitServesStopsAndClearsADeadMount) {
     ASSERT_TRUE(read.ok()) << read.status();
     EXPECT_EQ("round " + std::to_string(round), *read);
     if (round == 0) {
-      // (c) Killed: the mount point is dead until ExecStartPre clears it.
+      // (c) Killed: the mount point is dead until the next start clears it.
       ASSERT_EQ(0, kill(mount, SIGKILL));
       WaitExitCode(mount, absl::Seconds(10));
       // A name never looked up (cached attributes would answer for others).
@@ -296,7 +297,13 @@ TEST_F(SystemdUnitTest, MountUnitServesStopsAndClearsADeadMount) {
       EXPECT_NE(0, stat((mountpoint_ + "/never-looked-up").c_str(), &st));
       EXPECT_EQ(ENOTCONN, errno);
     } else {
-      // (d) Stopped: unmounted, exit code 0.
+      EXPECT_TRUE(absl::StrContains(Log("mount1"), "was a dead mount")) << Log("mount1");
+      // (d) A second start on the live mount fails, and the mount serves on.
+      auto again = RunCommand(absl::StrJoin(start, " ") + " 2>&1");
+      EXPECT_EQ(1, again.exit_code) << again.output;
+      EXPECT_TRUE(absl::StrContains(again.output, "is already a mount point")) << again.output;
+      EXPECT_EQ("round 1", ReadFile(file).value_or(""));
+      // (e) Stopped: unmounted, exit code 0.
       ExpectCleanStop(mount, "mount1");
       EXPECT_TRUE(notify.Wait("STOPPING=1", absl::Seconds(1)));
       EXPECT_TRUE(WaitMounted(mountpoint_, false, absl::Seconds(10)));

@@ -10,17 +10,22 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <syslog.h>
 #include <systemd/sd-daemon.h>
+#include <systemd/sd-journal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "fuse/mount.h"
@@ -80,7 +85,9 @@ DEFINE_bool(read_only, false, "mount: mount read-only: the kernel fails writes w
 DEFINE_string(fsname, "logfs",
               "mount: the source shown in /proc/mounts (mount.fuse.logfs sets it to SRC)");
 DEFINE_int32(segment_servers, 3, "embedded cluster: number of segment servers");
-DEFINE_string(log_file, "", "mount: daemon log (default: DATA_DIR/mount.log embedded, else /tmp/logfs-mount.log)");
+DEFINE_string(log_file, "",
+              "mount: daemon log (default: DATA_DIR/mount.log embedded; else the journal when "
+              "journald runs, as `journalctl -t logfs-mount`; else /tmp/logfs-mount.log)");
 DEFINE_int32(umount_timeout_ms, 30000, "umount: how long to wait for the daemon to exit");
 DEFINE_uint64(block_cache_bytes, 256ull << 20,
               "mount: block cache of sealed data (bytes; 0 disables it)");
@@ -180,6 +187,30 @@ void Daemonize(ReadyPipe* ready) {
   }
 }
 
+// Points the daemon's stderr (glog's output) at its log: --log_file if
+// set; the embedded cluster's log next to its state; else the journal if
+// journald runs (identifier logfs-mount), where a service's or a mount
+// unit's output would go and where admins look; else /tmp/logfs-mount.log.
+// Best effort: a log that cannot be opened leaves stderr as it was.
+void RedirectDaemonLog(const std::string& data_dir) {
+  int log_fd = -1;
+  if (FLAGS_log_file.empty() && FLAGS_meta.empty()) {
+    env::MakeDirs(data_dir).IgnoreError();  // the cluster's start says why if it fails
+    log_fd =
+        open((data_dir + "/mount.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  } else if (FLAGS_log_file.empty()) {
+    log_fd = sd_journal_stream_fd("logfs-mount", LOG_INFO, /*level_prefix=*/0);
+    if (log_fd < 0) {
+      log_fd = open("/tmp/logfs-mount.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    }
+  } else {
+    log_fd = open(FLAGS_log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  }
+  if (log_fd < 0 || log_fd == STDERR_FILENO) return;
+  dup2(log_fd, STDERR_FILENO);
+  close(log_fd);
+}
+
 // Takes an exclusive lock on the data dir so two embedded mounts never
 // share one cluster's state. Returns the fd holding the lock.
 absl::StatusOr<int> LockDataDir(const std::string& dir) {
@@ -213,6 +244,47 @@ bool IsMounted(const std::string& path) {
   }
   std::fclose(f);
   return found;
+}
+
+// Runs `fusermount3 ARGS... path`; true if it exited 0.
+bool RunFusermount(const std::vector<std::string>& args, const std::string& path) {
+  std::vector<std::string> argv = {"/bin/fusermount3"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back(path);
+  auto pid = cluster::Spawn(argv, "");
+  int status = 1;
+  if (pid.ok()) waitpid(*pid, &status, 0);
+  return pid.ok() && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// A FUSE mount whose daemon died answers every call on its mount point with
+// ENOTCONN ("Transport endpoint is not connected") until it is unmounted
+// (libfuse issue #41): no mount can go there, and even realpath() of it
+// fails. If `path` is such a dead mount, detaches it (`fusermount3 -uz`,
+// what the libfuse maintainers advise before mounting again) and says so
+// on stderr; a live mount, or none, is left alone. This is what lets
+// logfs-mount@.service restart a mount whose daemon was killed, and an
+// fstab mount be mounted again, without unmounting by hand.
+void ClearDeadMount(const std::string& path) {
+  // statfs, not stat: the kernel may answer stat of the root from cached
+  // attributes, while every statfs reaches the daemon.
+  struct statfs fs;
+  if (statfs(path.c_str(), &fs) == 0 || errno != ENOTCONN) return;
+  // The mount table names it by its canonical path: resolve the parent
+  // (alive) and keep the last component.
+  std::string absolute = Absolute(path);
+  while (absolute.size() > 1 && absolute.back() == '/') absolute.pop_back();
+  const size_t slash = absolute.rfind('/');
+  char parent[PATH_MAX];
+  const std::string parent_path = slash == 0 ? "/" : absolute.substr(0, slash);
+  if (realpath(parent_path.c_str(), parent) == nullptr) return;
+  const std::string canonical =
+      absl::StrCat(std::string(parent) == "/" ? "" : parent, absolute.substr(slash));
+  if (!IsMounted(canonical)) return;
+  if (RunFusermount({"-uz"}, canonical)) {
+    std::fprintf(stderr, "logfs mount: %s was a dead mount (its daemon had died): detached it\n",
+                 canonical.c_str());
+  }
 }
 
 // The mount's options from its flags, with meta at `meta`.
@@ -266,6 +338,7 @@ absl::StatusOr<std::unique_ptr<cluster::LocalCluster>> StartEmbeddedCluster(
 }
 
 int RunMount(const std::string& mountpoint_arg) {
+  ClearDeadMount(mountpoint_arg);
   char resolved[PATH_MAX];
   struct stat st;
   if (realpath(mountpoint_arg.c_str(), resolved) == nullptr ||
@@ -284,13 +357,7 @@ int RunMount(const std::string& mountpoint_arg) {
   FLAGS_log_file = Absolute(FLAGS_log_file);
   if (!FLAGS_f) {
     Daemonize(&ready);
-    // Keep the daemon's log next to its state (embedded) or in /tmp.
-    std::string log = !FLAGS_log_file.empty() ? FLAGS_log_file
-                      : FLAGS_meta.empty()     ? data_dir + "/mount.log"
-                                               : "/tmp/logfs-mount.log";
-    if (FLAGS_meta.empty()) env::MakeDirs(data_dir).IgnoreError();  // checked below
-    int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd >= 0) dup2(log_fd, STDERR_FILENO);
+    RedirectDaemonLog(data_dir);
   }
   std::unique_ptr<cluster::LocalCluster> local;
   std::string meta = FLAGS_meta;
@@ -369,10 +436,7 @@ int UmountMain(int argc, char** argv) {
   char pid_buf[32] = {0};
   ssize_t n = getxattr(mountpoint.c_str(), format::kMountPidXattr, pid_buf, sizeof(pid_buf) - 1);
   pid_t daemon = n > 0 ? static_cast<pid_t>(std::atoi(pid_buf)) : -1;
-  auto pid = cluster::Spawn({"/bin/fusermount3", "-u", mountpoint}, "");
-  int status = 1;
-  if (pid.ok()) waitpid(*pid, &status, 0);
-  if (!pid.ok() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (!RunFusermount({"-u"}, mountpoint)) {
     std::fprintf(stderr, "logfs umount: fusermount3 -u %s failed\n", mountpoint.c_str());
     return 1;
   }
