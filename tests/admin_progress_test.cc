@@ -157,6 +157,10 @@ TEST_F(AdminProgressTest, StatusWatchRedrawsOrSeparatesAndStops) {
   CommandResult bare = RunCommand(status + " --watch --watch_count=1");
   ASSERT_EQ(0, bare.exit_code) << bare.output;
   EXPECT_TRUE(absl::StrContains(bare.output, "(report 1)\nservers: 3")) << bare.output;
+  // The interval as its own word, as watch(1) takes `-n 5`.
+  CommandResult spaced = RunCommand(status + " --watch 0.2 --watch_count=2");
+  ASSERT_EQ(0, spaced.exit_code) << spaced.output;
+  EXPECT_TRUE(absl::StrContains(spaced.output, "(report 2)\nservers: 3")) << spaced.output;
   // Meta unreachable: each report says so, the watch goes on, and a
   // bounded one exits 1.
   CommandResult gone = RunCommand(LogfsBinary() +

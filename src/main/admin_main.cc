@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "src/main/subcommands.h"
@@ -56,12 +57,15 @@ bool RequireMeta(const char* what) {
 }
 
 // gflags wants a value for a double flag: "--watch" (or "-watch") alone
-// becomes "--watch=2". `storage` keeps the rewritten strings alive.
+// becomes "--watch=2"; followed by a number ("--watch 5") gflags takes that
+// as its value. `storage` keeps the rewritten strings alive.
 void DefaultBareWatch(int argc, char** argv, std::vector<std::string>* storage) {
   storage->reserve(argc);
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--") == 0) break;
-    if (std::strcmp(argv[i], "--watch") == 0 || std::strcmp(argv[i], "-watch") == 0) {
+    double seconds = 0;
+    const bool valued = i + 1 < argc && absl::SimpleAtod(argv[i + 1], &seconds);
+    if (!valued && (std::strcmp(argv[i], "--watch") == 0 || std::strcmp(argv[i], "-watch") == 0)) {
       storage->push_back("--watch=" + std::to_string(static_cast<int>(kDefaultWatchSeconds)));
       argv[i] = storage->back().data();
     }

@@ -1,5 +1,6 @@
 #include "store/admin/fsck.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -88,25 +89,30 @@ absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options) {
   std::map<uint64_t, bool> live;
   for (const auto& server : servers.servers()) live[server.server_id()] = server.live();
   const ServerDomains domains = ReadServerDomains(servers);
-  // The file list first, so the total is known for progress: held in
-  // memory (segment lists without xattrs) while the replicas are asked.
-  std::vector<proto::Inode> files;
+  // Progress needs the total first: one pass over meta's segment lists
+  // counts it (and keeps nothing, so memory stays bounded by one page on
+  // any namespace), the second checks. Files created between the passes
+  // may take `checked` past the count: the total then grows with it.
   uint64_t total = 0;
-  RETURN_IF_ERROR(client.ForEachFile([&](const proto::Inode& file) {
-    total += file.segments_size();
-    files.push_back(file);
-  }));
+  if (options.progress) {
+    RETURN_IF_ERROR(
+        client.ForEachFile([&](const proto::Inode& file) { total += file.segments_size(); }));
+    options.progress(0, total);
+  }
   FsckReport report;
   uint64_t checked = 0;
-  if (options.progress) options.progress(0, total);
-  for (const proto::Inode& file : files) {
+  auto count_checked = [&] {
+    ++checked;
+    total = std::max(total, checked);
+    if (options.progress) options.progress(checked, total);
+  };
+  RETURN_IF_ERROR(client.ForEachFile([&](const proto::Inode& file) {
     ++report.files;
     for (const auto& segment : file.segments()) {
       ++report.segments;
-      ++checked;
       if (!segment.sealed()) {
         ++report.open_segments;
-        if (options.progress) options.progress(checked, total);
+        count_checked();
         continue;
       }
       SegmentCheck check;
@@ -121,12 +127,12 @@ absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options) {
         disagree = disagree || Disagrees(check.replicas.back());
       }
       if (check.good < check.wanted || disagree) report.problems.push_back(std::move(check));
-      if (options.progress) options.progress(checked, total);
+      count_checked();
     }
     for (MisplacedSegment& m : MisplacedSegmentsOf(domains, file)) {
       report.misplaced.push_back(std::move(m));
     }
-  }
+  }));
   return report;
 }
 

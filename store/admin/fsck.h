@@ -26,9 +26,11 @@ struct FsckOptions {
   std::string meta_address;  // "host:port"
   int rpc_timeout_ms = 5000;  // per call
   // Called on RunFsck's thread after each segment (open ones included)
-  // with the segments done and the total (known once meta listed every
-  // file, before the first replica is asked); and once with 0 of the
-  // total before the first. Null: none. `logfs fsck` feeds a
+  // with the segments done and the total, and once with 0 of the total
+  // before the first. The total comes from a first pass over meta's
+  // segment lists that keeps nothing (memory stays one page, whatever the
+  // namespace's size); segments added since raise it as they are met.
+  // Null: no progress and no counting pass. `logfs fsck` feeds a
   // util::ProgressMeter with it.
   std::function<void(uint64_t checked, uint64_t total)> progress;
 };
