@@ -95,11 +95,15 @@ VERSION_H := $(BUILDDIR)/gen/src/util/version_gen.h
 # --gtest_filter reaches any suite.
 BINARIES := $(BUILDDIR)/logfs $(BUILDDIR)/logfs_unit $(BUILDDIR)/logfs_test
 
-.PHONY: all deps deps-clang build test unit faults tsa tsan asan fuzz fuzz-build clean help install \
-        check-layers deb FORCE
+.PHONY: all deps deps-clang bin build test unit faults tsa tsan asan fuzz fuzz-build clean help \
+        install check-layers deb FORCE
 
+# The run command: build/logfs alone (the test binaries come with `make
+# test`, `make build`).
 all: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) build
+	@$(MAKE) --no-print-directory -j$(JOBS) bin
+
+bin: $(BUILDDIR)/logfs
 
 build: $(BINARIES)
 
@@ -191,10 +195,10 @@ fuzz-build: $(FUZZ_BINARIES)
 .SECONDARY: $(FUZZ_HELPER_OBJS) $(FUZZ_TARGET_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 
 # The Debian package, from the current build/logfs (debian/rules calls
-# `make build`, which is incremental), into $(BUILDDIR)/deb/, then lintian.
+# `make bin`, which is incremental), into $(BUILDDIR)/deb/, then lintian.
 # packaging/make-deb.sh says how.
 deb: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) build
+	@$(MAKE) --no-print-directory -j$(JOBS) bin
 	packaging/make-deb.sh $(BUILDDIR)
 
 # --- rules --------------------------------------------------------------------
@@ -271,7 +275,8 @@ clean:
 
 help:
 	@echo "targets:"
-	@echo "  all (default)  build build/logfs and the test binaries"
+	@echo "  all (default)  build build/logfs"
+	@echo "  build          build/logfs and the test binaries (build/logfs_unit, build/logfs_test)"
 	@echo "  test           run every test (needs root and /dev/fuse)"
 	@echo "  unit           run the unit tests alone (build/logfs_unit; no root, no FUSE)"
 	@echo "  faults         the fault-injection suite, FAULT_ARGS=--trials=N"

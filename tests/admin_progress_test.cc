@@ -99,8 +99,8 @@ TEST_F(AdminProgressTest, FsckShowsProgressOnATerminalAndPlainLinesElsewhere) {
   EXPECT_TRUE(absl::StrContains(tty.output, "\rfsck: checked 6/6 segments (100%), ETA 0s\r\n"))
       << tty.output;
   EXPECT_TRUE(absl::StrContains(tty.output,
-                                "fsck: 2 files, 6 segments (0 open, replicas not "
-                                "asked), 0 misplaced, 0 problems: HEALTHY"))
+                                "fsck: 2 files, 6 segments (0 open: their replicas "
+                                "not asked), 0 misplaced, 0 problems: HEALTHY"))
       << tty.output;
 
   const std::string fsck = absl::StrCat(LogfsBinary(), " fsck --meta=", meta_);
@@ -121,7 +121,7 @@ TEST_F(AdminProgressTest, FsckShowsProgressOnATerminalAndPlainLinesElsewhere) {
   CommandResult out = RunCommand("{ " + fsck + " 2>/dev/null; }");
   ASSERT_EQ(0, out.exit_code) << out.output;
   EXPECT_EQ(
-      "fsck: 2 files, 6 segments (0 open, replicas not asked), 0 misplaced, 0 problems: "
+      "fsck: 2 files, 6 segments (0 open: their replicas not asked), 0 misplaced, 0 problems: "
       "HEALTHY\n",
       out.output);
   CommandResult quiet = RunCommand(fsck + " --noprogress");  // stderr too

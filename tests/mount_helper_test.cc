@@ -52,6 +52,12 @@ bool HasOption(const std::vector<std::string>& line, const std::string& option) 
   return false;
 }
 
+size_t CountOccurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 // Polls until `pid` no longer exists; false if it still does after 20 s.
 bool WaitGone(pid_t pid) {
   for (int i = 0; i < 2000; ++i) {
@@ -177,6 +183,16 @@ TEST_F(MountHelperTest, RefusesBadOptions) {
   EXPECT_EQ(0, r.exit_code) << r.output;
   EXPECT_TRUE(absl::StrContains(r.output, "ignoring unknown mount option 'bogus_option'"));
   EXPECT_TRUE(MountLine(mnt_).empty());
+  // Every flag `logfs mount --help` lists but those the helper sets itself
+  // is an option: the metrics ones too.
+  r = RunCommand(Helper("127.0.0.1:1", "metrics_listen=127.0.0.1:0") + " -f");
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  r = RunCommand(helper_ + " --help");
+  EXPECT_EQ(0, r.exit_code);
+  EXPECT_EQ(1, CountOccurrences(r.output, "usage:")) << r.output;
+  EXPECT_TRUE(absl::StrContains(r.output, "--metrics_listen=")) << r.output;
+  EXPECT_TRUE(absl::StrContains(r.output, "--fsync_timeout_ms=")) << r.output;
+  EXPECT_FALSE(absl::StrContains(r.output, "--data_dir=")) << r.output;
 }
 
 // Meta down when the helper starts (a boot, a meta restart): the mount

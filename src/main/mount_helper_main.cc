@@ -35,8 +35,10 @@ constexpr char kUsage[] =
     "mount.fuse.logfs META_LIST MOUNTPOINT [-sfnv] [-o OPTION[,OPTION...]]\n"
     "  (run by mount(8) for type fuse.logfs; META_LIST is HOST:PORT[,HOST:PORT...])";
 
-// What the helper's -h lists besides the -o table: the `logfs mount` flags.
-const HelpFlags kHelpFlags = {{"mount:"}, {"io_threads", "rpc_timeout_ms", "host_id"}};
+// What the helper's -h lists besides the -o table: the `logfs mount` flags
+// (its --help's but for those of the embedded cluster and --meta, which
+// the helper sets).
+HelpFlags MountHelpFlags() { return {{"mount:"}, MountSharedFlags()}; }
 
 // Options that mean nothing to logfs: mount(8) and systemd read them from
 // the fstab line (network mount, boot may go on, who may mount, which are
@@ -66,8 +68,9 @@ bool IsMountFlag(const std::string& name, bool* is_bool) {
   }
   if (info.filename.rfind("src/main/", 0) != 0) return false;  // libraries' flags
   bool listed = name == "cluster_secret_file";
-  for (const auto& shared : kHelpFlags.shared) listed = listed || name == shared;
-  for (const auto& prefix : kHelpFlags.prefixes) {
+  const HelpFlags help = MountHelpFlags();
+  for (const auto& shared : help.shared) listed = listed || name == shared;
+  for (const auto& prefix : help.prefixes) {
     listed = listed || info.description.rfind(prefix, 0) == 0;
   }
   *is_bool = info.type == "bool";
@@ -222,12 +225,7 @@ int MountHelperMain(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       PrintOptionTable();
-      std::string program = kProgram;
-      std::string help = "--help";
-      char* help_argv[] = {program.data(), help.data(), nullptr};
-      int help_argc = 2;
-      char** help_argvp = help_argv;
-      InitProcess(&help_argc, &help_argvp, kUsage, kHelpFlags);  // prints the flags, exits 0
+      PrintHelpFlags(MountHelpFlags());
       return 0;
     }
   }
@@ -258,7 +256,7 @@ int MountHelperMain(int argc, char** argv) {
     // Everything but the mount: the flags parse and validate, the mount
     // point is a directory.
     char** fake_argv = mount_argv.data();
-    InitProcess(&mount_argc, &fake_argv, kUsage, kHelpFlags);
+    InitProcess(&mount_argc, &fake_argv, kUsage, MountHelpFlags());
     struct stat st;
     if (stat(args.mountpoint.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       std::fprintf(stderr, "%s: mount point %s is not a directory\n", kProgram,

@@ -393,8 +393,10 @@ int RunMount(const std::string& mountpoint_arg) {
   // sd_notify does nothing; a failed one is systemd's to notice (the start
   // times out).
   absl::Status ran = fuse::RunSession(mount, session, [&] {
+    LOG(INFO) << "mounted " << mountpoint << " (meta " << meta << ")";
     ready.Report("");
-    if (int r = sd_notify(0, "READY=1"); r < 0) LOG(WARNING) << "sd_notify READY=1: " << strerror(-r);
+    if (int r = sd_notify(0, "READY=1"); r < 0)
+      LOG(WARNING) << "sd_notify READY=1: " << strerror(-r);
   });
   sd_notify(0, "STOPPING=1");
   if (!ran.ok()) ready.Report(std::string(ran.message()));
@@ -405,13 +407,19 @@ int RunMount(const std::string& mountpoint_arg) {
   return ran.ok() ? 0 : 1;
 }
 
+// `logfs mount --help`: the mount's flags, the embedded cluster's and the
+// shared ones (the helper lists the same but for those it sets itself).
+HelpFlags MountHelp() {
+  HelpFlags help{{"mount:", "embedded cluster:"}, {"meta", "data_dir"}};
+  help.shared.insert(help.shared.end(), MountSharedFlags().begin(), MountSharedFlags().end());
+  return help;
+}
+
 }  // namespace
 
 int MountMain(int argc, char** argv) {
   InitProcess(&argc, &argv, "logfs mount [--meta=HOST:PORT] [-f] [--data_dir=DIR] MOUNTPOINT",
-              {{"mount:", "embedded cluster:"},
-               {"meta", "data_dir", "io_threads", "rpc_timeout_ms", "host_id", "metrics_listen",
-                "metrics_address_file"}});
+              MountHelp());
   if (argc != 2) {
     std::fprintf(stderr, "logfs mount: expected one mount point, got %d arguments\n", argc - 1);
     return 1;

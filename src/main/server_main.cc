@@ -380,11 +380,8 @@ int SegdMain(int argc, char** argv) {
   return rc;
 }
 
-namespace {
-
-// Prints `usage` and the flags `help` selects, with their defaults.
-void PrintHelp(const char* usage, const HelpFlags& help) {
-  std::printf("usage: %s\n\nflags:\n", usage);
+void PrintHelpFlags(const HelpFlags& help) {
+  std::printf("flags:\n");
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);  // sorted by name
   for (const auto& flag : flags) {
@@ -399,6 +396,14 @@ void PrintHelp(const char* usage, const HelpFlags& help) {
                 flag.default_value.empty() ? "\"\"" : flag.default_value.c_str(),
                 flag.description.c_str());
   }
+}
+
+namespace {
+
+// Prints `usage` and the flags `help` selects, with their defaults.
+void PrintHelp(const char* usage, const HelpFlags& help) {
+  std::printf("usage: %s\n\n", usage);
+  PrintHelpFlags(help);
 }
 
 }  // namespace

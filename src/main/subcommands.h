@@ -35,6 +35,18 @@ struct HelpFlags {
   std::vector<std::string> shared;
 };
 
+// Prints "flags:" and the flags `help` selects, with their defaults and
+// descriptions, to stdout.
+void PrintHelpFlags(const HelpFlags& help);
+
+// The flags `logfs mount` shares with other subcommands, as its --help and
+// the mount helper's list them (with those of the "mount:" prefix).
+inline const std::vector<std::string>& MountSharedFlags() {
+  static const auto* flags = new std::vector<std::string>{"io_threads", "rpc_timeout_ms", "host_id",
+                                                          "metrics_listen", "metrics_address_file"};
+  return *flags;
+}
+
 // Shared by the subcommands: parses flags (exits with a one-line error on
 // an unknown or bad flag) and sets up glog to stderr. --help (or -h)
 // prints `usage` and the subcommand's flags, and exits 0.

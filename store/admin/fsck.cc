@@ -151,8 +151,8 @@ std::string FormatFsck(const FsckReport& report) {
                     " live domains at level ", m.level, " could hold them apart\n");
   }
   absl::StrAppend(&out, "fsck: ", report.files, " files, ", report.segments, " segments (",
-                  report.open_segments, " open, replicas not asked), ", report.misplaced.size(),
-                  " misplaced, ", report.problems.size(),
+                  report.open_segments, " open: their replicas not asked), ",
+                  report.misplaced.size(), " misplaced, ", report.problems.size(),
                   report.problems.empty() ? " problems: HEALTHY\n" : " problems: NOT HEALTHY\n");
   return out;
 }
