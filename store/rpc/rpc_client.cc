@@ -309,6 +309,14 @@ void RpcClient::Drain(uint64_t gen) {
     format::Frame& response = **frame;
     absl::Status status =
         (response.flags & format::kFlagError) ? StatusFromErrorFrame(response) : absl::OkStatus();
+    if (key_ == nullptr && absl::IsUnauthenticated(status)) {
+      // A server that authenticates refused this plain connection and is
+      // closing it: every call on it, also one sent since, gets the
+      // refusal, and the next call dials again (to the same refusal)
+      // instead of meeting the close as "connection lost".
+      Fail(status);
+      return;
+    }
     Complete(response.request_id, std::move(status), std::move(response));
     if (!IsCurrent(gen)) return;  // a callback failed the connection
   }

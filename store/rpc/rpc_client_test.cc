@@ -5,17 +5,22 @@
 
 #include <glog/logging.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
 #include <asio.hpp>
+#include <atomic>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "store/format/error_codec.h"
+#include "store/format/frame.h"
 #include "store/format/logfs.pb.h"
 #include "store/rpc/endpoint.h"
 #include "store/rpc/frame_auth.h"
@@ -133,6 +138,64 @@ TEST(RpcClientTest, DialsAServerByHostName) {
   server.Stop();
   server_io.Join();
   client_io.Join();
+}
+
+TEST(RpcClientTest, AnAuthenticationRefusalEndsTheConnectionForEveryLaterCall) {
+  // Goal: a client without a secret that calls a server with one gets the
+  // server's refusal (kUnauthenticated, "check --cluster_secret_file")
+  // for every call, also for a call it sends right after the first was
+  // refused, before the server's close reaches it: the refusal ends the
+  // connection at once, and the next call dials again. (`logfs status`
+  // without a secret asks MetaState, then ListServers: the second call
+  // used to go out on the refused connection and fail with "connection
+  // lost: End of file" about half the time.)
+  // Method: a hand-made server that answers each connection's first
+  // request with the refusal an authenticating server sends, then closes
+  // only when the client sends more or closes, so the second call always
+  // comes before the close; two calls in a row.
+  asio::io_context peer_io;
+  asio::ip::tcp::acceptor acceptor(peer_io,
+                                   asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  const std::string address = absl::StrCat("127.0.0.1:", acceptor.local_endpoint().port());
+  const absl::Status refusal = absl::UnauthenticatedError(
+      "this server authenticates its connections and the request carried no authentication: "
+      "give the caller the cluster's secret (check --cluster_secret_file)");
+  std::atomic<int> connections{0};
+  std::thread peer([&] {
+    for (int c = 0; c < 2; ++c) {
+      pollfd ready{acceptor.native_handle(), POLLIN, 0};
+      if (::poll(&ready, 1, 5000) != 1) return;  // no second connection: bounded
+      asio::ip::tcp::socket socket(peer_io);
+      asio::error_code ec;
+      acceptor.accept(socket, ec);
+      if (ec) return;
+      ++connections;
+      timeval tv{5, 0};
+      ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+      char header[format::kFrameHeaderBytes];
+      if (asio::read(socket, asio::buffer(header), ec) != sizeof(header)) return;
+      auto decoded = format::DecodeFrameHeader(header);
+      if (!decoded.ok()) return;
+      const std::string reply =
+          format::EncodeFrame(format::kFlagResponse | format::kFlagError,
+                              static_cast<format::MessageType>(decoded->type), decoded->request_id,
+                              format::EncodeErrorBody(refusal), {});
+      asio::write(socket, asio::buffer(reply), ec);
+      char more;
+      socket.read_some(asio::buffer(&more, 1), ec);  // the client's next bytes, or its close
+    }
+  });
+  IoThreads client_io(1);
+  auto client = RpcClient::Create(client_io.io(), address, RpcClient::Options());
+  const absl::Status first = StatFs(*client);
+  const absl::Status second = StatFs(*client);
+  EXPECT_EQ(absl::StatusCode::kUnauthenticated, first.code()) << first;
+  EXPECT_EQ(absl::StatusCode::kUnauthenticated, second.code()) << second;
+  EXPECT_NE(std::string::npos, second.message().find("--cluster_secret_file")) << second;
+  client->Shutdown();
+  client_io.Join();
+  peer.join();
+  EXPECT_EQ(2, connections.load());
 }
 
 }  // namespace
