@@ -38,7 +38,8 @@ namespace {
 // blocks.
 absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
                                const proto::Segment& segment, uint64_t from, uint64_t to,
-                               const client::BadReplicaReporter& reporter, ReadBuffer* out) {
+                               const client::BadReplicaReporter& reporter, ReadMode mode,
+                               ReadBuffer* out) {
   const uint64_t block_bytes = cache.block_bytes();
   const uint64_t first = from / block_bytes, last = (to - 1) / block_bytes;
   const uint64_t max_run = std::max<uint64_t>(1, format::kReadBytesMax / block_bytes);
@@ -54,7 +55,7 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
     if (cached != nullptr && cached->size() != expected_size(b)) {
       LOG(WARNING) << "segment " << segment.id() << " block " << b << " is cached with "
                    << cached->size() << " bytes, not " << expected_size(b) << "; reading it";
-      auto data = reader.Read(segment, b * block_bytes, expected_size(b), reporter);
+      auto data = reader.Read(segment, b * block_bytes, expected_size(b), reporter, mode);
       if (!data.ok()) return data.status();
       cached = cache.Uncached(*data);
     }
@@ -71,7 +72,7 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
     }
     const uint64_t start = b * block_bytes;
     const uint64_t end = std::min(segment.length(), (run_end + 1) * block_bytes);
-    auto data = reader.Read(segment, start, end - start, reporter);
+    auto data = reader.Read(segment, start, end - start, reporter, mode);
     if (!data.ok()) return data.status();
     for (uint64_t m = b; m <= run_end; ++m) {
       const uint64_t at = (m - b) * block_bytes;
@@ -102,7 +103,7 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
 absl::Status ReadFile(BlockCache* cache, SegmentReader& reader,
                       const std::vector<proto::Segment>& segments, uint64_t file_length,
                       uint64_t offset, uint64_t size, const client::BadReplicaReporter& reporter,
-                      ReadBuffer* out) {
+                      ReadMode mode, ReadBuffer* out) {
   if (offset >= file_length) return absl::OkStatus();
   const uint64_t end = std::min(file_length, offset + size);
   uint64_t segment_start = 0;
@@ -113,9 +114,9 @@ absl::Status ReadFile(BlockCache* cache, SegmentReader& reader,
     if (from < to) {
       if (cache != nullptr && segment.sealed()) {
         RETURN_IF_ERROR(ReadSealedSegment(*cache, reader, segment, from - segment_start,
-                                          to - segment_start, reporter, out));
+                                          to - segment_start, reporter, mode, out));
       } else {
-        auto piece = reader.Read(segment, from - segment_start, to - from, reporter);
+        auto piece = reader.Read(segment, from - segment_start, to - from, reporter, mode);
         if (!piece.ok()) return piece.status();
         out->AppendOwned(std::move(*piece));
       }

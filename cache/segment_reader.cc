@@ -37,6 +37,22 @@ absl::StatusOr<std::string> ReadVerifiedReplica(const format::ReplicaFds& files,
   return data.substr(offset - from, size);
 }
 
+namespace {
+
+constexpr char kRemoteReadNeededPayload[] = "logfs.remote_read_needed";
+
+}  // namespace
+
+absl::Status RemoteReadNeeded() {
+  absl::Status status = absl::UnavailableError("the read needs a segment server");
+  status.SetPayload(kRemoteReadNeededPayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsRemoteReadNeeded(const absl::Status& status) {
+  return absl::IsUnavailable(status) && status.GetPayload(kRemoteReadNeededPayload).has_value();
+}
+
 SegmentReader::SegmentReader(client::SegdClient& segd, SegmentReaderOptions options)
     : segd_(segd),
       options_(std::move(options)),
@@ -45,7 +61,19 @@ SegmentReader::SegmentReader(client::SegdClient& segd, SegmentReaderOptions opti
 
 absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, uint64_t offset,
                                                 uint64_t size,
-                                                const client::BadReplicaReporter& reporter) {
+                                                const client::BadReplicaReporter& reporter,
+                                                ReadMode mode) {
+  if (mode == ReadMode::kCachedOnly) {
+    if (!options_.short_circuit || !segment.sealed() || boot_id_.empty()) {
+      return RemoteReadNeeded();
+    }
+    uint64_t bad_server = 0;
+    auto local = ReadCachedReplica(segment, offset, size, &bad_server);
+    if (!local.ok()) return RemoteReadNeeded();
+    short_circuit_reads_.fetch_add(1, std::memory_order_relaxed);
+    short_circuit_bytes_.fetch_add(size, std::memory_order_relaxed);
+    return local;
+  }
   if (!options_.short_circuit || !segment.sealed() || boot_id_.empty()) {
     remote_reads_.fetch_add(1, std::memory_order_relaxed);
     return client::ReadSegmentRange(segd_, segment, offset, size, options_.timeout, reporter);
@@ -86,11 +114,8 @@ absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, u
 absl::StatusOr<std::string> SegmentReader::ReadShortCircuit(const proto::Segment& segment,
                                                             uint64_t offset, uint64_t size,
                                                             uint64_t* bad_server) {
-  // The hit path: no allocation, no call to a server.
-  for (const proto::Replica& replica : segment.replicas()) {
-    ReplicaCache::Ref ref = replica_cache_.Lookup({segment.id(), replica.server_id()});
-    if (ref) return ReadCached(ref, replica.server_id(), offset, size, bad_server);
-  }
+  auto cached = ReadCachedReplica(segment, offset, size, bad_server);
+  if (!absl::IsNotFound(cached.status())) return cached;
   absl::Status last = absl::NotFoundError("no replica on this host");
   for (const proto::Replica& replica : segment.replicas()) {
     const std::string socket = LocalSocket(replica.address());
@@ -113,6 +138,17 @@ absl::StatusOr<std::string> SegmentReader::ReadShortCircuit(const proto::Segment
     last = data.status();
   }
   return last;
+}
+
+absl::StatusOr<std::string> SegmentReader::ReadCachedReplica(const proto::Segment& segment,
+                                                             uint64_t offset, uint64_t size,
+                                                             uint64_t* bad_server) {
+  // The hit path: no allocation, no call to a server.
+  for (const proto::Replica& replica : segment.replicas()) {
+    ReplicaCache::Ref ref = replica_cache_.Lookup({segment.id(), replica.server_id()});
+    if (ref) return ReadCached(ref, replica.server_id(), offset, size, bad_server);
+  }
+  return absl::NotFoundError("no replica of this host in the replica cache");
 }
 
 absl::StatusOr<std::string> SegmentReader::ReadCached(const ReplicaCache::Ref& ref,

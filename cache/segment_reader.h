@@ -27,6 +27,19 @@
 
 namespace logfs::cache {
 
+// How far a read may go for its bytes. kAny: anywhere (TCP to a segment
+// server, a replica's first open through its server's socket), blocking
+// the caller. kCachedOnly: only what needs no segment server at all (the
+// block cache, replicas this process already has open); where it would
+// need more it returns RemoteReadNeeded() instead, so that a caller that
+// must not wait (a FUSE worker) can hand the read to a thread that may.
+enum class ReadMode { kAny, kCachedOnly };
+
+// The status a kCachedOnly read returns where it would need a segment
+// server (kUnavailable with a marker payload); never an answer to a user.
+absl::Status RemoteReadNeeded();
+bool IsRemoteReadNeeded(const absl::Status& status);
+
 struct SegmentReaderOptions {
   bool short_circuit = true;
   absl::Duration timeout = absl::Seconds(10);  // per replica call, TCP or Unix socket
@@ -50,9 +63,13 @@ class SegmentReader {
   SegmentReader(client::SegdClient& segd, SegmentReaderOptions options);
 
   // Bytes [offset, offset + size) of `segment`, all of which its readable
-  // length holds. kUnavailable (EIO) when no replica can serve them.
+  // length holds. kUnavailable (EIO) when no replica can serve them. With
+  // kCachedOnly, only from a replica in the replica cache, else
+  // RemoteReadNeeded() (also for a replica that fails there: the kAny
+  // read that follows handles it).
   absl::StatusOr<std::string> Read(const proto::Segment& segment, uint64_t offset, uint64_t size,
-                                   const client::BadReplicaReporter& reporter);
+                                   const client::BadReplicaReporter& reporter,
+                                   ReadMode mode = ReadMode::kAny);
 
   // Closes cached replicas idle past their limit (call now and then).
   void Trim() { replica_cache_.Trim(); }
@@ -70,6 +87,10 @@ class SegmentReader {
 
   absl::StatusOr<std::string> ReadShortCircuit(const proto::Segment& segment, uint64_t offset,
                                                uint64_t size, uint64_t* bad_server);
+  // ReadShortCircuit's hit path alone: kNotFound unless a replica of
+  // `segment` is in the replica cache.
+  absl::StatusOr<std::string> ReadCachedReplica(const proto::Segment& segment, uint64_t offset,
+                                                uint64_t size, uint64_t* bad_server);
   absl::StatusOr<std::string> ReadCached(const ReplicaCache::Ref& ref, uint64_t server_id,
                                          uint64_t offset, uint64_t size, uint64_t* bad_server);
   // The short-circuit socket of the server at `address` on this host, or

@@ -117,8 +117,10 @@ absl::StatusOr<uint64_t> Mount::NewMountWithin(const std::string& host) {
 void Mount::Shutdown() {
   if (!stopping_.HasBeenNotified()) stopping_.Notify();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
-  // Writers' recoveries use the client pool and finish within their
-  // deadlines: wait for them before the pool and the io threads go.
+  // Waiting FUSE calls and writers' recoveries use the client pool and
+  // finish within their deadlines: wait for them before the pool and the
+  // io threads go (the calls first: they may wait for a recovery).
+  waiting_pool_.join();
   recovery_pool_.join();
   pool_.ShutdownAll();
   work_.reset();
@@ -372,6 +374,8 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t i
   bool wal = opened->attr().kind() == proto::KIND_WAL;
   options.segment_bytes = wal ? options_.wal_segment_bytes : options_.block_segment_bytes;
   options.append_bytes = wal ? 1 : options_.block_append_bytes;
+  options.coalesce_delay = options_.wal_coalesce_delay;
+  options.coalesce_bytes = options_.wal_coalesce_bytes;
   options.replica_timeout = options_.replica_timeout;
   options.fsync_timeout = options_.fsync_timeout;
   options.slow_replica = options_.slow_replica;
@@ -379,6 +383,9 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t i
   options.next_call_id = [this] { return meta_.NextCallId(); };
   options.run_blocking = [this](std::function<void()> job) {
     asio::post(recovery_pool_, std::move(job));
+  };
+  options.run_waiting = [this](std::function<void()> job) {
+    asio::post(waiting_pool_, std::move(job));
   };
   auto writer = wal::FileWriter::Create(options, std::move(*opened), &meta_, &segd_);
   writers_[ino] = WriterRef{writer, 1, false, false};
@@ -418,6 +425,23 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Mount::Open(uint64_t ino, int flags) {
 
 absl::StatusOr<cache::ReadBuffer> Mount::Read(OpenFile& file, uint64_t offset,
                                                uint64_t size) {
+  return ReadInternal(file, offset, size, cache::ReadMode::kAny);
+}
+
+void Mount::ReadAsync(OpenFile& file, uint64_t offset, uint64_t size, ReadDone done) {
+  absl::StatusOr<cache::ReadBuffer> read =
+      ReadInternal(file, offset, size, cache::ReadMode::kCachedOnly);
+  if (!cache::IsRemoteReadNeeded(read.status())) {
+    done(std::move(read));
+    return;
+  }
+  asio::post(waiting_pool_, [this, &file, offset, size, done = std::move(done)] {
+    done(ReadInternal(file, offset, size, cache::ReadMode::kAny));
+  });
+}
+
+absl::StatusOr<cache::ReadBuffer> Mount::ReadInternal(OpenFile& file, uint64_t offset,
+                                                      uint64_t size, cache::ReadMode mode) {
   std::vector<proto::Segment> segments;
   uint64_t length;
   auto writer = file.writer != nullptr ? file.writer : FindWriter(file.ino);
@@ -425,6 +449,7 @@ absl::StatusOr<cache::ReadBuffer> Mount::Read(OpenFile& file, uint64_t offset,
     // Bytes whose write() returned are read back once they are durable
     // (DESIGN §2), never cut short: a copy-truncate rotation copies them.
     if (std::min(offset + size, writer->length()) > writer->acked_length()) {
+      if (mode == cache::ReadMode::kCachedOnly) return cache::RemoteReadNeeded();
       RETURN_IF_ERROR(WaitUntilDurable(*writer));
     }
     segments = writer->ReadableSegments();
@@ -440,7 +465,7 @@ absl::StatusOr<cache::ReadBuffer> Mount::Read(OpenFile& file, uint64_t offset,
   }
   cache::ReadBuffer out;
   RETURN_IF_ERROR(cache::ReadFile(block_cache_.get(), *segment_reader_, segments, length, offset,
-                                  size, {&meta_, file.ino}, &out));
+                                  size, {&meta_, file.ino}, mode, &out));
   return out;
 }
 
@@ -471,6 +496,17 @@ absl::Status Mount::Write(OpenFile& file, uint64_t offset, const char* data, siz
   return file.writer->Write(at, absl::string_view(data, size));
 }
 
+void Mount::WriteAsync(OpenFile& file, uint64_t offset, const char* data, size_t size,
+                       std::function<void(absl::Status)> done) {
+  if (file.write_denied || file.writer == nullptr) {
+    done(PosixError(EPERM, "sealed block files are immutable"));
+    return;
+  }
+  std::optional<uint64_t> at;
+  if (!file.append) at = offset;
+  file.writer->WriteAsync(at, absl::string_view(data, size), std::move(done));
+}
+
 void Mount::Sync(OpenFile& file, std::function<void(absl::Status)> done) {
   if (file.writer == nullptr) {
     done(absl::OkStatus());
@@ -488,19 +524,39 @@ void Mount::Flush(OpenFile& file, std::function<void(absl::Status)> done) {
 }
 
 absl::Status Mount::Release(std::unique_ptr<OpenFile> file) {
-  if (file->writer != nullptr) {
+  absl::Notification released;
+  absl::Status status;
+  ReleaseAsync(std::move(file), [&](absl::Status s) {
+    status = std::move(s);
+    released.Notify();
+  });
+  released.WaitForNotification();
+  return status;
+}
+
+void Mount::ReleaseAsync(std::unique_ptr<OpenFile> file, std::function<void(absl::Status)> done) {
+  if (file->writer == nullptr) {
+    done(meta_.Release(file->ino));
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = writers_.find(file->ino);
+    if (it == writers_.end() || --it->second.handles > 0) {
+      done(absl::OkStatus());
+      return;
+    }
+    it->second.closing = true;
+  }
+  std::shared_ptr<wal::FileWriter> writer = file->writer;
+  writer->CloseAsync([this, file = std::shared_ptr<OpenFile>(std::move(file)),
+                      done = std::move(done)](absl::Status status) {
     {
       absl::MutexLock lock(&mu_);
-      auto it = writers_.find(file->ino);
-      if (it == writers_.end() || --it->second.handles > 0) return absl::OkStatus();
-      it->second.closing = true;
+      writers_.erase(file->ino);
     }
-    absl::Status status = file->writer->Close();
-    absl::MutexLock lock(&mu_);
-    writers_.erase(file->ino);
-    return status;
-  }
-  return meta_.Release(file->ino);
+    done(std::move(status));
+  });
 }
 
 }  // namespace logfs::fuse

@@ -55,6 +55,10 @@ struct MountOptions {
   absl::Duration connect_wait = absl::ZeroDuration();
   absl::Duration replica_timeout = absl::Seconds(10);  // writer's replica calls
   absl::Duration fsync_timeout = absl::Seconds(30);
+  // Coalescing of unsynced WAL appends (wal::FileWriterOptions::
+  // coalesce_delay and coalesce_bytes); zero delay: off.
+  absl::Duration wal_coalesce_delay = absl::Milliseconds(1);
+  size_t wal_coalesce_bytes = 128u << 10;
   // Slow-replica exclusion of the mount's writers (wal/replica_lag.h);
   // slow_lag zero: off.
   wal::ReplicaLagOptions slow_replica;
@@ -135,6 +139,23 @@ class Mount {
   // through the block cache. EIO when no replica can serve a segment.
   absl::StatusOr<cache::ReadBuffer> Read(OpenFile& file, uint64_t offset, uint64_t size);
   absl::Status Write(OpenFile& file, uint64_t offset, const char* data, size_t size);
+
+  // The FUSE layer's calls: they never park their thread on a replica
+  // (DESIGN §2). Each does its work inline when that needs no wait for a
+  // segment server, else hands it to the mount's waiting pool, and `done`
+  // runs there. `file` must live until `done` has run.
+  // ReadAsync: inline when every byte is in the block cache or in a
+  // replica this host already has open (short-circuit), else from the pool
+  // (a remote read, a replica's first open, written bytes not yet durable).
+  using ReadDone = std::function<void(absl::StatusOr<cache::ReadBuffer>)>;
+  void ReadAsync(OpenFile& file, uint64_t offset, uint64_t size, ReadDone done);
+  // WriteAsync: wal::FileWriter::WriteAsync (a full queue or a roll waits
+  // on its run_waiting thread, the pool's).
+  void WriteAsync(OpenFile& file, uint64_t offset, const char* data, size_t size,
+                  std::function<void(absl::Status)> done);
+  // ReleaseAsync: Release; the last handle of a writer closes it on the
+  // pool.
+  void ReleaseAsync(std::unique_ptr<OpenFile> file, std::function<void(absl::Status)> done);
   void Sync(OpenFile& file, std::function<void(absl::Status)> done);
   // close(2) of a descriptor: sync and seal, so the length is final when
   // close returns; a later write through another descriptor of the same
@@ -170,6 +191,10 @@ class Mount {
   // Blocks until every byte written to `writer` so far is durable on its
   // ack quorum (a Sync); the writer's sticky error (EIO) otherwise.
   absl::Status WaitUntilDurable(wal::FileWriter& writer);
+  // Read's work; with `cached_only` it never waits for a segment server,
+  // and returns cache::RemoteReadNeeded() where it would.
+  absl::StatusOr<cache::ReadBuffer> ReadInternal(OpenFile& file, uint64_t offset, uint64_t size,
+                                                 cache::ReadMode mode);
   // Length and readable segments of a file another mount may be writing.
   uint64_t LiveLength(proto::Inode& inode);
   std::string FormatSegments(const proto::Inode& inode);
@@ -193,6 +218,13 @@ class Mount {
   // Writers' recoveries (blocking calls, never on io threads); joined by
   // Shutdown before pool_ shuts down.
   asio::thread_pool recovery_pool_{2};
+  // What the FUSE calls hand over instead of waiting for a segment server
+  // on a FUSE worker (ReadAsync, WriteAsync, ReleaseAsync); its jobs may
+  // wait for a recovery (recovery_pool_), never the other way round.
+  // Joined by Shutdown first. Each job holds a thread while it waits, so
+  // more than kWaitingThreads waits at once queue here, not in the kernel.
+  static constexpr int kWaitingThreads = 16;
+  asio::thread_pool waiting_pool_{kWaitingThreads};
   std::unique_ptr<cache::BlockCache> block_cache_;  // null when disabled
   std::unique_ptr<cache::SegmentReader> segment_reader_;
   std::thread heartbeat_thread_;

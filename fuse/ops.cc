@@ -240,23 +240,43 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   }
 }
 
+// read, write, flush (every close), fsync and release never hold a FUSE
+// worker while they wait for a segment server (DESIGN §2): each replies
+// inline when it need not wait, else from the completion (the writer's,
+// or a thread of the mount's waiting pool), so the workers go on serving
+// stat, ls and every other call. Their latency is timed to that reply.
+
 void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
-  auto data = M(req).Read(*Handle(fi), static_cast<uint64_t>(off), size);
-  if (!data.ok()) return ReplyStatus(req, data.status());
-  // Scatter-gather straight from the cached blocks; the pins drop after
-  // the kernel has copied them.
-  fuse_reply_iov(req, data->iov().data(), static_cast<int>(data->iov().size()));
+  M(req).ReadAsync(
+      *Handle(fi), static_cast<uint64_t>(off), size,
+      [req, timer = FuseOpTimer(FuseOp::kRead)](absl::StatusOr<cache::ReadBuffer> data) {
+        if (!data.ok()) {
+          const int error = ToErrno(data.status());
+          timer.Done(error);
+          fuse_reply_err(req, error);
+          return;
+        }
+        timer.Done(0);
+        // Scatter-gather straight from the cached blocks; the
+        // pins drop after the kernel has copied them.
+        fuse_reply_iov(req, data->iov().data(), static_cast<int>(data->iov().size()));
+      });
 }
 
 void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
              fuse_file_info* fi) noexcept {
-  absl::Status s = M(req).Write(*Handle(fi), static_cast<uint64_t>(off), buf, size);
-  if (!s.ok()) return ReplyStatus(req, s);
-  fuse_reply_write(req, size);
+  M(req).WriteAsync(*Handle(fi), static_cast<uint64_t>(off), buf, size,
+                    [req, size, timer = FuseOpTimer(FuseOp::kWrite)](absl::Status s) {
+                      const int error = ToErrno(s);
+                      timer.Done(error);
+                      if (error != 0) {
+                        fuse_reply_err(req, error);
+                      } else {
+                        fuse_reply_write(req, size);
+                      }
+                    });
 }
 
-// flush (every close) and fsync wait for the replicas without holding a
-// FUSE worker: the reply is sent from the writer's completion.
 void OpFlush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
   M(req).Flush(*Handle(fi), [req, timer = FuseOpTimer(FuseOp::kFlush)](absl::Status s) {
     const int error = ToErrno(s);
@@ -274,9 +294,13 @@ void OpFsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) noexcept {
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
-  absl::Status s = M(req).Release(std::unique_ptr<OpenFile>(Handle(fi)));
-  if (!s.ok()) LOG(ERROR) << "release of inode " << ino << ": " << s;
-  ReplyErr(req, ToErrno(s));
+  M(req).ReleaseAsync(std::unique_ptr<OpenFile>(Handle(fi)),
+                      [req, ino, timer = FuseOpTimer(FuseOp::kRelease)](absl::Status s) {
+                        if (!s.ok()) LOG(ERROR) << "release of inode " << ino << ": " << s;
+                        const int error = ToErrno(s);
+                        timer.Done(error);
+                        fuse_reply_err(req, error);
+                      });
 }
 
 // One opendir: a paged listing (fuse/dir_stream.h). The kernel serializes
@@ -408,8 +432,8 @@ void OpFallocate(fuse_req_t req, fuse_ino_t, int mode, off_t, off_t,
 }
 
 // `kFn` timed and counted as `kOp` (fuse/op_metrics.h): the op's latency
-// to its return (every op but flush and fsync has replied by then) and the
-// errno its reply carried.
+// to its return (every op but read, write, flush, fsync and release, which
+// time themselves, has replied by then) and the errno its reply carried.
 template <FuseOp kOp, auto kFn>
 struct Timed;
 template <FuseOp kOp, typename... Args, void (*kFn)(fuse_req_t, Args...) noexcept>
@@ -441,10 +465,10 @@ fuse_lowlevel_ops MakeOperations() {
   ops.rename = Timed<FuseOp::kRename, OpRename>::Call;
   ops.link = Timed<FuseOp::kLink, OpLink>::Call;
   ops.open = Timed<FuseOp::kOpen, OpOpen>::Call;
-  ops.read = Timed<FuseOp::kRead, OpRead>::Call;
-  ops.write = Timed<FuseOp::kWrite, OpWrite>::Call;
+  ops.read = OpRead;
+  ops.write = OpWrite;
   ops.flush = OpFlush;
-  ops.release = Timed<FuseOp::kRelease, OpRelease>::Call;
+  ops.release = OpRelease;
   ops.fsync = OpFsync;
   ops.opendir = Timed<FuseOp::kOpendir, OpOpendir>::Call;
   ops.readdir = Timed<FuseOp::kReaddir, OpReaddir>::Call;

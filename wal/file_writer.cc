@@ -5,6 +5,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
@@ -145,6 +146,74 @@ absl::Status FileWriter::WriteInternal(std::optional<uint64_t> offset, absl::str
                             options_.fsync_timeout)) {
     SetErrorLocked(PosixError(EIO, "replicas did not take queued bytes in time"));
   }
+  return AcceptLocked(offset, data, sends);
+}
+
+bool FileWriter::WriteWouldWaitLocked(size_t bytes) const {
+  // A failed or closed writer answers at once.
+  if (!error_.ok() || ClosedLocked()) return false;
+  if (!CanAcceptLocked()) return true;
+  if (bytes == 0 || options_.segment_bytes == 0) return false;
+  return !open_.has_value() || SlowRollDueLocked() ||
+         tail_.segment_used() + bytes > options_.segment_bytes;
+}
+
+void FileWriter::WriteAsync(std::optional<uint64_t> offset, absl::string_view data,
+                            SyncCallback done) {
+  rpc::CallBatch sends;
+  absl::Status status;
+  bool start_drain = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (draining_ || WriteWouldWaitLocked(data.size())) {
+      queued_writes_.push_back({offset, std::string(data), std::move(done)});
+      if (draining_) return;  // the running drain takes it
+      draining_ = start_drain = true;
+    } else {
+      status = AcceptLocked(offset, data, &sends);
+    }
+  }
+  if (start_drain) {
+    RunWaiting([self = shared_from_this()] { self->DrainQueuedWrites(); });
+    return;
+  }
+  sends.Flush();
+  RunFailedWaiters();
+  done(status);
+}
+
+void FileWriter::DrainQueuedWrites() {
+  for (;;) {
+    QueuedWrite write;
+    {
+      absl::MutexLock lock(&mu_);
+      if (queued_writes_.empty()) {
+        draining_ = false;
+        return;
+      }
+      write = std::move(queued_writes_.front());
+      queued_writes_.pop_front();
+    }
+    // draining_ stays set meanwhile: a WriteAsync that comes now queues
+    // behind, so nothing overtakes this write.
+    write.done(Write(write.offset, write.data));
+  }
+}
+
+void FileWriter::RunWaiting(std::function<void()> job) {
+  if (options_.run_waiting) {
+    options_.run_waiting(std::move(job));
+  } else {
+    std::thread(std::move(job)).detach();
+  }
+}
+
+void FileWriter::CloseAsync(SyncCallback done) {
+  RunWaiting([self = shared_from_this(), done = std::move(done)] { done(self->Close()); });
+}
+
+absl::Status FileWriter::AcceptLocked(std::optional<uint64_t> offset, absl::string_view data,
+                                      rpc::CallBatch* sends) {
   if (!error_.ok()) return error_;
   if (ClosedLocked()) return absl::FailedPreconditionError("writer is closed");
   const uint64_t length = tail_.length();
@@ -168,9 +237,34 @@ absl::Status FileWriter::WriteInternal(std::optional<uint64_t> offset, absl::str
     const size_t chunk = std::min(room, data.size());
     tail_.Buffer(data.substr(0, chunk));
     data.remove_prefix(chunk);
-    if (tail_.buffered() >= options_.append_bytes) SendBufferLocked(sends);
+    if (CoalescingLocked()) {
+      ArmCoalesceTimerLocked();
+    } else if (tail_.buffered() >= options_.append_bytes) {
+      SendBufferLocked(sends);
+    }
   }
   return absl::OkStatus();
+}
+
+void FileWriter::ArmCoalesceTimerLocked() {
+  if (coalesce_timer_armed_) return;
+  coalesce_timer_armed_ = true;
+  deps_->RunAfter(options_.coalesce_delay,
+                  [self = shared_from_this()] { self->OnCoalesceTimer(); });
+}
+
+void FileWriter::OnCoalesceTimer() {
+  rpc::CallBatch sends;
+  {
+    absl::MutexLock lock(&mu_);
+    coalesce_timer_armed_ = false;
+    // A roll, seal, close or recovery in progress sends the buffer itself
+    // (each waits for every byte written, or re-sends the buffer with the
+    // tail); after an error nothing goes out.
+    if (phase_ == WriterPhase::kIdle && error_.ok()) SendBufferLocked(&sends);
+  }
+  sends.Flush();
+  RunFailedWaiters();
 }
 
 void FileWriter::Sync(SyncCallback done) {

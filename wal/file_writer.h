@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -62,6 +63,17 @@ struct FileWriterOptions {
   // roll forever, so Write refuses it with kInvalidArgument).
   uint64_t segment_bytes = 64ull << 20;
   size_t append_bytes = 1;                             // send once this much is buffered
+  // Unsynced WAL appends (a WAL whose application has not synced for
+  // kLazyAfterAppends appends: RocksDB with sync=false) are coalesced:
+  // held in the buffer until `coalesce_bytes` are there, a Sync (fsync,
+  // close, a read of them on this mount) asks for them, or
+  // `coalesce_delay` passed since the first, then sent as one append to
+  // each replica instead of one per write(). Nobody waits for those bytes,
+  // so only CPU and round trips change; the delay keeps them reaching the
+  // replicas, and readers of other mounts (tail -f), within about a
+  // millisecond plus the servers' --sync_interval_ms. Zero delay: off.
+  size_t coalesce_bytes = 128u << 10;
+  absl::Duration coalesce_delay = absl::ZeroDuration();
   size_t max_unacked_bytes = 32u << 20;                // Write blocks above this
   absl::Duration replica_timeout = absl::Seconds(10);  // one replica call
   absl::Duration fsync_timeout = absl::Seconds(30);    // a blocked Write/Close
@@ -74,6 +86,11 @@ struct FileWriterOptions {
   // joins its thread pool first), and must not run it inline. Unset: a
   // detached thread per job.
   std::function<void(std::function<void()>)> run_blocking;
+  // Runs the jobs of WriteAsync and CloseAsync that wait for replicas (a
+  // write queued behind a full queue or a roll, a close), as run_blocking
+  // does but on other threads: such a job may wait for a recovery, which
+  // must never queue behind it. Unset: a detached thread per job.
+  std::function<void(std::function<void()>)> run_waiting;
   // Slow-replica exclusion (wal/replica_lag.h): a replica of the open
   // segment found slow by this rule is rolled away from at the next Write
   // (roll, not repair; its replica of the sealed segment stays), and its
@@ -95,6 +112,11 @@ class FileWriter final : public ReplicaReplyHandler,
  public:
   using SyncCallback = std::function<void(absl::Status)>;
 
+  // A WAL whose application has not synced for this many appends stops
+  // asking for an fdatasync per append (EagerSync), and its writes are
+  // coalesced (FileWriterOptions::coalesce_delay).
+  static constexpr uint64_t kLazyAfterAppends = 32;
+
   // `inode` is what meta's OpenWrite returned (every segment sealed). The
   // lease is held; Close releases it. `meta` and `segd` must outlive the
   // writer. Meta calls (seal, roll, truncate) follow `meta`'s retry policy:
@@ -115,6 +137,17 @@ class FileWriter final : public ReplicaReplyHandler,
   absl::Status Write(std::optional<uint64_t> offset, absl::string_view data)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Write that never blocks, for callers that must not wait (a FUSE worker,
+  // DESIGN §2): a write the writer can take at once is taken here and
+  // `done` runs inline with Write's result. One that would wait (the queue
+  // of unacked bytes is full, a roll, seal or recovery is in progress, or
+  // the write needs a roll) has its bytes copied and is queued, in order
+  // behind any other queued write, and `done` runs on a run_waiting thread
+  // once Write has taken it or failed. Until the queue is empty, later
+  // writes queue behind it, so writes are taken in call order.
+  void WriteAsync(std::optional<uint64_t> offset, absl::string_view data, SyncCallback done)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // Calls `done` once every byte written before this call is durable on
   // the ack quorum, or with the sticky error. Never blocks; `done` may run
   // on this thread or a network thread.
@@ -125,6 +158,9 @@ class FileWriter final : public ReplicaReplyHandler,
   // last SetMtime) as the file's mtime. Blocks. Returns the first error
   // seen; after a failure the file is sealed at its acked length.
   absl::Status Close() ABSL_LOCKS_EXCLUDED(mu_);
+  // Close on a run_waiting thread, then `done` with its result there. Never
+  // blocks.
+  void CloseAsync(SyncCallback done);
 
   // Seals the open segment once everything written is durable, keeping the
   // lease: after it the file's length is final for every reader, and a
@@ -191,6 +227,18 @@ class FileWriter final : public ReplicaReplyHandler,
   bool CanAcceptLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteInternal(std::optional<uint64_t> offset, absl::string_view data,
                              rpc::CallBatch* sends) ABSL_LOCKS_EXCLUDED(mu_);
+  // Write's work once the writer can accept: the checks, then buffering
+  // and sending, rolling where a segment fills (which drops mu_).
+  absl::Status AcceptLocked(std::optional<uint64_t> offset, absl::string_view data,
+                            rpc::CallBatch* sends) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a write of `bytes` bytes now would have to wait: for room in
+  // the queue, for an operation in progress, or for a roll of its own.
+  bool WriteWouldWaitLocked(size_t bytes) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the queued writes one by one with Write, in order, on a
+  // run_waiting thread, until none is left.
+  void DrainQueuedWrites() ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs `job` as options_.run_waiting says (a thread of its own if unset).
+  void RunWaiting(std::function<void()> job);
   // Latches the first error and moves every sync waiter to failed_waiters_;
   // callers run RunFailedWaiters() once they have dropped mu_.
   void SetErrorLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -225,11 +273,21 @@ class FileWriter final : public ReplicaReplyHandler,
   // application has not synced for kLazyAfterAppends appends (RocksDB with
   // sync=false): its appends become durable within the servers'
   // --sync_interval_ms instead of costing an fdatasync each, and its next
-  // fsync sends a Sync round and makes it eager again.
-  static constexpr uint64_t kLazyAfterAppends = 32;
+  // fsync sends a Sync round and makes it eager again (kLazyAfterAppends,
+  // public above).
   bool EagerSync() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return kind_ == proto::KIND_WAL && appends_since_sync_ < kLazyAfterAppends;
   }
+  // Whether buffered bytes wait to be coalesced (options_.coalesce_delay):
+  // a lazy WAL's, below coalesce_bytes.
+  bool CoalescingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return kind_ == proto::KIND_WAL && !EagerSync() &&
+           options_.coalesce_delay > absl::ZeroDuration() &&
+           tail_.buffered() < options_.coalesce_bytes;
+  }
+  // Sends the buffer once coalesce_delay has passed (one timer at a time).
+  void ArmCoalesceTimerLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnCoalesceTimer() ABSL_LOCKS_EXCLUDED(mu_);
   void OnReplicaReply(uint64_t segment_id, size_t replica, bool sync_round,
                       absl::StatusOr<uint64_t> durable_length) override ABSL_LOCKS_EXCLUDED(mu_);
   // Records replica `replica`'s durable length and what it acks, and
@@ -360,7 +418,17 @@ class FileWriter final : public ReplicaReplyHandler,
   // Steps to resume once the recovery in progress has finished (a seal
   // that found a replica failed); run by Recover() without mu_.
   std::vector<std::function<void()>> after_recovery_ ABSL_GUARDED_BY(mu_);
+  // WriteAsync's writes that wait their turn, and whether a
+  // DrainQueuedWrites job runs (then every WriteAsync queues).
+  struct QueuedWrite {
+    std::optional<uint64_t> offset;
+    std::string data;
+    SyncCallback done;
+  };
+  std::deque<QueuedWrite> queued_writes_ ABSL_GUARDED_BY(mu_);
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool fsync_deadline_armed_ ABSL_GUARDED_BY(mu_) = false;
+  bool coalesce_timer_armed_ ABSL_GUARDED_BY(mu_) = false;
   int sync_round_replies_ ABSL_GUARDED_BY(mu_) = 0;       // replies a round still awaits
   uint64_t appends_since_sync_ ABSL_GUARDED_BY(mu_) = 0;  // since the last Sync call
   bool busy_ ABSL_GUARDED_BY(mu_) = false;                // counted in the process's busy writers

@@ -118,6 +118,11 @@ class FakeCluster : public WriterDeps {
       fn();
     }
   }
+  // Append calls made so far (one per replica per chunk).
+  size_t appends() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return appends_;
+  }
   size_t pending_timers() {
     std::lock_guard<std::mutex> lock(mu_);
     return timers_.size();
@@ -161,6 +166,7 @@ class FakeCluster : public WriterDeps {
               std::shared_ptr<const std::string> data,
               const std::shared_ptr<ReplicaReplyHandler>& handler, rpc::CallBatch*) override {
     std::lock_guard<std::mutex> lock(mu_);
+    ++appends_;
     if (held_servers_.count(address) != 0) {
       held_.push_back({address, call, std::move(data), handler});
       return;
@@ -345,6 +351,7 @@ class FakeCluster : public WriterDeps {
   std::vector<std::pair<absl::Time, std::function<void()>>> timers_;
   absl::Time now_ = absl::FromUnixSeconds(1'000'000);
   uint64_t next_segment_id_ = 1;
+  size_t appends_ = 0;
   proto::Inode inode_;
   std::thread network_;  // last: started once the rest is built
 };
@@ -462,6 +469,144 @@ TEST_F(FileWriterTest, RollSealsTheFullSegmentAndOpensTheNext) {
   EXPECT_EQ(200u, segments[2].file_offset());
   EXPECT_EQ(50u, segments[2].length());
   EXPECT_EQ(data, Contents());
+}
+
+TEST_F(FileWriterTest, UnsyncedWalWritesAreCoalescedIntoOneAppend) {
+  // Goal (issue 16 item 1): once a WAL goes unsynced (kLazyAfterAppends
+  // writes without a Sync), its writes are held and sent as one append
+  // per replica when the coalesce delay passes, when coalesce_bytes are
+  // there, or when a Sync asks; before that, and after a Sync, each write
+  // is sent at once.
+  // Method: 10-byte writes, a 1 ms delay, 100 bytes at most; the fake's
+  // clock and timers are driven by hand; appends counted per replica.
+  FileWriterOptions options;
+  options.coalesce_delay = absl::Milliseconds(1);
+  options.coalesce_bytes = 100;
+  Open(options);
+  const std::string record = "0123456789";
+  auto write = [&](int n) {
+    for (int i = 0; i < n; ++i) ASSERT_TRUE(writer_->Write(std::nullopt, record).ok());
+  };
+  // (a) Eager: each of the first kLazyAfterAppends writes is an append.
+  write(FileWriter::kLazyAfterAppends);
+  ASSERT_TRUE(cluster_->WaitIdle());
+  const size_t eager = cluster_->appends();
+  EXPECT_EQ(3 * FileWriter::kLazyAfterAppends, eager);
+  EXPECT_EQ(320u, cluster_->Bytes(1, 1).size());
+  // (b) Lazy: 5 writes wait for the timer, then go as one append each.
+  write(5);
+  ASSERT_TRUE(cluster_->WaitIdle());
+  EXPECT_EQ(eager, cluster_->appends());
+  EXPECT_EQ(320u, cluster_->Bytes(1, 1).size());
+  EXPECT_EQ(370u, writer_->length());  // accepted, as stat shows it
+  cluster_->Advance(absl::Microseconds(999));
+  cluster_->FireDueTimers();
+  EXPECT_EQ(eager, cluster_->appends());
+  cluster_->Advance(absl::Microseconds(1));
+  cluster_->FireDueTimers();
+  ASSERT_TRUE(cluster_->WaitIdle());
+  EXPECT_EQ(eager + 3, cluster_->appends());
+  for (int s = 1; s <= 3; ++s) EXPECT_EQ(370u, cluster_->Bytes(1, s).size());
+  // (c) A full batch goes at once, no timer needed.
+  write(10);
+  ASSERT_TRUE(cluster_->WaitIdle());
+  EXPECT_EQ(eager + 6, cluster_->appends());
+  EXPECT_EQ(470u, cluster_->Bytes(1, 1).size());
+  // (d) A Sync sends what waits, and makes the next writes eager again.
+  write(2);
+  ASSERT_TRUE(Sync().ok());
+  EXPECT_EQ(490u, writer_->acked_length());
+  EXPECT_EQ(eager + 9, cluster_->appends());
+  write(1);
+  ASSERT_TRUE(cluster_->WaitIdle());
+  EXPECT_EQ(eager + 12, cluster_->appends());
+  cluster_->Advance(absl::Seconds(1));
+  cluster_->FireDueTimers();  // the timer of (c)'s batch, if any, sends nothing more
+  ASSERT_TRUE(cluster_->WaitIdle());
+  EXPECT_EQ(eager + 12, cluster_->appends());
+  std::string expected;
+  for (int i = 0; i < 50; ++i) expected += record;
+  EXPECT_EQ(expected, Contents());
+}
+
+TEST_F(FileWriterTest, WriteAsyncQueuesWritesThatWouldWaitAndKeepsTheirOrder) {
+  // Goal (issue 16 item 4, DESIGN §2): WriteAsync never blocks its caller
+  // (a FUSE worker). A write that can be taken at once is answered inline;
+  // one that would wait (a roll, a full queue) is queued and answered from
+  // a run_waiting thread once taken, and later writes queue behind it.
+  // Method: 1000-byte segments and 64 unacked bytes at most; the first
+  // write needs the first segment (a roll); then two servers hold their
+  // appends, so no quorum acks and the queue fills.
+  FileWriterOptions options;
+  options.segment_bytes = 1000;
+  options.max_unacked_bytes = 64;
+  options.run_waiting = jobs_.Runner();
+  Open(options);
+  struct Answer {
+    SyncResult result;
+    std::atomic<bool> inline_done{false};
+  };
+  auto write_async = [&](const std::string& data, Answer* answer) {
+    const std::thread::id caller = std::this_thread::get_id();
+    writer_->WriteAsync(std::nullopt, data, [answer, caller](absl::Status s) {
+      if (std::this_thread::get_id() == caller) answer->inline_done = true;
+      answer->result.callback()(std::move(s));
+    });
+  };
+  // (a) No segment yet: queued, answered from a waiting thread.
+  Answer first;
+  write_async(std::string(10, 'a'), &first);
+  ASSERT_TRUE(first.result.Wait());
+  EXPECT_TRUE(first.result.status.ok()) << first.result.status;
+  EXPECT_FALSE(first.inline_done);
+  ASSERT_TRUE(Sync().ok());
+  // (b) Room and a segment: taken inline, though no quorum acks it.
+  cluster_->Hold(1);
+  cluster_->Hold(2);
+  Answer second, third;
+  write_async(std::string(60, 'b'), &second);
+  EXPECT_TRUE(second.inline_done);
+  EXPECT_TRUE(second.result.status.ok());
+  write_async(std::string(10, 'c'), &third);
+  EXPECT_TRUE(third.inline_done);
+  // (c) 70 bytes unacked: the next two wait, in order, without blocking.
+  Answer fourth, fifth;
+  write_async("dddd", &fourth);
+  write_async("eeee", &fifth);
+  EXPECT_FALSE(fourth.inline_done);
+  EXPECT_FALSE(fourth.result.done.HasBeenNotified());
+  EXPECT_FALSE(fifth.result.done.HasBeenNotified());
+  EXPECT_EQ(80u, writer_->length());
+  // (d) The held appends land: the queue drains, in order.
+  cluster_->Unhold(1);
+  cluster_->Unhold(2);
+  cluster_->ReleaseHeld();
+  ASSERT_TRUE(fourth.result.Wait());
+  ASSERT_TRUE(fifth.result.Wait());
+  EXPECT_TRUE(fourth.result.status.ok()) << fourth.result.status;
+  EXPECT_TRUE(fifth.result.status.ok()) << fifth.result.status;
+  ASSERT_TRUE(Sync().ok());
+  EXPECT_EQ(std::string(10, 'a') + std::string(60, 'b') + std::string(10, 'c') + "ddddeeee",
+            Contents());
+  // (e) A write at the wrong offset still fails with EPERM, inline.
+  SyncResult wrong;
+  writer_->WriteAsync(3, "x", wrong.callback());
+  ASSERT_TRUE(wrong.done.HasBeenNotified());
+  EXPECT_EQ(EPERM, AttachedErrno(wrong.status)) << wrong.status;
+}
+
+TEST_F(FileWriterTest, CoalescingOffSendsEveryWrite) {
+  // Goal: with a zero coalesce delay an unsynced WAL still sends each
+  // write at once (the behaviour before coalescing).
+  FileWriterOptions options;
+  options.coalesce_delay = absl::ZeroDuration();
+  Open(options);
+  for (uint64_t i = 0; i < FileWriter::kLazyAfterAppends + 5; ++i) {
+    ASSERT_TRUE(writer_->Write(std::nullopt, "0123456789").ok());
+  }
+  ASSERT_TRUE(cluster_->WaitIdle());
+  EXPECT_EQ(3 * (FileWriter::kLazyAfterAppends + 5), cluster_->appends());
+  EXPECT_EQ(0u, cluster_->pending_timers());
 }
 
 TEST_F(FileWriterTest, MetaOutOfSpaceAtARollFailsTheWriterWithEnospc) {

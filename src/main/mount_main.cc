@@ -69,6 +69,15 @@ DEFINE_int32(slow_replica_ms, 20,
              "within 2 s and twice as often as another replica's, is rolled away from, and "
              "its server avoided by the mount's new segments for 10 minutes (0: off)");
 DEFINE_validator(slow_replica_ms, (&logfs::main::AtLeast<int32_t, 0>));
+DEFINE_int32(wal_coalesce_us, 1000,
+             "mount: a WAL file written without fsync (32 writes since its last) has its "
+             "writes held up to this long, or until --wal_coalesce_bytes are there or an "
+             "fsync asks, and sent to the replicas as one append (0: each write at once)");
+DEFINE_validator(wal_coalesce_us, (&logfs::main::AtLeast<int32_t, 0>));
+DEFINE_uint64(wal_coalesce_bytes, 128u << 10,
+              "mount: the most bytes of unsynced WAL writes held for one append (see "
+              "--wal_coalesce_us)");
+DEFINE_validator(wal_coalesce_bytes, (&logfs::main::AtLeast<uint64_t, 1>));
 DEFINE_int32(meta_retry_ms, 30000,
              "mount: how long a meta call whose connection fails (meta restarting or "
              "unreachable) is retried before it fails with EIO (0: at once)");
@@ -298,6 +307,8 @@ fuse::MountOptions MountOptionsFromFlags(const std::string& meta) {
   options.connect_wait = absl::Milliseconds(FLAGS_mount_wait_ms);
   options.replica_timeout = absl::Milliseconds(FLAGS_replica_timeout_ms);
   options.fsync_timeout = absl::Milliseconds(FLAGS_fsync_timeout_ms);
+  options.wal_coalesce_delay = absl::Microseconds(FLAGS_wal_coalesce_us);
+  options.wal_coalesce_bytes = FLAGS_wal_coalesce_bytes;
   options.slow_replica.slow_lag = absl::Milliseconds(FLAGS_slow_replica_ms);
   options.io_threads = FLAGS_io_threads;
   options.block_cache_bytes = FLAGS_block_cache_bytes;

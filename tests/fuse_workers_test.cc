@@ -1,0 +1,193 @@
+// FUSE workers are never parked on a segment server (DESIGN §2, issue 16
+// item 4): reads that need a remote replica and writes that need a roll
+// reply from the mount's waiting pool, so with every segment server
+// stalled and more such requests in flight than the mount has FUSE
+// workers, calls that need only meta (stat, ls) still answer at once.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "tests/mounted_cluster.h"
+
+namespace logfs::testing {
+namespace {
+
+constexpr int kFuseWorkers = 4;
+constexpr int kReaders = 8;
+constexpr int kWriters = 4;
+constexpr size_t kFileBytes = 64 << 10;  // one block-cache block
+constexpr size_t kWalBytes = 4000;       // of a 4096-byte WAL segment
+
+// Every segment server stopped (SIGSTOP) until Resume or destruction.
+class StalledServers {
+ public:
+  explicit StalledServers(cluster::LocalCluster& cluster) : cluster_(cluster) {}
+  ~StalledServers() { Resume(); }
+  bool Stall() {
+    for (int i = 0; i < cluster_.segment_servers(); ++i) {
+      stopped_.push_back(cluster_.segd_pid(i));
+      if (!StopProcess(stopped_.back())) return false;
+    }
+    return true;
+  }
+  void Resume() {
+    for (pid_t pid : stopped_) kill(pid, SIGCONT);
+    stopped_.clear();
+  }
+
+ private:
+  cluster::LocalCluster& cluster_;
+  std::vector<pid_t> stopped_;
+};
+
+TEST(FuseWorkersTest, StatAndLsAnswerWhileEveryWorkerWouldWaitOnAStalledReplica) {
+  // Goal: with all segment servers stopped, 8 reads of sealed data over
+  // TCP and 4 writes that each need a roll are in the mount at once, 3
+  // times its 4 FUSE workers; stat of a new name and a listing of the
+  // root (meta only) must answer within a second meanwhile. Before the
+  // waiting pool each of those requests held a worker until the servers
+  // came back, and stat waited behind them.
+  // Method: short-circuit reads off (every read goes over TCP) and
+  // 4096-byte WAL segments; files written first; kernel page cache and
+  // block cache dropped; the servers stopped by PID; the mount's counters
+  // (remote_reads, rolls) polled until every request reached the mount;
+  // stat and readdir timed; then the servers resumed and every read and
+  // write checked.
+  MountedClusterOptions options;
+  options.mount_flags = {absl::StrCat("--fuse_threads=", kFuseWorkers),
+                         "--noshort_circuit",
+                         "--wal_segment_bytes=4096",
+                         "--rpc_timeout_ms=60000",
+                         "--replica_timeout_ms=60000",
+                         "--fsync_timeout_ms=60000"};
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  MakeWalDir(c);
+  for (int i = 0; i < kReaders; ++i) {
+    ASSERT_TRUE(WriteFile(c.Path(absl::StrCat("sealed", i)), Pattern(kFileBytes, i)).ok());
+  }
+  for (int i = 0; i < kWriters; ++i) {
+    ASSERT_TRUE(WriteFile(c.Path(absl::StrCat("wal/log", i)), Pattern(kWalBytes, 100 + i)).ok());
+  }
+  ASSERT_EQ(0, RunCommand("sync; echo 3 >/proc/sys/vm/drop_caches").exit_code);
+  ASSERT_EQ(0, setxattr(c.mountpoint().c_str(), "user.logfs.drop_block_cache", "1", 1, 0));
+  std::map<std::string, uint64_t> before = MountStats(c.mountpoint());
+  ASSERT_FALSE(before.empty());
+
+  StalledServers stalled(c.cluster());
+  ASSERT_TRUE(stalled.Stall());
+  std::atomic<int> finished{0};
+  std::vector<std::string> read_results(kReaders);
+  std::vector<ssize_t> write_results(kWriters, -2);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kReaders; ++i) {
+    threads.emplace_back([&, i] {
+      const int fd = open(c.Path(absl::StrCat("sealed", i)).c_str(), O_RDONLY | O_DIRECT);
+      if (fd >= 0) {
+        std::unique_ptr<char, decltype(&std::free)> buf(
+            static_cast<char*>(std::aligned_alloc(4096, kFileBytes)), &std::free);
+        const ssize_t n = pread(fd, buf.get(), kFileBytes, 0);
+        read_results[i] = n > 0 ? std::string(buf.get(), n) : "";
+        close(fd);
+      }
+      ++finished;
+    });
+  }
+  for (int i = 0; i < kWriters; ++i) {
+    threads.emplace_back([&, i] {
+      const int fd = open(c.Path(absl::StrCat("wal/log", i)).c_str(), O_WRONLY | O_APPEND);
+      if (fd >= 0) {
+        const std::string more = Pattern(200, 200 + i);
+        write_results[i] = write(fd, more.data(), more.size());
+        close(fd);
+      }
+      ++finished;
+    });
+  }
+  // The probe, on a thread of its own so that a mount that parks its
+  // workers fails the test instead of hanging it: (a) polls the mount's
+  // counters until every request is in the mount, waiting (the stats
+  // xattr is itself a FUSE call), then times (b) a stat of a name never
+  // looked up (no kernel cache answers it) and (c) a listing of the root.
+  struct Probe {
+    bool in_flight = false;
+    std::string counters;
+    int stat_errno = 0;
+    absl::Duration stat_took, ls_took;
+    size_t entries = 0;
+    std::string ls_error;
+  };
+  auto probe = std::make_shared<Probe>();
+  auto probed = std::make_shared<absl::Notification>();
+  std::thread prober([&c, before, probe, probed] {
+    std::map<std::string, uint64_t> now;
+    for (int poll = 0; poll < 300 && !probe->in_flight; ++poll) {
+      now = MountStats(c.mountpoint());
+      probe->in_flight = now["remote_reads"] >= before.at("remote_reads") + kReaders &&
+                         now["rolls"] >= before.at("rolls") + kWriters;
+      if (!probe->in_flight) absl::SleepFor(absl::Milliseconds(20));
+    }
+    probe->counters =
+        absl::StrCat("remote_reads ", before.at("remote_reads"), " -> ", now["remote_reads"],
+                     ", rolls ", before.at("rolls"), " -> ", now["rolls"]);
+    struct stat st;
+    absl::Time start = absl::Now();
+    probe->stat_errno = stat(c.Path("never-there").c_str(), &st) == 0 ? 0 : errno;
+    probe->stat_took = absl::Now() - start;
+    start = absl::Now();
+    std::error_code error;
+    for (auto it = std::filesystem::directory_iterator(c.mountpoint(), error);
+         !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+      ++probe->entries;
+    }
+    probe->ls_took = absl::Now() - start;
+    probe->ls_error = error.message();
+    probed->Notify();
+  });
+  const bool answered = probed->WaitForNotificationWithTimeout(absl::Seconds(20));
+  EXPECT_TRUE(answered) << "stat and ls did not answer while requests waited for the servers";
+  EXPECT_EQ(0, finished.load()) << "the servers were stalled all along";
+  if (answered) {
+    EXPECT_TRUE(probe->in_flight) << "not every read and write reached the mount: "
+                                  << probe->counters;
+    EXPECT_EQ(ENOENT, probe->stat_errno);
+    EXPECT_LT(probe->stat_took, absl::Seconds(1));
+    EXPECT_LT(probe->ls_took, absl::Seconds(1));
+    EXPECT_EQ(static_cast<size_t>(kReaders + 1), probe->entries) << probe->ls_error;
+  }
+
+  // Resumed: every waiting request completes with the right result.
+  stalled.Resume();
+  prober.join();
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kReaders; ++i) {
+    EXPECT_TRUE(read_results[i] == Pattern(kFileBytes, i)) << "reader " << i;
+  }
+  for (int i = 0; i < kWriters; ++i) EXPECT_EQ(200, write_results[i]) << "writer " << i;
+  for (int i = 0; i < kWriters; ++i) {
+    auto wal = ReadFile(c.Path(absl::StrCat("wal/log", i)));
+    ASSERT_TRUE(wal.ok()) << wal.status();
+    EXPECT_TRUE(*wal == Pattern(kWalBytes, 100 + i) + Pattern(200, 200 + i)) << "log " << i;
+  }
+}
+
+}  // namespace
+}  // namespace logfs::testing
