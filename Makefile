@@ -78,12 +78,15 @@ UNIT_TEST_SRCS := $(filter %_test.cc,$(ALL_SRCS)) $(UNIT_FAKE_SRCS)
 INTEGRATION_TEST_SRCS := $(filter-out tests/test_main.cc,$(wildcard tests/*.cc)) \
                          $(wildcard tests/fakes/power_cut_fs*.cc)
 MAIN_SRCS := $(wildcard src/main/*.cc)
+# Google Benchmark micro-benchmarks of the hot paths (make microbench).
+MICRO_SRCS := $(wildcard bench/micro/*_bench.cc) bench/micro/micro_main.cc
 
 LIB_OBJS := $(PROTO_OBJ) $(ETCD_PB_OBJS) $(LIB_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 MAIN_OBJS := $(MAIN_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 TEST_MAIN_OBJ := $(BUILDDIR)/obj/tests/test_main.o
 UNIT_TEST_OBJS := $(UNIT_TEST_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 INTEGRATION_TEST_OBJS := $(INTEGRATION_TEST_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
+MICRO_OBJS := $(MICRO_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 
 # The version (packaging/version.sh: git describe, else the VERSION file)
 # as a header. FORCE runs the recipe on every make, but the file is replaced
@@ -93,10 +96,11 @@ VERSION_H := $(BUILDDIR)/gen/src/util/version_gen.h
 
 # logfs_unit holds the unit tests alone; logfs_test holds every test, so one
 # --gtest_filter reaches any suite.
-BINARIES := $(BUILDDIR)/logfs $(BUILDDIR)/logfs_unit $(BUILDDIR)/logfs_test
+BINARIES := $(BUILDDIR)/logfs $(BUILDDIR)/logfs_unit $(BUILDDIR)/logfs_test \
+            $(BUILDDIR)/logfs_microbench
 
-.PHONY: all deps deps-clang bin build test unit faults tsa tsan asan fuzz fuzz-build clean help \
-        install check-layers deb FORCE
+.PHONY: all deps deps-clang bin build test unit faults microbench tsa tsan asan fuzz fuzz-build \
+        clean help install check-layers deb FORCE
 
 # The run command: build/logfs alone (the test binaries come with `make
 # test`, `make build`).
@@ -126,6 +130,13 @@ check-layers:
 unit: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILDDIR)/logfs_unit
 	$(BUILDDIR)/logfs_unit $(TEST_ARGS)
+
+# Micro-benchmarks of the hot paths (bench/micro/, Google Benchmark):
+# make microbench MICROBENCH_ARGS=--benchmark_filter=Crc
+MICROBENCH_ARGS ?=
+microbench: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILDDIR)/logfs_microbench
+	$(BUILDDIR)/logfs_microbench $(MICROBENCH_ARGS)
 
 # The fault-injection suite, many trials each: make faults FAULT_ARGS="--trials=20"
 faults: deps
@@ -254,6 +265,10 @@ $(BUILDDIR)/logfs_test: $(TEST_MAIN_OBJ) $(UNIT_TEST_OBJS) $(INTEGRATION_TEST_OB
 	@echo "LINK $@"
 	@$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS) -lgmock -lgtest $(shell pkg-config --libs zlib)
 
+$(BUILDDIR)/logfs_microbench: $(MICRO_OBJS) $(LIB_OBJS)
+	@echo "LINK $@"
+	@$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS) -lbenchmark
+
 $(BUILDDIR)/libfuzz_deps.a: $(FUZZ_LIB_OBJS)
 	@rm -f $@
 	@ar rcs $@ $^
@@ -276,7 +291,9 @@ clean:
 help:
 	@echo "targets:"
 	@echo "  all (default)  build build/logfs"
-	@echo "  build          build/logfs and the test binaries (build/logfs_unit, build/logfs_test)"
+	@echo "  build          build/logfs, the test binaries (build/logfs_unit, build/logfs_test) and"
+	@echo "                 the micro-benchmarks (build/logfs_microbench)"
+	@echo "  microbench     run the micro-benchmarks (MICROBENCH_ARGS=--benchmark_filter=...)"
 	@echo "  test           run every test (needs root and /dev/fuse)"
 	@echo "  unit           run the unit tests alone (build/logfs_unit; no root, no FUSE)"
 	@echo "  faults         the fault-injection suite, FAULT_ARGS=--trials=N"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Includes go down the stack only (README "Layout"; STYLE §1):
 #   src/{util,status,env,cluster} <- store/format <- store/rpc <- store/client
-#   <- {store/segd, store/meta, store/admin, cache, wal} <- fuse <- {bench, fuzz} <- src/main
+#   <- {store/segd, store/meta, store/admin, cache, wal} <- fuse <- {bench, fuzz} <- src/main,
+#   and bench/micro (micro-benchmarks) over store/segd, cache, wal and below
 #   and src/{util,status} <- store/etcd <- store/meta (the etcd client)
 #   and src/{util,status} <- src/metrics <- {store/segd, store/meta, cache, wal} (histograms)
 # segd and meta never include each other; an internal/ folder is private to
@@ -35,6 +36,8 @@ allowed[fuse]="wal cache src/metrics $base_client"
 allowed[bench]="fuse wal cache store/admin src/cluster src/metrics $base_client"
 # fuzz/: the libFuzzer targets, each of one decoder or server's handlers.
 allowed[fuzz]="store/segd store/meta $base_client"
+# bench/micro/: micro-benchmarks of the hot paths of each layer.
+allowed[bench/micro]="store/segd cache wal src/metrics $base_client"
 
 bad=0
 report() { echo "layer check: $1: $2"; bad=1; }

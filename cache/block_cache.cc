@@ -55,10 +55,10 @@ BlockHandle BlockCache::Lookup(const BlockKey& key) {
   absl::MutexLock lock(&s.mu);
   auto found = s.index.find(key);
   if (found == s.index.end()) {
-    misses_.fetch_add(1, std::memory_order_relaxed);
+    ++s.misses;
     return nullptr;
   }
-  hits_.fetch_add(1, std::memory_order_relaxed);
+  ++s.hits;
   Promote(s, found->second);
   return found->second->block;
 }
@@ -100,7 +100,7 @@ BlockHandle BlockCache::Insert(const BlockKey& key, absl::string_view data) {
   s.probation.push_front(Entry{key, block, false});
   s.index.emplace(key, s.probation.begin());
   s.probation_bytes += block->charge();
-  inserts_.fetch_add(1, std::memory_order_relaxed);
+  ++s.inserts;
   EvictOverflow(s);
   return block;
 }
@@ -115,7 +115,7 @@ void BlockCache::EvictOverflow(Shard& s) {
     (from_probation ? s.probation_bytes : s.protected_bytes) -= last->block->charge();
     s.index.erase(last->key);
     list.erase(last);
-    evictions_.fetch_add(1, std::memory_order_relaxed);
+    ++s.evictions;
   }
 }
 
@@ -137,12 +137,12 @@ void BlockCache::Clear() {
 
 BlockCacheStats BlockCache::stats() const {
   BlockCacheStats out;
-  out.hits = hits_.load(std::memory_order_relaxed);
-  out.misses = misses_.load(std::memory_order_relaxed);
-  out.inserts = inserts_.load(std::memory_order_relaxed);
-  out.evictions = evictions_.load(std::memory_order_relaxed);
   for (const auto& shard : shards_) {
     absl::MutexLock lock(&shard->mu);
+    out.hits += shard->hits;
+    out.misses += shard->misses;
+    out.inserts += shard->inserts;
+    out.evictions += shard->evictions;
     out.blocks += shard->index.size();
     out.bytes += shard->probation_bytes + shard->protected_bytes;
   }

@@ -18,9 +18,10 @@
 // keeps its bytes alive after eviction, so the pool may briefly hold more
 // than `capacity_bytes` while replies are in flight.
 //
-// Thread-safe: `shards` independent shards, each with its own mutex, chosen
-// by the key's hash. A hit takes one shard mutex, does no allocation and
-// throws nothing.
+// Thread-safe: `shards` independent shards, each with its own mutex and
+// counters on cache lines of its own, chosen by the key's hash. A hit
+// takes one shard mutex, writes no memory another shard's hit writes,
+// does no allocation and throws nothing.
 #pragma once
 
 #include <sys/uio.h>
@@ -124,13 +125,18 @@ class BlockCache {
     bool is_protected = false;
   };
   using EntryList = std::list<Entry>;
-  struct Shard {
-    absl::Mutex mu;
+  // Aligned to a cache line, so that two shards never share one.
+  struct alignas(64) Shard {
+    mutable absl::Mutex mu;
     EntryList probation ABSL_GUARDED_BY(mu);  // front = most recently used
     EntryList protect ABSL_GUARDED_BY(mu);    // SLRU only
     absl::flat_hash_map<BlockKey, EntryList::iterator> index ABSL_GUARDED_BY(mu);
     uint64_t probation_bytes ABSL_GUARDED_BY(mu) = 0;
     uint64_t protected_bytes ABSL_GUARDED_BY(mu) = 0;
+    uint64_t hits ABSL_GUARDED_BY(mu) = 0;
+    uint64_t misses ABSL_GUARDED_BY(mu) = 0;
+    uint64_t inserts ABSL_GUARDED_BY(mu) = 0;
+    uint64_t evictions ABSL_GUARDED_BY(mu) = 0;
   };
 
   Shard& ShardOf(const BlockKey& key);
@@ -142,7 +148,6 @@ class BlockCache {
   const uint64_t protected_capacity_;  // bytes per shard
   std::shared_ptr<ChunkPool> pool_;
   std::vector<std::unique_ptr<Shard>> shards_;
-  std::atomic<uint64_t> hits_{0}, misses_{0}, inserts_{0}, evictions_{0};
 };
 
 }  // namespace logfs::cache

@@ -16,6 +16,8 @@ PACKAGES=(
   librocksdb-dev rocksdb-tools
   libgflags-dev libgoogle-glog-dev
   libgtest-dev libgmock-dev
+  # make microbench (bench/micro/, built with every `make build`).
+  libbenchmark-dev
   libabsl-dev
   libasio-dev
   libssl-dev
