@@ -13,6 +13,8 @@
 #      threads, cold and warm: p50 latency and ops/s
 #   C  RocksDB db_bench (--db and --wal_dir on the target): fillseq --sync=1,
 #      fillrandom, readrandom warm and after dropping the kernel caches: ops/s
+#   D  fio sequential throughput in a block dir: 1 MiB writes of a 1 GiB
+#      file with an fsync at the end, then a cold 1 MiB read of it: MB/s
 # --rows and --targets pick rows and targets. With --baseline_bin=PATH the
 # logfs target is measured with two binaries, PATH and LOGFS_BIN, back to
 # back in every row (see usage): an A/B of two builds.
@@ -37,15 +39,17 @@ usage: bench/compare.sh [flags]
   --db_keys=N      keys fillrandom loads for readrandom (default 400000)
   --out=FILE       markdown output (default build/compare.md); with ext4 among
                    the targets also one SVG chart per workload of the ratios
-                   to ext4 next to it (FILE-A.svg, FILE-B.svg, FILE-C.svg:
+                   to ext4 next to it (FILE-A.svg ... FILE-D.svg:
                    `logfs bench plot-ratios --table=FILE`)
-  --only=A,B,C     run a subset of the workloads
+  --only=A,B,C,D   run a subset of the workloads
   --rows=LIST      run only these rows (comma-separated, any case; a workload
                    letter A, B or C stands for all its rows):
                      A512x1 A512x16 A4kx1 A4kx16   fio, block size x jobs
                      B4kx1 B4kx10 B64kx1 B64kx10   bench read, read size x
                                                    threads (cold and warm)
                      fillseq fillrandom readwarm readcold   db_bench
+                     seqwrite seqread               fio, 1 MiB sequential
+                   seqread also runs seqwrite (it reads its file).
                    readwarm and readcold also run fillrandom (it loads their
                    DB). With --only, a row runs if both select it.
   --targets=LIST   the file systems to measure, of ext4, passthrough, logfs,
@@ -75,7 +79,7 @@ The check of two builds on the WAL rows, 3 runs each:
 EOF
 }
 
-RUNS='' SECS='' DB_KEYS='' OUT='' ONLY=A,B,C WITH_GLUSTER=0 WORK='' KEEP=0 QUICK=0
+RUNS='' SECS='' DB_KEYS='' OUT='' ONLY=A,B,C,D WITH_GLUSTER=0 WORK='' KEEP=0 QUICK=0
 ROWS='' TARGET_LIST=ext4,passthrough,logfs BASE_BIN=''
 for arg in "$@"; do
   case "$arg" in
@@ -97,49 +101,51 @@ for arg in "$@"; do
 done
 if [ "$QUICK" = 1 ]; then
   : "${RUNS:=1}" "${SECS:=1}" "${DB_KEYS:=20000}"
-  B_FILES=2 B_FILE_BYTES=$((4 << 20)) FILLSEQ_PER_SEC=2000
+  B_FILES=2 B_FILE_BYTES=$((4 << 20)) FILLSEQ_PER_SEC=2000 SEQ_BYTES=$((64 << 20))
 else
   : "${RUNS:=3}" "${SECS:=5}" "${DB_KEYS:=400000}"
-  B_FILES=4 B_FILE_BYTES=$((64 << 20)) FILLSEQ_PER_SEC=6000
+  B_FILES=4 B_FILE_BYTES=$((64 << 20)) FILLSEQ_PER_SEC=6000 SEQ_BYTES=$((1 << 30))
 fi
 : "${OUT:=$REPO/build/compare.md}"
 for v in runs:RUNS seconds:SECS db_keys:DB_KEYS; do
   name=${v#*:}
   [[ ${!name} =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --${v%%:*} must be a positive integer" >&2; exit 2; }
 done
-DO_A=0 DO_B=0 DO_C=0
+DO_A=0 DO_B=0 DO_C=0 DO_D=0
 declare -A ONLY_ON
 IFS=, read -ra only_list <<<"$ONLY"
 for w in "${only_list[@]}"; do
   case "${w^^}" in
-    A|B|C) ONLY_ON[${w^^}]=1 ;;
-    *) echo "compare.sh: --only takes A, B, C (got '$w')" >&2; exit 2 ;;
+    A|B|C|D) ONLY_ON[${w^^}]=1 ;;
+    *) echo "compare.sh: --only takes A, B, C, D (got '$w')" >&2; exit 2 ;;
   esac
 done
 # The rows, named as in --rows; ROW_ON[name]=1 for each one that runs.
-ALL_ROWS=(A512x1 A512x16 A4kx1 A4kx16 B4kx1 B4kx10 B64kx1 B64kx10 fillseq fillrandom readwarm readcold)
-row_workload() { case "$1" in A*) echo A ;; B*) echo B ;; *) echo C ;; esac; }
+ALL_ROWS=(A512x1 A512x16 A4kx1 A4kx16 B4kx1 B4kx10 B64kx1 B64kx10 fillseq fillrandom readwarm readcold
+          seqwrite seqread)
+row_workload() { case "$1" in A*) echo A ;; B*) echo B ;; seq*) echo D ;; *) echo C ;; esac; }
 declare -A ROW_ON
-IFS=, read -ra rows_list <<<"${ROWS:-A,B,C}"
+IFS=, read -ra rows_list <<<"${ROWS:-A,B,C,D}"
 for w in "${rows_list[@]}"; do
   found=0
   for r in "${ALL_ROWS[@]}"; do
     if [ "${w,,}" = "${r,,}" ]; then
       ROW_ON[$r]=1 found=1
-    elif [[ $w =~ ^[ABCabc]$ ]] && [ "${w^^}" = "$(row_workload "$r")" ]; then
+    elif [[ $w =~ ^[ABCDabcd]$ ]] && [ "${w^^}" = "$(row_workload "$r")" ]; then
       ROW_ON[$r]=1 found=1
     fi
   done
   [ "$found" = 1 ] || { echo "compare.sh: --rows: unknown row '$w' (see --help)" >&2; exit 2; }
 done
 if [ -n "${ROW_ON[readwarm]:-}${ROW_ON[readcold]:-}" ]; then ROW_ON[fillrandom]=1; fi
+if [ -n "${ROW_ON[seqread]:-}" ]; then ROW_ON[seqwrite]=1; fi
 for r in "${ALL_ROWS[@]}"; do
   if [ -n "${ROW_ON[$r]:-}" ] && [ -z "${ONLY_ON[$(row_workload "$r")]:-}" ]; then unset "ROW_ON[$r]"; fi
 done
 [ ${#ROW_ON[@]} -gt 0 ] || { echo "compare.sh: --only and --rows select no row" >&2; exit 2; }
 row_on() { [ -n "${ROW_ON[$1]:-}" ]; }
 for r in "${!ROW_ON[@]}"; do
-  case "$(row_workload "$r")" in A) DO_A=1 ;; B) DO_B=1 ;; C) DO_C=1 ;; esac
+  case "$(row_workload "$r")" in A) DO_A=1 ;; B) DO_B=1 ;; C) DO_C=1 ;; D) DO_D=1 ;; esac
 done
 # The targets in table order; with --baseline_bin "baseline" (the logfs
 # target on BASE_BIN) comes right before "logfs".
@@ -630,6 +636,47 @@ run_db_step() {  # target run step
   if [ "$step" = fillseq ]; then rm -rf "$db" "$wal"; fi
 }
 
+# ---------------------------------------------------------------- D: fio sequential
+# One job writes a new file of SEQ_BYTES in 1 MiB writes and fsyncs it at
+# the end (a block file on logfs: its three replicas are written on this
+# one disk), then, after the kernel caches and the mount's block cache are
+# dropped, reads it back in 1 MiB reads. MB/s = bytes / wall time of the
+# fio command, the final fsync included.
+wall_mbps() {  # bytes start_ns end_ns
+  awk -v b="$1" -v s="$2" -v e="$3" 'BEGIN { printf "%.1f", b / ((e - s) / 1e9) / 1e6 }'
+}
+run_seq() {  # target run
+  local t=$1 run=$2 dir file out start end mbps step rw
+  dir=${BLOCK_ROOT[$t]}/D-r$run
+  file=$dir/seq.dat
+  if cluster_down "$t" "$run" D.write D.read; then return 0; fi
+  mkdir -p "$dir"
+  for step in write read; do
+    row_on "seq$step" || continue
+    out=$LOGS/D.$step.$t.r$run.log
+    rw=$step
+    if [ "$step" = read ]; then
+      drop_caches
+      if is_logfs "$t"; then setfattr -n user.logfs.drop_block_cache -v 1 "$LOGFS_MNT" 2>>"$out" || true; fi
+    fi
+    start=$(date +%s%N)
+    if timeout --foreground -k 10 "$TIMEOUT" fio --name="seq$step" --filename="$file" --rw="$rw" --bs=1M \
+        --size="$SEQ_BYTES" --ioengine=sync --end_fsync=$([ "$step" = write ] && echo 1 || echo 0) \
+        --fallocate=none --numjobs=1 >"$out" 2>&1; then
+      end=$(date +%s%N)
+      mbps=$(wall_mbps "$SEQ_BYTES" "$start" "$end")
+      record "D.$step" "$t" "$run" "$mbps"
+      log "run $run D seq$step $t: $mbps MB/s"
+    else
+      record "D.$step" "$t" "$run" nan
+      cell_failed "run $run D seq$step $t: FAILED (see $out)" "$out" "$t"
+      [ "$step" = write ] && { row_on seqread && record D.read "$t" "$run" nan; break; }
+    fi
+  done
+  rm -rf "$dir"
+  sync
+}
+
 # ---------------------------------------------------------------- runs
 # The targets take turns on each row. With --baseline_bin the two logfs
 # targets swap places in even runs, so that neither always goes first.
@@ -694,6 +741,9 @@ for run in $(seq 1 "$RUNS"); do
     done
     for t in "${TARGETS[@]}"; do rm -rf "${BLOCK_ROOT[$t]}/C-r$run-db" "${WAL_ROOT[$t]}/C-r$run-wal"; done
   fi
+  if [ "$DO_D" = 1 ]; then
+    for t in "${ORDER[@]}"; do measure "$t" "$run" "D" run_seq "$t" "$run"; done
+  fi
 done
 ELAPSED=$(($(date +%s) - START))
 
@@ -705,10 +755,11 @@ versions="fio $(fio --version 2>/dev/null); db_bench $(db_bench --version 2>/dev
 [ "$WITH_GLUSTER" = 1 ] && versions+="; $(gluster --version 2>/dev/null | sed -n 1p || true)"
 export CMP_RAW=$RAW CMP_TARGETS="${TARGETS[*]}" CMP_LOCAL="$LOCAL_FS" CMP_STATFS="$STATFS_TYPE" \
   CMP_WORK="$WORK" CMP_CMDLINE="$CMDLINE" CMP_RUNS="$RUNS" CMP_SECS="$SECS" CMP_MEM="$mem_gib" \
-  CMP_DO="$DO_A$DO_B$DO_C" CMP_B_SUPPORTED="$B_SUPPORTED" CMP_LOGFS_BIN="$LOGFS_BIN" CMP_GIT="$git_rev" \
+  CMP_DO="$DO_A$DO_B$DO_C$DO_D" CMP_B_SUPPORTED="$B_SUPPORTED" CMP_LOGFS_BIN="$LOGFS_BIN" CMP_GIT="$git_rev" \
   CMP_ELAPSED="$ELAPSED" CMP_DB_KEYS="$DB_KEYS" CMP_FILLSEQ=$((FILLSEQ_PER_SEC * SECS)) \
   CMP_B_FILES="$B_FILES" CMP_B_FILE_BYTES="$B_FILE_BYTES" CMP_GL_HOST="$GL_HOST" \
-  CMP_VERSIONS="$versions" CMP_ROWS="${!ROW_ON[*]}" CMP_BASE_BIN="$BASE_BIN"
+  CMP_VERSIONS="$versions" CMP_ROWS="${!ROW_ON[*]}" CMP_BASE_BIN="$BASE_BIN" \
+  CMP_SEQ_BYTES="$SEQ_BYTES"
 if [ "$FRESH" = 1 ]; then
   CMP_BIN_SHA="$(sha256sum "$BASE_BIN" | cut -c1-12) $(sha256sum "$LOGFS_BIN" | cut -c1-12)"
   export CMP_BIN_SHA
@@ -744,9 +795,10 @@ def fmt(x, kind):
 
 rows = []   # (row name as in --rows, workload, variant, metric, id, kind, target)
 on = set(E["CMP_ROWS"].split())
+# The targets are issue 16's (logfs / ext4 in one run).
 for bs, bsl in (("512", "512 B"), ("4k", "4 KiB")):
     for j in (1, 16):
-        tgt = (">=", 0.5) if bs == "512" else None
+        tgt = ((">=", 0.7) if j == 1 else (">=", 0.9)) if bs == "512" else None
         rows.append(("A%sx%d" % (bs, j), "A fio append+fdatasync", "%s, %d job%s" % (bsl, j, "s" if j > 1 else ""),
                      "syncs/s", "A.%s.%d" % (bs, j), "rate", tgt))
 for rb, rbl in (("4096", "4 KiB"), ("65536", "64 KiB")):
@@ -754,15 +806,20 @@ for rb, rbl in (("4096", "4 KiB"), ("65536", "64 KiB")):
         for ph in ("cold", "warm"):
             name, v = "B%dkx%d" % (int(rb) // 1024, th), "%s, %d thr, %s" % (rbl, th, ph)
             rows.append((name, "B logfs bench read", v, "p50 us", "B.%s.%d.%s.p50" % (rb, th, ph), "lat", None))
-            rows.append((name, "B logfs bench read", v, "ops/s", "B.%s.%d.%s.ops" % (rb, th, ph), "rate", None))
+            tgt = (">=", 0.9) if (rb, th, ph) == ("65536", 1, "cold") else None
+            rows.append((name, "B logfs bench read", v, "ops/s", "B.%s.%d.%s.ops" % (rb, th, ph), "rate", tgt))
 if {"B4kx1", "B4kx10"} <= on:
     rows.append(("B4kx10", "B logfs bench read", "4 KiB warm, p50 10 thr / 1 thr", "ratio", "B.ratio", "ratio", ("<=", 1.5)))
-rows.append(("fillseq", "C db_bench", "fillseq --sync=1 (%s keys)" % E["CMP_FILLSEQ"], "ops/s", "C.fillseq", "rate", (">=", 0.5)))
-rows.append(("fillrandom", "C db_bench", "fillrandom (%s keys)" % E["CMP_DB_KEYS"], "ops/s", "C.fillrandom", "rate", None))
+rows.append(("fillseq", "C db_bench", "fillseq --sync=1 (%s keys)" % E["CMP_FILLSEQ"], "ops/s", "C.fillseq", "rate", (">=", 0.7)))
+rows.append(("fillrandom", "C db_bench", "fillrandom (%s keys)" % E["CMP_DB_KEYS"], "ops/s", "C.fillrandom", "rate", (">=", 0.5)))
 rows.append(("readwarm", "C db_bench", "readrandom warm", "ops/s", "C.warm", "rate", (">=", 0.9)))
 rows.append(("readcold", "C db_bench", "readrandom after drop_caches", "ops/s", "C.cold", "rate", None))
+seq_mib = int(E["CMP_SEQ_BYTES"]) >> 20
+# Sequential writes: each byte is written three times on this one disk.
+rows.append(("seqwrite", "D fio sequential", "1 MiB writes, %d MiB, fsync at end" % seq_mib, "MB/s", "D.write", "rate", (">=", 0.27)))
+rows.append(("seqread", "D fio sequential", "1 MiB reads of it, cold", "MB/s", "D.read", "rate", (">=", 0.9)))
 rows = [r[1:] for r in rows if r[0] in on]
-do_a, do_b, do_c = (c == "1" for c in E["CMP_DO"])
+do_a, do_b, do_c, do_d = (c == "1" for c in E["CMP_DO"])
 
 def cell(i, t):
     if i == "B.ratio":
@@ -808,6 +865,9 @@ if do_b:
         w("- B: **n/a**: this logfs binary has no working `bench read` subcommand")
 if do_c: w("- C: `db_bench --compression_type=none`; readrandom warm = a new process after readseq over the DB; "
   "cold = `sync; echo 3 > /proc/sys/vm/drop_caches` first (also empties the page cache under segd and bricks)")
+if do_d: w("- D: `fio --rw=write|read --bs=1M --ioengine=sync --size=%d MiB`, one job, one file in a block dir; "
+  "the write with `--end_fsync=1`; the read after `drop_caches` (and, on logfs, `user.logfs.drop_block_cache`); "
+  "MB/s = bytes / wall time of the fio command" % seq_mib)
 if ref:
     w("- ratio = target / %s of the same figure: higher is better for syncs/s and ops/s, lower for p50 latency; "
       "\"met\" checks logfs against the issue's target" % label["ext4"])
@@ -841,7 +901,7 @@ for wl, var, metric, i, kind, tgt in rows:
         else:
             x = cells["logfs"][0]
             tv = x / base if x is not None and base else None
-            line.append("logfs/%s %s %.1f" % (label["ext4"], op, th))
+            line.append("logfs/%s %s %g" % (label["ext4"], op, th))
         if tv is None:
             line.append("n/a")
         else:
