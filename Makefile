@@ -120,7 +120,7 @@ deps-clang:
 test: deps check-layers
 	@$(MAKE) --no-print-directory -j$(JOBS) build
 	@$(MAKE) --no-print-directory deb
-	LOGFS_BIN=$(abspath $(BUILDDIR)/logfs) $(BUILDDIR)/logfs_test $(TEST_ARGS)
+	LOGFS_BIN=$(abspath $(BUILDDIR)/logfs) tests/run_tests.sh $(BUILDDIR)/logfs_test $(TEST_ARGS)
 
 # Includes go down the stack only (README "Layout").
 check-layers:
