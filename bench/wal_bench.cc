@@ -122,7 +122,7 @@ class LibraryTarget : public WalTarget {
     absl::Status status = target->mount_.Connect();
     if (!status.ok()) return status;
     std::string name = absl::StrCat("bench-wal-", getpid(), "-", absl::ToUnixMicros(absl::Now()));
-    auto dir = target->mount_.Create(1, name, S_IFDIR | 0755, 0, 0, "");
+    auto dir = target->mount_.Create(1, name, S_IFDIR | 0755, 0, 0, "", 0);
     if (!dir.ok()) return dir.status();
     target->dir_ino_ = dir->ino();
     target->dir_name_ = name;
@@ -137,7 +137,7 @@ class LibraryTarget : public WalTarget {
   }
   absl::StatusOr<std::unique_ptr<WalFile>> Open(int index) override {
     std::string name = absl::StrCat("wal-", index, ".log");
-    auto attr = mount_.Create(dir_ino_, name, S_IFREG | 0644, 0, 0, "");
+    auto attr = mount_.Create(dir_ino_, name, S_IFREG | 0644, 0, 0, "", 0);
     if (!attr.ok()) return attr.status();
     files_.push_back(name);
     auto file = mount_.Open(attr->ino(), O_WRONLY | O_APPEND);

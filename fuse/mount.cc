@@ -218,7 +218,8 @@ absl::StatusOr<proto::Attr> Mount::SetAttr(const proto::SetAttrRequest& in) {
 
 absl::StatusOr<proto::Attr> Mount::Create(uint64_t parent, const std::string& name,
                                           uint32_t mode, uid_t uid, gid_t gid,
-                                          const std::string& symlink_target) {
+                                          const std::string& symlink_target,
+                                          uint64_t rdev) {
   proto::CreateRequest request;
   request.set_parent(parent);
   request.set_name(name);
@@ -226,6 +227,7 @@ absl::StatusOr<proto::Attr> Mount::Create(uint64_t parent, const std::string& na
   request.set_uid(uid);
   request.set_gid(gid);
   request.set_symlink_target(symlink_target);
+  request.set_rdev(rdev);
   return meta_.Create(std::move(request));
 }
 

@@ -108,8 +108,14 @@ class Mount {
   absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name);
   absl::StatusOr<proto::Attr> GetAttr(uint64_t ino);
   absl::StatusOr<proto::Attr> SetAttr(const proto::SetAttrRequest& request);
+  // A new inode of the type in `mode` (S_IFMT | permission bits, umask
+  // applied): a regular file, directory, symlink (to `symlink_target`) or
+  // special file (FIFO, socket, device node with device number `rdev`).
+  // Errors: meta's Create (EEXIST, ENOENT, ENOTDIR, EINVAL for another
+  // type or an rdev on a type without one, ENAMETOOLONG).
   absl::StatusOr<proto::Attr> Create(uint64_t parent, const std::string& name, uint32_t mode,
-                                     uid_t uid, gid_t gid, const std::string& symlink_target);
+                                     uid_t uid, gid_t gid, const std::string& symlink_target,
+                                     uint64_t rdev);
   absl::Status Unlink(uint64_t parent, const std::string& name, bool directory);
   absl::Status Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
                       const std::string& new_name, uint32_t flags);

@@ -59,6 +59,7 @@ void FillStat(const proto::Attr& a, struct stat* st) {
   st->st_ino = a.ino();
   st->st_mode = a.mode();
   st->st_nlink = a.nlink();
+  st->st_rdev = static_cast<dev_t>(a.rdev());
   st->st_uid = a.uid();
   st->st_gid = a.gid();
   st->st_size = static_cast<off_t>(a.size());
@@ -152,19 +153,19 @@ void OpReadlink(fuse_req_t req, fuse_ino_t ino) noexcept {
 }
 
 void CreateNode(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
-                const std::string& target) {
+                const std::string& target, dev_t rdev = 0) {
   const fuse_ctx* ctx = fuse_req_ctx(req);
   mode_t umasked = mode & ~ctx->umask;
-  ReplyEntry(req, M(req).Create(parent, name, umasked, ctx->uid, ctx->gid, target));
+  ReplyEntry(req, M(req).Create(parent, name, umasked, ctx->uid, ctx->gid, target, rdev));
 }
 
+// A regular file (mknod(2) of S_IFREG, as `mknod` without O_CREAT's open),
+// or a special file: FIFO, socket (bind(2) of an AF_UNIX socket), device
+// node. The kernel checks permissions (default_permissions; CAP_MKNOD for
+// device nodes) before it asks; meta refuses any other type with EINVAL.
 void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
-             dev_t) noexcept {
-  if (!S_ISREG(mode)) {
-    ReplyErr(req, ToErrno(Refusal::kSpecialFile));
-    return;
-  }
-  CreateNode(req, parent, name, mode, "");
+             dev_t rdev) noexcept {
+  CreateNode(req, parent, name, mode, "", S_ISCHR(mode) || S_ISBLK(mode) ? rdev : 0);
 }
 
 void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) noexcept {
@@ -222,7 +223,7 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
               fuse_file_info* fi) noexcept {
   const fuse_ctx* ctx = fuse_req_ctx(req);
   auto attr = M(req).Create(parent, name, (mode & ~ctx->umask & 07777) | S_IFREG, ctx->uid,
-                            ctx->gid, "");
+                            ctx->gid, "", 0);
   if (!attr.ok()) return ReplyStatus(req, attr.status());
   auto file = M(req).Open(attr->ino(), fi->flags);
   if (!file.ok()) return ReplyStatus(req, file.status());

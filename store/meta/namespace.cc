@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
+#include "store/format/file_type.h"
 #include "store/format/setattr_bits.h"
 #include "store/meta/internal/namespace_txn.h"
 
@@ -221,8 +222,12 @@ absl::StatusOr<proto::ReaddirResponse> Namespace::Readdir(uint64_t ino,
 absl::StatusOr<proto::Attr> Namespace::Create(const proto::CreateRequest& request) {
   RETURN_IF_ERROR(ValidateNewName(request.name()));
   uint32_t type = request.mode() & S_IFMT;
-  if (type != S_IFREG && type != S_IFDIR && type != S_IFLNK) {
-    return PosixError(EINVAL, absl::StrCat("cannot create file type ", type >> 12, " (only regular, directory, symlink)"));
+  const bool special = format::IsSpecialFile(type);
+  if (type != S_IFREG && type != S_IFDIR && type != S_IFLNK && !special) {
+    return PosixError(EINVAL, absl::StrCat("cannot create file type ", type >> 12));
+  }
+  if (request.rdev() != 0 && type != S_IFCHR && type != S_IFBLK) {
+    return PosixError(EINVAL, "only a device node has a device number");
   }
   if (type == S_IFLNK && request.symlink_target().empty()) {
     return PosixError(ENOENT, "empty symlink target");
@@ -251,10 +256,16 @@ absl::StatusOr<proto::Attr> Namespace::Create(const proto::CreateRequest& reques
   attr->set_mtime_ns(now);
   attr->set_ctime_ns(now);
   attr->set_nlink(type == S_IFDIR ? 2 : 1);
-  attr->set_kind(parent->attr().kind() == proto::KIND_WAL ? proto::KIND_WAL : proto::KIND_BLOCK);
-  // Only explicitly set values are stored; 0 means "the kind's default".
-  inode.set_replication(parent->replication());
-  inode.set_ack_quorum(parent->ack_quorum());
+  if (special) {
+    // Metadata only: no kind, no settings, never a segment or a lease.
+    attr->set_rdev(request.rdev());
+  } else {
+    attr->set_kind(parent->attr().kind() == proto::KIND_WAL ? proto::KIND_WAL
+                                                             : proto::KIND_BLOCK);
+    // Only explicitly set values are stored; 0 means "the kind's default".
+    inode.set_replication(parent->replication());
+    inode.set_ack_quorum(parent->ack_quorum());
+  }
   if (type == S_IFLNK) {
     inode.set_symlink_target(request.symlink_target());
     attr->set_size(request.symlink_target().size());

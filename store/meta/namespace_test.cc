@@ -5,11 +5,13 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <cerrno>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "src/status/posix_error.h"
 #include "store/meta/internal/namespace_test_base.h"
 
@@ -63,8 +65,91 @@ TEST_F(NamespaceTest, CreateLookupReaddir) {
   EXPECT_EQ(ENAMETOOLONG, CreateErrno(kRootIno, std::string(256, 'n'), S_IFREG | 0644));
   EXPECT_EQ(ENAMETOOLONG, AttachedErrno(ns_->Lookup(kRootIno, std::string(256, 'n')).status()));
   EXPECT_EQ(0, CreateErrno(kRootIno, std::string(255, 'n'), S_IFREG | 0644));
-  EXPECT_EQ(EINVAL, CreateErrno(kRootIno, "fifo", S_IFIFO | 0644));
+  EXPECT_EQ(EINVAL, CreateErrno(kRootIno, "typeless", 0644));  // S_IFMT bits 0
   EXPECT_EQ(ESTALE, AttachedErrno(ns_->GetAttr(12345).status()));
+}
+
+// Goal: FIFOs, sockets and device nodes are inodes with a type, mode,
+// owner and (device nodes) a device number, and nothing else: no kind, no
+// logfs settings, no segments, no lease; xattrs, rename and unlink work as
+// on a regular file. Method: create one of each in a WAL directory, then
+// check their attributes, xattrs, OpenWrite's refusal, ListSegments (what
+// fsck and re-replication walk), a rename over one and an unlink.
+TEST_F(NamespaceTest, SpecialFilesAreMetadataOnly) {
+  uint64_t wal = Dir(kRootIno, "wal");
+  ASSERT_EQ(0, SetXattrErrno(wal, "user.logfs.kind", "wal"));
+  const dev_t null_dev = makedev(1, 3);
+  struct Special {
+    std::string name;
+    uint32_t mode;
+    uint64_t rdev;
+  };
+  const std::vector<Special> specials = {{"fifo", S_IFIFO | 0640, 0},
+                                         {"sock", S_IFSOCK | 0755, 0},
+                                         {"chr", S_IFCHR | 0666, null_dev},
+                                         {"blk", S_IFBLK | 0660, makedev(8, 1)}};
+  std::vector<uint64_t> inos;
+  for (const Special& s : specials) {
+    proto::CreateRequest request;
+    request.set_parent(wal);
+    request.set_name(s.name);
+    request.set_mode(s.mode);
+    request.set_uid(1000);
+    request.set_gid(100);
+    request.set_rdev(s.rdev);
+    auto attr = ns_->Create(request);
+    ASSERT_TRUE(attr.ok()) << s.name << ": " << attr.status();
+    SCOPED_TRACE(s.name);
+    EXPECT_EQ(s.mode, attr->mode());
+    EXPECT_EQ(s.rdev, attr->rdev());
+    EXPECT_EQ(1u, attr->nlink());
+    EXPECT_EQ(0u, attr->size());
+    EXPECT_EQ(proto::KIND_UNSPECIFIED, attr->kind());
+    EXPECT_EQ(1000u, attr->uid());
+    inos.push_back(attr->ino());
+    // Readdir's d_type comes from the entry's mode.
+    auto page = ns_->Readdir(wal, "");
+    ASSERT_TRUE(page.ok());
+    bool listed = false;
+    for (const auto& e : page->entries()) {
+      if (e.name() == s.name) listed = e.mode() == s.mode && e.ino() == attr->ino();
+    }
+    EXPECT_TRUE(listed);
+    // No logfs settings: not listed, not readable, not settable.
+    auto names = ns_->ListXattr(attr->ino());
+    ASSERT_TRUE(names.ok());
+    EXPECT_TRUE(names->empty()) << absl::StrJoin(*names, ",");
+    EXPECT_EQ(ENODATA, AttachedErrno(ns_->GetXattr(attr->ino(), "user.logfs.kind").status()));
+    EXPECT_EQ(EPERM, SetXattrErrno(attr->ino(), "user.logfs.kind", "block"));
+    EXPECT_EQ(0, SetXattrErrno(attr->ino(), "user.note", "special"));
+    EXPECT_EQ("special", Xattr(attr->ino(), "user.note"));
+    // Never a lease or a segment.
+    EXPECT_EQ(EINVAL, AttachedErrno(OpenWrite(attr->ino(), 7).status()));
+  }
+  // Only a device node has a device number.
+  proto::CreateRequest fifo_with_rdev;
+  fifo_with_rdev.set_parent(wal);
+  fifo_with_rdev.set_name("fifo2");
+  fifo_with_rdev.set_mode(S_IFIFO | 0644);
+  fifo_with_rdev.set_rdev(null_dev);
+  EXPECT_EQ(EINVAL, AttachedErrno(ns_->Create(fifo_with_rdev).status()));
+  // ListSegments (fsck, re-replication) walks regular files only.
+  uint64_t file = File(wal, "log");
+  auto listed = ns_->ListSegments(0, 1000);
+  ASSERT_TRUE(listed.ok());
+  std::vector<uint64_t> files;
+  for (const auto& f : listed->files()) files.push_back(f.attr().ino());
+  EXPECT_EQ(std::vector<uint64_t>{file}, files);
+  // A FIFO renamed over a socket replaces it; then both go by unlink.
+  ASSERT_EQ(0, RenameErrno(wal, "fifo", wal, "sock"));
+  EXPECT_EQ(inos[0], LookupIno(wal, "sock"));
+  EXPECT_EQ(ESTALE, AttachedErrno(ns_->GetAttr(inos[1]).status()));
+  ASSERT_TRUE(ns_->Unlink(wal, "sock", false).ok());
+  EXPECT_EQ(ESTALE, AttachedErrno(ns_->GetAttr(inos[0]).status()));
+  EXPECT_EQ(ENOTDIR, AttachedErrno(ns_->Unlink(wal, "chr", true)));
+  ASSERT_TRUE(ns_->Unlink(wal, "chr", false).ok());
+  EXPECT_EQ(0u, LookupIno(wal, "chr"));
+  EXPECT_EQ(inos[3], LookupIno(wal, "blk"));
 }
 
 

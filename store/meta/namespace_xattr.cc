@@ -15,6 +15,7 @@
 #include "src/status/posix_error.h"
 #include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_txn.h"
+#include "store/format/file_type.h"
 #include "store/format/xattr_names.h"
 
 namespace logfs::meta {
@@ -88,11 +89,14 @@ absl::Status CheckXattrName(const std::string& name) {
   return absl::OkStatus();
 }
 
-// What ListXattr returns for `inode`: the user.logfs.* settings, the
-// mount's computed names for regular files, then the stored names sorted.
+// What ListXattr returns for `inode`: the user.logfs.* settings (none for
+// a special file), the mount's computed names for regular files, then the
+// stored names sorted.
 std::vector<std::string> ListedXattrNames(const proto::Inode& inode) {
-  std::vector<std::string> names = {format::kKindXattr, format::kReplicationXattr,
-                                    format::kAckQuorumXattr};
+  std::vector<std::string> names;
+  if (!format::IsSpecialFile(inode.attr().mode())) {
+    names = {format::kKindXattr, format::kReplicationXattr, format::kAckQuorumXattr};
+  }
   if (S_ISREG(inode.attr().mode())) {
     names.push_back(format::kSegmentsXattr);
     names.push_back(format::kDurableLengthXattr);
@@ -175,6 +179,10 @@ absl::StatusOr<std::string> Namespace::GetXattr(uint64_t ino, const std::string&
   absl::MutexLock lock(&mu_);
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+  if (format::IsSpecialFile(inode->attr().mode()) &&
+      absl::StartsWith(name, format::kLogfsXattrPrefix)) {
+    return PosixError(ENODATA, absl::StrCat("no xattr ", name, ": a special file has no logfs settings"));
+  }
   if (name == format::kKindXattr) return inode->attr().kind() == proto::KIND_WAL ? "wal" : "block";
   if (name == format::kReplicationXattr) return absl::StrCat(Replication(*inode));
   if (name == format::kAckQuorumXattr) return absl::StrCat(AckQuorum(*inode));
