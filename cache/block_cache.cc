@@ -46,11 +46,18 @@ BlockCache::BlockCache(const BlockCacheOptions& options)
   }
 }
 
-BlockCache::Shard& BlockCache::ShardOf(const BlockKey& key) {
+BlockCache::Shard& BlockCache::ShardOf(const BlockKey& key) const {
   return *shards_[absl::HashOf(key) % shards_.size()];
 }
 
+bool BlockCache::Contains(const BlockKey& key) const {
+  Shard& s = ShardOf(key);
+  absl::MutexLock lock(&s.mu);
+  return s.index.contains(key);
+}
+
 BlockHandle BlockCache::Lookup(const BlockKey& key) {
+  if (options_.tracer != nullptr) options_.tracer->OnLookup(key);
   Shard& s = ShardOf(key);
   absl::MutexLock lock(&s.mu);
   auto found = s.index.find(key);

@@ -54,12 +54,21 @@ struct BlockKey {
 
 enum class EvictionPolicy { kLru, kSegmentedLru };
 
+// Sees the key of every Lookup, before the cache's lock is taken
+// (cache/block_trace.h records them to a file). Must be thread-safe.
+class BlockCacheTracer {
+ public:
+  virtual ~BlockCacheTracer() = default;
+  virtual void OnLookup(const BlockKey& key) = 0;
+};
+
 struct BlockCacheOptions {
   uint64_t capacity_bytes = 256ull << 20;  // 0 disables the cache
   uint32_t block_bytes = 64u << 10;        // a positive multiple of kChunkBytes
   int shards = 16;
   EvictionPolicy policy = EvictionPolicy::kSegmentedLru;
   double protected_fraction = 0.8;  // SLRU: share of each shard's capacity
+  BlockCacheTracer* tracer = nullptr;  // not owned; outlives the cache; null: no trace
 };
 
 // The immutable bytes of one cached block.
@@ -105,6 +114,9 @@ class BlockCache {
   // The cached block, or null; counts a hit or a miss. Pins the block for
   // as long as the handle lives.
   BlockHandle Lookup(const BlockKey& key);
+  // Whether `key` is cached, without counting, tracing or promoting it: for
+  // a caller that must know before it commits to a read (file_read.cc).
+  bool Contains(const BlockKey& key) const;
   // Caches `data` (at most block_bytes; shorter only for a segment's last
   // block) under `key` and returns it, evicting as needed. If the key is
   // already cached (a concurrent miss filled it), returns that block.
@@ -139,7 +151,7 @@ class BlockCache {
     uint64_t evictions ABSL_GUARDED_BY(mu) = 0;
   };
 
-  Shard& ShardOf(const BlockKey& key);
+  Shard& ShardOf(const BlockKey& key) const;
   void Promote(Shard& s, EntryList::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   void EvictOverflow(Shard& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
 

@@ -98,6 +98,33 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
   return absl::OkStatus();
 }
 
+// Whether a kCachedOnly read of [offset, end) can be served without a
+// segment server: every piece is in the block cache or in a replica the
+// replica cache holds. Asked before any lookup, so that a read that would
+// end in RemoteReadNeeded() and run again with kAny counts (and traces)
+// each block-cache lookup once, not twice.
+bool CachedOnlyReadPossible(const BlockCache* cache, SegmentReader& reader,
+                            const std::vector<proto::Segment>& segments, uint64_t offset,
+                            uint64_t end) {
+  uint64_t segment_start = 0;
+  for (const auto& segment : segments) {
+    const uint64_t segment_end = segment_start + segment.length();
+    const uint64_t from = std::max(offset, segment_start);
+    const uint64_t to = std::min(end, segment_end);
+    if (from < to && !reader.HasCachedReplica(segment)) {
+      if (cache == nullptr || !segment.sealed()) return false;
+      const uint64_t block_bytes = cache->block_bytes();
+      for (uint64_t b = (from - segment_start) / block_bytes;
+           b <= (to - segment_start - 1) / block_bytes; ++b) {
+        if (!cache->Contains({segment.id(), b})) return false;
+      }
+    }
+    segment_start = segment_end;
+    if (segment_start >= end) break;
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::Status ReadFile(BlockCache* cache, SegmentReader& reader,
@@ -106,6 +133,10 @@ absl::Status ReadFile(BlockCache* cache, SegmentReader& reader,
                       ReadMode mode, ReadBuffer* out) {
   if (offset >= file_length) return absl::OkStatus();
   const uint64_t end = std::min(file_length, offset + size);
+  if (mode == ReadMode::kCachedOnly &&
+      !CachedOnlyReadPossible(cache, reader, segments, offset, end)) {
+    return RemoteReadNeeded();
+  }
   uint64_t segment_start = 0;
   for (const auto& segment : segments) {
     const uint64_t segment_end = segment_start + segment.length();

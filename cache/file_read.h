@@ -51,9 +51,11 @@ class ReadBuffer {
 // `out`: fewer at end of file. `cache` may be null (no caching). Misses of
 // neighbouring blocks are fetched in one `reader` call. kUnavailable (EIO)
 // when no replica of a needed segment can serve it. Thread-safe; blocks the
-// caller for the replica reads, unless `mode` is kCachedOnly: then the
-// bytes that need a segment server end it with RemoteReadNeeded() (`out`
-// then holds a prefix; what it fetched stays in the cache).
+// caller for the replica reads, unless `mode` is kCachedOnly: then a read
+// that needs a segment server returns RemoteReadNeeded() before it looks
+// anything up (so the kAny read that follows counts each block-cache
+// lookup once; a block evicted in between still ends it there, `out`
+// then holding a prefix).
 absl::Status ReadFile(BlockCache* cache, SegmentReader& reader,
                       const std::vector<proto::Segment>& segments, uint64_t file_length,
                       uint64_t offset, uint64_t size, const client::BadReplicaReporter& reporter,

@@ -39,6 +39,11 @@ ReplicaCache::Ref ReplicaCache::Lookup(const Key& key) {
   return Ref(this, e);
 }
 
+bool ReplicaCache::Contains(const Key& key) {
+  absl::MutexLock lock(&mu_);
+  return map_.contains(key);
+}
+
 ReplicaCache::Ref ReplicaCache::Insert(const Key& key, format::ReplicaFds files) {
   // Declared before the lock, so if a racing insert won, `fresh` closes its
   // descriptors after the lock is released.

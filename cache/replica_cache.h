@@ -87,6 +87,8 @@ class ReplicaCache {
 
   // A reference to the cached replica `key`, or an empty Ref on a miss.
   Ref Lookup(const Key& key);
+  // Whether Lookup(key) would hit, without counting or referencing it.
+  bool Contains(const Key& key) ABSL_LOCKS_EXCLUDED(mu_);
   // Caches `files` as `key` and references it. If a racing miss inserted
   // the key first, references that one and closes `files`.
   Ref Insert(const Key& key, format::ReplicaFds files);

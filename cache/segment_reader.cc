@@ -140,6 +140,14 @@ absl::StatusOr<std::string> SegmentReader::ReadShortCircuit(const proto::Segment
   return last;
 }
 
+bool SegmentReader::HasCachedReplica(const proto::Segment& segment) {
+  if (!options_.short_circuit || !segment.sealed() || boot_id_.empty()) return false;
+  for (const proto::Replica& replica : segment.replicas()) {
+    if (replica_cache_.Contains({segment.id(), replica.server_id()})) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<std::string> SegmentReader::ReadCachedReplica(const proto::Segment& segment,
                                                              uint64_t offset, uint64_t size,
                                                              uint64_t* bad_server) {

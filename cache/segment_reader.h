@@ -71,6 +71,10 @@ class SegmentReader {
                                    const client::BadReplicaReporter& reporter,
                                    ReadMode mode = ReadMode::kAny);
 
+  // Whether a kCachedOnly Read of `segment` can be served (a replica of it
+  // is in the replica cache), without counting a lookup.
+  bool HasCachedReplica(const proto::Segment& segment);
+
   // Closes cached replicas idle past their limit (call now and then).
   void Trim() { replica_cache_.Trim(); }
 

@@ -64,6 +64,7 @@ Mount::Mount(MountOptions options)
     cache::BlockCacheOptions cache_options;
     cache_options.capacity_bytes = options_.block_cache_bytes;
     cache_options.block_bytes = options_.block_cache_block_bytes;
+    cache_options.tracer = options_.block_cache_tracer;
     block_cache_ = std::make_unique<cache::BlockCache>(cache_options);
   }
 }

@@ -67,6 +67,9 @@ struct MountOptions {
   // Block cache of sealed data (cache/block_cache.h); 0 bytes disables it.
   uint64_t block_cache_bytes = 256ull << 20;
   uint32_t block_cache_block_bytes = 64u << 10;  // a multiple of 16 KiB
+  // Sees every block-cache lookup (cache/block_trace.h); not owned, outlives
+  // the mount; null: none.
+  cache::BlockCacheTracer* block_cache_tracer = nullptr;
   // Short-circuit reads of sealed replicas on this host (cache/segment_reader.h).
   bool short_circuit = true;
   // This host's id for short-circuit reads (cache::SegmentReaderOptions);

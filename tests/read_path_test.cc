@@ -12,8 +12,11 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <set>
 #include <string>
 
+#include "cache/block_trace.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {
@@ -109,6 +112,44 @@ TEST(MountBlockCacheTest, OnlyRootDropsTheCache) {
   close(fd);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(0, WEXITSTATUS(status)) << "an unprivileged drop must fail with EPERM";
+}
+
+// Regression test: a read a FUSE worker cannot finish without a segment
+// server is first tried from the caches only, then handed to a waiting
+// thread that reads again (DESIGN §2). Before the fix the first try had
+// already looked the blocks up, so every block-cache miss of a remote
+// read was counted (and traced, and an early hit promoted) twice. Method:
+// a mount without short-circuit reads (every miss is remote) and with a
+// block-cache trace reads a sealed 4-block file once, from a cold kernel
+// cache: exactly 4 misses and 4 inserts, and the trace holds each block's
+// misses once (reads of one block by several kernel requests may hit).
+TEST(MountBlockCacheTest, ARemoteReadCountsEachBlockMissOnce) {
+  MountedClusterOptions options;
+  char dir[] = "/tmp/logfs-trace-XXXXXX";
+  ASSERT_NE(nullptr, mkdtemp(dir));
+  const std::string trace_path = std::string(dir) + "/lookups.trace";
+  options.mount_flags = {"--short_circuit=false", "--block_cache_trace=" + trace_path};
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  const std::string path = (*mc)->Path("remote.dat");
+  const std::string data = Pattern(3 * kBlock + 7, 8);
+  ASSERT_TRUE(WriteFile(path, data).ok());
+  DropKernelCaches();
+  auto before = MountStats(path);
+  EXPECT_EQ(data, ReadInPieces(path, data.size(), 65536));
+  auto after = MountStats(path);
+  EXPECT_EQ(4u, after["block_cache_misses"] - before["block_cache_misses"]);
+  EXPECT_EQ(4u, after["block_cache_inserts"] - before["block_cache_inserts"]);
+  const uint64_t lookups = after["block_cache_misses"] + after["block_cache_hits"];
+  // The trace is written out when the mount exits.
+  ASSERT_TRUE((*mc)->UnmountAll().ok());
+  auto trace = cache::ReadBlockTrace(trace_path);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(lookups, trace->size());
+  std::set<uint64_t> indexes;
+  for (const cache::BlockKey& key : *trace) indexes.insert(key.index);
+  EXPECT_EQ((std::set<uint64_t>{0, 1, 2, 3}), indexes);
+  std::system((std::string("rm -rf ") + dir).c_str());
 }
 
 TEST(MountBlockCacheTest, DisabledCacheStillReads) {

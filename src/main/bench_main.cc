@@ -1,4 +1,5 @@
-// `logfs bench wal|read ...`: see bench/wal_bench.h and bench/read_bench.h.
+// `logfs bench wal|read|cache-replay ...`: see bench/wal_bench.h,
+// bench/read_bench.h and bench/cache_replay.h.
 // `logfs bench plot-ratios --table=FILE.md` (bench/compare.sh runs it):
 // one SVG chart per workload of the table's ratios to ext4, FILE-A.svg,
 // FILE-B.svg, FILE-C.svg next to the table (bench/svg_plot.h).
@@ -15,6 +16,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "bench/cache_replay.h"
 #include "bench/read_bench.h"
 #include "bench/svg_plot.h"
 #include "bench/wal_bench.h"
@@ -41,6 +45,11 @@ DEFINE_bool(keep, false, "bench read: keep the files for the next run");
 DEFINE_string(plot, "",
               "bench: also write the latency histogram and CDF as an SVG chart to this .svg file");
 DEFINE_string(table, "", "bench plot-ratios: bench/compare.sh's markdown table to chart");
+DEFINE_string(trace, "scan_hot",
+              "bench cache-replay: block-cache traces (files a mount wrote with "
+              "--block_cache_trace, or scan_hot for a synthetic one), comma-separated");
+DEFINE_string(capacity_mib, "16,64,256", "bench cache-replay: cache sizes to replay at (MiB)");
+DEFINE_uint64(block_bytes, 64 << 10, "bench cache-replay: the block size the traces were taken with");
 
 namespace logfs::main {
 namespace {
@@ -110,9 +119,11 @@ int BenchMain(int argc, char** argv) {
       "logfs bench read --dir=PATH [--files=N --file_bytes=B --read_bytes=B "
       "--scan_bytes=B --threads=N --ops=N | --seconds=S --cache=cold|warm|block|both|all --keep]\n"
       "  both: [--plot=FILE.svg]\n"
-      "logfs bench plot-ratios --table=FILE.md";
+      "logfs bench plot-ratios --table=FILE.md\n"
+      "logfs bench cache-replay [--trace=FILE,...|scan_hot --capacity_mib=N,... --block_bytes=B]";
   InitProcess(&argc, &argv, kUsage,
-              {{"bench:", "bench wal:", "bench read:", "bench plot-ratios:"}, {"meta", "seconds"}});
+              {{"bench:", "bench wal:", "bench read:", "bench plot-ratios:", "bench cache-replay:"},
+               {"meta", "seconds"}});
   if (!AtMostArgs(argc, argv, 1, kUsage)) return 1;
   std::string workload = argc == 2 ? argv[1] : "";
   if (workload == "plot-ratios") return PlotRatios(FLAGS_table);
@@ -145,8 +156,23 @@ int BenchMain(int argc, char** argv) {
     options.keep = FLAGS_keep;
     options.plot = FLAGS_plot;
     report = bench::RunReadBench(options);
+  } else if (workload == "cache-replay") {
+    bench::CacheReplayOptions options;
+    options.traces = absl::StrSplit(FLAGS_trace, ',', absl::SkipEmpty());
+    options.capacity_mib.clear();
+    for (absl::string_view mib : absl::StrSplit(FLAGS_capacity_mib, ',', absl::SkipEmpty())) {
+      uint64_t value = 0;
+      if (!absl::SimpleAtoi(mib, &value) || value == 0) {
+        std::fprintf(stderr, "logfs bench cache-replay: --capacity_mib: '%s' is not a positive "
+                     "number of MiB\n", std::string(mib).c_str());
+        return 1;
+      }
+      options.capacity_mib.push_back(value);
+    }
+    options.block_bytes = FLAGS_block_bytes;
+    report = bench::RunCacheReplay(options);
   } else {
-    std::fprintf(stderr, "logfs bench: expected a workload: wal, read or plot-ratios\n");
+    std::fprintf(stderr, "logfs bench: expected a workload: wal, read, cache-replay or plot-ratios\n");
     return 1;
   }
   if (!report.ok()) {

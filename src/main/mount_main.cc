@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cache/block_trace.h"
 #include "fuse/mount.h"
 #include "fuse/session.h"
 #include "src/cluster/local_cluster.h"
@@ -102,6 +103,9 @@ DEFINE_uint64(block_cache_bytes, 256ull << 20,
               "mount: block cache of sealed data (bytes; 0 disables it)");
 DEFINE_uint32(block_cache_block_bytes, 64u << 10,
               "mount: block cache block size (bytes; a multiple of 16384, at most 4 MiB)");
+DEFINE_string(block_cache_trace, "",
+              "mount: record the key of every block-cache lookup to this file (16 bytes each, "
+              "at most 64 Mi lookups) for `logfs bench cache-replay`; a diagnostic, off by default");
 DEFINE_bool(short_circuit, true,
             "mount: read sealed replicas on this host straight from their files (descriptors "
             "from the segment server's Unix socket) instead of over TCP");
@@ -384,7 +388,19 @@ int RunMount(const std::string& mountpoint_arg) {
     }
     LOG(INFO) << "embedded cluster up under " << data_dir << ", meta at " << meta;
   }
-  fuse::Mount mount(MountOptionsFromFlags(meta));
+  // Declared before `mount`, so it outlives it and writes out the last
+  // lookups when the mount is gone.
+  std::unique_ptr<cache::BlockTraceWriter> trace;
+  fuse::MountOptions options = MountOptionsFromFlags(meta);
+  if (!FLAGS_block_cache_trace.empty()) {
+    auto created = cache::BlockTraceWriter::Create(Absolute(FLAGS_block_cache_trace), 64ull << 20);
+    if (!created.ok()) {
+      return ready.Report(absl::StrCat("--block_cache_trace: ", created.status().message())), 1;
+    }
+    trace = std::move(*created);
+    options.block_cache_tracer = trace.get();
+  }
+  fuse::Mount mount(options);
   absl::Status connected = mount.Connect();
   if (!connected.ok()) return ready.Report(std::string(connected.message())), 1;
   // Stops (its destructor) before `mount` goes: scrapes read the mount.

@@ -1,0 +1,210 @@
+#include "cache/block_trace.h"
+
+#include <fcntl.h>
+#include <glog/logging.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "src/status/macros.h"
+#include "src/status/posix_error.h"
+#include "src/status/syscall_error.h"
+#include "src/util/coding.h"
+
+namespace logfs::cache {
+namespace {
+
+constexpr size_t kMagicBytes = 8;
+constexpr size_t kBufferBytes = 64 << 10;
+
+absl::Status WriteAll(int fd, const char* data, size_t size, const std::string& path) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return SyscallError(errno, absl::StrCat("write ", path));
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BlockTraceWriter>> BlockTraceWriter::Create(
+    const std::string& path, uint64_t max_records) {
+  util::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) return SyscallError(errno, absl::StrCat("open ", path));
+  RETURN_IF_ERROR(WriteAll(fd.get(), kBlockTraceMagic, kMagicBytes, path));
+  return std::unique_ptr<BlockTraceWriter>(new BlockTraceWriter(std::move(fd), path, max_records));
+}
+
+BlockTraceWriter::BlockTraceWriter(util::UniqueFd fd, std::string path, uint64_t max_records)
+    : path_(std::move(path)), max_records_(max_records), fd_(std::move(fd)) {
+  absl::MutexLock lock(&mu_);
+  buffer_.reserve(kBufferBytes);
+}
+
+BlockTraceWriter::~BlockTraceWriter() {
+  absl::Status flushed = Flush();
+  LOG_IF(WARNING, !flushed.ok()) << "block-cache trace " << path_ << ": " << flushed;
+}
+
+void BlockTraceWriter::OnLookup(const BlockKey& key) {
+  absl::MutexLock lock(&mu_);
+  if (failed_ || recorded_ >= max_records_) {
+    ++dropped_;
+    return;
+  }
+  char record[kBlockTraceRecordBytes];
+  util::EncodeFixed64(record, key.segment_id);
+  util::EncodeFixed64(record + 8, key.index);
+  buffer_.append(record, sizeof(record));
+  ++recorded_;
+  if (buffer_.size() + kBlockTraceRecordBytes > kBufferBytes) {
+    absl::Status flushed = FlushLocked();
+    if (!flushed.ok()) LOG(WARNING) << "block-cache trace " << path_ << " stops: " << flushed;
+  }
+}
+
+absl::Status BlockTraceWriter::Flush() {
+  absl::MutexLock lock(&mu_);
+  return FlushLocked();
+}
+
+absl::Status BlockTraceWriter::FlushLocked() {
+  if (failed_) return absl::OkStatus();  // reported when it failed
+  absl::Status written = WriteAll(fd_.get(), buffer_.data(), buffer_.size(), path_);
+  buffer_.clear();
+  if (!written.ok()) failed_ = true;
+  return written;
+}
+
+uint64_t BlockTraceWriter::recorded() const {
+  absl::MutexLock lock(&mu_);
+  return recorded_;
+}
+
+uint64_t BlockTraceWriter::dropped() const {
+  absl::MutexLock lock(&mu_);
+  return dropped_;
+}
+
+absl::StatusOr<std::vector<BlockKey>> ReadBlockTrace(const std::string& path) {
+  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return SyscallError(errno, absl::StrCat("open ", path));
+  std::string data;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return SyscallError(errno, absl::StrCat("read ", path));
+    if (n == 0) break;
+    data.append(buf, static_cast<size_t>(n));
+  }
+  if (data.size() < kMagicBytes || std::memcmp(data.data(), kBlockTraceMagic, kMagicBytes) != 0) {
+    return PosixError(EINVAL, absl::StrCat(path, " is not a block-cache trace (no ",
+                                           kBlockTraceMagic, " header)"));
+  }
+  if ((data.size() - kMagicBytes) % kBlockTraceRecordBytes != 0) {
+    return PosixError(EINVAL, absl::StrCat(path, " ends in a partial record (",
+                                           data.size() - kMagicBytes, " bytes of records)"));
+  }
+  std::vector<BlockKey> trace((data.size() - kMagicBytes) / kBlockTraceRecordBytes);
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const char* p = data.data() + kMagicBytes + i * kBlockTraceRecordBytes;
+    trace[i] = BlockKey{util::DecodeFixed64(p), util::DecodeFixed64(p + 8)};
+  }
+  return trace;
+}
+
+std::vector<BlockKey> ScanWithHotSetTrace(uint64_t lookups, uint64_t hot_blocks,
+                                          uint64_t scan_blocks, double scan_share,
+                                          uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> coin(0, 1);
+  std::uniform_int_distribution<uint64_t> hot(0, std::max<uint64_t>(hot_blocks, 1) - 1);
+  // Hot blocks live in segment 1; each scan reads a fresh segment from 2 on.
+  uint64_t scan_segment = 2, scan_next = 0;
+  std::vector<BlockKey> trace;
+  trace.reserve(lookups);
+  while (trace.size() < lookups) {
+    if (scan_blocks > 0 && coin(rng) < scan_share) {
+      trace.push_back({scan_segment, scan_next});
+      if (++scan_next == scan_blocks) {
+        ++scan_segment;
+        scan_next = 0;
+      }
+    } else {
+      trace.push_back({1, hot(rng)});
+    }
+  }
+  return trace;
+}
+
+ReplayResult ReplayBlockTrace(const std::vector<BlockKey>& trace, EvictionPolicy policy,
+                              uint64_t capacity_blocks, int shards) {
+  BlockCacheOptions options;
+  options.block_bytes = ChunkPool::kChunkBytes;
+  options.capacity_bytes = capacity_blocks * ChunkPool::kChunkBytes;
+  options.shards = shards;
+  options.policy = policy;
+  BlockCache cache(options);
+  const std::string block(ChunkPool::kChunkBytes, 'b');
+  ReplayResult result;
+  for (const BlockKey& key : trace) {
+    ++result.lookups;
+    if (cache.Lookup(key) != nullptr) {
+      ++result.hits;
+    } else {
+      cache.Insert(key, block);
+    }
+  }
+  return result;
+}
+
+ReplayResult ReplayBeladyOpt(const std::vector<BlockKey>& trace, uint64_t capacity_blocks) {
+  constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+  // next[i]: the position of the next lookup of trace[i]'s key, or kNever.
+  std::vector<uint64_t> next(trace.size(), kNever);
+  absl::flat_hash_map<BlockKey, uint64_t> seen;
+  for (size_t i = trace.size(); i-- > 0;) {
+    auto [it, inserted] = seen.try_emplace(trace[i], i);
+    if (!inserted) {
+      next[i] = it->second;
+      it->second = i;
+    }
+  }
+  // Cached keys by the position of their next use, furthest last.
+  std::set<std::pair<uint64_t, size_t>> by_next_use;  // (next use, trace index of the key)
+  absl::flat_hash_map<BlockKey, std::set<std::pair<uint64_t, size_t>>::iterator> cached;
+  ReplayResult result;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    ++result.lookups;
+    auto found = cached.find(trace[i]);
+    if (found != cached.end()) {
+      ++result.hits;
+      by_next_use.erase(found->second);
+      found->second = by_next_use.insert({next[i], i}).first;
+      continue;
+    }
+    if (capacity_blocks == 0 || next[i] == kNever) continue;  // OPT never keeps a dead block
+    if (cached.size() == capacity_blocks) {
+      auto furthest = std::prev(by_next_use.end());
+      if (furthest->first < next[i]) continue;  // the newcomer is needed last: skip it
+      cached.erase(trace[furthest->second]);
+      by_next_use.erase(furthest);
+    }
+    cached[trace[i]] = by_next_use.insert({next[i], i}).first;
+  }
+  return result;
+}
+
+}  // namespace logfs::cache
