@@ -27,20 +27,21 @@ std::string Ratio(const cache::ReplayResult& r) { return absl::StrFormat("%.3f",
 absl::StatusOr<std::string> RunCacheReplay(const CacheReplayOptions& options) {
   if (options.traces.empty()) return PosixError(EINVAL, "no trace: --trace=FILE[,FILE...] or scan_hot");
   if (options.capacity_mib.empty()) return PosixError(EINVAL, "no capacity: --capacity_mib=N[,N...]");
-  if (options.block_bytes == 0) return PosixError(EINVAL, "--block_bytes must be positive");
   std::string out =
       "| trace | lookups | distinct blocks | cache (MiB) | LRU | segmented LRU | OPT |\n"
       "|---|--:|--:|--:|--:|--:|--:|\n";
   for (const std::string& name : options.traces) {
-    std::vector<cache::BlockKey> trace;
+    cache::BlockTrace loaded;
     if (name == "scan_hot") {
-      trace = ScanHot();
+      loaded.block_bytes = 64 << 10;
+      loaded.keys = ScanHot();
     } else {
-      ASSIGN_OR_RETURN(trace, cache::ReadBlockTrace(name));
+      ASSIGN_OR_RETURN(loaded, cache::ReadBlockTrace(name));
     }
+    const std::vector<cache::BlockKey>& trace = loaded.keys;
     absl::flat_hash_set<cache::BlockKey> distinct(trace.begin(), trace.end());
     for (uint64_t mib : options.capacity_mib) {
-      const uint64_t blocks = (mib << 20) / options.block_bytes;
+      const uint64_t blocks = (mib << 20) / loaded.block_bytes;
       const auto lru = cache::ReplayBlockTrace(trace, cache::EvictionPolicy::kLru, blocks,
                                                options.shards);
       const auto slru = cache::ReplayBlockTrace(trace, cache::EvictionPolicy::kSegmentedLru,

@@ -19,10 +19,10 @@ namespace logfs::bench {
 struct CacheReplayOptions {
   // Trace files, or "scan_hot" for the synthetic trace.
   std::vector<std::string> traces;
-  // Cache sizes to replay at (MiB of `block_bytes` blocks).
+  // Cache sizes to replay at (MiB of each trace's blocks; scan_hot's are
+  // 64 KiB).
   std::vector<uint64_t> capacity_mib = {16, 64, 256};
-  uint64_t block_bytes = 64 << 10;  // the block size the traces were taken with
-  int shards = 16;                  // as the mount's cache
+  int shards = 16;  // as the mount's cache
 };
 
 // The table. Errors: a trace that cannot be read (its errno, EINVAL for

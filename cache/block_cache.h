@@ -55,7 +55,9 @@ struct BlockKey {
 enum class EvictionPolicy { kLru, kSegmentedLru };
 
 // Sees the key of every Lookup, before the cache's lock is taken
-// (cache/block_trace.h records them to a file). Must be thread-safe.
+// (cache/block_trace.h records them to a file). Called on the reading
+// thread (a FUSE worker in the mount): must be thread-safe, and should not
+// block.
 class BlockCacheTracer {
  public:
   virtual ~BlockCacheTracer() = default;

@@ -39,10 +39,13 @@ absl::Status WriteAll(int fd, const char* data, size_t size, const std::string& 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BlockTraceWriter>> BlockTraceWriter::Create(
-    const std::string& path, uint64_t max_records) {
+    const std::string& path, uint64_t block_bytes, uint64_t max_records) {
   util::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd.valid()) return SyscallError(errno, absl::StrCat("open ", path));
-  RETURN_IF_ERROR(WriteAll(fd.get(), kBlockTraceMagic, kMagicBytes, path));
+  char header[kBlockTraceHeaderBytes];
+  std::memcpy(header, kBlockTraceMagic, kMagicBytes);
+  util::EncodeFixed64(header + kMagicBytes, block_bytes);
+  RETURN_IF_ERROR(WriteAll(fd.get(), header, sizeof(header), path));
   return std::unique_ptr<BlockTraceWriter>(new BlockTraceWriter(std::move(fd), path, max_records));
 }
 
@@ -97,30 +100,45 @@ uint64_t BlockTraceWriter::dropped() const {
   return dropped_;
 }
 
-absl::StatusOr<std::vector<BlockKey>> ReadBlockTrace(const std::string& path) {
+absl::StatusOr<BlockTrace> ReadBlockTrace(const std::string& path) {
   util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return SyscallError(errno, absl::StrCat("open ", path));
-  std::string data;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return SyscallError(errno, absl::StrCat("read ", path));
-    if (n == 0) break;
-    data.append(buf, static_cast<size_t>(n));
-  }
-  if (data.size() < kMagicBytes || std::memcmp(data.data(), kBlockTraceMagic, kMagicBytes) != 0) {
+  // Reads up to `size` bytes; fewer only at the end of the file.
+  auto read_some = [&](char* buf, size_t size) -> absl::StatusOr<size_t> {
+    size_t got = 0;
+    while (got < size) {
+      ssize_t n = ::read(fd.get(), buf + got, size - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return SyscallError(errno, absl::StrCat("read ", path));
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    return got;
+  };
+  char header[kBlockTraceHeaderBytes];
+  ASSIGN_OR_RETURN(size_t header_bytes, read_some(header, sizeof(header)));
+  if (header_bytes < sizeof(header) || std::memcmp(header, kBlockTraceMagic, kMagicBytes) != 0) {
     return PosixError(EINVAL, absl::StrCat(path, " is not a block-cache trace (no ",
                                            kBlockTraceMagic, " header)"));
   }
-  if ((data.size() - kMagicBytes) % kBlockTraceRecordBytes != 0) {
-    return PosixError(EINVAL, absl::StrCat(path, " ends in a partial record (",
-                                           data.size() - kMagicBytes, " bytes of records)"));
+  BlockTrace trace;
+  trace.block_bytes = util::DecodeFixed64(header + kMagicBytes);
+  if (trace.block_bytes == 0) {
+    return PosixError(EINVAL, absl::StrCat(path, ": a block-cache trace with block size 0"));
   }
-  std::vector<BlockKey> trace((data.size() - kMagicBytes) / kBlockTraceRecordBytes);
-  for (size_t i = 0; i < trace.size(); ++i) {
-    const char* p = data.data() + kMagicBytes + i * kBlockTraceRecordBytes;
-    trace[i] = BlockKey{util::DecodeFixed64(p), util::DecodeFixed64(p + 8)};
+  std::vector<char> buf(kBufferBytes);  // a whole number of records
+  for (uint64_t records_bytes = 0;;) {
+    ASSIGN_OR_RETURN(size_t got, read_some(buf.data(), buf.size()));
+    records_bytes += got;
+    for (size_t at = 0; at + kBlockTraceRecordBytes <= got; at += kBlockTraceRecordBytes) {
+      trace.keys.push_back(
+          BlockKey{util::DecodeFixed64(&buf[at]), util::DecodeFixed64(&buf[at + 8])});
+    }
+    if (got % kBlockTraceRecordBytes != 0) {
+      return PosixError(EINVAL, absl::StrCat(path, " ends in a partial record (",
+                                             records_bytes, " bytes of records)"));
+    }
+    if (got < buf.size()) break;
   }
   return trace;
 }

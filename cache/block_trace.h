@@ -7,8 +7,9 @@
 // (e.g. the traces behind S3-FIFO, Yang et al., SOSP 2023): one trace,
 // every policy, every size.
 //
-// File format: the 8-byte magic "LGFSBT01", then one 16-byte record per
-// lookup: segment id and block index, each a little-endian uint64.
+// File format: the 8-byte magic "LGFSBT01" and the cache's block size in
+// bytes (a little-endian uint64), then one 16-byte record per lookup:
+// segment id and block index, each a little-endian uint64.
 #pragma once
 
 #include <cstdint>
@@ -25,22 +26,28 @@
 namespace logfs::cache {
 
 inline constexpr char kBlockTraceMagic[] = "LGFSBT01";  // 8 bytes, no NUL written
+inline constexpr size_t kBlockTraceHeaderBytes = 16;
 inline constexpr size_t kBlockTraceRecordBytes = 16;
 
 // Appends lookups to a trace file. Thread-safe: one mutex around a 64 KiB
-// buffer, written out when full (a diagnostic mode, off by default: a
-// lookup that fills the buffer waits for the write). After `max_records`
-// or a write error (logged once) further records are counted as dropped.
+// buffer, written out when full, by the FUSE thread whose lookup filled it
+// (a diagnostic mode, off by default, that makes such a read wait for a
+// write). After `max_records` or a write error (logged once) further
+// records are counted as dropped.
 class BlockTraceWriter : public BlockCacheTracer {
  public:
-  // Creates or truncates `path` (mode 0644). Errors: the open's errno.
+  // Creates or truncates `path` (mode 0644) and writes the header for a
+  // cache of `block_bytes` blocks. Errors: the open's or the write's errno.
   static absl::StatusOr<std::unique_ptr<BlockTraceWriter>> Create(const std::string& path,
+                                                                  uint64_t block_bytes,
                                                                   uint64_t max_records);
   ~BlockTraceWriter() override;  // writes out what is buffered
 
   void OnLookup(const BlockKey& key) override ABSL_LOCKS_EXCLUDED(mu_);
   // Writes out the buffer. Errors: the write's errno.
   absl::Status Flush() ABSL_LOCKS_EXCLUDED(mu_);
+  // Lookups taken into the buffer (a failed write loses those not yet
+  // written), and lookups not taken.
   uint64_t recorded() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t dropped() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -58,9 +65,15 @@ class BlockTraceWriter : public BlockCacheTracer {
   bool failed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// The lookups of a trace file. Errors: the read's errno; kInvalidArgument
-// (EINVAL) for a file without the magic or with a partial record.
-absl::StatusOr<std::vector<BlockKey>> ReadBlockTrace(const std::string& path);
+struct BlockTrace {
+  uint64_t block_bytes = 0;  // of the cache that was traced
+  std::vector<BlockKey> keys;
+};
+
+// A trace file's block size and lookups (16 bytes of memory per lookup).
+// Errors: the open's or the read's errno; EINVAL for a file without the
+// header or with a partial record.
+absl::StatusOr<BlockTrace> ReadBlockTrace(const std::string& path);
 
 // A synthetic trace: `hot_blocks` blocks read again and again (uniformly
 // at random, seeded), interleaved with one-pass sequential scans of

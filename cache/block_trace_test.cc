@@ -68,7 +68,7 @@ TEST(BlockTraceTest, FileRoundTripLimitAndBadFiles) {
   TempDir dir;
   const std::string path = dir.File("trace");
   {
-    auto writer = BlockTraceWriter::Create(path, 5000);
+    auto writer = BlockTraceWriter::Create(path, 65536, 5000);
     ASSERT_TRUE(writer.ok()) << writer.status();
     for (uint64_t i = 0; i < 10000; ++i) (*writer)->OnLookup({i / 7 + (1ull << 40), i});
     EXPECT_EQ(5000u, (*writer)->recorded());
@@ -76,16 +76,18 @@ TEST(BlockTraceTest, FileRoundTripLimitAndBadFiles) {
   }
   auto trace = ReadBlockTrace(path);
   ASSERT_TRUE(trace.ok()) << trace.status();
-  ASSERT_EQ(5000u, trace->size());
+  EXPECT_EQ(65536u, trace->block_bytes);
+  ASSERT_EQ(5000u, trace->keys.size());
   for (uint64_t i = 0; i < 5000; ++i) {
-    ASSERT_TRUE((*trace)[i] == (BlockKey{i / 7 + (1ull << 40), i})) << i;
+    ASSERT_TRUE(trace->keys[i] == (BlockKey{i / 7 + (1ull << 40), i})) << i;
   }
-  ASSERT_EQ(0, truncate(path.c_str(), 8 + 16 * 10 + 3));
+  ASSERT_EQ(0, truncate(path.c_str(), 16 + 16 * 10 + 3));
   EXPECT_EQ(EINVAL, AttachedErrno(ReadBlockTrace(path).status()));
   std::ofstream(dir.File("other")) << "not a trace at all";
   EXPECT_EQ(EINVAL, AttachedErrno(ReadBlockTrace(dir.File("other")).status()));
   EXPECT_EQ(ENOENT, AttachedErrno(ReadBlockTrace(dir.File("missing")).status()));
-  EXPECT_EQ(ENOENT, AttachedErrno(BlockTraceWriter::Create(dir.File("no/dir"), 1).status()));
+  EXPECT_EQ(ENOENT,
+            AttachedErrno(BlockTraceWriter::Create(dir.File("no/dir"), 65536, 1).status()));
 }
 
 // Goal: the replays rank the policies as theory says on a scan mixed with

@@ -102,7 +102,9 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
 // segment server: every piece is in the block cache or in a replica the
 // replica cache holds. Asked before any lookup, so that a read that would
 // end in RemoteReadNeeded() and run again with kAny counts (and traces)
-// each block-cache lookup once, not twice.
+// each block-cache lookup once, not twice. The block cache (a shard lock
+// per block) is asked first; the replica cache (one mutex for the mount)
+// only for a segment with a block missing.
 bool CachedOnlyReadPossible(const BlockCache* cache, SegmentReader& reader,
                             const std::vector<proto::Segment>& segments, uint64_t offset,
                             uint64_t end) {
@@ -111,13 +113,17 @@ bool CachedOnlyReadPossible(const BlockCache* cache, SegmentReader& reader,
     const uint64_t segment_end = segment_start + segment.length();
     const uint64_t from = std::max(offset, segment_start);
     const uint64_t to = std::min(end, segment_end);
-    if (from < to && !reader.HasCachedReplica(segment)) {
-      if (cache == nullptr || !segment.sealed()) return false;
-      const uint64_t block_bytes = cache->block_bytes();
-      for (uint64_t b = (from - segment_start) / block_bytes;
-           b <= (to - segment_start - 1) / block_bytes; ++b) {
-        if (!cache->Contains({segment.id(), b})) return false;
+    if (from < to) {
+      if (!segment.sealed()) return false;  // open segments are read from their servers
+      bool all_cached = cache != nullptr;
+      if (cache != nullptr) {
+        const uint64_t block_bytes = cache->block_bytes();
+        for (uint64_t b = (from - segment_start) / block_bytes;
+             all_cached && b <= (to - segment_start - 1) / block_bytes; ++b) {
+          all_cached = cache->Contains({segment.id(), b});
+        }
       }
+      if (!all_cached && !reader.HasCachedReplica(segment)) return false;
     }
     segment_start = segment_end;
     if (segment_start >= end) break;

@@ -124,24 +124,24 @@ TEST(BenchTest, ReadBenchOnMountAndLocalDirectoryInEveryPhase) {
 
 // Goal: `bench cache-replay` replays a trace file and the synthetic
 // trace and prints each policy's hit ratio; bad input is refused clearly.
-// Method: a trace of 8 blocks read 10 times in a cycle fits a 4 MiB cache
-// of 64 KiB blocks (4 per shard), so every policy hits all but the first
-// 8 lookups.
+// Method: a trace of 8 blocks read 10 times in a cycle fits a 16 MiB cache
+// of 64 KiB blocks (16 per shard: room even if all 8 share a shard), so
+// every policy hits all but the first 8 lookups.
 TEST(BenchTest, CacheReplayPrintsHitRatiosAndRefusesBadInput) {
   char dir[] = "/tmp/logfs-replay-XXXXXX";
   ASSERT_NE(nullptr, mkdtemp(dir));
   const std::string trace = std::string(dir) + "/cycle.trace";
   {
-    auto writer = cache::BlockTraceWriter::Create(trace, 1000);
+    auto writer = cache::BlockTraceWriter::Create(trace, 64 << 10, 1000);
     ASSERT_TRUE(writer.ok()) << writer.status();
     for (int round = 0; round < 10; ++round) {
       for (uint64_t b = 0; b < 8; ++b) (*writer)->OnLookup({5, b});
     }
   }
-  auto run = RunCommand(LogfsBinary() + " bench cache-replay --capacity_mib=4 --trace=" + trace);
+  auto run = RunCommand(LogfsBinary() + " bench cache-replay --capacity_mib=16 --trace=" + trace);
   ASSERT_EQ(0, run.exit_code) << run.output;
   EXPECT_NE(std::string::npos,
-            run.output.find("| cycle.trace | 80 | 8 | 4 | 0.900 | 0.900 | 0.900 |"))
+            run.output.find("| cycle.trace | 80 | 8 | 16 | 0.900 | 0.900 | 0.900 |"))
       << run.output;
   auto bad_size = RunCommand(LogfsBinary() + " bench cache-replay --capacity_mib=1x 2>&1");
   EXPECT_EQ(1, bad_size.exit_code);
@@ -151,7 +151,9 @@ TEST(BenchTest, CacheReplayPrintsHitRatiosAndRefusesBadInput) {
                             "/none 2>&1");
   EXPECT_EQ(1, missing.exit_code);
   EXPECT_NE(std::string::npos, missing.output.find("No such file")) << missing.output;
-  auto not_trace = RunCommand(LogfsBinary() + " bench cache-replay --trace=/etc/hostname 2>&1");
+  const std::string other = std::string(dir) + "/other";
+  ASSERT_TRUE(WriteFile(other, "not a trace at all").ok());
+  auto not_trace = RunCommand(LogfsBinary() + " bench cache-replay --trace=" + other + " 2>&1");
   EXPECT_EQ(1, not_trace.exit_code);
   EXPECT_NE(std::string::npos, not_trace.output.find("is not a block-cache trace"))
       << not_trace.output;

@@ -12,9 +12,11 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
-#include <set>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "cache/block_trace.h"
 #include "tests/mounted_cluster.h"
@@ -120,9 +122,10 @@ TEST(MountBlockCacheTest, OnlyRootDropsTheCache) {
 // already looked the blocks up, so every block-cache miss of a remote
 // read was counted (and traced, and an early hit promoted) twice. Method:
 // a mount without short-circuit reads (every miss is remote) and with a
-// block-cache trace reads a sealed 4-block file once, from a cold kernel
-// cache: exactly 4 misses and 4 inserts, and the trace holds each block's
-// misses once (reads of one block by several kernel requests may hit).
+// block-cache trace reads a sealed 4-block file once with O_DIRECT, one
+// block per read (so no kernel readahead adds or splits requests):
+// exactly 4 lookups, all misses, 4 inserts, and the trace holds blocks
+// 0-3 once each.
 TEST(MountBlockCacheTest, ARemoteReadCountsEachBlockMissOnce) {
   MountedClusterOptions options;
   char dir[] = "/tmp/logfs-trace-XXXXXX";
@@ -134,21 +137,32 @@ TEST(MountBlockCacheTest, ARemoteReadCountsEachBlockMissOnce) {
   const std::string path = (*mc)->Path("remote.dat");
   const std::string data = Pattern(3 * kBlock + 7, 8);
   ASSERT_TRUE(WriteFile(path, data).ok());
-  DropKernelCaches();
   auto before = MountStats(path);
-  EXPECT_EQ(data, ReadInPieces(path, data.size(), 65536));
+  int fd = open(path.c_str(), O_RDONLY | O_DIRECT);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  void* buf = nullptr;
+  ASSERT_EQ(0, posix_memalign(&buf, 4096, kBlock));
+  std::string back;
+  for (uint64_t at = 0; at < data.size(); at += kBlock) {
+    ssize_t n = pread(fd, buf, kBlock, static_cast<off_t>(at));
+    ASSERT_GT(n, 0) << "at " << at << ": " << strerror(errno);
+    back.append(static_cast<const char*>(buf), static_cast<size_t>(n));
+  }
+  free(buf);
+  close(fd);
+  EXPECT_EQ(data, back);
   auto after = MountStats(path);
   EXPECT_EQ(4u, after["block_cache_misses"] - before["block_cache_misses"]);
+  EXPECT_EQ(0u, after["block_cache_hits"] - before["block_cache_hits"]);
   EXPECT_EQ(4u, after["block_cache_inserts"] - before["block_cache_inserts"]);
-  const uint64_t lookups = after["block_cache_misses"] + after["block_cache_hits"];
   // The trace is written out when the mount exits.
   ASSERT_TRUE((*mc)->UnmountAll().ok());
   auto trace = cache::ReadBlockTrace(trace_path);
   ASSERT_TRUE(trace.ok()) << trace.status();
-  EXPECT_EQ(lookups, trace->size());
-  std::set<uint64_t> indexes;
-  for (const cache::BlockKey& key : *trace) indexes.insert(key.index);
-  EXPECT_EQ((std::set<uint64_t>{0, 1, 2, 3}), indexes);
+  EXPECT_EQ(kBlock, trace->block_bytes);
+  std::vector<uint64_t> indexes;
+  for (const cache::BlockKey& key : trace->keys) indexes.push_back(key.index);
+  EXPECT_EQ((std::vector<uint64_t>{0, 1, 2, 3}), indexes);
   std::system((std::string("rm -rf ") + dir).c_str());
 }
 

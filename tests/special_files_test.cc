@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -18,12 +19,12 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/ascii.h"
 #include "src/util/unique_fd.h"
 #include "tests/mounted_cluster.h"
 
@@ -48,6 +49,15 @@ class SpecialFilesTest : public ::testing::Test {
   void SetUp() override { ASSERT_NE(nullptr, cluster_); }
   // `rel` on mount `i`.
   static std::string P(const std::string& rel, int i = 0) { return cluster_->Path(rel, i); }
+  // `logfs fsck` of the cluster: its exit code and its "N files" count.
+  static std::pair<int, std::string> Fsck() {
+    CommandResult fsck = RunCommand(absl::StrCat(
+        "timeout 60 ", LogfsBinary(), " fsck --meta=", cluster_->cluster().meta_address(), " 2>&1"));
+    const size_t at = fsck.output.find("fsck: ");
+    const size_t files = at == std::string::npos ? at : fsck.output.find(" files,", at);
+    if (files == std::string::npos) return {fsck.exit_code, fsck.output};
+    return {fsck.exit_code, fsck.output.substr(at + 6, files - at - 6)};
+  }
 
   static MountedCluster* cluster_;
 };
@@ -84,6 +94,29 @@ UniqueFd ConnectTo(const std::string& path) {
   return fd;
 }
 
+// A child process of this test: Wait() reaps it; if the test leaves
+// first (a failed ASSERT), the destructor kills and reaps it.
+class Child {
+ public:
+  explicit Child(pid_t pid) : pid_(pid) {}
+  ~Child() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  // True if the child exited with status 0.
+  bool Wait() {
+    int status = 0;
+    const bool reaped = waitpid(pid_, &status, 0) == pid_;
+    pid_ = -1;
+    return reaped && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+
+ private:
+  pid_t pid_;
+};
+
 // Reads exactly `n` bytes from `fd`, waiting at most 5 s for each.
 std::string ReadBytes(int fd, size_t n) {
   std::string out;
@@ -114,6 +147,8 @@ struct stat Stat(const std::string& path) {
 // (whose kernel has no cached attributes of it); rename there and unlink
 // on mount 0.
 TEST_F(SpecialFilesTest, EachTypeIsAnInodeBothMountsSee) {
+  const auto fsck_before = Fsck();
+  EXPECT_EQ(0, fsck_before.first) << fsck_before.second;
   ASSERT_EQ(0, mkdir(P("types").c_str(), 0755));
   ASSERT_EQ(0, mkfifo(P("types/fifo").c_str(), 0640));
   ASSERT_EQ(0, mknod(P("types/chr").c_str(), S_IFCHR | 0666, makedev(1, 3)));  // /dev/null's
@@ -173,17 +208,12 @@ TEST_F(SpecialFilesTest, EachTypeIsAnInodeBothMountsSee) {
   EXPECT_EQ(EPERM, errno);
 
   // Readdir's d_type, as `ls -l` and `find -type` use it.
-  CommandResult types = RunCommand(absl::StrCat("cd ", P("types", 1),
-                                                " && find . -mindepth 1 -printf '%y %p\\n' | sort"));
+  CommandResult types = RunCommand(absl::StrCat("cd ", P("types", 1), " && timeout 20",
+                                                " find . -mindepth 1 -printf '%y %p\\n' | sort"));
   EXPECT_EQ("b ./blk\nc ./chr\np ./fifo\ns ./sock\n", types.output);
 
-  // fsck walks regular files only: the specials are no files of it.
-  CommandResult regular = RunCommand("find " + cluster_->mountpoint() + " -type f | wc -l");
-  const std::string files = std::string(absl::StripAsciiWhitespace(regular.output));
-  CommandResult fsck = RunCommand(absl::StrCat(LogfsBinary(), " fsck --meta=",
-                                               cluster_->cluster().meta_address(), " 2>&1"));
-  EXPECT_EQ(0, fsck.exit_code) << fsck.output;
-  EXPECT_NE(std::string::npos, fsck.output.find("fsck: " + files + " files,")) << fsck.output;
+  // fsck walks regular files only: the specials add none to its count.
+  EXPECT_EQ((std::pair<int, std::string>{0, fsck_before.second}), Fsck());
 
   // nodev: a device node cannot be opened through the mount, even by root.
   EXPECT_EQ(-1, open(P("types/chr").c_str(), O_RDONLY | O_CLOEXEC));
@@ -230,10 +260,9 @@ TEST_F(SpecialFilesTest, FifoAndSocketCarryBytesBetweenProcesses) {
                              static_cast<ssize_t>(message.size());
     _exit(ok ? 0 : 1);
   }
+  Child writer_child(writer);
   EXPECT_EQ(message, ReadBytes(reader.get(), message.size()));
-  int status = 0;
-  ASSERT_EQ(writer, waitpid(writer, &status, 0));
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(writer_child.Wait());
   struct stat st = Stat(pipe_path);
   EXPECT_EQ(0, st.st_size);  // the bytes went through the kernel, not into a file
   ASSERT_EQ(0, unlink(pipe_path.c_str()));
@@ -251,14 +280,14 @@ TEST_F(SpecialFilesTest, FifoAndSocketCarryBytesBetweenProcesses) {
               std::memcmp(reply, "pong", 4) == 0;
     _exit(ok ? 0 : 1);
   }
+  Child client_child(client);
   pollfd p{listener.get(), POLLIN, 0};
   ASSERT_EQ(1, poll(&p, 1, 5000));
   UniqueFd conn(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
   ASSERT_TRUE(conn.valid()) << strerror(errno);
   EXPECT_EQ("ping", ReadBytes(conn.get(), 4));
   ASSERT_EQ(4, write(conn.get(), "pong", 4));
-  ASSERT_EQ(client, waitpid(client, &status, 0));
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(client_child.Wait());
   // A second connection from this process, through the same name.
   UniqueFd again = ConnectTo(socket_path);
   EXPECT_TRUE(again.valid());
@@ -269,7 +298,7 @@ TEST_F(SpecialFilesTest, FifoAndSocketCarryBytesBetweenProcesses) {
 // lines for special files (GNU diff calls two FIFOs "a fifo while ... a
 // fifo": it compares only regular files, directories and symlinks).
 std::string TreeDiff(const std::string& a, const std::string& b) {
-  CommandResult diff = RunCommand(absl::StrCat("diff -r --no-dereference ", a, " ", b));
+  CommandResult diff = RunCommand(absl::StrCat("timeout 60 diff -r --no-dereference ", a, " ", b));
   std::string kept;
   for (absl::string_view line : absl::StrSplit(diff.output, '\n', absl::SkipEmpty())) {
     std::string l(line);
@@ -312,8 +341,9 @@ TEST_F(SpecialFilesTest, CpAndTarOfATreeWithSpecialFilesRoundTrip) {
     size_t specials_kept;
   };
   const std::vector<Tool> tools = {
-      {"cp", "cp -a SRC DST", 2},
-      {"tar", "mkdir DST && tar -C SRC -cf - . 2>/dev/null | tar -C DST -xpf -", 1},
+      {"cp", "timeout 60 cp -a SRC DST", 2},
+      {"tar", "mkdir DST && timeout 60 tar -C SRC -cf - . 2>/dev/null | timeout 60 tar -C DST -xpf -",
+       1},
   };
   for (const Tool& tool : tools) {
     SCOPED_TRACE(tool.name);
@@ -348,7 +378,7 @@ TEST_F(SpecialFilesTest, CpAndTarOfATreeWithSpecialFilesRoundTrip) {
       EXPECT_EQ(want, Identity(P(tool.name + "-tree/" + special, 1))) << special;
     }
     EXPECT_EQ(tool.specials_kept, kept);
-    EXPECT_EQ(0, RunCommand("rm -rf " + reference + " " + on_mount + " " + back).exit_code);
+    EXPECT_EQ(0, RunCommand("timeout 60 rm -rf " + reference + " " + on_mount + " " + back).exit_code);
   }
 }
 

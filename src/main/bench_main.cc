@@ -49,7 +49,6 @@ DEFINE_string(trace, "scan_hot",
               "bench cache-replay: block-cache traces (files a mount wrote with "
               "--block_cache_trace, or scan_hot for a synthetic one), comma-separated");
 DEFINE_string(capacity_mib, "16,64,256", "bench cache-replay: cache sizes to replay at (MiB)");
-DEFINE_uint64(block_bytes, 64 << 10, "bench cache-replay: the block size the traces were taken with");
 
 namespace logfs::main {
 namespace {
@@ -120,7 +119,7 @@ int BenchMain(int argc, char** argv) {
       "--scan_bytes=B --threads=N --ops=N | --seconds=S --cache=cold|warm|block|both|all --keep]\n"
       "  both: [--plot=FILE.svg]\n"
       "logfs bench plot-ratios --table=FILE.md\n"
-      "logfs bench cache-replay [--trace=FILE,...|scan_hot --capacity_mib=N,... --block_bytes=B]";
+      "logfs bench cache-replay [--trace=FILE,...|scan_hot --capacity_mib=N,...]";
   InitProcess(&argc, &argv, kUsage,
               {{"bench:", "bench wal:", "bench read:", "bench plot-ratios:", "bench cache-replay:"},
                {"meta", "seconds"}});
@@ -169,7 +168,6 @@ int BenchMain(int argc, char** argv) {
       }
       options.capacity_mib.push_back(value);
     }
-    options.block_bytes = FLAGS_block_bytes;
     report = bench::RunCacheReplay(options);
   } else {
     std::fprintf(stderr, "logfs bench: expected a workload: wal, read, cache-replay or plot-ratios\n");

@@ -370,6 +370,7 @@ int RunMount(const std::string& mountpoint_arg) {
   ReadyPipe ready;
   std::string data_dir = Absolute(FLAGS_data_dir.empty() ? DefaultDataDir() : FLAGS_data_dir);
   FLAGS_log_file = Absolute(FLAGS_log_file);
+  FLAGS_block_cache_trace = Absolute(FLAGS_block_cache_trace);  // the daemon runs in /
   if (!FLAGS_f) {
     Daemonize(&ready);
     RedirectDaemonLog(data_dir);
@@ -393,7 +394,8 @@ int RunMount(const std::string& mountpoint_arg) {
   std::unique_ptr<cache::BlockTraceWriter> trace;
   fuse::MountOptions options = MountOptionsFromFlags(meta);
   if (!FLAGS_block_cache_trace.empty()) {
-    auto created = cache::BlockTraceWriter::Create(Absolute(FLAGS_block_cache_trace), 64ull << 20);
+    auto created = cache::BlockTraceWriter::Create(FLAGS_block_cache_trace,
+                                                  FLAGS_block_cache_block_bytes, 64ull << 20);
     if (!created.ok()) {
       return ready.Report(absl::StrCat("--block_cache_trace: ", created.status().message())), 1;
     }
