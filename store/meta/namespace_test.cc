@@ -126,6 +126,10 @@ TEST_F(NamespaceTest, SpecialFilesAreMetadataOnly) {
     // Never a lease or a segment.
     EXPECT_EQ(EINVAL, AttachedErrno(OpenWrite(attr->ino(), 7).status()));
   }
+  // POSIX ACLs are not supported on any inode (as a noacl mount).
+  EXPECT_EQ(EOPNOTSUPP, SetXattrErrno(wal, "system.posix_acl_access", std::string(28, 'a')));
+  EXPECT_EQ(EOPNOTSUPP,
+            AttachedErrno(ns_->GetXattr(inos[0], "system.posix_acl_default").status()));
   // Only a device node has a device number.
   proto::CreateRequest fifo_with_rdev;
   fifo_with_rdev.set_parent(wal);

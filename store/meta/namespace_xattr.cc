@@ -89,6 +89,17 @@ absl::Status CheckXattrName(const std::string& name) {
   return absl::OkStatus();
 }
 
+// POSIX ACLs are not supported: their xattrs are refused as on a file
+// system mounted `noacl`, so that tools that set a mode through an ACL
+// (cp -a, cp -p, mv across file systems) fall back to chmod instead of
+// storing an ACL that nothing enforces while the mode stays as created.
+absl::Status CheckNotAcl(const std::string& name) {
+  if (absl::StartsWith(name, "system.posix_acl_")) {
+    return PosixError(EOPNOTSUPP, absl::StrCat(name, ": POSIX ACLs are not supported"));
+  }
+  return absl::OkStatus();
+}
+
 // What ListXattr returns for `inode`: the user.logfs.* settings (none for
 // a special file), the mount's computed names for regular files, then the
 // stored names sorted.
@@ -114,6 +125,7 @@ absl::Status Namespace::SetXattr(const proto::SetXattrRequest& request) {
   const std::string& name = request.name();
   const std::string& value = request.value();
   RETURN_IF_ERROR(CheckXattrName(name));
+  RETURN_IF_ERROR(CheckNotAcl(name));
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kSetXattr));
   if (recorded.has_value()) return absl::OkStatus();
@@ -176,6 +188,7 @@ absl::Status Namespace::SetXattr(const proto::SetXattrRequest& request) {
 
 absl::StatusOr<std::string> Namespace::GetXattr(uint64_t ino, const std::string& name) {
   RETURN_IF_ERROR(CheckXattrName(name));
+  RETURN_IF_ERROR(CheckNotAcl(name));
   absl::MutexLock lock(&mu_);
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
