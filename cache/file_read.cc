@@ -98,6 +98,24 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
   return absl::OkStatus();
 }
 
+// Calls fn(segment, from, to) for each segment holding bytes of the file
+// range [offset, end), with the segment-relative range [from, to) it holds,
+// in file order; stops at the first non-OK status fn returns.
+template <typename Fn>
+absl::Status ForEachSegmentPiece(const std::vector<proto::Segment>& segments, uint64_t offset,
+                                 uint64_t end, Fn fn) {
+  uint64_t segment_start = 0;
+  for (const auto& segment : segments) {
+    const uint64_t segment_end = segment_start + segment.length();
+    const uint64_t from = std::max(offset, segment_start);
+    const uint64_t to = std::min(end, segment_end);
+    if (from < to) RETURN_IF_ERROR(fn(segment, from - segment_start, to - segment_start));
+    segment_start = segment_end;
+    if (segment_start >= end) break;
+  }
+  return absl::OkStatus();
+}
+
 // Whether a kCachedOnly read of [offset, end) can be served without a
 // segment server: every piece is in the block cache or in a replica the
 // replica cache holds. Asked before any lookup, so that a read that would
@@ -108,27 +126,22 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
 bool CachedOnlyReadPossible(const BlockCache* cache, SegmentReader& reader,
                             const std::vector<proto::Segment>& segments, uint64_t offset,
                             uint64_t end) {
-  uint64_t segment_start = 0;
-  for (const auto& segment : segments) {
-    const uint64_t segment_end = segment_start + segment.length();
-    const uint64_t from = std::max(offset, segment_start);
-    const uint64_t to = std::min(end, segment_end);
-    if (from < to) {
-      if (!segment.sealed()) return false;  // open segments are read from their servers
-      bool all_cached = cache != nullptr;
-      if (cache != nullptr) {
-        const uint64_t block_bytes = cache->block_bytes();
-        for (uint64_t b = (from - segment_start) / block_bytes;
-             all_cached && b <= (to - segment_start - 1) / block_bytes; ++b) {
-          all_cached = cache->Contains({segment.id(), b});
+  absl::Status possible = ForEachSegmentPiece(
+      segments, offset, end,
+      [&](const proto::Segment& segment, uint64_t from, uint64_t to) -> absl::Status {
+        // Open segments are read from their servers.
+        if (!segment.sealed()) return RemoteReadNeeded();
+        bool all_cached = cache != nullptr;
+        if (cache != nullptr) {
+          const uint64_t block_bytes = cache->block_bytes();
+          for (uint64_t b = from / block_bytes; all_cached && b <= (to - 1) / block_bytes; ++b) {
+            all_cached = cache->Contains({segment.id(), b});
+          }
         }
-      }
-      if (!all_cached && !reader.HasCachedReplica(segment)) return false;
-    }
-    segment_start = segment_end;
-    if (segment_start >= end) break;
-  }
-  return true;
+        if (!all_cached && !reader.HasCachedReplica(segment)) return RemoteReadNeeded();
+        return absl::OkStatus();
+      });
+  return possible.ok();
 }
 
 }  // namespace
@@ -143,25 +156,17 @@ absl::Status ReadFile(BlockCache* cache, SegmentReader& reader,
       !CachedOnlyReadPossible(cache, reader, segments, offset, end)) {
     return RemoteReadNeeded();
   }
-  uint64_t segment_start = 0;
-  for (const auto& segment : segments) {
-    const uint64_t segment_end = segment_start + segment.length();
-    const uint64_t from = std::max(offset, segment_start);
-    const uint64_t to = std::min(end, segment_end);
-    if (from < to) {
-      if (cache != nullptr && segment.sealed()) {
-        RETURN_IF_ERROR(ReadSealedSegment(*cache, reader, segment, from - segment_start,
-                                          to - segment_start, reporter, mode, out));
-      } else {
-        auto piece = reader.Read(segment, from - segment_start, to - from, reporter, mode);
+  return ForEachSegmentPiece(
+      segments, offset, end,
+      [&](const proto::Segment& segment, uint64_t from, uint64_t to) -> absl::Status {
+        if (cache != nullptr && segment.sealed()) {
+          return ReadSealedSegment(*cache, reader, segment, from, to, reporter, mode, out);
+        }
+        auto piece = reader.Read(segment, from, to - from, reporter, mode);
         if (!piece.ok()) return piece.status();
         out->AppendOwned(std::move(*piece));
-      }
-    }
-    segment_start = segment_end;
-    if (segment_start >= end) break;
-  }
-  return absl::OkStatus();
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace logfs::cache
