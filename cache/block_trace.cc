@@ -1,8 +1,6 @@
 #include "cache/block_trace.h"
 
-#include <fcntl.h>
 #include <glog/logging.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -14,50 +12,43 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
-#include "src/status/syscall_error.h"
 #include "src/util/coding.h"
 
 namespace logfs::cache {
 namespace {
 
 constexpr size_t kMagicBytes = 8;
-constexpr size_t kBufferBytes = 64 << 10;
-
-absl::Status WriteAll(int fd, const char* data, size_t size, const std::string& path) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return SyscallError(errno, absl::StrCat("write ", path));
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
-}
+constexpr size_t kBufferBytes = 64 << 10;  // a whole number of records
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BlockTraceWriter>> BlockTraceWriter::Create(
     const std::string& path, uint64_t block_bytes, uint64_t max_records) {
-  util::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid()) return SyscallError(errno, absl::StrCat("open ", path));
+  env::WritableFileOptions options;
+  options.create = true;
+  options.truncate = true;
+  ASSIGN_OR_RETURN(std::unique_ptr<env::WritableFile> file,
+                   env::FileSystem::Default()->NewWritableFile(path, options));
   char header[kBlockTraceHeaderBytes];
   std::memcpy(header, kBlockTraceMagic, kMagicBytes);
   util::EncodeFixed64(header + kMagicBytes, block_bytes);
-  RETURN_IF_ERROR(WriteAll(fd.get(), header, sizeof(header), path));
-  return std::unique_ptr<BlockTraceWriter>(new BlockTraceWriter(std::move(fd), path, max_records));
+  RETURN_IF_ERROR(file->WriteAt(0, absl::string_view(header, sizeof(header))));
+  return std::unique_ptr<BlockTraceWriter>(new BlockTraceWriter(std::move(file), max_records));
 }
 
-BlockTraceWriter::BlockTraceWriter(util::UniqueFd fd, std::string path, uint64_t max_records)
-    : path_(std::move(path)), max_records_(max_records), fd_(std::move(fd)) {
+BlockTraceWriter::BlockTraceWriter(std::unique_ptr<env::WritableFile> file, uint64_t max_records)
+    : max_records_(max_records), file_(std::move(file)) {
   absl::MutexLock lock(&mu_);
   buffer_.reserve(kBufferBytes);
 }
 
 BlockTraceWriter::~BlockTraceWriter() {
   absl::Status flushed = Flush();
-  LOG_IF(WARNING, !flushed.ok()) << "block-cache trace " << path_ << ": " << flushed;
+  if (flushed.ok()) flushed = file_->Close();
+  LOG_IF(WARNING, !flushed.ok()) << "block-cache trace " << file_->path() << ": " << flushed;
 }
 
 void BlockTraceWriter::OnLookup(const BlockKey& key) {
@@ -73,7 +64,7 @@ void BlockTraceWriter::OnLookup(const BlockKey& key) {
   ++recorded_;
   if (buffer_.size() + kBlockTraceRecordBytes > kBufferBytes) {
     absl::Status flushed = FlushLocked();
-    if (!flushed.ok()) LOG(WARNING) << "block-cache trace " << path_ << " stops: " << flushed;
+    if (!flushed.ok()) LOG(WARNING) << "block-cache trace " << file_->path() << " stops: " << flushed;
   }
 }
 
@@ -84,7 +75,8 @@ absl::Status BlockTraceWriter::Flush() {
 
 absl::Status BlockTraceWriter::FlushLocked() {
   if (failed_) return absl::OkStatus();  // reported when it failed
-  absl::Status written = WriteAll(fd_.get(), buffer_.data(), buffer_.size(), path_);
+  absl::Status written = file_->WriteAt(end_, buffer_);
+  end_ += buffer_.size();
   buffer_.clear();
   if (!written.ok()) failed_ = true;
   return written;
@@ -101,22 +93,10 @@ uint64_t BlockTraceWriter::dropped() const {
 }
 
 absl::StatusOr<BlockTrace> ReadBlockTrace(const std::string& path) {
-  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return SyscallError(errno, absl::StrCat("open ", path));
-  // Reads up to `size` bytes; fewer only at the end of the file.
-  auto read_some = [&](char* buf, size_t size) -> absl::StatusOr<size_t> {
-    size_t got = 0;
-    while (got < size) {
-      ssize_t n = ::read(fd.get(), buf + got, size - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return SyscallError(errno, absl::StrCat("read ", path));
-      if (n == 0) break;
-      got += static_cast<size_t>(n);
-    }
-    return got;
-  };
+  ASSIGN_OR_RETURN(std::unique_ptr<env::RandomAccessFile> file,
+                   env::FileSystem::Default()->NewRandomAccessFile(path));
   char header[kBlockTraceHeaderBytes];
-  ASSIGN_OR_RETURN(size_t header_bytes, read_some(header, sizeof(header)));
+  ASSIGN_OR_RETURN(size_t header_bytes, file->ReadAt(0, sizeof(header), header));
   if (header_bytes < sizeof(header) || std::memcmp(header, kBlockTraceMagic, kMagicBytes) != 0) {
     return PosixError(EINVAL, absl::StrCat(path, " is not a block-cache trace (no ",
                                            kBlockTraceMagic, " header)"));
@@ -126,19 +106,18 @@ absl::StatusOr<BlockTrace> ReadBlockTrace(const std::string& path) {
   if (trace.block_bytes == 0) {
     return PosixError(EINVAL, absl::StrCat(path, ": a block-cache trace with block size 0"));
   }
-  std::vector<char> buf(kBufferBytes);  // a whole number of records
-  for (uint64_t records_bytes = 0;;) {
-    ASSIGN_OR_RETURN(size_t got, read_some(buf.data(), buf.size()));
-    records_bytes += got;
-    for (size_t at = 0; at + kBlockTraceRecordBytes <= got; at += kBlockTraceRecordBytes) {
-      trace.keys.push_back(
-          BlockKey{util::DecodeFixed64(&buf[at]), util::DecodeFixed64(&buf[at + 8])});
+  std::vector<char> buf(kBufferBytes);
+  for (uint64_t at = sizeof(header);;) {
+    ASSIGN_OR_RETURN(size_t got, file->ReadAt(at, buf.size(), buf.data()));
+    for (size_t i = 0; i + kBlockTraceRecordBytes <= got; i += kBlockTraceRecordBytes) {
+      trace.keys.push_back(BlockKey{util::DecodeFixed64(&buf[i]), util::DecodeFixed64(&buf[i + 8])});
     }
+    at += got;
     if (got % kBlockTraceRecordBytes != 0) {
       return PosixError(EINVAL, absl::StrCat(path, " ends in a partial record (",
-                                             records_bytes, " bytes of records)"));
+                                             at - sizeof(header), " bytes of records)"));
     }
-    if (got < buf.size()) break;
+    if (got < buf.size()) break;  // the end of the file
   }
   return trace;
 }

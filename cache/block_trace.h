@@ -21,7 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "cache/block_cache.h"
-#include "src/util/unique_fd.h"
+#include "src/env/file_system.h"
 
 namespace logfs::cache {
 
@@ -36,8 +36,9 @@ inline constexpr size_t kBlockTraceRecordBytes = 16;
 // records are counted as dropped.
 class BlockTraceWriter : public BlockCacheTracer {
  public:
-  // Creates or truncates `path` (mode 0644) and writes the header for a
-  // cache of `block_bytes` blocks. Errors: the open's or the write's errno.
+  // Creates or truncates `path` (mode 0644, through env::FileSystem) and
+  // writes the header for a cache of `block_bytes` blocks. Errors: the
+  // open's or the write's (kNotFound for a missing directory, ...).
   static absl::StatusOr<std::unique_ptr<BlockTraceWriter>> Create(const std::string& path,
                                                                   uint64_t block_bytes,
                                                                   uint64_t max_records);
@@ -52,13 +53,13 @@ class BlockTraceWriter : public BlockCacheTracer {
   uint64_t dropped() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  BlockTraceWriter(util::UniqueFd fd, std::string path, uint64_t max_records);
+  BlockTraceWriter(std::unique_ptr<env::WritableFile> file, uint64_t max_records);
   absl::Status FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const std::string path_;
   const uint64_t max_records_;
   mutable absl::Mutex mu_;
-  util::UniqueFd fd_ ABSL_GUARDED_BY(mu_);
+  const std::unique_ptr<env::WritableFile> file_;  // written under mu_
+  uint64_t end_ ABSL_GUARDED_BY(mu_) = kBlockTraceHeaderBytes;  // bytes written
   std::string buffer_ ABSL_GUARDED_BY(mu_);
   uint64_t recorded_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
