@@ -55,9 +55,9 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
     if (cached != nullptr && cached->size() != expected_size(b)) {
       LOG(WARNING) << "segment " << segment.id() << " block " << b << " is cached with "
                    << cached->size() << " bytes, not " << expected_size(b) << "; reading it";
-      auto data = reader.Read(segment, b * block_bytes, expected_size(b), reporter, mode);
+      auto data = reader.ReadBytes(segment, b * block_bytes, expected_size(b), reporter, mode);
       if (!data.ok()) return data.status();
-      cached = cache.Uncached(*data);
+      cached = cache.Uncached(data->view());
     }
     blocks[b - first] = std::move(cached);
   }
@@ -72,12 +72,14 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
     }
     const uint64_t start = b * block_bytes;
     const uint64_t end = std::min(segment.length(), (run_end + 1) * block_bytes);
-    auto data = reader.Read(segment, start, end - start, reporter, mode);
+    // From a mapped local replica, a view: its bytes are copied once, into
+    // the blocks.
+    auto data = reader.ReadBytes(segment, start, end - start, reporter, mode);
     if (!data.ok()) return data.status();
     for (uint64_t m = b; m <= run_end; ++m) {
       const uint64_t at = (m - b) * block_bytes;
       const absl::string_view bytes =
-          absl::string_view(*data).substr(at, std::min(block_bytes, end - start - at));
+          data->view().substr(at, std::min(block_bytes, end - start - at));
       BlockHandle block = cache.Insert({segment.id(), m}, bytes);
       // A racing read of another view of the segment inserted it first.
       if (block->size() != bytes.size()) block = cache.Uncached(bytes);

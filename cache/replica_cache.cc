@@ -1,6 +1,8 @@
 #include "cache/replica_cache.h"
 
 #include <glog/logging.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 namespace logfs::cache {
 
@@ -19,6 +21,22 @@ ReplicaCache::Ref::~Ref() {
 
 const format::ReplicaFds& ReplicaCache::Ref::files() const { return entry_->files; }
 
+absl::string_view ReplicaCache::Ref::mapped() const {
+  const Mapping* m = entry_->mapping.load(std::memory_order_acquire);
+  return m == nullptr ? absl::string_view() : absl::string_view(m->addr, m->bytes);
+}
+
+ReplicaCache::Mapping::~Mapping() {
+  if (addr != nullptr) ::munmap(const_cast<char*>(addr), bytes);
+}
+
+ReplicaCache::Entry::~Entry() { delete mapping.load(std::memory_order_relaxed); }
+
+ReplicaCache::Doomed::~Doomed() {
+  while (entries != nullptr) delete std::exchange(entries, entries->next);
+  while (mappings != nullptr) delete std::exchange(mappings, mappings->next);
+}
+
 ReplicaCache::ReplicaCache(ReplicaCacheOptions options) : options_(std::move(options)) {}
 
 ReplicaCache::~ReplicaCache() {
@@ -34,7 +52,7 @@ ReplicaCache::Ref ReplicaCache::Lookup(const Key& key) {
   auto it = map_.find(key);
   if (it == map_.end()) return Ref();
   Entry* e = it->second.get();
-  if (e->refs++ == 0) UnlinkEvictable(e);
+  if (e->refs++ == 0) Unlink(e);
   ++stats_.hits;
   return Ref(this, e);
 }
@@ -57,8 +75,47 @@ ReplicaCache::Ref ReplicaCache::Insert(const Key& key, format::ReplicaFds files)
     ++stats_.opens;
   }
   Entry* e = it->second.get();
-  if (e->refs++ == 0 && !inserted) UnlinkEvictable(e);
+  if (e->refs++ == 0 && !inserted) Unlink(e);
   return Ref(this, e);
+}
+
+absl::string_view ReplicaCache::Map(const Ref& ref) {
+  Entry* e = ref.entry_;
+  if (const Mapping* m = e->mapping.load(std::memory_order_acquire); m != nullptr) {
+    return absl::string_view(m->addr, m->bytes);
+  }
+  if (!options_.mmap || e->files.length == 0 || !e->files.data.valid() ||
+      e->mmap_failed.load(std::memory_order_relaxed)) {
+    return absl::string_view();
+  }
+  // Unmapped after the lock is released if a racing call won or the
+  // replica left the cache meanwhile.
+  auto fresh = std::make_unique<Mapping>();
+  struct stat st;
+  if (::fstat(e->files.data.get(), &st) == 0 &&
+      static_cast<uint64_t>(st.st_size) >= e->files.length) {
+    void* addr =
+        ::mmap(nullptr, e->files.length, PROT_READ, MAP_SHARED, e->files.data.get(), 0);
+    if (addr != MAP_FAILED) {
+      fresh->addr = static_cast<const char*>(addr);
+      fresh->bytes = e->files.length;
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  if (fresh->addr == nullptr) {
+    if (!e->mmap_failed.exchange(true, std::memory_order_relaxed)) ++stats_.mmap_failures;
+    return absl::string_view();
+  }
+  Mapping* m = e->mapping.load(std::memory_order_relaxed);
+  if (m == nullptr) {
+    if (!e->cached) return absl::string_view();  // gone from the cache: pread
+    m = fresh.release();
+    e->mapping.store(m, std::memory_order_release);
+    ++mmapped_;
+    mmapped_bytes_ += m->bytes;
+    ++stats_.mmaps;
+  }
+  return absl::string_view(m->addr, m->bytes);
 }
 
 void ReplicaCache::Invalidate(const Ref& ref) {
@@ -67,6 +124,10 @@ void ReplicaCache::Invalidate(const Ref& ref) {
   if (!e->cached) return;
   e->cached = false;
   ++stats_.invalidations;
+  if (const Mapping* m = e->mapping.load(std::memory_order_relaxed); m != nullptr) {
+    --mmapped_;
+    mmapped_bytes_ -= m->bytes;
+  }
   // The map gives up ownership; the last Release frees the entry.
   auto it = map_.find(e->key);
   it->second.release();
@@ -74,69 +135,107 @@ void ReplicaCache::Invalidate(const Ref& ref) {
 }
 
 void ReplicaCache::Release(Entry* e) {
-  Entry* doomed = nullptr;
-  {
-    absl::MutexLock lock(&mu_);
-    if (--e->refs > 0) return;
-    if (!e->cached) {
-      doomed = e;  // invalidated: its descriptors close below
-      e->next = nullptr;
-    } else {
-      const absl::Time now = options_.now();
-      e->evictable_since = now;
-      LinkEvictable(e);
-      TrimLocked(now, &doomed);
-    }
+  Doomed doomed;  // freed after the lock is released
+  absl::MutexLock lock(&mu_);
+  if (--e->refs > 0) return;
+  if (!e->cached) {
+    doomed.entries = e;  // invalidated or evicted: it goes now
+    e->next = nullptr;
+    return;
   }
-  FreeChain(doomed);
+  const absl::Time now = options_.now();
+  LinkEvictable(e, now);
+  TrimLocked(now, &doomed);
 }
 
 void ReplicaCache::Trim() {
-  Entry* doomed = nullptr;
-  {
-    absl::MutexLock lock(&mu_);
-    TrimLocked(options_.now(), &doomed);
-  }
-  FreeChain(doomed);
+  Doomed doomed;
+  absl::MutexLock lock(&mu_);
+  TrimLocked(options_.now(), &doomed);
 }
 
-void ReplicaCache::FreeChain(Entry* doomed) {
-  while (doomed != nullptr) {
-    Entry* next = doomed->next;
-    delete doomed;
-    doomed = next;
-  }
+void ReplicaCache::LinkEvictable(Entry* e, absl::Time now) {
+  e->evictable_since = now;
+  Link(e->mapping.load(std::memory_order_relaxed) != nullptr ? evictable_mmapped_ : evictable_, e);
 }
 
-void ReplicaCache::LinkEvictable(Entry* e) {
-  e->prev = newest_;
+void ReplicaCache::Link(EvictionMap& map, Entry* e) {
+  e->map = &map;
+  e->prev = map.newest;
   e->next = nullptr;
-  if (newest_ != nullptr) newest_->next = e;
-  newest_ = e;
-  if (oldest_ == nullptr) oldest_ = e;
-  ++evictable_;
+  (map.newest != nullptr ? map.newest->next : map.oldest) = e;
+  map.newest = e;
+  ++map.count;
+  if (const Mapping* m = e->mapping.load(std::memory_order_relaxed); m != nullptr) {
+    map.mapped_bytes += m->bytes;
+  }
 }
 
-void ReplicaCache::UnlinkEvictable(Entry* e) {
-  (e->prev != nullptr ? e->prev->next : oldest_) = e->next;
-  (e->next != nullptr ? e->next->prev : newest_) = e->prev;
+void ReplicaCache::Unlink(Entry* e) {
+  EvictionMap& map = *e->map;
+  (e->prev != nullptr ? e->prev->next : map.oldest) = e->next;
+  (e->next != nullptr ? e->next->prev : map.newest) = e->prev;
+  --map.count;
+  if (const Mapping* m = e->mapping.load(std::memory_order_relaxed); m != nullptr) {
+    map.mapped_bytes -= m->bytes;
+  }
+  e->map = nullptr;
   e->prev = e->next = nullptr;
-  --evictable_;
 }
 
-void ReplicaCache::TrimLocked(absl::Time now, Entry** doomed) {
-  while (oldest_ != nullptr &&
-         (evictable_ > options_.max_evictable ||
-          now - oldest_->evictable_since >= options_.max_idle)) {
-    Entry* e = oldest_;
-    UnlinkEvictable(e);
-    ++stats_.evictions;
-    auto it = map_.find(e->key);
-    it->second.release();  // now owned by the chain
-    map_.erase(it);
-    e->cached = false;
-    e->next = *doomed;
-    *doomed = e;
+void ReplicaCache::EvictLocked(Entry* e, Doomed* doomed) {
+  Unlink(e);
+  if (const Mapping* m = e->mapping.load(std::memory_order_relaxed); m != nullptr) {
+    --mmapped_;
+    mmapped_bytes_ -= m->bytes;
+  }
+  auto it = map_.find(e->key);
+  it->second.release();  // now owned by `doomed`
+  map_.erase(it);
+  e->cached = false;
+  e->next = doomed->entries;
+  doomed->entries = e;
+}
+
+void ReplicaCache::TrimLocked(absl::Time now, Doomed* doomed) {
+  // Entries evictable since these times or earlier are past an age limit.
+  const absl::Time unmap_before = now - options_.max_mmapped_idle;
+  const absl::Time close_before = now - options_.max_idle;
+  // Unmap the oldest mapped replicas past the mmapped limits; they stay
+  // open, waiting in the descriptor map from now.
+  while (Entry* e = evictable_mmapped_.oldest) {
+    uint64_t* reason;
+    if (evictable_mmapped_.count > options_.max_evictable_mmapped) {
+      reason = &stats_.unmaps_by_count;
+    } else if (evictable_mmapped_.mapped_bytes > options_.max_evictable_mmapped_bytes) {
+      reason = &stats_.unmaps_by_bytes;
+    } else if (e->evictable_since <= unmap_before) {
+      reason = &stats_.unmaps_by_age;
+    } else {
+      break;
+    }
+    ++*reason;
+    Unlink(e);
+    Mapping* m = e->mapping.exchange(nullptr, std::memory_order_relaxed);
+    --mmapped_;
+    mmapped_bytes_ -= m->bytes;
+    m->next = doomed->mappings;
+    doomed->mappings = m;
+    LinkEvictable(e, now);
+  }
+  // Close the oldest past the count (descriptor map first) or the age.
+  for (;;) {
+    const bool over_count = evictable_.count + evictable_mmapped_.count > options_.max_evictable;
+    Entry* e = evictable_.oldest;
+    if (e != nullptr && (over_count || e->evictable_since <= close_before)) {
+      ++(over_count ? stats_.evictions_by_count : stats_.evictions_by_age);
+    } else if (over_count) {
+      e = evictable_mmapped_.oldest;
+      ++stats_.evictions_by_count;
+    } else {
+      break;
+    }
+    EvictLocked(e, doomed);
   }
 }
 
@@ -144,7 +243,10 @@ ReplicaCacheStats ReplicaCache::stats() const {
   absl::MutexLock lock(&mu_);
   ReplicaCacheStats out = stats_;
   out.open_replicas = map_.size();
-  out.evictable = evictable_;
+  out.evictable = evictable_.count + evictable_mmapped_.count;
+  out.mmapped = mmapped_;
+  out.mmapped_bytes = mmapped_bytes_;
+  out.evictable_mmapped = evictable_mmapped_.count;
   return out;
 }
 

@@ -1,25 +1,45 @@
 // The mount's short-circuit replica cache (DESIGN §5, after HDFS's
-// ShortCircuitCache): read-only descriptors of sealed replicas on this
-// host, keyed by (segment id, server id), shared by every reader
-// with reference counts. A replica nobody references waits in the
-// eviction map, ordered by the time it became evictable, and is closed
-// when more than `max_evictable` wait or it has waited `max_idle`.
+// ShortCircuitCache and its two eviction maps): read-only descriptors of
+// sealed replicas on this host, keyed by (segment id, server id), shared
+// by every reader with reference counts, and for each a read-only mapping
+// of its data file made on the first read that wants one (Map), so that a
+// block-cache fill or a large read copies its bytes once, from the mapping.
 //
-// The eviction map is an intrusive list inside the entries (the time a
-// replica becomes evictable, on a monotonic clock, only grows, so appending
-// keeps it ordered): a hit, a release and a trim neither allocate nor
-// throw. Only an insert allocates its entry. DESIGN §5 also has an
-// eviction map for mmapped replicas and a bytes limit: there are no mmaps
-// here, so one map trimmed by count and age serves.
-//
-// A replica its server deletes stays readable (and its disk space stays
-// allocated) until its descriptors close: at most `max_idle` after the
+// A replica nobody references is evictable and waits in one of two
+// eviction maps, each ordered by the time its entries became evictable:
+//  - the mmapped map holds evictable replicas that are still mapped. Past
+//    `max_evictable_mmapped` entries, `max_evictable_mmapped_bytes` mapped
+//    bytes or `max_mmapped_idle` of waiting, the oldest is unmapped and
+//    moves to the other map, its wait starting again (as HDFS's
+//    demoteOldEvictableMmaped);
+//  - the descriptor map holds evictable replicas that are not mapped. Past
+//    `max_evictable` evictable replicas in both maps together, or
+//    `max_idle` of waiting, the oldest is closed (the descriptor map's
+//    first, then the mmapped map's).
+// A replica may therefore stay open max_mmapped_idle + max_idle after its
 // last reader lets go.
 //
+// The maps are intrusive lists inside the entries (an entry's evictable
+// time comes from a monotonic clock and only grows, so appending keeps a
+// list ordered), which makes a hit, a release and a trim O(1) per entry
+// moved, with no allocation and nothing that throws: a trim unlinks
+// entries and chains them, and their descriptors close and mappings go
+// away after the lock is released. Only a miss allocates (its entry) and
+// only Map maps. Compare HDFS-14541, where trimming the eviction maps
+// threw NoSuchElementException on the hot path.
+//
+// A replica its server deletes stays readable (and its disk space stays
+// allocated) until its descriptors close and its mapping goes: at most
+// the limits above after the last reader lets go. Sealed replicas are
+// never truncated by their server (store/segd/replica_store.h), and Map
+// checks the data file holds the sealed length, so a mapped read cannot
+// fault past the end of the file unless someone truncates it by hand.
+//
 // Thread-safe: one mutex, held for map and list updates only, never
-// across opening, reading or closing a replica.
+// across opening, mapping, reading, unmapping or closing a replica.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +50,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -38,21 +59,43 @@
 namespace logfs::cache {
 
 struct ReplicaCacheOptions {
-  size_t max_evictable = 128;            // unreferenced replicas kept open (2 fds each)
-  absl::Duration max_idle = absl::Minutes(5);  // longest an unreferenced replica stays open
+  // Unreferenced replicas kept open, mapped or not (2 descriptors each).
+  size_t max_evictable = 128;
+  // Longest an unreferenced replica stays open (from when it became
+  // evictable, or lost its mapping).
+  absl::Duration max_idle = absl::Minutes(5);
+  // Whether Map maps replicas; off: every read is a pread.
+  bool mmap = true;
+  // Unreferenced replicas kept mapped, their mapped bytes, and the
+  // longest one stays mapped.
+  size_t max_evictable_mmapped = 64;
+  uint64_t max_evictable_mmapped_bytes = uint64_t{4} << 30;
+  absl::Duration max_mmapped_idle = absl::Minutes(1);
   // A monotonic clock (tests pass their own).
   std::function<absl::Time()> now = [] {
     return absl::UnixEpoch() + absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
   };
 };
 
+// Counters since the cache was made, and gauges (now).
 struct ReplicaCacheStats {
   uint64_t hits = 0;
-  uint64_t opens = 0;       // misses that opened a replica
-  uint64_t evictions = 0;   // closed by count or age
+  uint64_t opens = 0;  // misses that opened a replica
   uint64_t invalidations = 0;
-  uint64_t open_replicas = 0;  // cached now (referenced or evictable)
-  uint64_t evictable = 0;      // of them, unreferenced
+  uint64_t evictions_by_count = 0;  // closed: past max_evictable
+  uint64_t evictions_by_age = 0;    // closed: past max_idle
+  uint64_t mmaps = 0;               // mappings made
+  uint64_t mmap_failures = 0;       // mmap or fstat failed, or the file is short: pread instead
+  uint64_t unmaps_by_count = 0;     // unmapped: past max_evictable_mmapped
+  uint64_t unmaps_by_bytes = 0;     // unmapped: past max_evictable_mmapped_bytes
+  uint64_t unmaps_by_age = 0;       // unmapped: past max_mmapped_idle
+  uint64_t open_replicas = 0;       // gauge: cached now (referenced or evictable)
+  uint64_t evictable = 0;           // gauge: of them, unreferenced (both maps)
+  uint64_t mmapped = 0;             // gauge: cached replicas mapped now
+  uint64_t mmapped_bytes = 0;       // gauge: their mapped bytes
+  uint64_t evictable_mmapped = 0;   // gauge: of them, unreferenced
+
+  uint64_t evictions() const { return evictions_by_count + evictions_by_age; }
 };
 
 class ReplicaCache {
@@ -62,8 +105,8 @@ class ReplicaCache {
  public:
   using Key = std::pair<uint64_t, uint64_t>;  // (segment id, server id)
 
-  // A counted reference to a cached replica; movable. The descriptors stay
-  // open while any reference lives.
+  // A counted reference to a cached replica; movable. The descriptors, and
+  // a mapping made while any reference lives, stay valid while it lives.
   class Ref {
    public:
     Ref() = default;
@@ -71,6 +114,9 @@ class ReplicaCache {
     Ref& operator=(Ref&& o) noexcept;
     ~Ref();
     const format::ReplicaFds& files() const;
+    // The replica's sealed bytes through its mapping, or empty if it is
+    // not mapped (see ReplicaCache::Map).
+    absl::string_view mapped() const;
     explicit operator bool() const { return cache_ != nullptr; }
 
    private:
@@ -86,49 +132,93 @@ class ReplicaCache {
   ReplicaCache& operator=(const ReplicaCache&) = delete;
 
   // A reference to the cached replica `key`, or an empty Ref on a miss.
-  Ref Lookup(const Key& key);
+  Ref Lookup(const Key& key) ABSL_LOCKS_EXCLUDED(mu_);
   // Whether Lookup(key) would hit, without counting or referencing it.
   bool Contains(const Key& key) ABSL_LOCKS_EXCLUDED(mu_);
   // Caches `files` as `key` and references it. If a racing miss inserted
   // the key first, references that one and closes `files`.
-  Ref Insert(const Key& key, format::ReplicaFds files);
+  Ref Insert(const Key& key, format::ReplicaFds files) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The replica's bytes through a read-only shared mapping of its data
+  // file (its first files().length bytes), mapping it first if it is not
+  // mapped yet; valid while `ref` lives. Empty when mapping is off, the
+  // replica is empty, or mapping it failed (then counted once, and the
+  // replica is read with pread from then on). Mapping runs without the
+  // lock; two racing calls keep one mapping.
+  absl::string_view Map(const Ref& ref) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Drops `ref`'s replica from the cache (a read through it failed): new
-  // Gets open it afresh; its descriptors close with the last reference.
-  void Invalidate(const Ref& ref);
+  // lookups miss; its descriptors close, and its mapping goes, with the
+  // last reference.
+  void Invalidate(const Ref& ref) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Closes evictable replicas past the count or age limit.
-  void Trim();
+  // Unmaps and closes evictable replicas past the limits (call now and
+  // then: releases trim too, but only age limits need a clock to pass).
+  void Trim() ABSL_LOCKS_EXCLUDED(mu_);
 
-  ReplicaCacheStats stats() const;
+  ReplicaCacheStats stats() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // A read-only mapping of a replica's data file. Owned by its entry;
+  // once taken off it (an unmap by a trim), by the chain it is put on.
+  struct Mapping {
+    const char* addr = nullptr;
+    size_t bytes = 0;
+    Mapping* next = nullptr;  // in a chain of mappings to unmap
+    ~Mapping();
+  };
+
+  // An eviction map: evictable entries, oldest first.
+  struct EvictionMap {
+    Entry* oldest = nullptr;
+    Entry* newest = nullptr;
+    size_t count = 0;
+    uint64_t mapped_bytes = 0;
+  };
+
   struct Entry {
     Key key;
     format::ReplicaFds files;
     int refs = 0;
-    bool cached = true;  // in the map (false once invalidated)
+    bool cached = true;  // in the map (false once invalidated or evicted)
+    // Set (by Map) only while referenced; cleared (by a trim) only while
+    // evictable, under mu_. Readers holding a reference load it without
+    // the lock.
+    std::atomic<Mapping*> mapping{nullptr};
+    std::atomic<bool> mmap_failed{false};
     absl::Time evictable_since;
-    Entry* prev = nullptr;  // eviction map links, while refs == 0 and cached
+    // Eviction map links, while refs == 0 and cached; `next` also chains
+    // entries to free after a trim.
+    EvictionMap* map = nullptr;
+    Entry* prev = nullptr;
     Entry* next = nullptr;
+    ~Entry();
   };
 
-  void Release(Entry* entry);
-  void LinkEvictable(Entry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void UnlinkEvictable(Entry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Takes the oldest evictable entries past the limits out of the map and
-  // chains them (through `next`) onto `*doomed`, for FreeChain after the
-  // lock is released.
-  void TrimLocked(absl::Time now, Entry** doomed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Frees a chain from TrimLocked, closing descriptors (no lock held).
-  static void FreeChain(Entry* doomed);
+  // What a trim takes out under the lock, to free after it.
+  struct Doomed {
+    Entry* entries = nullptr;
+    Mapping* mappings = nullptr;
+    ~Doomed();  // closes and unmaps them
+  };
+
+  void Release(Entry* entry) ABSL_LOCKS_EXCLUDED(mu_);
+  // Puts an entry that lost its last reference in the map for its state.
+  void LinkEvictable(Entry* e, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void Link(EvictionMap& map, Entry* e);
+  static void Unlink(Entry* e);
+  // Takes an evictable entry out of the cache onto `doomed`.
+  void EvictLocked(Entry* e, Doomed* doomed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Unmaps and closes, oldest first, what is past the limits at `now`.
+  void TrimLocked(absl::Time now, Doomed* doomed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ReplicaCacheOptions options_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<Key, std::unique_ptr<Entry>> map_ ABSL_GUARDED_BY(mu_);
-  Entry* oldest_ ABSL_GUARDED_BY(mu_) = nullptr;  // eviction map head
-  Entry* newest_ ABSL_GUARDED_BY(mu_) = nullptr;  // eviction map tail
-  size_t evictable_ ABSL_GUARDED_BY(mu_) = 0;
+  EvictionMap evictable_ ABSL_GUARDED_BY(mu_);          // not mapped
+  EvictionMap evictable_mmapped_ ABSL_GUARDED_BY(mu_);  // mapped
+  uint64_t mmapped_ ABSL_GUARDED_BY(mu_) = 0;           // cached entries mapped
+  uint64_t mmapped_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   ReplicaCacheStats stats_ ABSL_GUARDED_BY(mu_);
 };
 

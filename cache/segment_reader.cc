@@ -13,28 +13,56 @@
 
 namespace logfs::cache {
 
+namespace {
+
+// The chunks a read of [offset, offset + size) of a `length`-byte replica
+// touches: chunks [first, first + count), bytes [from, to).
+struct ChunkRange {
+  uint64_t first, count, from, to;
+};
+
+absl::StatusOr<ChunkRange> ChunksOfRead(uint64_t length, uint64_t offset, uint64_t size) {
+  if (offset + size > length) {
+    return absl::OutOfRangeError(
+        absl::StrCat("read to ", offset + size, " past the replica's ", length, " bytes"));
+  }
+  ChunkRange r;
+  r.first = offset / format::kCrcChunkBytes;
+  r.count = format::ChunkCount(offset + size) - r.first;
+  r.from = format::ChunkStart(r.first);
+  r.to = std::min(length, format::ChunkStart(r.first + r.count));
+  return r;
+}
+
+// kDataLoss unless `data` (chunks r.first.., from r.from) matches its CRCs.
+absl::Status VerifyChunks(absl::string_view data, int crc_fd, const ChunkRange& r) {
+  ASSIGN_OR_RETURN(std::vector<uint32_t> crcs, format::ReadChunkCrcs(crc_fd, r.first, r.count));
+  if (auto bad = format::FirstBadChunk(data, crcs); bad.has_value()) {
+    return absl::DataLossError(absl::StrCat("chunk ", r.first + *bad, " fails its CRC"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> ReadVerifiedReplica(const format::ReplicaFds& files, uint64_t offset,
                                                 uint64_t size) {
-  if (offset + size > files.length) {
-    return absl::OutOfRangeError(absl::StrCat("read to ", offset + size, " past the replica's ",
-                                              files.length, " bytes"));
-  }
-  const uint64_t first = offset / format::kCrcChunkBytes;
-  const uint64_t count = format::ChunkCount(offset + size) - first;
-  const uint64_t from = format::ChunkStart(first);
-  const uint64_t to = std::min(files.length, format::ChunkStart(first + count));
-  ASSIGN_OR_RETURN(std::string data, env::PreadUpTo(files.data.get(), from, to - from));
-  if (data.size() != to - from) {
-    return absl::DataLossError(absl::StrCat("replica file ends at ", from + data.size(),
+  ASSIGN_OR_RETURN(const ChunkRange r, ChunksOfRead(files.length, offset, size));
+  ASSIGN_OR_RETURN(std::string data, env::PreadUpTo(files.data.get(), r.from, r.to - r.from));
+  if (data.size() != r.to - r.from) {
+    return absl::DataLossError(absl::StrCat("replica file ends at ", r.from + data.size(),
                                             ", before its sealed length ", files.length));
   }
-  ASSIGN_OR_RETURN(std::vector<uint32_t> crcs,
-                   format::ReadChunkCrcs(files.crc.get(), first, count));
-  if (auto bad = format::FirstBadChunk(data, crcs); bad.has_value()) {
-    return absl::DataLossError(absl::StrCat("chunk ", first + *bad, " fails its CRC"));
-  }
-  if (from == offset && data.size() == size) return data;
-  return data.substr(offset - from, size);
+  RETURN_IF_ERROR(VerifyChunks(data, files.crc.get(), r));
+  if (r.from == offset && data.size() == size) return data;
+  return data.substr(offset - r.from, size);
+}
+
+absl::StatusOr<absl::string_view> ReadVerifiedMapped(absl::string_view mapped, int crc_fd,
+                                                     uint64_t offset, uint64_t size) {
+  ASSIGN_OR_RETURN(const ChunkRange r, ChunksOfRead(mapped.size(), offset, size));
+  RETURN_IF_ERROR(VerifyChunks(mapped.substr(r.from, r.to - r.from), crc_fd, r));
+  return mapped.substr(offset, size);
 }
 
 namespace {
@@ -59,10 +87,16 @@ SegmentReader::SegmentReader(client::SegdClient& segd, SegmentReaderOptions opti
       boot_id_(options_.host_id.empty() ? rpc::HostBootId() : options_.host_id),
       replica_cache_(options_.replica_cache) {}
 
-absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, uint64_t offset,
-                                                uint64_t size,
-                                                const client::BadReplicaReporter& reporter,
-                                                ReadMode mode) {
+absl::StatusOr<SegmentBytes> SegmentReader::ReadBytes(const proto::Segment& segment,
+                                                      uint64_t offset, uint64_t size,
+                                                      const client::BadReplicaReporter& reporter,
+                                                      ReadMode mode) {
+  // Over TCP, from the replicas in the order `s` lists them.
+  auto remote = [&](const proto::Segment& s) -> absl::StatusOr<SegmentBytes> {
+    ASSIGN_OR_RETURN(std::string data, client::ReadSegmentRange(segd_, s, offset, size,
+                                                                options_.timeout, reporter));
+    return SegmentBytes(std::move(data));
+  };
   if (mode == ReadMode::kCachedOnly) {
     if (!options_.short_circuit || !segment.sealed() || boot_id_.empty()) {
       return RemoteReadNeeded();
@@ -76,7 +110,7 @@ absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, u
   }
   if (!options_.short_circuit || !segment.sealed() || boot_id_.empty()) {
     remote_reads_.fetch_add(1, std::memory_order_relaxed);
-    return client::ReadSegmentRange(segd_, segment, offset, size, options_.timeout, reporter);
+    return remote(segment);
   }
   uint64_t bad_server = 0;
   auto local = ReadShortCircuit(segment, offset, size, &bad_server);
@@ -87,13 +121,13 @@ absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, u
   }
   remote_reads_.fetch_add(1, std::memory_order_relaxed);
   if (absl::IsNotFound(local.status())) {
-    return client::ReadSegmentRange(segd_, segment, offset, size, options_.timeout, reporter);
+    return remote(segment);
   }
   short_circuit_failures_.fetch_add(1, std::memory_order_relaxed);
   LOG(WARNING) << "short-circuit read of segment " << segment.id()
                << " failed, reading over TCP: " << local.status();
   if (bad_server == 0) {
-    return client::ReadSegmentRange(segd_, segment, offset, size, options_.timeout, reporter);
+    return remote(segment);
   }
   // The replica that failed its CRC is read over TCP first, so its server
   // checks its copy, marks it corrupt and the reporter tells meta; the
@@ -103,7 +137,7 @@ absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, u
   std::stable_partition(replicas->begin(), replicas->end(), [bad_server](const proto::Replica& r) {
     return r.server_id() == bad_server;
   });
-  return client::ReadSegmentRange(segd_, reordered, offset, size, options_.timeout, reporter);
+  return remote(reordered);
 }
 
 // Reads from the first replica on this host that opens and reads cleanly:
@@ -111,9 +145,9 @@ absl::StatusOr<std::string> SegmentReader::Read(const proto::Segment& segment, u
 // server's socket. kNotFound if no replica is on this host. A replica
 // whose bytes fail their CRC ends the attempt with kDataLoss and its
 // server id in `*bad_server`.
-absl::StatusOr<std::string> SegmentReader::ReadShortCircuit(const proto::Segment& segment,
-                                                            uint64_t offset, uint64_t size,
-                                                            uint64_t* bad_server) {
+absl::StatusOr<SegmentBytes> SegmentReader::ReadShortCircuit(const proto::Segment& segment,
+                                                             uint64_t offset, uint64_t size,
+                                                             uint64_t* bad_server) {
   auto cached = ReadCachedReplica(segment, offset, size, bad_server);
   if (!absl::IsNotFound(cached.status())) return cached;
   absl::Status last = absl::NotFoundError("no replica on this host");
@@ -133,7 +167,7 @@ absl::StatusOr<std::string> SegmentReader::ReadShortCircuit(const proto::Segment
     }
     ReplicaCache::Ref ref =
         replica_cache_.Insert({segment.id(), replica.server_id()}, std::move(*files));
-    auto data = ReadCached(ref, replica.server_id(), offset, size, bad_server);
+    auto data = ReadCached(std::move(ref), replica.server_id(), offset, size, bad_server);
     if (data.ok() || absl::IsDataLoss(data.status())) return data;
     last = data.status();
   }
@@ -148,25 +182,33 @@ bool SegmentReader::HasCachedReplica(const proto::Segment& segment) {
   return false;
 }
 
-absl::StatusOr<std::string> SegmentReader::ReadCachedReplica(const proto::Segment& segment,
-                                                             uint64_t offset, uint64_t size,
-                                                             uint64_t* bad_server) {
+absl::StatusOr<SegmentBytes> SegmentReader::ReadCachedReplica(const proto::Segment& segment,
+                                                              uint64_t offset, uint64_t size,
+                                                              uint64_t* bad_server) {
   // The hit path: no allocation, no call to a server.
   for (const proto::Replica& replica : segment.replicas()) {
     ReplicaCache::Ref ref = replica_cache_.Lookup({segment.id(), replica.server_id()});
-    if (ref) return ReadCached(ref, replica.server_id(), offset, size, bad_server);
+    if (ref) return ReadCached(std::move(ref), replica.server_id(), offset, size, bad_server);
   }
   return absl::NotFoundError("no replica of this host in the replica cache");
 }
 
-absl::StatusOr<std::string> SegmentReader::ReadCached(const ReplicaCache::Ref& ref,
-                                                      uint64_t server_id, uint64_t offset,
-                                                      uint64_t size, uint64_t* bad_server) {
-  auto data = ReadVerifiedReplica(ref.files(), offset, size);
-  if (data.ok()) return data;
+absl::StatusOr<SegmentBytes> SegmentReader::ReadCached(ReplicaCache::Ref ref, uint64_t server_id,
+                                                       uint64_t offset, uint64_t size,
+                                                       uint64_t* bad_server) {
+  absl::Status failed;
+  if (const absl::string_view mapped = replica_cache_.Map(ref); !mapped.empty()) {
+    auto view = ReadVerifiedMapped(mapped, ref.files().crc.get(), offset, size);
+    if (view.ok()) return SegmentBytes(std::move(ref), *view);
+    failed = view.status();
+  } else {
+    auto data = ReadVerifiedReplica(ref.files(), offset, size);
+    if (data.ok()) return SegmentBytes(std::move(*data));
+    failed = data.status();
+  }
   replica_cache_.Invalidate(ref);  // opened afresh next time
-  if (absl::IsDataLoss(data.status())) *bad_server = server_id;
-  return data;
+  if (absl::IsDataLoss(failed)) *bad_server = server_id;
+  return failed;
 }
 
 std::string SegmentReader::LocalSocket(const std::string& address) {

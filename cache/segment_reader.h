@@ -24,6 +24,7 @@
 #include "store/format/logfs.pb.h"
 #include "store/client/replica_reader.h"
 #include "store/client/segd_client.h"
+#include "src/status/macros.h"
 
 namespace logfs::cache {
 
@@ -39,6 +40,27 @@ enum class ReadMode { kAny, kCachedOnly };
 // server (kUnavailable with a marker payload); never an answer to a user.
 absl::Status RemoteReadNeeded();
 bool IsRemoteReadNeeded(const absl::Status& status);
+
+// Bytes of a segment read by SegmentReader::ReadBytes: either its own
+// string, or a view into a mapped local replica, kept mapped by the
+// replica-cache reference it holds. Movable; view() is valid while it
+// lives and is not moved from.
+class SegmentBytes {
+ public:
+  SegmentBytes() = default;
+  explicit SegmentBytes(std::string owned) : owned_(std::move(owned)) {}
+  SegmentBytes(ReplicaCache::Ref pin, absl::string_view mapped)
+      : pin_(std::move(pin)), mapped_(mapped) {}
+
+  absl::string_view view() const { return pin_ ? mapped_ : absl::string_view(owned_); }
+  // The bytes as a string: moved out if owned, else copied from the mapping.
+  std::string Take() && { return pin_ ? std::string(mapped_) : std::move(owned_); }
+
+ private:
+  std::string owned_;
+  ReplicaCache::Ref pin_;
+  absl::string_view mapped_;
+};
 
 struct SegmentReaderOptions {
   bool short_circuit = true;
@@ -69,7 +91,16 @@ class SegmentReader {
   // read that follows handles it).
   absl::StatusOr<std::string> Read(const proto::Segment& segment, uint64_t offset, uint64_t size,
                                    const client::BadReplicaReporter& reporter,
-                                   ReadMode mode = ReadMode::kAny);
+                                   ReadMode mode = ReadMode::kAny) {
+    ASSIGN_OR_RETURN(SegmentBytes bytes, ReadBytes(segment, offset, size, reporter, mode));
+    return std::move(bytes).Take();
+  }
+  // As Read, but bytes from a mapped local replica come back as a view of
+  // the mapping, CRC-checked, not copied: a caller that copies them on
+  // (into the block cache) copies them once.
+  absl::StatusOr<SegmentBytes> ReadBytes(const proto::Segment& segment, uint64_t offset,
+                                         uint64_t size, const client::BadReplicaReporter& reporter,
+                                         ReadMode mode = ReadMode::kAny);
 
   // Whether a kCachedOnly Read of `segment` can be served (a replica of it
   // is in the replica cache), without counting a lookup.
@@ -89,14 +120,16 @@ class SegmentReader {
   static constexpr absl::Duration kRetryAfterFailure = absl::Seconds(10);
   static constexpr absl::Duration kLocalTimeout = absl::Seconds(1);  // Unix socket exchanges
 
-  absl::StatusOr<std::string> ReadShortCircuit(const proto::Segment& segment, uint64_t offset,
-                                               uint64_t size, uint64_t* bad_server);
+  absl::StatusOr<SegmentBytes> ReadShortCircuit(const proto::Segment& segment, uint64_t offset,
+                                                uint64_t size, uint64_t* bad_server);
   // ReadShortCircuit's hit path alone: kNotFound unless a replica of
   // `segment` is in the replica cache.
-  absl::StatusOr<std::string> ReadCachedReplica(const proto::Segment& segment, uint64_t offset,
-                                                uint64_t size, uint64_t* bad_server);
-  absl::StatusOr<std::string> ReadCached(const ReplicaCache::Ref& ref, uint64_t server_id,
-                                         uint64_t offset, uint64_t size, uint64_t* bad_server);
+  absl::StatusOr<SegmentBytes> ReadCachedReplica(const proto::Segment& segment, uint64_t offset,
+                                                 uint64_t size, uint64_t* bad_server);
+  // Through the replica's mapping (made on its first read) when it has
+  // one, else with pread.
+  absl::StatusOr<SegmentBytes> ReadCached(ReplicaCache::Ref ref, uint64_t server_id,
+                                          uint64_t offset, uint64_t size, uint64_t* bad_server);
   // The short-circuit socket of the server at `address` on this host, or
   // "" (learned once per server with ShortCircuitInfo; failures retried
   // after kRetryAfterFailure).
@@ -121,5 +154,11 @@ class SegmentReader {
 // differs or a file is shorter than the length says; errno statuses.
 absl::StatusOr<std::string> ReadVerifiedReplica(const format::ReplicaFds& files, uint64_t offset,
                                                 uint64_t size);
+
+// The same over `mapped`, a mapping of the replica's data file holding its
+// sealed bytes: a view of bytes [offset, offset + size) of it, after the
+// CRC check of every chunk they touch (the CRCs read from `crc_fd`).
+absl::StatusOr<absl::string_view> ReadVerifiedMapped(absl::string_view mapped, int crc_fd,
+                                                     uint64_t offset, uint64_t size);
 
 }  // namespace logfs::cache

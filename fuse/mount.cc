@@ -274,8 +274,10 @@ std::string Mount::FormatStats() {
                   " remote_reads=", r.remote_reads,
                   " replica_cache_hits=", r.replica_cache.hits,
                   " replica_cache_opens=", r.replica_cache.opens,
-                  " replica_cache_evictions=", r.replica_cache.evictions,
-                  " replica_cache_open_replicas=", r.replica_cache.open_replicas);
+                  " replica_cache_evictions=", r.replica_cache.evictions(),
+                  " replica_cache_open_replicas=", r.replica_cache.open_replicas,
+                  " replica_cache_mmaps=", r.replica_cache.mmaps,
+                  " replica_cache_mmapped=", r.replica_cache.mmapped);
   if (block_cache_ != nullptr) {
     const cache::BlockCacheStats c = block_cache_->stats();
     absl::StrAppend(&out, " block_cache_hits=", c.hits, " block_cache_misses=", c.misses,

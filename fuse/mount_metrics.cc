@@ -56,10 +56,32 @@ void Mount::CollectMetrics(metrics::FamilyList& out) const {
                  r.replica_cache.hits);
   out.AddCounter("logfs_replica_cache_misses_total",
                  "Short-circuit replica lookups that opened the replica.", r.replica_cache.opens);
-  out.AddCounter("logfs_replica_cache_evictions_total", "Replicas closed by count or age.",
-                 r.replica_cache.evictions);
-  out.AddGauge("logfs_replica_cache_open_replicas", "Replicas held open now.",
-               r.replica_cache.open_replicas);
+  const cache::ReplicaCacheStats& rc = r.replica_cache;
+  const char* closed = "Replicas closed, by the eviction-map limit they went past.";
+  out.AddCounter("logfs_replica_cache_evictions_total", closed, rc.evictions_by_count,
+                 {{"reason", "count"}});
+  out.AddCounter("logfs_replica_cache_evictions_total", closed, rc.evictions_by_age,
+                 {{"reason", "age"}});
+  out.AddCounter("logfs_replica_cache_invalidations_total",
+                 "Replicas dropped after a read through them failed.", rc.invalidations);
+  out.AddCounter("logfs_replica_cache_mmaps_total", "Replicas mapped for reading.", rc.mmaps);
+  out.AddCounter("logfs_replica_cache_mmap_failures_total",
+                 "Replicas that could not be mapped (read with pread).", rc.mmap_failures);
+  const char* unmapped = "Evictable replicas unmapped, by the mmapped-map limit they went past.";
+  out.AddCounter("logfs_replica_cache_unmaps_total", unmapped, rc.unmaps_by_count,
+                 {{"reason", "count"}});
+  out.AddCounter("logfs_replica_cache_unmaps_total", unmapped, rc.unmaps_by_bytes,
+                 {{"reason", "bytes"}});
+  out.AddCounter("logfs_replica_cache_unmaps_total", unmapped, rc.unmaps_by_age,
+                 {{"reason", "age"}});
+  out.AddGauge("logfs_replica_cache_open_replicas", "Replicas held open now.", rc.open_replicas);
+  out.AddGauge("logfs_replica_cache_evictable_replicas",
+               "Of them, referenced by no read (in an eviction map).", rc.evictable);
+  out.AddGauge("logfs_replica_cache_mmapped_replicas", "Replicas mapped now.", rc.mmapped);
+  out.AddGauge("logfs_replica_cache_mmapped_bytes", "Bytes of replicas mapped now.",
+               rc.mmapped_bytes);
+  out.AddGauge("logfs_replica_cache_evictable_mmapped_replicas",
+               "Of the mapped replicas, those referenced by no read.", rc.evictable_mmapped);
   if (block_cache_ == nullptr) return;
   const cache::BlockCacheStats b = block_cache_->stats();
   out.AddCounter("logfs_block_cache_hits_total", "Block cache lookups found.", b.hits);

@@ -194,6 +194,9 @@ TEST(ShortCircuitReadTest, SealedSegmentsAreReadLocallyOpenOnesOverTcp) {
   EXPECT_GE(after["short_circuit_bytes"] - before["short_circuit_bytes"], sealed.size());
   EXPECT_EQ(before["remote_reads"], after["remote_reads"]);
   EXPECT_EQ(1u, after["replica_cache_opens"] - before["replica_cache_opens"]);
+  // Read through one mapping of the replica (the block-cache fills copy
+  // from it).
+  EXPECT_EQ(1u, after["replica_cache_mmaps"] - before["replica_cache_mmaps"]);
   EXPECT_EQ(0u, after["short_circuit_failures"]);
 
   // A WAL file still being written: its open segment grows, so it is read

@@ -114,8 +114,19 @@ DEFINE_uint32(replica_cache_size, 128,
               "closed as soon as no read uses them)");
 DEFINE_int32(replica_cache_expiry_ms, 300000,
              "mount: how long an unreferenced short-circuit replica stays open (ms, > 0)");
+DEFINE_bool(replica_cache_mmap, true,
+            "mount: read short-circuit replicas through a read-only mapping of their files "
+            "(a block-cache fill copies once); off: pread");
+DEFINE_uint32(replica_cache_mmap_size, 64,
+              "mount: unreferenced short-circuit replicas kept mapped (past it the oldest is "
+              "unmapped and stays open for --replica_cache_expiry_ms)");
+DEFINE_uint64(replica_cache_mmap_bytes, uint64_t{4} << 30,
+              "mount: bytes of unreferenced short-circuit replicas kept mapped");
+DEFINE_int32(replica_cache_mmap_expiry_ms, 60000,
+             "mount: how long an unreferenced short-circuit replica stays mapped (ms, > 0)");
 // gflags says only "failed validation"; these say why.
 DEFINE_validator(replica_cache_expiry_ms, (&logfs::main::AtLeast<int32_t, 1>));
+DEFINE_validator(replica_cache_mmap_expiry_ms, (&logfs::main::AtLeast<int32_t, 1>));
 DEFINE_validator(block_cache_block_bytes, [](const char*, uint32_t v) {
   if (v > 0 && v % logfs::cache::ChunkPool::kChunkBytes == 0 && v <= (4u << 20)) return true;
   std::fprintf(stderr, "logfs: --block_cache_block_bytes must be a positive multiple of 16384, "
@@ -321,6 +332,10 @@ fuse::MountOptions MountOptionsFromFlags(const std::string& meta) {
   options.host_id = FLAGS_host_id;
   options.replica_cache.max_evictable = FLAGS_replica_cache_size;
   options.replica_cache.max_idle = absl::Milliseconds(FLAGS_replica_cache_expiry_ms);
+  options.replica_cache.mmap = FLAGS_replica_cache_mmap;
+  options.replica_cache.max_evictable_mmapped = FLAGS_replica_cache_mmap_size;
+  options.replica_cache.max_evictable_mmapped_bytes = FLAGS_replica_cache_mmap_bytes;
+  options.replica_cache.max_mmapped_idle = absl::Milliseconds(FLAGS_replica_cache_mmap_expiry_ms);
   return options;
 }
 
