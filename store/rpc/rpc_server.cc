@@ -305,6 +305,8 @@ absl::Status RpcServer::ListenUnix(const std::string& path, uint32_t mode) {
     unix_.acceptor.close(ignored);
     return absl::UnavailableError(absl::StrCat("cannot listen on ", path, ": ", ec.message()));
   }
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) unix_file_ = {st.st_dev, st.st_ino};
   unix_path_ = path;
   Accept(&unix_);
   return absl::OkStatus();
@@ -345,7 +347,13 @@ void RpcServer::Stop() {
     closed->Notify();
   });
   if (!closed->WaitForNotificationWithTimeout(absl::Seconds(2))) close_listeners();
-  if (!unix_path_.empty()) ::unlink(unix_path_.c_str());
+  // Only the file this server made: a server started since on the same
+  // path (a restart that overlapped this stop) keeps its socket.
+  struct stat st;
+  if (!unix_path_.empty() && ::stat(unix_path_.c_str(), &st) == 0 &&
+      std::make_pair(st.st_dev, st.st_ino) == unix_file_) {
+    ::unlink(unix_path_.c_str());
+  }
   for (auto& weak : connections) {
     if (auto conn = weak.lock()) conn->Close("");  // a normal shutdown: nothing to log
   }

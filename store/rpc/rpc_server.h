@@ -24,12 +24,15 @@
 // kAcceptBackoff before it accepts again instead of spinning.
 #pragma once
 
+#include <sys/types.h>
+
 #include <asio.hpp>
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -145,7 +148,8 @@ class RpcServer {
   const std::string& unix_path() const { return unix_path_; }
 
   // Stops accepting, closes every connection, and removes the Unix
-  // socket file (if ListenUnix made one). Idempotent.
+  // socket file if ListenUnix made one and it is still that file (not
+  // one a newer server made at the path since). Idempotent.
   void Stop();
 
   // Called once, on an io thread, when an accepted connection closes, with
@@ -213,6 +217,7 @@ class RpcServer {
   Listener tcp_;
   Listener unix_;          // open after ListenUnix
   std::string unix_path_;  // set by ListenUnix
+  std::pair<dev_t, ino_t> unix_file_{0, 0};  // the socket file ListenUnix made
   // Expires with the server: a backoff wait that fired just before Stop
   // closed the acceptor finds it gone and does not touch the server.
   std::shared_ptr<char> alive_ = std::make_shared<char>();

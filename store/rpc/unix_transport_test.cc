@@ -282,6 +282,36 @@ TEST_F(UnixTransportTest, StopRemovesTheSocketFileAndListenReplacesAStaleOne) {
   EXPECT_FALSE(std::filesystem::exists(socket_path()));
 }
 
+TEST_F(UnixTransportTest, StoppingAServerLeavesTheSocketOfItsSuccessor) {
+  // Goal: a restart whose new server binds the path before the old one
+  // has stopped keeps the new server's socket. Method: a second server
+  // listens on the same path (replacing the file), the first stops, and a
+  // client still reaches the second over the Unix socket.
+  StartServer(nullptr);
+  std::atomic<int> successor_requests{0};
+  RpcServer successor(
+      server_io_.io(),
+      [&](format::Frame frame, Responder responder) {
+        ++successor_requests;
+        proto::StatFsResponse response;
+        response.set_free_bytes(frame.data.size());
+        responder.Reply(response, frame.data);
+      },
+      [](uint16_t type) { return type == static_cast<uint16_t>(format::MessageType::kStatFs); });
+  successor.SetClusterKey(nullptr);
+  ASSERT_TRUE(successor.Listen("127.0.0.1:0").ok());
+  ASSERT_TRUE(successor.ListenUnix(socket_path()).ok());
+  server_->Stop();
+  EXPECT_TRUE(std::filesystem::exists(socket_path()));
+  auto client = Client(nullptr, socket_path());
+  EXPECT_TRUE(Echo(*client, "payload").ok());
+  client->Shutdown();
+  EXPECT_EQ(1, successor_requests.load());
+  EXPECT_EQ(0, requests_.load());
+  successor.Stop();
+  EXPECT_FALSE(std::filesystem::exists(socket_path()));
+}
+
 TEST(UnixEndpointTest, APathTooLongForSockaddrUnIsRefused) {
   EXPECT_TRUE(UnixEndpoint("/tmp/x.sock").ok());
   EXPECT_EQ(absl::StatusCode::kInvalidArgument, UnixEndpoint("").status().code());
