@@ -289,8 +289,8 @@ std::string Mount::FormatStats() {
                     " block_cache_reserved_bytes=", c.reserved_bytes);
   }
   // Segment servers found on this host with an RPC Unix socket.
-  absl::StrAppend(&out, " local_rpc_servers=",
-                  local_routes_ != nullptr ? local_routes_->local_servers() : 0);
+  absl::StrAppend(
+      &out, " local_rpc_servers=", local_routes_ != nullptr ? local_routes_->local_servers() : 0);
   out += "\n";
   return out;
 }

@@ -121,8 +121,8 @@ TEST(LocalTransportTest, WalAppendsReachTheLocalSegdsOverTheirUnixSockets) {
     const uint64_t appends = after[i].appends() - before[i].appends();
     const uint64_t unix_requests = after[i].unix_requests() - before[i].unix_requests();
     const uint64_t tcp_requests = after[i].tcp_requests() - before[i].tcp_requests();
-    SCOPED_TRACE(absl::StrCat("segd ", i, ": appends ", appends, ", unix requests ",
-                              unix_requests, ", tcp requests ", tcp_requests));
+    SCOPED_TRACE(absl::StrCat("segd ", i, ": appends ", appends, ", unix requests ", unix_requests,
+                              ", tcp requests ", tcp_requests));
     if (appends == 0) continue;
     ++servers_with_appends;
     EXPECT_GE(unix_requests, appends);
@@ -195,8 +195,7 @@ TEST(LocalTransportTest, AnUnreachableUnixSocketFallsBackToTcp) {
     const uint64_t server_appends = after[i].appends() - before[i].appends();
     appends += server_appends;
     EXPECT_EQ(0u, after[i].unix_connections()) << "segd " << i;
-    EXPECT_GE(after[i].tcp_requests() - before[i].tcp_requests(), server_appends)
-        << "segd " << i;
+    EXPECT_GE(after[i].tcp_requests() - before[i].tcp_requests(), server_appends) << "segd " << i;
   }
   EXPECT_GE(appends, 2u * kRecords);
   EXPECT_EQ(3u, MountStats(c.Path("wal/log"))["local_rpc_servers"]);

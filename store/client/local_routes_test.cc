@@ -56,9 +56,7 @@ class LocalRoutesTest : public testing::Test {
     ASSERT_TRUE(server_->server().ListenUnix(path).ok());
   }
   std::string socket_path() const { return dir_ + "/rpc.sock"; }
-  uint64_t Requests(rpc::Transport transport) {
-    return server_->server().requests_read(transport);
-  }
+  uint64_t Requests(rpc::Transport transport) { return server_->server().requests_read(transport); }
 
   std::string dir_;
   rpc::IoThreads io_{1};

@@ -31,8 +31,8 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "store/rpc/frame_auth.h"
-#include "store/rpc/stream_socket.h"
 #include "store/rpc/outgoing_frame.h"
+#include "store/rpc/stream_socket.h"
 
 namespace logfs::rpc {
 

@@ -203,10 +203,11 @@ void RpcClient::StartConnect(uint64_t gen) {
   if (!endpoint.ok()) {
     return OnUnixConnected(asio::error::invalid_argument, unix_path, gen);
   }
-  socket_.async_connect(*endpoint, [self = shared_from_this(), unix_path, gen](asio::error_code ec) {
-    if (!self->IsCurrent(gen)) return;
-    self->OnUnixConnected(ec, unix_path, gen);
-  });
+  socket_.async_connect(*endpoint,
+                        [self = shared_from_this(), unix_path, gen](asio::error_code ec) {
+                          if (!self->IsCurrent(gen)) return;
+                          self->OnUnixConnected(ec, unix_path, gen);
+                        });
 }
 
 void RpcClient::OnUnixConnected(asio::error_code ec, const std::string& path, uint64_t gen) {

@@ -1,7 +1,6 @@
 #include "store/rpc/rpc_server.h"
 
 #include <glog/logging.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -215,8 +215,8 @@ class RpcServer {
   ClusterKeyPtr key_;
   HandshakeLimits limits_;
   Listener tcp_;
-  Listener unix_;          // open after ListenUnix
-  std::string unix_path_;  // set by ListenUnix
+  Listener unix_;                            // open after ListenUnix
+  std::string unix_path_;                    // set by ListenUnix
   std::pair<dev_t, ino_t> unix_file_{0, 0};  // the socket file ListenUnix made
   // Expires with the server: a backoff wait that fired just before Stop
   // closed the acceptor finds it gone and does not touch the server.

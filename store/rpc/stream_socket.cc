@@ -35,8 +35,7 @@ PeerName PeerNameOf(StreamSocket& socket) {
   if (family == AF_UNIX) {
     ucred cred{};
     socklen_t size = sizeof(cred);
-    if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED,
-                     &cred, &size) != 0) {
+    if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &size) != 0) {
       return PeerName{"unix", "unix"};
     }
     peer.ip = absl::StrCat("unix pid ", cred.pid);

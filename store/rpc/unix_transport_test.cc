@@ -153,10 +153,8 @@ TEST_F(UnixTransportTest, AWrongSecretIsRefusedOnTheUnixSocketAsOnTcp) {
 
   EXPECT_EQ(absl::StatusCode::kUnauthenticated, unix_status.code()) << unix_status;
   EXPECT_EQ(tcp_status.code(), unix_status.code()) << tcp_status;
-  EXPECT_NE(std::string::npos, unix_status.message().find("refused authentication"))
-      << unix_status;
-  EXPECT_NE(std::string::npos, unix_status.message().find("--cluster_secret_file"))
-      << unix_status;
+  EXPECT_NE(std::string::npos, unix_status.message().find("refused authentication")) << unix_status;
+  EXPECT_NE(std::string::npos, unix_status.message().find("--cluster_secret_file")) << unix_status;
   EXPECT_EQ(0, requests_.load());
   EXPECT_EQ(0u, over_unix->connects(Transport::kTcp));
   EXPECT_EQ(0u, over_unix->unix_fallbacks());
