@@ -51,9 +51,14 @@ client::MetaClientOptions Mount::MetaOptions(const MountOptions& options) {
 Mount::Mount(MountOptions options)
     : options_(std::move(options)),
       pool_(io_),
+      local_routes_(options_.local_transport == rpc::Transport::kUnix
+                        ? std::make_unique<client::LocalRoutes>(
+                              pool_, client::LocalRoutes::Options{options_.host_id})
+                        : nullptr),
       segd_(pool_),
       meta_(io_, client::MetaEndpoints::OverPool(pool_, options_.meta_address),
             MetaOptions(options_)) {
+  segd_.set_local_routes(local_routes_.get());
   cache::SegmentReaderOptions reader_options;
   reader_options.short_circuit = options_.short_circuit;
   reader_options.host_id = options_.host_id;
@@ -285,6 +290,9 @@ std::string Mount::FormatStats() {
                     " block_cache_blocks=", c.blocks, " block_cache_bytes=", c.bytes,
                     " block_cache_reserved_bytes=", c.reserved_bytes);
   }
+  // Segment servers found on this host with an RPC Unix socket.
+  absl::StrAppend(
+      &out, " local_rpc_servers=", local_routes_ != nullptr ? local_routes_->local_servers() : 0);
   out += "\n";
   return out;
 }

@@ -29,10 +29,12 @@
 #include "cache/replica_cache.h"
 #include "cache/segment_reader.h"
 #include "src/metrics/family_list.h"
+#include "store/client/local_routes.h"
 #include "store/client/meta_client.h"
 #include "store/client/segd_client.h"
 #include "store/format/logfs.pb.h"
 #include "store/rpc/client_pool.h"
+#include "store/rpc/stream_socket.h"
 #include "wal/file_writer.h"
 
 namespace logfs::fuse {
@@ -76,6 +78,10 @@ struct MountOptions {
   // empty: the boot id.
   std::string host_id;
   cache::ReplicaCacheOptions replica_cache;
+  // How calls reach segment servers on this host (same host id): kUnix
+  // over their RPC Unix socket (client::LocalRoutes; TCP if it fails),
+  // kTcp over loopback TCP like any other server.
+  rpc::Transport local_transport = rpc::Transport::kUnix;
 };
 
 // One open file description (a FUSE file handle).
@@ -222,6 +228,8 @@ class Mount {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> io_threads_;
   rpc::ClientPool pool_;
+  // Null with local_transport kTcp.
+  std::unique_ptr<client::LocalRoutes> local_routes_;
   client::SegdClient segd_;
   client::MetaClient meta_;
   // Writers' recoveries (blocking calls, never on io threads); joined by

@@ -109,6 +109,14 @@ DEFINE_string(block_cache_trace, "",
 DEFINE_bool(short_circuit, true,
             "mount: read sealed replicas on this host straight from their files (descriptors "
             "from the segment server's Unix socket) instead of over TCP");
+DEFINE_string(local_transport, "unix",
+              "mount: how to reach segment servers on this host: 'unix' over their RPC Unix "
+              "socket (segd --rpc_socket; TCP if it cannot connect), 'tcp' over loopback TCP");
+DEFINE_validator(local_transport, [](const char*, const std::string& v) {
+  if (v == "unix" || v == "tcp") return true;
+  std::fprintf(stderr, "logfs: --local_transport must be unix or tcp, not %s\n", v.c_str());
+  return false;
+});
 DEFINE_uint32(replica_cache_size, 128,
               "mount: unreferenced short-circuit replicas kept open (2 descriptors each; 0: "
               "closed as soon as no read uses them)");
@@ -330,6 +338,8 @@ fuse::MountOptions MountOptionsFromFlags(const std::string& meta) {
   options.block_cache_block_bytes = FLAGS_block_cache_block_bytes;
   options.short_circuit = FLAGS_short_circuit;
   options.host_id = FLAGS_host_id;
+  options.local_transport =
+      FLAGS_local_transport == "tcp" ? rpc::Transport::kTcp : rpc::Transport::kUnix;
   options.replica_cache.max_evictable = FLAGS_replica_cache_size;
   options.replica_cache.max_idle = absl::Milliseconds(FLAGS_replica_cache_expiry_ms);
   options.replica_cache.mmap = FLAGS_replica_cache_mmap;

@@ -72,6 +72,10 @@ DEFINE_string(failure_domain, "",
 DEFINE_string(short_circuit_socket, "",
               "segd: Unix socket that hands sealed replicas to readers on this host "
               "(short-circuit reads; default DATA_DIR/segd.sock; 'off' disables them)");
+DEFINE_string(rpc_socket, "",
+              "segd: Unix stream socket that serves the same RPCs as --listen (same frames and "
+              "authentication), which mounts on this host use instead of loopback TCP (default "
+              "DATA_DIR/segd-rpc.sock; mode 0600; 'off': TCP only)");
 DEFINE_string(cluster_secret_file, "",
               "every subcommand that talks to meta or segd: file holding the cluster's shared "
               "secret (at least 32 bytes, e.g. openssl rand -hex 32; mode 0600 or stricter): "
@@ -348,6 +352,15 @@ int SegdMain(int argc, char** argv) {
       std::error_code error;
       std::filesystem::path dir = std::filesystem::absolute(FLAGS_data_dir, error);
       options.short_circuit_socket = (error ? FLAGS_data_dir : dir.string()) + "/segd.sock";
+    }
+  }
+  if (FLAGS_rpc_socket != "off") {
+    options.rpc_socket = FLAGS_rpc_socket;
+    if (options.rpc_socket.empty()) {
+      // Absolute: clients are told this path.
+      std::error_code error;
+      std::filesystem::path dir = std::filesystem::absolute(FLAGS_data_dir, error);
+      options.rpc_socket = (error ? FLAGS_data_dir : dir.string()) + "/segd-rpc.sock";
     }
   }
   for (absl::string_view uid : absl::StrSplit(FLAGS_short_circuit_uids, ',', absl::SkipEmpty())) {

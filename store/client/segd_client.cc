@@ -37,6 +37,14 @@ SegdClient::InfoResults InfoResultsOf(std::vector<rpc::CallResult> results) {
 
 }  // namespace
 
+void SegdClient::Route(const std::string& address, absl::Duration timeout) {
+  if (routes_ != nullptr) routes_->Learn(address, timeout);
+}
+
+void SegdClient::Route(const std::vector<std::string>& addresses, absl::Duration timeout) {
+  if (routes_ != nullptr) routes_->LearnEach(addresses, timeout);
+}
+
 // ------------------------------------------------------------- blocking
 
 absl::StatusOr<proto::SegmentInfoResponse> SegdClient::CreateSegment(const std::string& address,
@@ -49,6 +57,7 @@ absl::StatusOr<proto::SegmentInfoResponse> SegdClient::CreateSegment(const std::
   request.set_epoch(epoch);
   request.set_meta_epoch(meta_epoch);
   proto::SegmentInfoResponse response;
+  Route(address, timeout);
   RETURN_IF_ERROR(
       pool_.Get(address)->Call(MessageType::kCreateSegment, request, &response, timeout));
   return response;
@@ -70,6 +79,7 @@ absl::StatusOr<proto::SegmentInfoResponse> SegdClient::Append(const std::string&
                                                               std::string data,
                                                               absl::Duration timeout) {
   proto::SegmentInfoResponse response;
+  Route(address, timeout);
   RETURN_IF_ERROR(
       pool_.Get(address)->Call(MessageType::kAppend, request, &response, timeout, std::move(data)));
   return response;
@@ -79,6 +89,7 @@ absl::StatusOr<proto::SegmentInfoResponse> SegdClient::Seal(const std::string& a
                                                             const proto::SealRequest& request,
                                                             absl::Duration timeout) {
   proto::SegmentInfoResponse response;
+  Route(address, timeout);
   RETURN_IF_ERROR(pool_.Get(address)->Call(MessageType::kSeal, request, &response, timeout));
   return response;
 }
@@ -89,6 +100,7 @@ absl::StatusOr<proto::SegmentInfoResponse> SegdClient::SegmentInfo(const std::st
   proto::SegmentInfoRequest request;
   request.set_segment_id(segment_id);
   proto::SegmentInfoResponse response;
+  Route(address, timeout);
   RETURN_IF_ERROR(pool_.Get(address)->Call(MessageType::kSegmentInfo, request, &response, timeout));
   return response;
 }
@@ -97,6 +109,7 @@ absl::StatusOr<ReadReply> SegdClient::Read(const std::string& address,
                                            const proto::ReadRequest& request,
                                            absl::Duration timeout) {
   ReadReply reply;
+  Route(address, timeout);
   RETURN_IF_ERROR(pool_.Get(address)->Call(MessageType::kRead, request, &reply.response, timeout,
                                            {}, &reply.data));
   return reply;
@@ -105,6 +118,7 @@ absl::StatusOr<ReadReply> SegdClient::Read(const std::string& address,
 absl::StatusOr<proto::ServerStatsResponse> SegdClient::ServerStats(const std::string& address,
                                                                    absl::Duration timeout) {
   proto::ServerStatsResponse response;
+  Route(address, timeout);
   RETURN_IF_ERROR(
       pool_.Get(address)->Call(MessageType::kServerStats, proto::Empty(), &response, timeout));
   return response;
@@ -147,6 +161,7 @@ SegdClient::InfoResults SegdClient::CreateSegmentEach(const std::vector<std::str
   proto::CreateSegmentRequest request;
   request.set_segment_id(segment_id);
   request.set_epoch(epoch);
+  Route(addresses, timeout);
   return InfoResultsOf(
       rpc::CallEach(pool_, addresses, MessageType::kCreateSegment, request, timeout));
 }
@@ -154,6 +169,7 @@ SegdClient::InfoResults SegdClient::CreateSegmentEach(const std::vector<std::str
 SegdClient::InfoResults SegdClient::SealEach(const std::vector<std::string>& addresses,
                                              const proto::SealRequest& request,
                                              absl::Duration timeout) {
+  Route(addresses, timeout);
   return InfoResultsOf(rpc::CallEach(pool_, addresses, MessageType::kSeal, request, timeout));
 }
 
@@ -161,6 +177,7 @@ SegdClient::InfoResults SegdClient::SegmentInfoEach(const std::vector<std::strin
                                                     uint64_t segment_id, absl::Duration timeout) {
   proto::SegmentInfoRequest request;
   request.set_segment_id(segment_id);
+  Route(addresses, timeout);
   return InfoResultsOf(
       rpc::CallEach(pool_, addresses, MessageType::kSegmentInfo, request, timeout));
 }

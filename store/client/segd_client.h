@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "store/client/local_routes.h"
 #include "store/format/logfs.pb.h"
 #include "store/format/replica_fds.h"
 #include "store/rpc/client_pool.h"
@@ -53,6 +54,14 @@ class SegdClient {
 
   // `pool` must outlive the client.
   explicit SegdClient(rpc::ClientPool& pool) : pool_(pool) {}
+
+  // With `routes` (null: none, the default), every blocking call and
+  // fan-out first learns the route to its servers (LocalRoutes::Learn: a
+  // server on this host is then called over its Unix socket). The
+  // asynchronous calls use what is known: a writer's appends follow its
+  // CreateSegmentEach (or a recovery's SegmentInfoEach) to the same
+  // servers. Kept; must outlive the client. Call before any call.
+  void set_local_routes(LocalRoutes* routes) { routes_ = routes; }
 
   SegdClient(const SegdClient&) = delete;
   SegdClient& operator=(const SegdClient&) = delete;
@@ -122,7 +131,12 @@ class SegdClient {
                                             absl::Duration timeout);
 
  private:
+  // LocalRoutes::Learn of `address` (or each of `addresses`), with routes_.
+  void Route(const std::string& address, absl::Duration timeout);
+  void Route(const std::vector<std::string>& addresses, absl::Duration timeout);
+
   rpc::ClientPool& pool_;
+  LocalRoutes* routes_ = nullptr;
 };
 
 // ShortCircuitOpen over the server's Unix socket at `socket_path`: the

@@ -13,8 +13,25 @@ std::shared_ptr<RpcClient> ClientPool::Get(const std::string& address) {
     return client;
   }
   auto& client = clients_[address];
-  if (client == nullptr) client = RpcClient::Create(io_, address, key_);
+  if (client == nullptr) {
+    RpcClient::Options options;
+    options.key = key_;
+    auto path = unix_paths_.find(address);
+    if (path != unix_paths_.end()) options.unix_socket_path = path->second;
+    client = RpcClient::Create(io_, address, std::move(options));
+  }
   return client;
+}
+
+void ClientPool::SetUnixSocketPath(const std::string& address, const std::string& path) {
+  absl::MutexLock lock(&mu_);
+  if (path.empty()) {
+    unix_paths_.erase(address);
+  } else {
+    unix_paths_[address] = path;
+  }
+  auto client = clients_.find(address);
+  if (client != clients_.end()) client->second->SetUnixSocketPath(path);
 }
 
 void ClientPool::ShutdownAll() {

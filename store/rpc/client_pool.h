@@ -28,6 +28,16 @@ class ClientPool {
 
   // The io_context the clients run on (for timers of their users).
   asio::io_context& io() { return io_; }
+  // The key the clients authenticate with (null: none).
+  const ClusterKeyPtr& key() const { return key_; }
+
+  // Connections to "host:port" `address` from now on try the server's Unix
+  // socket at `path` first, falling back to TCP (RpcClient::Options::
+  // unix_socket_path); empty `path`: TCP only. Applies to the client Get
+  // hands out for `address`, existing or not; a connection open already
+  // keeps its transport until it breaks.
+  void SetUnixSocketPath(const std::string& address, const std::string& path)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Shuts every client down (pending calls fail with kUnavailable), and
   // every client Get hands out from now on. Idempotent.
@@ -38,6 +48,8 @@ class ClientPool {
   const ClusterKeyPtr key_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<RpcClient>> clients_ ABSL_GUARDED_BY(mu_);
+  // SetUnixSocketPath's paths by address; no empty ones.
+  absl::flat_hash_map<std::string, std::string> unix_paths_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 

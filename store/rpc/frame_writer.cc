@@ -47,7 +47,7 @@ ssize_t SendGathered(int fd, const std::vector<std::shared_ptr<OutgoingFrame>>& 
 
 }  // namespace
 
-FrameWriter::FrameWriter(asio::ip::tcp::socket& socket, Options options)
+FrameWriter::FrameWriter(StreamSocket& socket, Options options)
     : socket_(socket), options_(std::move(options)) {
   CHECK(options_.on_error);
 }

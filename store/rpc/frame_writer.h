@@ -32,6 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "store/rpc/frame_auth.h"
 #include "store/rpc/outgoing_frame.h"
+#include "store/rpc/stream_socket.h"
 
 namespace logfs::rpc {
 
@@ -71,7 +72,7 @@ class FrameWriter {
 
   // `socket` is the owner's; it must outlive the writer. Starts closed to
   // writes: frames queue until Open.
-  FrameWriter(asio::ip::tcp::socket& socket, Options options);
+  FrameWriter(StreamSocket& socket, Options options);
   FrameWriter(const FrameWriter&) = delete;
   FrameWriter& operator=(const FrameWriter&) = delete;
 
@@ -127,7 +128,7 @@ class FrameWriter {
   void FailLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Immutable after construction.
-  asio::ip::tcp::socket& socket_;
+  StreamSocket& socket_;
   const Options options_;
 
   absl::Mutex mu_;

@@ -51,7 +51,7 @@ class FrameWriterTest : public ::testing::Test {
     // A small send buffer, so that a few frames fill the socket.
     const int bytes = 16 << 10;
     ASSERT_EQ(0, ::setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)));
-    socket_.assign(asio::ip::tcp::v4(), fds[0]);
+    socket_.assign(asio::generic::stream_protocol(AF_UNIX, 0), fds[0]);
     peer_ = fds[1];
     io_thread_ = std::thread([this] { io_.run(); });
   }
@@ -116,7 +116,7 @@ class FrameWriterTest : public ::testing::Test {
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_{
       asio::make_work_guard(io_)};
-  asio::ip::tcp::socket socket_{io_};
+  StreamSocket socket_{io_};
   int peer_ = -1;
   std::thread io_thread_;
   std::shared_ptr<int> owner_ = std::make_shared<int>(0);  // what io handlers keep alive
@@ -365,7 +365,7 @@ TEST_F(FrameWriterTest, ResetThenOpenServesANewConnection) {
   asio::post(io_, [&] {
     asio::error_code ignored;
     socket_.close(ignored);
-    socket_.assign(asio::ip::tcp::v4(), fds[0]);
+    socket_.assign(asio::generic::stream_protocol(AF_UNIX, 0), fds[0]);
     swapped.Notify();
   });
   ASSERT_TRUE(swapped.WaitForNotificationWithTimeout(kWaitDeadline));

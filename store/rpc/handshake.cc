@@ -20,7 +20,7 @@ absl::Status Refused(absl::string_view what) { return absl::UnauthenticatedError
 
 // One handshake in progress: its buffers, and `done` until it runs.
 struct Handshake {
-  Handshake(asio::ip::tcp::socket& s, ClusterKeyPtr k, std::string p, HandshakeDone d)
+  Handshake(StreamSocket& s, ClusterKeyPtr k, std::string p, HandshakeDone d)
       : socket(s),
         key(std::move(k)),
         peer(std::move(p)),
@@ -56,7 +56,7 @@ struct Handshake {
         "): the network failed, or it has another cluster secret, or none; ", kCheckSecret)));
   }
 
-  asio::ip::tcp::socket& socket;
+  StreamSocket& socket;
   const ClusterKeyPtr key;
   const std::string peer;
   HandshakeDone done;
@@ -189,7 +189,7 @@ void ServerAnswerHello(std::shared_ptr<Handshake> h) {
 
 }  // namespace
 
-void AsyncClientHandshake(asio::ip::tcp::socket& socket, ClusterKeyPtr key, std::string peer,
+void AsyncClientHandshake(StreamSocket& socket, ClusterKeyPtr key, std::string peer,
                           HandshakeCurrent current, HandshakeDone done) {
   auto h = std::make_shared<Handshake>(socket, std::move(key), std::move(peer), std::move(done));
   h->current = std::move(current);
@@ -206,7 +206,7 @@ void AsyncClientHandshake(asio::ip::tcp::socket& socket, ClusterKeyPtr key, std:
   });
 }
 
-void AsyncServerHandshake(asio::ip::tcp::socket& socket, ClusterKeyPtr key, std::string peer,
+void AsyncServerHandshake(StreamSocket& socket, ClusterKeyPtr key, std::string peer,
                           absl::Duration timeout, HandshakeDone done) {
   auto h = std::make_shared<Handshake>(socket, std::move(key), std::move(peer), std::move(done));
   h->timer.expires_after(absl::ToChronoMilliseconds(timeout));

@@ -1,5 +1,6 @@
 // The opening of an authenticated RPC connection (docs/wire_format.md
-// "Authentication"), on a connected TCP socket, before any frame:
+// "Authentication"), on a connected stream socket (TCP or Unix), before any
+// frame:
 //
 //   client -> server  client hello (nonce_c, client id)
 //   server -> client  server hello (nonce_s, server id), server proof
@@ -30,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "store/rpc/frame_auth.h"
+#include "store/rpc/stream_socket.h"
 
 namespace logfs::rpc {
 
@@ -51,11 +53,11 @@ using HandshakeCurrent = std::function<bool()>;
 // a step of an abandoned connection never reads or writes the next one's
 // bytes. Has no timer of its own: the caller closes the socket on its
 // timeout.
-void AsyncClientHandshake(asio::ip::tcp::socket& socket, ClusterKeyPtr key, std::string peer,
+void AsyncClientHandshake(StreamSocket& socket, ClusterKeyPtr key, std::string peer,
                           HandshakeCurrent current, HandshakeDone done);
 
 // `peer` names the client in messages ("10.0.0.5:41234").
-void AsyncServerHandshake(asio::ip::tcp::socket& socket, ClusterKeyPtr key, std::string peer,
+void AsyncServerHandshake(StreamSocket& socket, ClusterKeyPtr key, std::string peer,
                           absl::Duration timeout, HandshakeDone done);
 
 }  // namespace logfs::rpc

@@ -56,9 +56,10 @@ TEST(HandshakeTest, AStepOfAnAbandonedConnectionLeavesTheSocketAlone) {
   asio::io_context io;
   asio::ip::tcp::acceptor acceptor(io,
                                    {asio::ip::make_address("127.0.0.1"), 0});
-  asio::ip::tcp::socket client(io), server(io);
-  client.connect(acceptor.local_endpoint());
+  asio::ip::tcp::socket tcp_client(io), server(io);
+  tcp_client.connect(acceptor.local_endpoint());
   acceptor.accept(server);
+  StreamSocket client(std::move(tcp_client));
   const std::string next_bytes(kAuthHelloBytes + kAuthProofBytes, 'n');
   asio::write(server, asio::buffer(next_bytes));
 

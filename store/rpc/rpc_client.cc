@@ -60,7 +60,8 @@ RpcClient::RpcClient(asio::io_context& io, std::string address, Options options)
         if ((header.flags & format::kFlagResponse) != 0) return absl::OkStatus();
         return absl::InvalidArgumentError("not a response");
       }),
-      writer_(socket_, WriterOptions()) {}
+      writer_(socket_, WriterOptions()),
+      unix_socket_path_(std::move(options.unix_socket_path)) {}
 
 FrameWriter::Options RpcClient::WriterOptions() {
   FrameWriter::Options options;
@@ -125,6 +126,11 @@ void RpcClient::Send(format::MessageType type, std::shared_ptr<OutgoingFrame> ou
 
 void RpcClient::Flush() { writer_.Flush(); }
 
+void RpcClient::SetUnixSocketPath(std::string path) {
+  absl::MutexLock lock(&mu_);
+  unix_socket_path_ = std::move(path);
+}
+
 CallBatch::~CallBatch() { Flush(); }
 
 void CallBatch::Add(std::shared_ptr<RpcClient> client) {
@@ -178,23 +184,60 @@ void RpcClient::Connect() {
 }
 
 void RpcClient::StartConnect(uint64_t gen) {
-  if (!IsCurrent(gen)) return;  // failed (shut down) before it started
+  std::string unix_path;
+  {
+    absl::MutexLock lock(&mu_);
+    if (gen != connection_generation_) return;  // failed (shut down) before it started
+    unix_path = unix_socket_path_;
+  }
+  asio::error_code ignored;
+  socket_.close(ignored);
+  // One deadline for the name lookup, the connect (Unix, then TCP on a
+  // fallback) and the handshake.
+  connect_timer_.expires_after(absl::ToChronoMilliseconds(connect_timeout_));
+  connect_timer_.async_wait([self = shared_from_this(), gen](asio::error_code ec) {
+    if (!ec) self->OnConnectTimeout(gen);  // else cancelled: connected or failed
+  });
+  if (unix_path.empty()) return ConnectTcp(gen);
+  auto endpoint = UnixEndpoint(unix_path);
+  if (!endpoint.ok()) {
+    return OnUnixConnected(asio::error::invalid_argument, unix_path, gen);
+  }
+  socket_.async_connect(*endpoint,
+                        [self = shared_from_this(), unix_path, gen](asio::error_code ec) {
+                          if (!self->IsCurrent(gen)) return;
+                          self->OnUnixConnected(ec, unix_path, gen);
+                        });
+}
+
+void RpcClient::OnUnixConnected(asio::error_code ec, const std::string& path, uint64_t gen) {
+  if (!ec) {
+    unix_connects_.fetch_add(1);
+    return OnConnected(ec, gen);
+  }
+  // The server went away, moved its socket, or this user may not connect
+  // to it: TCP reaches the same server, as it would from another host.
+  unix_fallbacks_.fetch_add(1);
+  if (!fallback_logged_.exchange(true)) {
+    LOG(WARNING) << "cannot connect to " << address_ << " over its Unix socket " << path << " ("
+                 << ec.message() << "); using TCP (logged once)";
+  }
+  asio::error_code ignored;
+  socket_.close(ignored);
+  ConnectTcp(gen);
+}
+
+void RpcClient::ConnectTcp(uint64_t gen) {
   auto target = SplitHostPort(address_);
   if (!target.ok()) {
     Fail(absl::UnavailableError(target.status().message()));
     return;
   }
-  asio::error_code ignored;
-  socket_.close(ignored);
-  // One deadline for the name lookup, the TCP connect and the handshake.
-  connect_timer_.expires_after(absl::ToChronoMilliseconds(connect_timeout_));
-  connect_timer_.async_wait([self = shared_from_this(), gen](asio::error_code ec) {
-    if (!ec) self->OnConnectTimeout(gen);  // else cancelled: connected or failed
-  });
   if (target->numeric) {
     const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(target->host), target->port);
     socket_.async_connect(endpoint, [self = shared_from_this(), gen](asio::error_code ec) {
       if (!self->IsCurrent(gen)) return;
+      if (!ec) self->tcp_connects_.fetch_add(1);
       self->OnConnected(ec, gen);
     });
     return;
@@ -220,9 +263,12 @@ void RpcClient::StartConnect(uint64_t gen) {
               absl::StrCat("cannot resolve ", self->address_, ": ", ec.message())));
           return;
         }
-        asio::async_connect(self->socket_, results,
-                            [self, gen](asio::error_code ec, const asio::ip::tcp::endpoint&) {
+        std::vector<StreamEndpoint> endpoints;
+        for (const auto& entry : results) endpoints.emplace_back(entry.endpoint());
+        asio::async_connect(self->socket_, endpoints,
+                            [self, gen](asio::error_code ec, const StreamEndpoint&) {
                               if (!self->IsCurrent(gen)) return;
+                              if (!ec) self->tcp_connects_.fetch_add(1);
                               self->OnConnected(ec, gen);
                             });
       });
@@ -237,7 +283,7 @@ void RpcClient::OnConnectTimeout(uint64_t gen) {
   // their handlers see a stale generation and drop out.
   Fail(absl::UnavailableError(absl::StrCat(
       "no connection to ", address_, " within ", absl::FormatDuration(connect_timeout_),
-      key_ != nullptr ? " (TCP connect and authentication handshake)" : " (TCP connect)")));
+      key_ != nullptr ? " (connect and authentication handshake)" : " (connect)")));
 }
 
 void RpcClient::OnConnected(asio::error_code ec, uint64_t gen) {
@@ -245,8 +291,10 @@ void RpcClient::OnConnected(asio::error_code ec, uint64_t gen) {
     Fail(absl::UnavailableError(absl::StrCat("cannot connect to ", address_, ": ", ec.message())));
     return;
   }
-  asio::error_code ignored;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  if (TransportOf(socket_) == Transport::kTcp) {
+    asio::error_code ignored;
+    socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  }
   if (key_ == nullptr) return StartConnection(gen, AuthSession());
   // The socket is reused by the next connection: a step of this one that
   // completes after it failed must not read or write that one's bytes.

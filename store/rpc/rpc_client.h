@@ -1,7 +1,14 @@
 // A client connection to one logfs server (meta or segd). Requests are
-// multiplexed on one TCP connection by request id; responses may arrive in
+// multiplexed on one connection by request id; responses may arrive in
 // any order, and each completes its own call. The connection is opened on
 // first use and re-opened on the next call after it breaks.
+//
+// The connection is TCP to the server's "host:port", or, when the client
+// knows the server's Unix socket (a server on this host: Options::
+// unix_socket_path, SetUnixSocketPath), a Unix stream socket with the same
+// frames, handshake and timeouts. A Unix connect that fails (no such file,
+// refused, EACCES) falls back to TCP for that connection, logged once per
+// client; the next connection tries the Unix socket again.
 //
 // A call's frame is written by the connection's FrameWriter: from the
 // caller's thread when the socket is idle (no io thread wake-up), with no
@@ -25,6 +32,7 @@
 #pragma once
 
 #include <asio.hpp>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -43,6 +51,7 @@
 #include "store/rpc/frame_writer.h"
 #include "store/rpc/handshake.h"
 #include "store/rpc/outgoing_frame.h"
+#include "store/rpc/stream_socket.h"
 
 namespace logfs::rpc {
 
@@ -59,10 +68,13 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
     // Null: connections are not authenticated (the peer must have no key
     // either).
     ClusterKeyPtr key;
-    // How long one connection may take from its TCP connect to the end of
-    // its authentication handshake (both, without a key: the connect)
-    // before it is given up. Positive.
+    // How long one connection may take from its connect (Unix, then TCP
+    // after a fallback) to the end of its authentication handshake (both,
+    // without a key: the connect) before it is given up. Positive.
     absl::Duration connect_timeout = kAuthHandshakeTimeout;
+    // The server's Unix stream socket on this host (RpcServer::ListenUnix),
+    // tried before TCP at every connect; empty: TCP only.
+    std::string unix_socket_path;
   };
 
   // `io` must outlive the client. `address` is "host:port" (SplitHostPort):
@@ -113,6 +125,18 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
 
   const std::string& address() const { return address_; }
 
+  // Sets the Unix socket that connections from now on try first (empty:
+  // TCP only). A connection open already keeps its transport until it
+  // breaks. Thread-safe.
+  void SetUnixSocketPath(std::string path) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Connections made (connected, before any handshake) on `transport`,
+  // and Unix connects that failed and fell back to TCP. Thread-safe.
+  uint64_t connects(Transport transport) const {
+    return transport == Transport::kUnix ? unix_connects_.load() : tcp_connects_.load();
+  }
+  uint64_t unix_fallbacks() const { return unix_fallbacks_.load(); }
+
   // Closes the connection and fails every pending call with kUnavailable.
   void Shutdown();
   // Whether Shutdown was called (its calls fail for good, not for a while).
@@ -131,9 +155,14 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   RpcClient(asio::io_context& io, std::string address, Options options);
   FrameWriter::Options WriterOptions();
   void Connect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Starts connection `generation`'s TCP connect and its connect timer. On
-  // strand_.
+  // Starts connection `generation`'s connect timer and its connect: to
+  // the Unix socket if one is set, else over TCP. On strand_.
   void StartConnect(uint64_t generation);
+  // Connects connection `generation` over TCP (resolving a host name).
+  // On strand_.
+  void ConnectTcp(uint64_t generation);
+  // The Unix connect ended: go on, or fall back to TCP. On strand_.
+  void OnUnixConnected(asio::error_code ec, const std::string& path, uint64_t generation);
   void OnConnected(asio::error_code ec, uint64_t generation);
   // Fails connection `generation` if it is still connecting. On strand_.
   void OnConnectTimeout(uint64_t generation) ABSL_LOCKS_EXCLUDED(mu_);
@@ -162,13 +191,20 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   // Used only on strand_, except the writer's inline sendmsgs on its
   // descriptor from callers' threads (Fail() closes the writer, which waits
   // for them, before it closes the socket).
-  asio::ip::tcp::socket socket_;
+  StreamSocket socket_;
   asio::steady_timer timer_;
   asio::steady_timer connect_timer_;  // the connection in kConnecting
   asio::ip::tcp::resolver resolver_;  // a host name's lookup in kConnecting
   bool resolving_ = false;            // a lookup is in flight; on strand_
   uint64_t resolve_for_ = 0;          // the connection it is for; on strand_
   FrameReader reader_;
+
+  // Counters (connects, unix_fallbacks); the flag makes the fallback's log
+  // line a once-per-client one.
+  std::atomic<uint64_t> tcp_connects_{0};
+  std::atomic<uint64_t> unix_connects_{0};
+  std::atomic<uint64_t> unix_fallbacks_{0};
+  std::atomic<bool> fallback_logged_{false};
 
   // Internally synchronized; locked after mu_ (requests queue under mu_).
   FrameWriter writer_;
@@ -180,6 +216,7 @@ class RpcClient : public std::enable_shared_from_this<RpcClient> {
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
   bool timer_armed_ ABSL_GUARDED_BY(mu_) = false;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  std::string unix_socket_path_ ABSL_GUARDED_BY(mu_);  // empty: TCP only
 };
 
 // Requests queued under a caller's own lock, so that they keep its order,

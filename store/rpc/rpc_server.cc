@@ -1,9 +1,12 @@
 #include "store/rpc/rpc_server.h"
 
 #include <glog/logging.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -30,16 +33,18 @@ thread_local HeldResponses held_responses;
 // One accepted connection: a FrameReader loop and a FrameWriter.
 class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
  public:
-  ServerConnection(RpcServer* server, asio::ip::tcp::socket socket)
+  ServerConnection(RpcServer* server, StreamSocket socket, std::string peer)
       : server_(server),
         id_(server->next_connection_id_.fetch_add(1)),
         socket_(std::move(socket)),
+        transport_(TransportOf(socket_)),
+        peer_(std::move(peer)),
         reader_([server](const format::FrameHeader& h) { return CheckRequest(server, h); }),
         writer_(socket_, WriterOptions()) {
-    asio::error_code ec;
-    auto remote = socket_.remote_endpoint(ec);
-    peer_ = ec ? "?" : absl::StrCat(remote.address().to_string(), ":", remote.port());
-    socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+    if (transport_ == Transport::kTcp) {
+      asio::error_code ec;
+      socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+    }
   }
 
   // Call on the socket's executor, once. With a key, the caller took a
@@ -94,7 +99,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     if (server_->connection_closed_) server_->connection_closed_(id_);
     asio::post(socket_.get_executor(), [self = shared_from_this()] {
       asio::error_code ec;
-      self->socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+      self->socket_.shutdown(StreamSocket::shutdown_both, ec);
       self->socket_.close(ec);
     });
   }
@@ -149,6 +154,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   }
 
   void Dispatch(format::Frame frame) {
+    (transport_ == Transport::kUnix ? server_->unix_requests_ : server_->tcp_requests_)
+        .fetch_add(1, std::memory_order_relaxed);
     frame.connection_id = id_;
     // A later request of this connection came in the same read, whole: the
     // handler sees it next, on this thread, in this loop.
@@ -174,8 +181,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   const uint64_t id_;
   // Used on the connection's strand, except the writer's inline sendmsgs
   // on its descriptor (Close waits for them before the socket closes).
-  asio::ip::tcp::socket socket_;
-  std::string peer_;
+  StreamSocket socket_;
+  const Transport transport_;
+  const std::string peer_;
   // Owned by the read loop (one read at a time).
   FrameReader reader_;
   // Internally synchronized.
@@ -253,31 +261,65 @@ RpcServer::RpcServer(asio::io_context& io, RequestHandler handler, TypeFilter fi
       handler_(std::move(handler)),
       filter_(std::move(filter)),
       key_(ProcessClusterKey()),
-      acceptor_(io),
-      accept_backoff_(io) {}
+      tcp_(io),
+      unix_(io) {}
 
 RpcServer::~RpcServer() { Stop(); }
 
 absl::Status RpcServer::Listen(const std::string& address) {
   auto endpoint = ParseEndpoint(address);
   if (!endpoint.ok()) return endpoint.status();
+  const StreamEndpoint generic(*endpoint);
   asio::error_code ec;
-  acceptor_.open(endpoint->protocol(), ec);
-  if (!ec) acceptor_.set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor_.bind(*endpoint, ec);
-  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  tcp_.acceptor.open(generic.protocol(), ec);
+  if (!ec) tcp_.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) tcp_.acceptor.bind(generic, ec);
+  if (!ec) tcp_.acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address, ": ", ec.message()));
   }
-  Accept();
+  Accept(&tcp_);
+  return absl::OkStatus();
+}
+
+absl::Status RpcServer::ListenUnix(const std::string& path, uint32_t mode) {
+  CHECK(unix_path_.empty()) << "ListenUnix twice";
+  auto endpoint = UnixEndpoint(path);
+  if (!endpoint.ok()) return endpoint.status();
+  // A socket file left by a process that died is in the way of bind; a
+  // live server on it is the operator's mistake, as a busy TCP port is.
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot remove stale socket ", path, ": ", std::strerror(errno)));
+  }
+  asio::error_code ec;
+  unix_.acceptor.open(endpoint->protocol(), ec);
+  if (!ec) unix_.acceptor.bind(*endpoint, ec);
+  // chmod follows the path: the directory must not be writable by others
+  // (a data or run dir), as for the short-circuit socket.
+  if (!ec && ::chmod(path.c_str(), mode) != 0) ec.assign(errno, asio::error::get_system_category());
+  if (!ec) unix_.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    asio::error_code ignored;
+    unix_.acceptor.close(ignored);
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", path, ": ", ec.message()));
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) unix_file_ = {st.st_dev, st.st_ino};
+  unix_path_ = path;
+  Accept(&unix_);
   return absl::OkStatus();
 }
 
 std::string RpcServer::bound_address() const {
   asio::error_code ec;
-  auto ep = acceptor_.local_endpoint(ec);
+  const StreamEndpoint ep = tcp_.acceptor.local_endpoint(ec);
   if (ec) return "";
-  return absl::StrCat(ep.address().to_string(), ":", ep.port());
+  asio::ip::tcp::endpoint tcp;
+  if (ep.size() > tcp.capacity()) return "";
+  std::memcpy(tcp.data(), ep.data(), ep.size());
+  tcp.resize(ep.size());
+  return absl::StrCat(tcp.address().to_string(), ":", tcp.port());
 }
 
 void RpcServer::Stop() {
@@ -292,16 +334,24 @@ void RpcServer::Stop() {
   // handler; if the io threads are already gone, close it here.
   // Shared, not on this stack: if the wait times out the post may run later.
   auto closed = std::make_shared<absl::Notification>();
-  asio::post(io_, [this, closed] {
-    asio::error_code ec;
-    acceptor_.close(ec);
-    accept_backoff_.cancel();
+  auto close_listeners = [this] {
+    for (Listener* listener : {&tcp_, &unix_}) {
+      asio::error_code ec;
+      listener->acceptor.close(ec);
+      listener->backoff.cancel();
+    }
+  };
+  asio::post(io_, [close_listeners, closed] {
+    close_listeners();
     closed->Notify();
   });
-  if (!closed->WaitForNotificationWithTimeout(absl::Seconds(2))) {
-    asio::error_code ec;
-    acceptor_.close(ec);
-    accept_backoff_.cancel();
+  if (!closed->WaitForNotificationWithTimeout(absl::Seconds(2))) close_listeners();
+  // Only the file this server made: a server started since on the same
+  // path (a restart that overlapped this stop) keeps its socket.
+  struct stat st;
+  if (!unix_path_.empty() && ::stat(unix_path_.c_str(), &st) == 0 &&
+      std::make_pair(st.st_dev, st.st_ino) == unix_file_) {
+    ::unlink(unix_path_.c_str());
   }
   for (auto& weak : connections) {
     if (auto conn = weak.lock()) conn->Close("");  // a normal shutdown: nothing to log
@@ -337,38 +387,43 @@ void RpcServer::EndHandshake(const std::string& ip) {
   CHECK_GT(handshakes_--, 0);
 }
 
-void RpcServer::Accept() {
+void RpcServer::Accept(Listener* listener) {
   // Each connection's socket runs on its own strand, so its read loop, write
   // loop and close never run at once even with many io threads.
-  acceptor_.async_accept(asio::make_strand(io_),
-                         [this](asio::error_code ec, asio::ip::tcp::socket socket) {
-                           if (ec == asio::error::operation_aborted) return;  // stopped
-                           if (ec) return OnAcceptError(ec);
-                           Admit(std::move(socket));
-                           Accept();
-                         });
+  listener->acceptor.async_accept(asio::make_strand(io_),
+                                  [this, listener](asio::error_code ec, StreamSocket socket) {
+                                    if (ec == asio::error::operation_aborted) return;  // stopped
+                                    if (ec) return OnAcceptError(listener, ec);
+                                    Admit(std::move(socket));
+                                    Accept(listener);
+                                  });
 }
 
-void RpcServer::OnAcceptError(asio::error_code ec) {
+void RpcServer::OnAcceptError(Listener* listener, asio::error_code ec) {
   accept_errors_.fetch_add(1);
   LOGFS_LOG_EVERY_MS(WARNING, 1000)
-      << "accept on " << bound_address() << " failed: " << ec.message();
-  if (!acceptor_.is_open()) return;
+      << "accept on " << (listener == &unix_ ? unix_path_ : bound_address())
+      << " failed: " << ec.message();
+  if (!listener->acceptor.is_open()) return;
   const int error = ec.category() == asio::error::get_system_category() ? ec.value() : 0;
-  if (error != EMFILE && error != ENFILE && error != ENOBUFS && error != ENOMEM) return Accept();
+  if (error != EMFILE && error != ENFILE && error != ENOBUFS && error != ENOMEM) {
+    return Accept(listener);
+  }
   // Accepting again at once would fail again at once: the connection stays
   // in the listen queue until descriptors or memory free up.
-  accept_backoff_.expires_after(absl::ToChronoMilliseconds(kAcceptBackoff));
-  accept_backoff_.async_wait([this, alive = std::weak_ptr<char>(alive_)](asio::error_code ec) {
-    if (ec || alive.expired()) return;  // cancelled by Stop, or the server is gone
-    if (acceptor_.is_open()) Accept();
-  });
+  listener->backoff.expires_after(absl::ToChronoMilliseconds(kAcceptBackoff));
+  listener->backoff.async_wait(
+      [this, listener, alive = std::weak_ptr<char>(alive_)](asio::error_code ec) {
+        if (ec || alive.expired()) return;  // cancelled by Stop, or the server is gone
+        if (listener->acceptor.is_open()) Accept(listener);
+      });
 }
 
-void RpcServer::Admit(asio::ip::tcp::socket socket) {
-  asio::error_code ec;
-  const auto remote = socket.remote_endpoint(ec);
-  const std::string ip = ec ? "?" : remote.address().to_string();
+void RpcServer::Admit(StreamSocket socket) {
+  const Transport transport = TransportOf(socket);
+  (transport == Transport::kUnix ? unix_connections_ : tcp_connections_).fetch_add(1);
+  PeerName peer = PeerNameOf(socket);
+  const std::string& ip = peer.ip;
   const bool handshake = key_ != nullptr;
   std::shared_ptr<ServerConnection> conn;
   {
@@ -388,7 +443,7 @@ void RpcServer::Admit(asio::ip::tcp::socket socket) {
           << limits_.in_progress_max << ", " << limits_.per_peer_max << ")";
       return;  // `socket` closes as it goes
     }
-    conn = std::make_shared<ServerConnection>(this, std::move(socket));
+    conn = std::make_shared<ServerConnection>(this, std::move(socket), peer.name);
     connections_.push_back(conn);
   }
   conn->Start(ip);

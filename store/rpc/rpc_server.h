@@ -1,4 +1,6 @@
-// A TCP server for logfs frames (docs/wire_format.md). Each accepted
+// A server for logfs frames (docs/wire_format.md) on a TCP port and,
+// optionally, a Unix stream socket next to it (ListenUnix: for clients on
+// the same host; the same frames, handshake, limits and handlers). Each accepted
 // connection reads frames in order and hands each request to the handler on
 // the connection's io thread; the handler replies through a Responder,
 // immediately or later from any thread. Responses may go out in any order.
@@ -22,12 +24,15 @@
 // kAcceptBackoff before it accepts again instead of spinning.
 #pragma once
 
+#include <sys/types.h>
+
 #include <asio.hpp>
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -39,6 +44,7 @@
 #include "store/format/frame.h"
 #include "store/rpc/frame_auth.h"
 #include "store/rpc/handshake.h"
+#include "store/rpc/stream_socket.h"
 
 namespace logfs::rpc {
 
@@ -48,7 +54,7 @@ inline constexpr absl::Duration kAcceptBackoff = absl::Milliseconds(100);
 // The bounds on connections that have not authenticated yet.
 struct HandshakeLimits {
   int in_progress_max = 64;                        // handshakes in progress, from all peers
-  int per_peer_max = 8;                            // from one IP address
+  int per_peer_max = 8;  // from one IP address (TCP) or one process (Unix, SO_PEERCRED pid)
   absl::Duration timeout = kAuthHandshakeTimeout;  // for one handshake
 };
 
@@ -126,10 +132,24 @@ class RpcServer {
   // kUnavailable with the reason when the address is busy or invalid.
   absl::Status Listen(const std::string& address);
 
+  // Also listens on a Unix stream socket at `path`, served like the TCP
+  // port (same handler, filter, key and HandshakeLimits). A stale socket
+  // file at `path` is replaced; the new one gets mode `mode` (0600: only
+  // this process's user and root may connect; a refused peer's connect
+  // fails with EACCES, so a client falls back to TCP). Call after Listen,
+  // at most once. kInvalidArgument for a path that does not fit a
+  // sockaddr_un; kUnavailable with the reason when the file cannot be
+  // made. Stop removes the file.
+  absl::Status ListenUnix(const std::string& path, uint32_t mode = 0600);
+
   // "host:port" actually bound. Valid after Listen.
   std::string bound_address() const;
+  // The Unix socket's path; empty without ListenUnix.
+  const std::string& unix_path() const { return unix_path_; }
 
-  // Stops accepting and closes every connection.
+  // Stops accepting, closes every connection, and removes the Unix
+  // socket file if ListenUnix made one and it is still that file (not
+  // one a newer server made at the path since). Idempotent.
   void Stop();
 
   // Called once, on an io thread, when an accepted connection closes, with
@@ -156,18 +176,33 @@ class RpcServer {
   // Failed accepts (each logged, rate limited).
   uint64_t accept_errors() const { return accept_errors_.load(); }
   uint64_t responses() const { return responses_.load(); }
+  // Connections accepted, and request frames read, on each transport.
+  uint64_t connections_accepted(Transport transport) const {
+    return transport == Transport::kUnix ? unix_connections_.load() : tcp_connections_.load();
+  }
+  uint64_t requests_read(Transport transport) const {
+    return transport == Transport::kUnix ? unix_requests_.load() : tcp_requests_.load();
+  }
   // Socket writes that carried responses: fewer than responses() when
   // ResponseBatch or a busy socket put several in one write.
   uint64_t response_writes() const { return response_writes_.load(); }
 
  private:
-  void Accept();
+  // One listening socket (the TCP port, the Unix socket) and its accept
+  // loop's backoff timer.
+  struct Listener {
+    explicit Listener(asio::io_context& io) : acceptor(io), backoff(io) {}
+    StreamAcceptor acceptor;
+    asio::steady_timer backoff;
+  };
+
+  void Accept(Listener* listener);
   // A failed accept: accepts again, after kAcceptBackoff if the process
   // is out of descriptors or memory.
-  void OnAcceptError(asio::error_code ec);
+  void OnAcceptError(Listener* listener, asio::error_code ec);
   // Serves an accepted socket, or closes it if the server stopped or a
   // handshake cap is full.
-  void Admit(asio::ip::tcp::socket socket) ABSL_LOCKS_EXCLUDED(connections_mu_);
+  void Admit(StreamSocket socket) ABSL_LOCKS_EXCLUDED(connections_mu_);
   // Takes a handshake slot for a peer at `ip`; false if a cap is full.
   bool TakeHandshakeSlotLocked(const std::string& ip)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(connections_mu_);
@@ -179,8 +214,10 @@ class RpcServer {
   TypeFilter filter_;
   ClusterKeyPtr key_;
   HandshakeLimits limits_;
-  asio::ip::tcp::acceptor acceptor_;
-  asio::steady_timer accept_backoff_;
+  Listener tcp_;
+  Listener unix_;                            // open after ListenUnix
+  std::string unix_path_;                    // set by ListenUnix
+  std::pair<dev_t, ino_t> unix_file_{0, 0};  // the socket file ListenUnix made
   // Expires with the server: a backoff wait that fired just before Stop
   // closed the acceptor finds it gone and does not touch the server.
   std::shared_ptr<char> alive_ = std::make_shared<char>();
@@ -190,6 +227,10 @@ class RpcServer {
   std::atomic<uint64_t> accept_errors_{0};
   std::atomic<uint64_t> responses_{0};
   std::atomic<uint64_t> response_writes_{0};
+  std::atomic<uint64_t> tcp_connections_{0};
+  std::atomic<uint64_t> unix_connections_{0};
+  std::atomic<uint64_t> tcp_requests_{0};
+  std::atomic<uint64_t> unix_requests_{0};
   std::atomic<uint64_t> next_connection_id_{1};
   std::function<void(uint64_t)> connection_closed_;
   absl::Mutex connections_mu_;

@@ -47,6 +47,13 @@ void CollectSegdMetrics(const SegdMetricsSources& s, metrics::FamilyList& out) {
                  {{"reason", "auth_failure"}});
   out.AddCounter("logfs_segd_rejected_frames_total", "", s.handshakes_refused,
                  {{"reason", "handshake_refused"}});
+  out.AddCounter("logfs_segd_rpc_connections_total", "RPC connections accepted, by transport.",
+                 s.tcp_connections, {{"transport", "tcp"}});
+  out.AddCounter("logfs_segd_rpc_connections_total", "", s.unix_connections,
+                 {{"transport", "unix"}});
+  out.AddCounter("logfs_segd_rpc_requests_total", "RPC request frames read, by transport.",
+                 s.tcp_requests, {{"transport", "tcp"}});
+  out.AddCounter("logfs_segd_rpc_requests_total", "", s.unix_requests, {{"transport", "unix"}});
   uint64_t open = 0, sealed = 0, corrupt = 0, bytes = 0;
   for (const ReplicaInfo& r : s.store->ListReplicas()) {
     (r.corrupt ? corrupt : r.sealed ? sealed : open) += 1;

@@ -33,6 +33,7 @@ struct SegdMetricsSources {
   const ReplicaStore* store = nullptr;
   uint64_t appends = 0, fdatasyncs = 0, sync_rounds = 0, heartbeats = 0;
   uint64_t bad_frames = 0, auth_failures = 0, handshakes_refused = 0;
+  uint64_t tcp_connections = 0, unix_connections = 0, tcp_requests = 0, unix_requests = 0;
 };
 
 // Adds the server's families, logfs_segd_registered 1 among them. Lists

@@ -63,6 +63,16 @@ class SegmentServerImpl : public SegmentServer {
     service_.set_incarnation(incarnation);
     if (!options.host_id.empty()) service_.set_host_id(options.host_id);
     RETURN_IF_ERROR(rpc_server_.Listen(options.listen_address));
+    service_.set_rpc_server(&rpc_server_);
+    if (!options.rpc_socket.empty()) {
+      absl::Status unix = rpc_server_.ListenUnix(options.rpc_socket);
+      if (unix.ok()) {
+        service_.set_rpc_socket(options.rpc_socket);
+      } else {
+        // Local clients reach it over TCP instead.
+        LOG(WARNING) << "RPCs over TCP only: " << unix;
+      }
+    }
     MetaHeartbeatOptions meta;
     meta.meta_addresses = SplitMetaAddresses(options.meta_address);
     if (meta.meta_addresses.empty()) return absl::InvalidArgumentError("no meta address");
@@ -86,6 +96,7 @@ class SegmentServerImpl : public SegmentServer {
 
   std::string bound_address() const override { return rpc_server_.bound_address(); }
   std::string advertised_address() const override { return advertised_address_; }
+  std::string rpc_socket() const override { return rpc_server_.unix_path(); }
   uint64_t server_id() const override { return store_->server_id(); }
 
   SegmentServerCounters counters() const override {
@@ -96,6 +107,10 @@ class SegmentServerImpl : public SegmentServer {
     c.heartbeats = heartbeat_ != nullptr ? heartbeat_->heartbeats_sent() : 0;
     c.responses = rpc_server_.responses();
     c.response_writes = rpc_server_.response_writes();
+    c.tcp_connections = rpc_server_.connections_accepted(rpc::Transport::kTcp);
+    c.unix_connections = rpc_server_.connections_accepted(rpc::Transport::kUnix);
+    c.tcp_requests = rpc_server_.requests_read(rpc::Transport::kTcp);
+    c.unix_requests = rpc_server_.requests_read(rpc::Transport::kUnix);
     return c;
   }
 
@@ -110,6 +125,10 @@ class SegmentServerImpl : public SegmentServer {
     sources.bad_frames = rpc_server_.bad_frames();
     sources.auth_failures = rpc_server_.auth_failures();
     sources.handshakes_refused = rpc_server_.handshakes_refused();
+    sources.tcp_connections = c.tcp_connections;
+    sources.unix_connections = c.unix_connections;
+    sources.tcp_requests = c.tcp_requests;
+    sources.unix_requests = c.unix_requests;
     CollectSegdMetrics(sources, out);
   }
 

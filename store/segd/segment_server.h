@@ -58,6 +58,11 @@ struct SegmentServerOptions {
   // Unix socket for short-circuit reads (store/segd/short_circuit_server.h);
   // empty: off.
   std::string short_circuit_socket;
+  // Unix stream socket that serves the same RPCs as listen_address, for
+  // clients on this host (rpc::RpcServer::ListenUnix, mode 0600: this
+  // server's user and root); empty: TCP only. If it cannot be made the
+  // server logs why and serves TCP only.
+  std::string rpc_socket;
   // Uids besides root and this process's that may use it (SO_PEERCRED).
   std::vector<uint32_t> short_circuit_uids;
   // The identity to take when the data dir has none (a replaced, empty
@@ -79,6 +84,9 @@ struct SegmentServerCounters {
   uint64_t heartbeats = 0;   // heartbeats sent to meta
   uint64_t responses = 0;        // RPC responses sent
   uint64_t response_writes = 0;  // socket writes that carried them
+  // RPC connections accepted and request frames read, by transport.
+  uint64_t tcp_connections = 0, unix_connections = 0;
+  uint64_t tcp_requests = 0, unix_requests = 0;
 };
 
 class SegmentServer {
@@ -98,6 +106,8 @@ class SegmentServer {
   virtual std::string bound_address() const = 0;
   // "host:port" others dial (registered with meta).
   virtual std::string advertised_address() const = 0;
+  // The RPC Unix socket's path; empty when there is none.
+  virtual std::string rpc_socket() const = 0;
 
   // The id meta assigned (kept in the data dir across restarts).
   virtual uint64_t server_id() const = 0;

@@ -208,6 +208,12 @@ void SegmentService::ServerStats(const rpc::Responder& responder) {
   response.set_journal_wraps(store_->journal_wraps());
   response.set_server_id(store_->server_id());
   response.set_incarnation(incarnation_);
+  if (rpc_server_ != nullptr) {
+    response.set_tcp_connections(rpc_server_->connections_accepted(rpc::Transport::kTcp));
+    response.set_unix_connections(rpc_server_->connections_accepted(rpc::Transport::kUnix));
+    response.set_tcp_requests(rpc_server_->requests_read(rpc::Transport::kTcp));
+    response.set_unix_requests(rpc_server_->requests_read(rpc::Transport::kUnix));
+  }
   responder.Reply(response);
 }
 
@@ -215,6 +221,7 @@ void SegmentService::ShortCircuitInfo(const rpc::Responder& responder) {
   proto::ShortCircuitInfoResponse response;
   response.set_boot_id(boot_id_);
   response.set_socket_path(short_circuit_socket_);
+  response.set_rpc_socket_path(rpc_socket_);
   responder.Reply(response);
 }
 

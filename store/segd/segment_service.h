@@ -45,6 +45,12 @@ class SegmentService {
   // What ShortCircuitInfo answers: the short-circuit socket's path (empty:
   // off). Call before serving.
   void set_short_circuit_socket(std::string path) { short_circuit_socket_ = std::move(path); }
+  // What ShortCircuitInfo answers as the RPC Unix socket's path (empty:
+  // none). Call before serving.
+  void set_rpc_socket(std::string path) { rpc_socket_ = std::move(path); }
+  // The server whose per-transport counters ServerStats reports (null:
+  // zeros). Kept; must outlive every Handle call. Call before serving.
+  void set_rpc_server(const rpc::RpcServer* server) { rpc_server_ = server; }
   // What ShortCircuitInfo answers as this host's id (default: the boot id).
   // Call before serving.
   void set_host_id(std::string host_id) { boot_id_ = std::move(host_id); }
@@ -93,6 +99,8 @@ class SegmentService {
   SegmentCopier* const copier_;
   std::string boot_id_;               // the host id readers compare with theirs
   std::string short_circuit_socket_;  // set before serving
+  std::string rpc_socket_;            // set before serving
+  const rpc::RpcServer* rpc_server_ = nullptr;  // set before serving
   uint64_t incarnation_ = 0;          // set before serving
   MetaFence* fence_ = nullptr;        // set before serving
   asio::thread_pool read_pool_{2};

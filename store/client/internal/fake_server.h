@@ -56,6 +56,8 @@ class FakeServer {
   }
 
   std::string address() const { return server_->bound_address(); }
+  // The server itself (ListenUnix, its counters).
+  rpc::RpcServer& server() { return *server_; }
 
   // Every request so far, in arrival order.
   std::vector<format::Frame> requests() {
