@@ -18,6 +18,7 @@
 #include "store/rpc/frame_writer.h"
 #include "store/rpc/handshake.h"
 #include "store/rpc/outgoing_frame.h"
+#include "store/rpc/unix_socket.h"
 
 namespace logfs::rpc {
 
@@ -286,11 +287,24 @@ absl::Status RpcServer::ListenUnix(const std::string& path, uint32_t mode) {
   CHECK(unix_path_.empty()) << "ListenUnix twice";
   auto endpoint = UnixEndpoint(path);
   if (!endpoint.ok()) return endpoint.status();
-  // A socket file left by a process that died is in the way of bind; a
-  // live server on it is the operator's mistake, as a busy TCP port is.
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot remove stale socket ", path, ": ", std::strerror(errno)));
+  // A socket file left by a process that died is in the way of bind and
+  // goes. Anything else at the path stays and the listen fails, as on a
+  // busy TCP port: a file that is not a socket (a mistyped path), or a
+  // socket a live server accepts on (two servers given one path would
+  // otherwise both name it, and calls meant for one would reach the other).
+  if (struct stat existing; ::lstat(path.c_str(), &existing) == 0) {
+    if (!S_ISSOCK(existing.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot listen on ", path, ": a file that is not a socket is there"));
+    }
+    if (ConnectUnix(path, absl::Seconds(1)).ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot listen on ", path, ": another server listens there"));
+    }
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot remove stale socket ", path, ": ", std::strerror(errno)));
+    }
   }
   asio::error_code ec;
   unix_.acceptor.open(endpoint->protocol(), ec);

@@ -12,6 +12,8 @@
 #include <asio.hpp>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -280,33 +282,50 @@ TEST_F(UnixTransportTest, StopRemovesTheSocketFileAndListenReplacesAStaleOne) {
   EXPECT_FALSE(std::filesystem::exists(socket_path()));
 }
 
-TEST_F(UnixTransportTest, StoppingAServerLeavesTheSocketOfItsSuccessor) {
-  // Goal: a restart whose new server binds the path before the old one
-  // has stopped keeps the new server's socket. Method: a second server
-  // listens on the same path (replacing the file), the first stops, and a
-  // client still reaches the second over the Unix socket.
+TEST_F(UnixTransportTest, ASecondServerCannotTakeTheSocketOfALiveOneNorAFile) {
+  // Goal: two servers given one path (a shared data dir, a copied flag)
+  // fail loudly, as on a busy TCP port, instead of the second taking the
+  // path so that calls meant for the first reach it; a path naming a file
+  // that is not a socket is refused and the file kept. Method: a second
+  // server listens on the live server's path, then on a regular file;
+  // then the first stops and the second may listen.
   StartServer(nullptr);
-  std::atomic<int> successor_requests{0};
-  RpcServer successor(
+  std::atomic<int> second_requests{0};
+  RpcServer second(
       server_io_.io(),
       [&](format::Frame frame, Responder responder) {
-        ++successor_requests;
+        ++second_requests;
         proto::StatFsResponse response;
         response.set_free_bytes(frame.data.size());
         responder.Reply(response, frame.data);
       },
       [](uint16_t type) { return type == static_cast<uint16_t>(format::MessageType::kStatFs); });
-  successor.SetClusterKey(nullptr);
-  ASSERT_TRUE(successor.Listen("127.0.0.1:0").ok());
-  ASSERT_TRUE(successor.ListenUnix(socket_path()).ok());
-  server_->Stop();
-  EXPECT_TRUE(std::filesystem::exists(socket_path()));
+  second.SetClusterKey(nullptr);
+  ASSERT_TRUE(second.Listen("127.0.0.1:0").ok());
+  absl::Status taken = second.ListenUnix(socket_path());
+  EXPECT_EQ(absl::StatusCode::kFailedPrecondition, taken.code()) << taken;
+  EXPECT_NE(std::string::npos, taken.message().find("another server listens")) << taken;
   auto client = Client(nullptr, socket_path());
   EXPECT_TRUE(Echo(*client, "payload").ok());
   client->Shutdown();
-  EXPECT_EQ(1, successor_requests.load());
-  EXPECT_EQ(0, requests_.load());
-  successor.Stop();
+  EXPECT_EQ(1, requests_.load());
+  EXPECT_EQ(0, second_requests.load());
+
+  const std::string file = dir_ + "/journal";
+  { std::ofstream(file) << "not a socket"; }
+  absl::Status not_socket = second.ListenUnix(file);
+  EXPECT_EQ(absl::StatusCode::kFailedPrecondition, not_socket.code()) << not_socket;
+  std::ifstream kept(file);
+  EXPECT_EQ("not a socket", std::string(std::istreambuf_iterator<char>(kept), {}));
+
+  server_->Stop();
+  EXPECT_FALSE(std::filesystem::exists(socket_path()));
+  ASSERT_TRUE(second.ListenUnix(socket_path()).ok());
+  auto again = Client(nullptr, socket_path());
+  EXPECT_TRUE(Echo(*again, "payload").ok());
+  again->Shutdown();
+  EXPECT_EQ(1, second_requests.load());
+  second.Stop();
   EXPECT_FALSE(std::filesystem::exists(socket_path()));
 }
 
