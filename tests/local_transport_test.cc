@@ -142,6 +142,20 @@ TEST(LocalTransportTest, WalAppendsReachTheLocalSegdsOverTheirUnixSockets) {
   read = ReadFile(c.Path("wal/log"));
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(written, *read);
+
+  // (e) The new mount's first calls to the servers were the read's (its
+  // short-circuit ShortCircuitInfo): its appends still go over the Unix
+  // sockets, not a TCP connection that the read opened.
+  const auto before_second = stats.All();
+  const std::string written2 = WriteSyncedRecords(c, "log2");
+  ASSERT_EQ(kRecords * kRecordBytes, written2.size());
+  const auto after_second = stats.All();
+  for (size_t i = 0; i < after_second.size(); ++i) {
+    const uint64_t appends = after_second[i].appends() - before_second[i].appends();
+    const uint64_t unix_requests =
+        after_second[i].unix_requests() - before_second[i].unix_requests();
+    EXPECT_GE(unix_requests, appends) << "segd " << i << " after the remount";
+  }
 }
 
 TEST(LocalTransportTest, LocalTransportTcpKeepsLocalSegdsOnLoopbackTcp) {

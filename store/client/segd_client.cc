@@ -127,6 +127,9 @@ absl::StatusOr<proto::ServerStatsResponse> SegdClient::ServerStats(const std::st
 absl::StatusOr<proto::ShortCircuitInfoResponse> SegdClient::ShortCircuitInfo(
     const std::string& address, absl::Duration timeout) {
   proto::ShortCircuitInfoResponse response;
+  // A mount's first call to a server may be this one (a read before any
+  // write): the pool's connection must be a Unix one from the start.
+  Route(address, timeout);
   RETURN_IF_ERROR(
       pool_.Get(address)->Call(MessageType::kShortCircuitInfo, proto::Empty(), &response, timeout));
   return response;
