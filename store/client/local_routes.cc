@@ -2,6 +2,10 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
+#include <thread>
+#include <vector>
+
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
 #include "store/rpc/rpc_client.h"
@@ -17,6 +21,9 @@ LocalRoutes::LocalRoutes(rpc::ClientPool& pool, Options options)
 }
 
 void LocalRoutes::Learn(const std::string& address, absl::Duration timeout) {
+  // A local server answers at once; a remote one that does not answer in
+  // this long is left on TCP, where the caller's own call meets it.
+  timeout = std::min(timeout, kAskTimeout);
   {
     absl::MutexLock lock(&mu_);
     auto [it, inserted] = routes_.try_emplace(address);
@@ -44,8 +51,30 @@ void LocalRoutes::Learn(const std::string& address, absl::Duration timeout) {
   }
 }
 
+bool LocalRoutes::Known(const std::string& address) const {
+  absl::MutexLock lock(&mu_);
+  auto it = routes_.find(address);
+  return it != routes_.end() && it->second.state == State::kKnown;
+}
+
 void LocalRoutes::LearnEach(const std::vector<std::string>& addresses, absl::Duration timeout) {
-  for (const std::string& address : addresses) Learn(address, timeout);
+  // The servers not known yet are asked at once, each on a thread of its
+  // own, so that a fan-out waits for the slowest answer, not their sum.
+  // Threads are made only then: once per server, or after a failure.
+  std::vector<const std::string*> unknown;
+  for (const std::string& address : addresses) {
+    if (!Known(address)) unknown.push_back(&address);
+  }
+  if (unknown.size() <= 1) {
+    for (const std::string* address : unknown) Learn(*address, timeout);
+    return;
+  }
+  std::vector<std::thread> askers;
+  askers.reserve(unknown.size());
+  for (const std::string* address : unknown) {
+    askers.emplace_back([this, address, timeout] { Learn(*address, timeout); });
+  }
+  for (std::thread& asker : askers) asker.join();
 }
 
 absl::StatusOr<std::string> LocalRoutes::Ask(const std::string& address, absl::Duration timeout) {

@@ -53,9 +53,17 @@ class LocalRoutes {
   // one address wait for one answer. A server that cannot be asked stays
   // on TCP and is asked again after Options::retry_after. Never fails: the
   // worst outcome is TCP.
+  // The question takes at most min(timeout, kAskTimeout).
   void Learn(const std::string& address, absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+  // Learn for each address; those not known yet are asked in parallel, so
+  // it blocks for at most one min(timeout, kAskTimeout) (plus the wait
+  // for another caller asking the same server).
   void LearnEach(const std::vector<std::string>& addresses, absl::Duration timeout)
       ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Longest a server is asked for its route: a server on this host
+  // answers at once.
+  static constexpr absl::Duration kAskTimeout = absl::Seconds(1);
 
   // Servers asked so far, and those found on this host with an RPC socket.
   uint64_t probes() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -67,6 +75,7 @@ class LocalRoutes {
     State state = State::kAsking;
     absl::Time asked_at;  // kUnreachable: when
   };
+  bool Known(const std::string& address) const ABSL_LOCKS_EXCLUDED(mu_);
   // The server's Unix RPC socket if it is on this host and has one, else
   // "" (TCP); an error if it could not be asked.
   absl::StatusOr<std::string> Ask(const std::string& address, absl::Duration timeout);
