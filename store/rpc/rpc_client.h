@@ -6,9 +6,10 @@
 // The connection is TCP to the server's "host:port", or, when the client
 // knows the server's Unix socket (a server on this host: Options::
 // unix_socket_path, SetUnixSocketPath), a Unix stream socket with the same
-// frames, handshake and timeouts. A Unix connect that fails (no such file,
-// refused, EACCES) falls back to TCP for that connection, logged once per
-// client; the next connection tries the Unix socket again.
+// frames, handshake and timeouts. A Unix connect that fails, for any
+// reason (no such file, refused, EACCES, ...), falls back to TCP for that
+// connection, logged once per client; the next connection tries the Unix
+// socket again.
 //
 // A call's frame is written by the connection's FrameWriter: from the
 // caller's thread when the socket is idle (no io thread wake-up), with no
