@@ -359,7 +359,9 @@ class FakeCluster : public WriterDeps {
 // Runs the writer's recoveries on threads of their own, joined at the end.
 class Jobs {
  public:
-  ~Jobs() {
+  ~Jobs() { JoinAll(); }
+  // Joins the jobs started so far.
+  void JoinAll() {
     std::vector<std::thread> threads;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -559,6 +561,9 @@ TEST_F(FileWriterTest, WriteAsyncQueuesWritesThatWouldWaitAndKeepsTheirOrder) {
   ASSERT_TRUE(first.result.Wait());
   EXPECT_TRUE(first.result.status.ok()) << first.result.status;
   EXPECT_FALSE(first.inline_done);
+  // The drain that answered it ends once it finds the queue empty; until
+  // then a write queues behind it (order), so wait for it to end.
+  jobs_.JoinAll();
   ASSERT_TRUE(Sync().ok());
   // (b) Room and a segment: taken inline, though no quorum acks it.
   cluster_->Hold(1);
