@@ -471,6 +471,11 @@ absl::StatusOr<cache::ReadBuffer> Mount::ReadInternal(OpenFile& file, uint64_t o
     absl::MutexLock lock(&file.mu);
     length = SealedLength(file.inode);
     if (file.live && (offset + size > length || HasOpenSegment(file.inode))) {
+      // The live length comes from meta, on the waiting pool: when the file
+      // has grown, its new bytes are in an open segment, which only a
+      // segment server serves, so asking here made a second ask from the
+      // pool.
+      if (mode == cache::ReadMode::kCachedOnly) return cache::RemoteReadNeeded();
       ASSIGN_OR_RETURN(file.inode, meta_.GetInode(file.ino));
       length = LiveLength(file.inode);
     }

@@ -161,7 +161,8 @@ class Mount {
   // runs there. `file` must live until `done` has run.
   // ReadAsync: inline when every byte is in the block cache or in a
   // replica this host already has open (short-circuit), else from the pool
-  // (a remote read, a replica's first open, written bytes not yet durable).
+  // (a remote read, a replica's first open, written bytes not yet durable,
+  // a live file another mount writes, whose length comes from meta).
   using ReadDone = std::function<void(absl::StatusOr<cache::ReadBuffer>)>;
   void ReadAsync(OpenFile& file, uint64_t offset, uint64_t size, ReadDone done);
   // WriteAsync: wal::FileWriter::WriteAsync (a full queue or a roll waits

@@ -24,6 +24,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "tests/fakes/loopback_exchange.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {
@@ -187,6 +188,64 @@ TEST(FuseWorkersTest, StatAndLsAnswerWhileEveryWorkerWouldWaitOnAStalledReplica)
     ASSERT_TRUE(wal.ok()) << wal.status();
     EXPECT_TRUE(*wal == Pattern(kWalBytes, 100 + i) + Pattern(200, 200 + i)) << "log " << i;
   }
+}
+
+TEST(FuseWorkersTest, ReadingNewBytesOfAFileAnotherMountWritesAsksMetaOnce) {
+  // Goal: a read on mount 1 of bytes that mount 0 appended to a WAL file
+  // it keeps open (tail -f from another mount) asks meta for the file's
+  // inode once. Before, the FUSE worker asked meta for the live length,
+  // found the new bytes in an open segment (which only a segment server
+  // serves), handed the read to the waiting pool, and the pool asked meta
+  // again.
+  // Method: meta serves metrics; mount 0 writes, fsyncs and keeps the file
+  // open; mount 1 opens it and reads it; mount 0 appends and fsyncs again;
+  // meta's count of get_inode calls is read before and after mount 1's
+  // pread of the new bytes, which must come back whole.
+  char tmpl[] = "/tmp/logfs-fuse-workers-XXXXXX";
+  ASSERT_NE(nullptr, mkdtemp(tmpl));
+  const std::string dir = tmpl;
+  struct RemoveDir {
+    std::string dir;
+    ~RemoveDir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  } remove_dir{dir};
+  MountedClusterOptions options;
+  options.mounts = 2;
+  options.meta_flags = {"--metrics_listen=127.0.0.1:0",
+                        "--metrics_address_file=" + dir + "/meta.metrics_address"};
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  MakeWalDir(c);
+  const int port = PortInAddressFile(dir + "/meta.metrics_address");
+  ASSERT_GT(port, 0);
+  const std::string series = "logfs_meta_call_duration_seconds_count{op=\"get_inode\"}";
+  auto get_inodes = [&] { return MetricSample(ScrapeMetrics(port), series); };
+
+  const std::string first = Pattern(3000, 1), more = Pattern(500, 2);
+  const int writer = open(c.Path("wal/tailed", 0).c_str(), O_CREAT | O_WRONLY | O_APPEND, 0644);
+  ASSERT_GE(writer, 0);
+  ASSERT_EQ(static_cast<ssize_t>(first.size()), write(writer, first.data(), first.size()));
+  ASSERT_EQ(0, fsync(writer));
+  const int reader = open(c.Path("wal/tailed", 1).c_str(), O_RDONLY);
+  ASSERT_GE(reader, 0);
+  std::string got(first.size() + more.size(), '\0');
+  EXPECT_EQ(static_cast<ssize_t>(first.size()), pread(reader, got.data(), got.size(), 0));
+  EXPECT_EQ(first, got.substr(0, first.size()));
+  ASSERT_EQ(static_cast<ssize_t>(more.size()), write(writer, more.data(), more.size()));
+  ASSERT_EQ(0, fsync(writer));
+
+  const double before = get_inodes();
+  const ssize_t n = pread(reader, got.data(), more.size(), first.size());
+  const double after = get_inodes();
+  EXPECT_EQ(static_cast<ssize_t>(more.size()), n);
+  EXPECT_EQ(more, got.substr(0, more.size()));
+  EXPECT_GE(before, 1);
+  EXPECT_EQ(1, after - before) << "get_inode calls for one read";
+  close(reader);
+  close(writer);
 }
 
 }  // namespace

@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -28,14 +27,6 @@
 
 namespace logfs::testing {
 namespace {
-
-// The port in the "IP:PORT" file `path` (written once the server serves).
-int PortIn(const std::string& path) {
-  auto text = ReadFile(path);
-  int port = 0;
-  if (!text.ok() || !absl::SimpleAtoi(text->substr(text->rfind(':') + 1), &port)) return 0;
-  return port;
-}
 
 // promtool's verdict on `text`: its exit status and output.
 CommandResult Promtool(const std::string& dir, const std::string& name, const std::string& text) {
@@ -98,7 +89,7 @@ TEST_F(MetricsTest, EveryProcessServesLintCleanMetricsThatMove) {
     std::vector<std::string> names = {"meta", "segd0", "segd1", "segd2", "mount"};
     for (const std::string& name : names) {
       SCOPED_TRACE(name);
-      const int port = PortIn(dir_ + "/" + name + ".metrics_address");
+      const int port = PortInAddressFile(dir_ + "/" + name + ".metrics_address");
       ASSERT_GT(port, 0);
       const std::string text = ScrapeMetrics(port);
       ASSERT_FALSE(text.empty());

@@ -6,6 +6,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -47,6 +50,15 @@ double MetricSample(const std::string& text, const std::string& series) {
     if (absl::SimpleAtod(line.substr(series.size() + 1), &value)) return value;
   }
   return -1;
+}
+
+int PortInAddressFile(const std::string& path) {
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  int port = 0;
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || !absl::SimpleAtoi(text.substr(colon + 1), &port)) return 0;
+  return port;
 }
 
 }  // namespace logfs::testing

@@ -26,4 +26,8 @@ std::string ScrapeMetrics(int port);
 // absent.
 double MetricSample(const std::string& text, const std::string& series);
 
+// The port in an "IP:PORT" file such as a server's --metrics_address_file
+// (written once it serves); 0 if the file is missing or holds no port.
+int PortInAddressFile(const std::string& path);
+
 }  // namespace logfs::testing
