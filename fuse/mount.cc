@@ -468,18 +468,34 @@ absl::StatusOr<cache::ReadBuffer> Mount::ReadInternal(OpenFile& file, uint64_t o
     segments = writer->ReadableSegments();
     length = writer->acked_length();
   } else {
-    absl::MutexLock lock(&file.mu);
-    length = SealedLength(file.inode);
-    if (file.live && (offset + size > length || HasOpenSegment(file.inode))) {
-      // The live length comes from meta, on the waiting pool: when the file
-      // has grown, its new bytes are in an open segment, which only a
-      // segment server serves, so asking here made a second ask from the
-      // pool.
-      if (mode == cache::ReadMode::kCachedOnly) return cache::RemoteReadNeeded();
-      ASSIGN_OR_RETURN(file.inode, meta_.GetInode(file.ino));
-      length = LiveLength(file.inode);
+    bool refresh;
+    uint64_t ticket = 0;
+    {
+      absl::MutexLock lock(&file.mu);
+      length = SealedLength(file.inode);
+      refresh = file.live && (offset + size > length || HasOpenSegment(file.inode));
+      if (!refresh) {
+        segments.assign(file.inode.segments().begin(), file.inode.segments().end());
+      } else if (mode != cache::ReadMode::kCachedOnly) {
+        ticket = ++file.inode_asks;
+      }
     }
-    segments.assign(file.inode.segments().begin(), file.inode.segments().end());
+    if (refresh) {
+      // A live file's length comes from meta and from its open segment's
+      // replicas (LiveLength): asked on the waiting pool, never on a FUSE
+      // worker, and with no lock held, so that other reads of this handle
+      // do not wait behind a stalled server.
+      if (mode == cache::ReadMode::kCachedOnly) return cache::RemoteReadNeeded();
+      ASSIGN_OR_RETURN(proto::Inode inode, meta_.GetInode(file.ino));
+      length = LiveLength(inode);
+      segments.assign(inode.segments().begin(), inode.segments().end());
+      absl::MutexLock lock(&file.mu);
+      // Of answers that cross, keep the one asked for last.
+      if (ticket > file.inode_ticket) {
+        file.inode_ticket = ticket;
+        file.inode = std::move(inode);
+      }
+    }
   }
   cache::ReadBuffer out;
   RETURN_IF_ERROR(cache::ReadFile(block_cache_.get(), *segment_reader_, segments, length, offset,

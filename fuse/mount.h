@@ -96,6 +96,10 @@ struct OpenFile {
   bool growing = false;       // at open: a writer holds it, or it has an open segment
   absl::Mutex mu;
   proto::Inode inode ABSL_GUARDED_BY(mu);   // for reads
+  // Reads of a live file ask meta for `inode` with no lock held: each ask
+  // takes a ticket, and `inode` is the answer of the highest ticket stored.
+  uint64_t inode_asks ABSL_GUARDED_BY(mu) = 0;
+  uint64_t inode_ticket ABSL_GUARDED_BY(mu) = 0;
 };
 
 class Mount {
@@ -162,7 +166,8 @@ class Mount {
   // ReadAsync: inline when every byte is in the block cache or in a
   // replica this host already has open (short-circuit), else from the pool
   // (a remote read, a replica's first open, written bytes not yet durable,
-  // a live file another mount writes, whose length comes from meta).
+  // a read of a live file past its known length or while it has an open
+  // segment: its length comes from meta and the open segment's replicas).
   using ReadDone = std::function<void(absl::StatusOr<cache::ReadBuffer>)>;
   void ReadAsync(OpenFile& file, uint64_t offset, uint64_t size, ReadDone done);
   // WriteAsync: wal::FileWriter::WriteAsync (a full queue or a roll waits
@@ -207,8 +212,8 @@ class Mount {
   // Blocks until every byte written to `writer` so far is durable on its
   // ack quorum (a Sync); the writer's sticky error (EIO) otherwise.
   absl::Status WaitUntilDurable(wal::FileWriter& writer);
-  // Read's work; with `cached_only` it never waits for a segment server,
-  // and returns cache::RemoteReadNeeded() where it would.
+  // Read's work; with mode kCachedOnly it never waits for a segment server
+  // nor asks meta, and returns cache::RemoteReadNeeded() where it would.
   absl::StatusOr<cache::ReadBuffer> ReadInternal(OpenFile& file, uint64_t offset, uint64_t size,
                                                  cache::ReadMode mode);
   // Length and readable segments of a file another mount may be writing.

@@ -17,13 +17,16 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "src/util/unique_fd.h"
 #include "tests/fakes/loopback_exchange.h"
 #include "tests/mounted_cluster.h"
 
@@ -190,62 +193,193 @@ TEST(FuseWorkersTest, StatAndLsAnswerWhileEveryWorkerWouldWaitOnAStalledReplica)
   }
 }
 
+// Two mounts of a cluster whose meta serves metrics; mount 0 writes a WAL
+// file (wal/tailed), fsyncs and keeps it open; mount 1 reads it: a tail -f
+// from another mount. Everything is undone by the destructor.
+class TailedFile {
+ public:
+  static constexpr size_t kFirst = 3000;  // bytes before mount 1 opens the file
+  static constexpr size_t kMore = 500;    // bytes appended after
+
+  // Starts the cluster with `mount_flags`, writes and fsyncs kFirst bytes on
+  // mount 0, opens the file on mount 1 and reads them there, then appends
+  // and fsyncs kMore bytes on mount 0. ok() says whether all of it worked.
+  explicit TailedFile(std::vector<std::string> mount_flags) {
+    char tmpl[] = "/tmp/logfs-fuse-workers-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) {
+      error_ = "mkdtemp failed";
+      return;
+    }
+    dir_ = tmpl;
+    MountedClusterOptions options;
+    options.mounts = 2;
+    options.mount_flags = std::move(mount_flags);
+    options.meta_flags = {"--metrics_listen=127.0.0.1:0",
+                          "--metrics_address_file=" + dir_ + "/meta.metrics_address"};
+    auto mc = MountedCluster::Start(options);
+    if (!mc.ok()) {
+      error_ = mc.status().ToString();
+      return;
+    }
+    cluster_ = std::move(*mc);
+    MakeWalDir(*cluster_);
+    port_ = PortInAddressFile(dir_ + "/meta.metrics_address");
+    writer_.Reset(open(cluster_->Path("wal/tailed", 0).c_str(), O_CREAT | O_WRONLY | O_APPEND, 0644));
+    if (port_ <= 0) {
+      error_ = "meta wrote no metrics address";
+      return;
+    }
+    if (writer_.get() < 0 || !Append(first()).ok()) {
+      error_ = absl::StrCat("writing on mount 0 failed: errno ", errno);
+      return;
+    }
+    reader_.Reset(open(cluster_->Path("wal/tailed", 1).c_str(), O_RDONLY));
+    if (reader_.get() < 0) {
+      error_ = absl::StrCat("open on mount 1 failed: errno ", errno);
+      return;
+    }
+    std::string got(kFirst + kMore, '\0');
+    if (pread(reader_.get(), got.data(), got.size(), 0) != static_cast<ssize_t>(kFirst) ||
+        got.substr(0, kFirst) != first() || !Append(more()).ok()) {
+      error_ = "reading on mount 1 or appending on mount 0 failed";
+      return;
+    }
+    ok_ = true;
+  }
+  ~TailedFile() {
+    reader_.Reset();
+    writer_.Reset();
+    cluster_.reset();
+    std::error_code ignored;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+  }
+
+  bool ok() const { return ok_; }
+  // Why not ok().
+  const std::string& error() const { return error_; }
+  MountedCluster& cluster() { return *cluster_; }
+  int reader() const { return reader_.get(); }
+  static std::string first() { return Pattern(kFirst, 1); }
+  static std::string more() { return Pattern(kMore, 2); }
+  // Calls meta has answered for an inode (get_inode), -1 if the scrape fails.
+  double GetInodeCalls() const {
+    return MetricSample(ScrapeMetrics(port_),
+                        "logfs_meta_call_duration_seconds_count{op=\"get_inode\"}");
+  }
+  // mount 1's pread of the kMore appended bytes: what came back.
+  std::string ReadMore() const {
+    std::string got(kMore, '\0');
+    const ssize_t n = pread(reader_.get(), got.data(), got.size(), kFirst);
+    return n < 0 ? absl::StrCat("(errno ", errno, ")") : got.substr(0, n);
+  }
+
+ private:
+  // Writes `data` on mount 0 and fsyncs it.
+  absl::Status Append(const std::string& data) {
+    if (write(writer_.get(), data.data(), data.size()) != static_cast<ssize_t>(data.size()) ||
+        fsync(writer_.get()) != 0) {
+      return absl::ErrnoToStatus(errno, "append on mount 0");
+    }
+    return absl::OkStatus();
+  }
+
+  std::string dir_;
+  std::unique_ptr<MountedCluster> cluster_;
+  int port_ = 0;
+  util::UniqueFd writer_, reader_;
+  bool ok_ = false;
+  std::string error_;
+};
+
 TEST(FuseWorkersTest, ReadingNewBytesOfAFileAnotherMountWritesAsksMetaOnce) {
   // Goal: a read on mount 1 of bytes that mount 0 appended to a WAL file
-  // it keeps open (tail -f from another mount) asks meta for the file's
-  // inode once. Before, the FUSE worker asked meta for the live length,
-  // found the new bytes in an open segment (which only a segment server
-  // serves), handed the read to the waiting pool, and the pool asked meta
-  // again.
-  // Method: meta serves metrics; mount 0 writes, fsyncs and keeps the file
-  // open; mount 1 opens it and reads it; mount 0 appends and fsyncs again;
-  // meta's count of get_inode calls is read before and after mount 1's
-  // pread of the new bytes, which must come back whole.
-  char tmpl[] = "/tmp/logfs-fuse-workers-XXXXXX";
-  ASSERT_NE(nullptr, mkdtemp(tmpl));
-  const std::string dir = tmpl;
-  struct RemoveDir {
-    std::string dir;
-    ~RemoveDir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(dir, ignored);
-    }
-  } remove_dir{dir};
-  MountedClusterOptions options;
-  options.mounts = 2;
-  options.meta_flags = {"--metrics_listen=127.0.0.1:0",
-                        "--metrics_address_file=" + dir + "/meta.metrics_address"};
-  auto mc = MountedCluster::Start(options);
-  ASSERT_TRUE(mc.ok()) << mc.status();
-  MountedCluster& c = **mc;
-  MakeWalDir(c);
-  const int port = PortInAddressFile(dir + "/meta.metrics_address");
-  ASSERT_GT(port, 0);
-  const std::string series = "logfs_meta_call_duration_seconds_count{op=\"get_inode\"}";
-  auto get_inodes = [&] { return MetricSample(ScrapeMetrics(port), series); };
-
-  const std::string first = Pattern(3000, 1), more = Pattern(500, 2);
-  const int writer = open(c.Path("wal/tailed", 0).c_str(), O_CREAT | O_WRONLY | O_APPEND, 0644);
-  ASSERT_GE(writer, 0);
-  ASSERT_EQ(static_cast<ssize_t>(first.size()), write(writer, first.data(), first.size()));
-  ASSERT_EQ(0, fsync(writer));
-  const int reader = open(c.Path("wal/tailed", 1).c_str(), O_RDONLY);
-  ASSERT_GE(reader, 0);
-  std::string got(first.size() + more.size(), '\0');
-  EXPECT_EQ(static_cast<ssize_t>(first.size()), pread(reader, got.data(), got.size(), 0));
-  EXPECT_EQ(first, got.substr(0, first.size()));
-  ASSERT_EQ(static_cast<ssize_t>(more.size()), write(writer, more.data(), more.size()));
-  ASSERT_EQ(0, fsync(writer));
-
-  const double before = get_inodes();
-  const ssize_t n = pread(reader, got.data(), more.size(), first.size());
-  const double after = get_inodes();
-  EXPECT_EQ(static_cast<ssize_t>(more.size()), n);
-  EXPECT_EQ(more, got.substr(0, more.size()));
+  // it keeps open asks meta for the file's inode once. Before, the FUSE
+  // worker asked meta for the live length, found the new bytes in an open
+  // segment (which only a segment server serves), handed the read to the
+  // waiting pool, and the pool asked meta again.
+  // Method: meta's count of get_inode calls is read before and after mount
+  // 1's pread of the appended bytes, which must come back whole. Mount 1's
+  // handle is direct I/O (the file is open for write), so the kernel sends
+  // no getattr with the read; mount 0 never asks meta for its own file.
+  TailedFile tailed({});
+  ASSERT_TRUE(tailed.ok()) << tailed.error();
+  const double before = tailed.GetInodeCalls();
+  EXPECT_EQ(TailedFile::more(), tailed.ReadMore());
+  const double after = tailed.GetInodeCalls();
   EXPECT_GE(before, 1);
   EXPECT_EQ(1, after - before) << "get_inode calls for one read";
-  close(reader);
-  close(writer);
+}
+
+TEST(FuseWorkersTest, ReadsOfALiveFileDoNotWaitBehindOneOnAStalledReplica) {
+  // Goal: with every segment server stopped, 8 reads of one handle on
+  // mount 1 (twice its 4 FUSE workers), each needing the open segment's
+  // acked length from the replicas, are all handed to the waiting pool,
+  // and stat and ls on mount 1 answer within a second meanwhile. Before,
+  // the first read's pool job held the handle's lock while it waited for
+  // the replicas, and every other read waited for that lock on a worker.
+  // Method: the servers stopped by PID; meta's get_inode count polled
+  // until each read has asked (a read asks meta, then the replicas); stat
+  // and readdir timed on a thread of their own; then the servers resumed
+  // and every read checked.
+  constexpr int kReads = 8;
+  TailedFile tailed({absl::StrCat("--fuse_threads=", kFuseWorkers), "--rpc_timeout_ms=60000",
+                     "--replica_timeout_ms=60000", "--fsync_timeout_ms=60000"});
+  ASSERT_TRUE(tailed.ok()) << tailed.error();
+  MountedCluster& c = tailed.cluster();
+  const double before = tailed.GetInodeCalls();
+  ASSERT_GE(before, 1);
+  StalledServers stalled(c.cluster());
+  ASSERT_TRUE(stalled.Stall());
+  std::atomic<int> finished{0};
+  std::vector<std::string> results(kReads);
+  std::vector<std::thread> readers;
+  for (int i = 0; i < kReads; ++i) {
+    readers.emplace_back([&, i] {
+      results[i] = tailed.ReadMore();
+      ++finished;
+    });
+  }
+  struct Probe {
+    double get_inodes = 0;
+    int stat_errno = 0;
+    absl::Duration stat_took, ls_took;
+    size_t entries = 0;
+  };
+  auto probe = std::make_shared<Probe>();
+  auto probed = std::make_shared<absl::Notification>();
+  std::thread prober([&c, &tailed, before, probe, probed] {
+    for (int poll = 0; poll < 500; ++poll) {
+      probe->get_inodes = tailed.GetInodeCalls();
+      if (probe->get_inodes >= before + kReads) break;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    struct stat st;
+    absl::Time start = absl::Now();
+    probe->stat_errno = stat(c.Path("never-there", 1).c_str(), &st) == 0 ? 0 : errno;
+    probe->stat_took = absl::Now() - start;
+    start = absl::Now();
+    std::error_code error;
+    for (auto it = std::filesystem::directory_iterator(c.mountpoint(1), error);
+         !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+      ++probe->entries;
+    }
+    probe->ls_took = absl::Now() - start;
+    probed->Notify();
+  });
+  const bool answered = probed->WaitForNotificationWithTimeout(absl::Seconds(20));
+  EXPECT_TRUE(answered) << "stat and ls did not answer while reads waited for the servers";
+  EXPECT_EQ(0, finished.load()) << "the servers were stalled all along";
+  if (answered) {
+    EXPECT_GE(probe->get_inodes, before + kReads) << "not every read reached the waiting pool";
+    EXPECT_EQ(ENOENT, probe->stat_errno);
+    EXPECT_LT(probe->stat_took, absl::Seconds(1));
+    EXPECT_LT(probe->ls_took, absl::Seconds(1));
+    EXPECT_EQ(1u, probe->entries);  // wal
+  }
+  stalled.Resume();
+  prober.join();
+  for (auto& t : readers) t.join();
+  for (int i = 0; i < kReads; ++i) EXPECT_EQ(TailedFile::more(), results[i]) << "read " << i;
 }
 
 }  // namespace
