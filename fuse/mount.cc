@@ -170,37 +170,50 @@ uint64_t Mount::LiveLength(proto::Inode& inode) {
 
 // ---------------------------------------------------------------- namespace
 
-absl::StatusOr<proto::Attr> Mount::Lookup(uint64_t parent, const std::string& name) {
-  ASSIGN_OR_RETURN(proto::Attr attr, meta_.Lookup(parent, name));
+void Mount::LookupAsync(uint64_t parent, const std::string& name, AttrDone done) {
   // Meta's answer names the inode and its attributes at once: asking for
   // them again by inode would race with a rename that replaces the name.
-  return WithLiveSize(std::move(attr));
+  WithLiveSizeAsync(meta_.Lookup(parent, name), std::move(done));
 }
 
-absl::StatusOr<proto::Attr> Mount::GetAttr(uint64_t ino) {
-  ASSIGN_OR_RETURN(proto::Attr attr, meta_.GetAttr(ino));
-  return WithLiveSize(std::move(attr));
+void Mount::GetAttrAsync(uint64_t ino, AttrDone done) {
+  WithLiveSizeAsync(meta_.GetAttr(ino), std::move(done));
 }
 
-absl::StatusOr<proto::Attr> Mount::WithLiveSize(proto::Attr attr) {
-  if (!S_ISREG(attr.mode())) return attr;
-  if (auto writer = FindWriter(attr.ino())) {
+void Mount::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, AttrDone done) {
+  if (!attr.ok() || !S_ISREG(attr->mode())) {
+    done(std::move(attr));
+    return;
+  }
+  if (auto writer = FindWriter(attr->ino())) {
     // The writing mount sees every byte whose write() returned, as on a
     // local file system: its reads wait until those bytes are durable.
-    attr.set_size(writer->length());
-    attr.set_open_for_write(true);
-  } else if (attr.open_for_write() || attr.open_segment()) {
-    // Another mount writes the file, or its writer died and meta has not
-    // recovered it yet: the size is what the ack quorum holds (DESIGN §2),
-    // never less than what a read returns.
-    ASSIGN_OR_RETURN(proto::Inode inode, meta_.GetInode(attr.ino()));
-    attr.set_size(LiveLength(inode));
-    attr.set_open_segment(HasOpenSegment(inode));
+    attr->set_size(writer->length());
+    attr->set_open_for_write(true);
+    done(std::move(attr));
+    return;
   }
-  return attr;
+  if (!attr->open_for_write() && !attr->open_segment()) {
+    done(std::move(attr));
+    return;
+  }
+  // Another mount writes the file, or its writer died and meta has not
+  // recovered it yet: the size is what the ack quorum holds (DESIGN §2),
+  // never less than what a read returns. A stalled replica must not hold
+  // a FUSE worker, so the replicas are asked from the waiting pool.
+  asio::post(waiting_pool_, [this, attr = *std::move(attr), done = std::move(done)]() mutable {
+    absl::StatusOr<proto::Inode> inode = meta_.GetInode(attr.ino());
+    if (!inode.ok()) {
+      done(inode.status());
+      return;
+    }
+    attr.set_size(LiveLength(*inode));
+    attr.set_open_segment(HasOpenSegment(*inode));
+    done(std::move(attr));
+  });
 }
 
-absl::StatusOr<proto::Attr> Mount::SetAttr(const proto::SetAttrRequest& in) {
+void Mount::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
   proto::SetAttrRequest request = in;
   request.set_mount_id(meta_.mount_id());
   auto writer = FindWriter(request.ino());
@@ -211,15 +224,22 @@ absl::StatusOr<proto::Attr> Mount::SetAttr(const proto::SetAttrRequest& in) {
     if (writer != nullptr) {
       // The local writer knows the true length; meta only what is sealed.
       if (request.size() == 0 && writer->kind() == proto::KIND_WAL) {
-        RETURN_IF_ERROR(writer->TruncateToZero());  // copy-truncate rotation
+        if (absl::Status s = writer->TruncateToZero(); !s.ok()) {  // copy-truncate rotation
+          done(std::move(s));
+          return;
+        }
       } else if (request.size() != writer->length()) {
-        return PosixError(EPERM, "logfs files only grow, or a WAL file empties");
+        done(PosixError(EPERM, "logfs files only grow, or a WAL file empties"));
+        return;
       }
       request.set_to_set(request.to_set() & ~format::kSetAttrSize);
     }
   }
-  RETURN_IF_ERROR(meta_.SetAttr(request).status());
-  return GetAttr(request.ino());
+  if (absl::Status s = meta_.SetAttr(request).status(); !s.ok()) {
+    done(std::move(s));
+    return;
+  }
+  GetAttrAsync(request.ino(), std::move(done));
 }
 
 absl::StatusOr<proto::Attr> Mount::Create(uint64_t parent, const std::string& name,
@@ -315,6 +335,16 @@ absl::StatusOr<std::string> Mount::GetXattr(uint64_t ino, const std::string& nam
     return name == kSegmentsXattr ? FormatSegments(inode) : std::to_string(durable);
   }
   return meta_.GetXattr(ino, name);
+}
+
+void Mount::GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done) {
+  if ((name != kSegmentsXattr && name != kDurableLengthXattr) || FindWriter(ino) != nullptr) {
+    done(GetXattr(ino, name));
+    return;
+  }
+  asio::post(waiting_pool_, [this, ino, name, done = std::move(done)] {
+    done(GetXattr(ino, name));
+  });
 }
 
 absl::Status Mount::SetXattr(uint64_t ino, const std::string& name, const std::string& value,

@@ -118,9 +118,15 @@ class Mount {
   // whose write() returned), or the acked length of a file with an open
   // segment (written by another mount, or left by a dead writer). Calls
   // naming an inode meta no longer has fail with ESTALE.
-  absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name);
-  absl::StatusOr<proto::Attr> GetAttr(uint64_t ino);
-  absl::StatusOr<proto::Attr> SetAttr(const proto::SetAttrRequest& request);
+  // Lookup, GetAttr and SetAttr ask meta on the caller's thread; the acked
+  // length of an open segment comes from its replicas, which they never
+  // wait for there (DESIGN §2): `done` runs inline when no replica is
+  // asked, else on a thread of the waiting pool. Errors: meta's, and
+  // EPERM from SetAttr for a size change a logfs file cannot take.
+  using AttrDone = std::function<void(absl::StatusOr<proto::Attr>)>;
+  void LookupAsync(uint64_t parent, const std::string& name, AttrDone done);
+  void GetAttrAsync(uint64_t ino, AttrDone done);
+  void SetAttrAsync(const proto::SetAttrRequest& request, AttrDone done);
   // A new inode of the type in `mode` (S_IFMT | permission bits, umask
   // applied): a regular file, directory, symlink (to `symlink_target`) or
   // special file (FIFO, socket, device node with device number `rdev`).
@@ -144,6 +150,11 @@ class Mount {
   // answered here; setting user.logfs.drop_block_cache empties the block
   // cache (the caller checks that it is root).
   absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name);
+  // GetXattr for the FUSE layer: segments and durable_length of a file
+  // this mount does not write ask its open segment's replicas, so `done`
+  // runs on the waiting pool for them (DESIGN §2), inline for the rest.
+  using XattrDone = std::function<void(absl::StatusOr<std::string>)>;
+  void GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done);
   absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino) { return meta_.ListXattr(ino); }
   absl::Status SetXattr(uint64_t ino, const std::string& name, const std::string& value,
                         int flags);
@@ -202,9 +213,11 @@ class Mount {
 
   // Meta's NewMount, retried as Connect() says.
   absl::StatusOr<uint64_t> NewMountWithin(const std::string& host);
-  // `attr` from meta with the size a reader on this mount sees: the local
-  // writer's length, else for a file with an open segment its acked length.
-  absl::StatusOr<proto::Attr> WithLiveSize(proto::Attr attr);
+  // `attr` from meta with the size a reader on this mount sees, to `done`:
+  // the local writer's length (inline), else for a file with an open
+  // segment its acked length, asked of meta and the replicas on the
+  // waiting pool.
+  void WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, AttrDone done);
   absl::StatusOr<std::shared_ptr<wal::FileWriter>> AcquireWriter(uint64_t ino, bool truncate)
       ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<wal::FileWriter> FindWriter(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);

@@ -113,14 +113,26 @@ void OpInit(void* userdata, fuse_conn_info* conn) noexcept {
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 }
 
+// lookup, getattr and setattr reply inline unless a file another mount
+// writes needs its open segment's acked length: that reply comes from the
+// mount's waiting pool (Mount::GetAttrAsync), so they time themselves.
+// `kReply` replies with the attributes, timed as `op`.
+template <void (*kReply)(fuse_req_t, const absl::StatusOr<proto::Attr>&)>
+Mount::AttrDone ReplyAttrWhenDone(fuse_req_t req, FuseOp op) {
+  return [req, timer = FuseOpTimer(op)](absl::StatusOr<proto::Attr> attr) {
+    timer.Done(attr.ok() ? 0 : ToErrno(attr.status()));
+    kReply(req, attr);
+  };
+}
+
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
-  ReplyEntry(req, M(req).Lookup(parent, name));
+  M(req).LookupAsync(parent, name, ReplyAttrWhenDone<ReplyEntry>(req, FuseOp::kLookup));
 }
 
 void OpForget(fuse_req_t req, fuse_ino_t, uint64_t) noexcept { fuse_reply_none(req); }
 
 void OpGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) noexcept {
-  ReplyAttr(req, M(req).GetAttr(ino));
+  M(req).GetAttrAsync(ino, ReplyAttrWhenDone<ReplyAttr>(req, FuseOp::kGetAttr));
 }
 
 void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
@@ -143,7 +155,7 @@ void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
   r.set_mtime_ns((to_set & FUSE_SET_ATTR_MTIME_NOW)
                      ? now
                      : attr->st_mtim.tv_sec * 1000000000LL + attr->st_mtim.tv_nsec);
-  ReplyAttr(req, M(req).SetAttr(r));
+  M(req).SetAttrAsync(r, ReplyAttrWhenDone<ReplyAttr>(req, FuseOp::kSetAttr));
 }
 
 void OpReadlink(fuse_req_t req, fuse_ino_t ino) noexcept {
@@ -404,10 +416,20 @@ void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* va
   ReplyStatus(req, M(req).SetXattr(ino, name, std::string(value, size), flags));
 }
 
+// getxattr replies from the waiting pool when it asks replicas
+// (Mount::GetXattrAsync), so it times itself.
 void OpGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) noexcept {
-  auto value = M(req).GetXattr(ino, name);
-  if (!value.ok()) return ReplyStatus(req, value.status());
-  ReplyXattrValue(req, *value, size);
+  M(req).GetXattrAsync(
+      ino, name,
+      [req, size, timer = FuseOpTimer(FuseOp::kGetxattr)](absl::StatusOr<std::string> value) {
+        t_reply_errno = 0;
+        if (!value.ok()) {
+          ReplyStatus(req, value.status());
+        } else {
+          ReplyXattrValue(req, *value, size);
+        }
+        timer.Done(t_reply_errno);
+      });
 }
 
 void OpListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) noexcept {
@@ -433,8 +455,9 @@ void OpFallocate(fuse_req_t req, fuse_ino_t, int mode, off_t, off_t,
 }
 
 // `kFn` timed and counted as `kOp` (fuse/op_metrics.h): the op's latency
-// to its return (every op but read, write, flush, fsync and release, which
-// time themselves, has replied by then) and the errno its reply carried.
+// to its return (every op but lookup, getattr, setattr, getxattr, read,
+// write, flush, fsync and release, which time themselves, has replied by
+// then) and the errno its reply carried.
 template <FuseOp kOp, auto kFn>
 struct Timed;
 template <FuseOp kOp, typename... Args, void (*kFn)(fuse_req_t, Args...) noexcept>
@@ -453,10 +476,10 @@ fuse_lowlevel_ops MakeOperations() {
   fuse_lowlevel_ops ops;
   std::memset(&ops, 0, sizeof(ops));
   ops.init = OpInit;
-  ops.lookup = Timed<FuseOp::kLookup, OpLookup>::Call;
+  ops.lookup = OpLookup;
   ops.forget = Timed<FuseOp::kForget, OpForget>::Call;
-  ops.getattr = Timed<FuseOp::kGetAttr, OpGetAttr>::Call;
-  ops.setattr = Timed<FuseOp::kSetAttr, OpSetAttr>::Call;
+  ops.getattr = OpGetAttr;
+  ops.setattr = OpSetAttr;
   ops.readlink = Timed<FuseOp::kReadlink, OpReadlink>::Call;
   ops.mknod = Timed<FuseOp::kMknod, OpMknod>::Call;
   ops.mkdir = Timed<FuseOp::kMkdir, OpMkdir>::Call;
@@ -477,7 +500,7 @@ fuse_lowlevel_ops MakeOperations() {
   ops.fsyncdir = Timed<FuseOp::kFsyncdir, OpFsyncdir>::Call;
   ops.statfs = Timed<FuseOp::kStatfs, OpStatfs>::Call;
   ops.setxattr = Timed<FuseOp::kSetxattr, OpSetxattr>::Call;
-  ops.getxattr = Timed<FuseOp::kGetxattr, OpGetxattr>::Call;
+  ops.getxattr = OpGetxattr;
   ops.listxattr = Timed<FuseOp::kListxattr, OpListxattr>::Call;
   ops.removexattr = Timed<FuseOp::kRemovexattr, OpRemovexattr>::Call;
   ops.create = Timed<FuseOp::kCreate, OpCreate>::Call;

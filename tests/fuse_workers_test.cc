@@ -1,8 +1,10 @@
 // FUSE workers are never parked on a segment server (DESIGN §2, issue 16
-// item 4): reads that need a remote replica and writes that need a roll
-// reply from the mount's waiting pool, so with every segment server
-// stalled and more such requests in flight than the mount has FUSE
-// workers, calls that need only meta (stat, ls) still answer at once.
+// item 4): reads that need a remote replica, writes that need a roll, and
+// reads and stats of a live file (whose length its open segment's
+// replicas hold) reply from the mount's waiting pool, so with every
+// segment server stalled and more such requests in flight than the mount
+// has FUSE workers, calls that need only meta (stat, ls) still answer at
+// once.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -14,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,6 +63,40 @@ class StalledServers {
   cluster::LocalCluster& cluster_;
   std::vector<pid_t> stopped_;
 };
+
+// Calls that need only meta, timed: a stat of a name never looked up (no
+// kernel cache answers it) and a listing of a directory.
+struct MetaOnlyCalls {
+  int stat_errno = 0;
+  absl::Duration stat_took, ls_took;
+  size_t entries = 0;
+  std::string ls_error;
+};
+
+MetaOnlyCalls TimeMetaOnlyCalls(const std::string& missing, const std::string& dir) {
+  MetaOnlyCalls out;
+  struct stat st;
+  absl::Time start = absl::Now();
+  out.stat_errno = stat(missing.c_str(), &st) == 0 ? 0 : errno;
+  out.stat_took = absl::Now() - start;
+  start = absl::Now();
+  std::error_code error;
+  for (auto it = std::filesystem::directory_iterator(dir, error);
+       !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+    ++out.entries;
+  }
+  out.ls_took = absl::Now() - start;
+  out.ls_error = error.message();
+  return out;
+}
+
+// Both answered at once, right: ENOENT, and `entries` names in the listing.
+void ExpectAnsweredAtOnce(const MetaOnlyCalls& calls, size_t entries) {
+  EXPECT_EQ(ENOENT, calls.stat_errno);
+  EXPECT_LT(calls.stat_took, absl::Seconds(1));
+  EXPECT_LT(calls.ls_took, absl::Seconds(1));
+  EXPECT_EQ(entries, calls.entries) << calls.ls_error;
+}
 
 TEST(FuseWorkersTest, StatAndLsAnswerWhileEveryWorkerWouldWaitOnAStalledReplica) {
   // Goal: with all segment servers stopped, 8 reads of sealed data over
@@ -134,10 +171,7 @@ TEST(FuseWorkersTest, StatAndLsAnswerWhileEveryWorkerWouldWaitOnAStalledReplica)
   struct Probe {
     bool in_flight = false;
     std::string counters;
-    int stat_errno = 0;
-    absl::Duration stat_took, ls_took;
-    size_t entries = 0;
-    std::string ls_error;
+    MetaOnlyCalls calls;
   };
   auto probe = std::make_shared<Probe>();
   auto probed = std::make_shared<absl::Notification>();
@@ -152,18 +186,7 @@ TEST(FuseWorkersTest, StatAndLsAnswerWhileEveryWorkerWouldWaitOnAStalledReplica)
     probe->counters =
         absl::StrCat("remote_reads ", before.at("remote_reads"), " -> ", now["remote_reads"],
                      ", rolls ", before.at("rolls"), " -> ", now["rolls"]);
-    struct stat st;
-    absl::Time start = absl::Now();
-    probe->stat_errno = stat(c.Path("never-there").c_str(), &st) == 0 ? 0 : errno;
-    probe->stat_took = absl::Now() - start;
-    start = absl::Now();
-    std::error_code error;
-    for (auto it = std::filesystem::directory_iterator(c.mountpoint(), error);
-         !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
-      ++probe->entries;
-    }
-    probe->ls_took = absl::Now() - start;
-    probe->ls_error = error.message();
+    probe->calls = TimeMetaOnlyCalls(c.Path("never-there"), c.mountpoint());
     probed->Notify();
   });
   const bool answered = probed->WaitForNotificationWithTimeout(absl::Seconds(20));
@@ -172,10 +195,7 @@ TEST(FuseWorkersTest, StatAndLsAnswerWhileEveryWorkerWouldWaitOnAStalledReplica)
   if (answered) {
     EXPECT_TRUE(probe->in_flight) << "not every read and write reached the mount: "
                                   << probe->counters;
-    EXPECT_EQ(ENOENT, probe->stat_errno);
-    EXPECT_LT(probe->stat_took, absl::Seconds(1));
-    EXPECT_LT(probe->ls_took, absl::Seconds(1));
-    EXPECT_EQ(static_cast<size_t>(kReaders + 1), probe->entries) << probe->ls_error;
+    ExpectAnsweredAtOnce(probe->calls, kReaders + 1);
   }
 
   // Resumed: every waiting request completes with the right result.
@@ -310,6 +330,59 @@ TEST(FuseWorkersTest, ReadingNewBytesOfAFileAnotherMountWritesAsksMetaOnce) {
   EXPECT_EQ(1, after - before) << "get_inode calls for one read";
 }
 
+// With every segment server of `tailed`'s cluster stopped by PID, runs
+// each of `calls` on mount 1 on a thread of its own; each must ask meta
+// for the file's inode and then its open segment's replicas. Meta's
+// get_inode count is polled until every call has asked; a stat and a
+// listing on mount 1 (meta only) must answer within a second meanwhile,
+// on a thread of their own so that a mount that parks its FUSE workers
+// fails the test instead of hanging it. Then the servers are resumed and
+// each call's result returned, in order.
+std::vector<std::string> RunWithServersStalled(
+    TailedFile& tailed, const std::vector<std::function<std::string()>>& calls) {
+  MountedCluster& c = tailed.cluster();
+  const double before = tailed.GetInodeCalls();
+  EXPECT_GE(before, 1);
+  const double asked = before + static_cast<double>(calls.size());
+  StalledServers stalled(c.cluster());
+  EXPECT_TRUE(stalled.Stall());
+  std::atomic<int> finished{0};
+  std::vector<std::string> results(calls.size());
+  std::vector<std::thread> callers;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    callers.emplace_back([&, i] {
+      results[i] = calls[i]();
+      ++finished;
+    });
+  }
+  struct Probe {
+    double get_inodes = 0;
+    MetaOnlyCalls calls;
+  };
+  auto probe = std::make_shared<Probe>();
+  auto probed = std::make_shared<absl::Notification>();
+  std::thread prober([&c, &tailed, asked, probe, probed] {
+    for (int poll = 0; poll < 500; ++poll) {
+      probe->get_inodes = tailed.GetInodeCalls();
+      if (probe->get_inodes >= asked) break;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    probe->calls = TimeMetaOnlyCalls(c.Path("never-there", 1), c.mountpoint(1));
+    probed->Notify();
+  });
+  const bool answered = probed->WaitForNotificationWithTimeout(absl::Seconds(20));
+  EXPECT_TRUE(answered) << "stat and ls did not answer while calls waited for the servers";
+  EXPECT_EQ(0, finished.load()) << "the servers were stalled all along";
+  if (answered) {
+    EXPECT_GE(probe->get_inodes, asked) << "not every call reached the waiting pool";
+    ExpectAnsweredAtOnce(probe->calls, 1);  // wal
+  }
+  stalled.Resume();
+  prober.join();
+  for (auto& t : callers) t.join();
+  return results;
+}
+
 TEST(FuseWorkersTest, ReadsOfALiveFileDoNotWaitBehindOneOnAStalledReplica) {
   // Goal: with every segment server stopped, 8 reads of one handle on
   // mount 1 (twice its 4 FUSE workers), each needing the open segment's
@@ -317,69 +390,48 @@ TEST(FuseWorkersTest, ReadsOfALiveFileDoNotWaitBehindOneOnAStalledReplica) {
   // and stat and ls on mount 1 answer within a second meanwhile. Before,
   // the first read's pool job held the handle's lock while it waited for
   // the replicas, and every other read waited for that lock on a worker.
-  // Method: the servers stopped by PID; meta's get_inode count polled
-  // until each read has asked (a read asks meta, then the replicas); stat
-  // and readdir timed on a thread of their own; then the servers resumed
-  // and every read checked.
-  constexpr int kReads = 8;
+  // Method: RunWithServersStalled; then every read checked.
   TailedFile tailed({absl::StrCat("--fuse_threads=", kFuseWorkers), "--rpc_timeout_ms=60000",
                      "--replica_timeout_ms=60000", "--fsync_timeout_ms=60000"});
   ASSERT_TRUE(tailed.ok()) << tailed.error();
-  MountedCluster& c = tailed.cluster();
-  const double before = tailed.GetInodeCalls();
-  ASSERT_GE(before, 1);
-  StalledServers stalled(c.cluster());
-  ASSERT_TRUE(stalled.Stall());
-  std::atomic<int> finished{0};
-  std::vector<std::string> results(kReads);
-  std::vector<std::thread> readers;
-  for (int i = 0; i < kReads; ++i) {
-    readers.emplace_back([&, i] {
-      results[i] = tailed.ReadMore();
-      ++finished;
+  std::vector<std::function<std::string()>> reads(2 * kFuseWorkers,
+                                                  [&tailed] { return tailed.ReadMore(); });
+  std::vector<std::string> results = RunWithServersStalled(tailed, reads);
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(TailedFile::more(), results[i]) << "read " << i;
+  }
+}
+
+TEST(FuseWorkersTest, StatsOfALiveFileDoNotParkWorkersOnAStalledReplica) {
+  // Goal: fstat and getxattr user.logfs.durable_length on mount 1 of a
+  // file mount 0 writes take its size from the open segment's replicas;
+  // with every segment server stopped, 8 of them (twice mount 1's 4 FUSE
+  // workers) wait on the waiting pool, and stat and ls answer within a
+  // second meanwhile. Before, each parked a FUSE worker until the
+  // replicas answered, and stat and ls waited behind them.
+  // Method: RunWithServersStalled with 4 fstat of mount 1's handle (its
+  // attribute timeout is 0: each asks the mount) and 4 getxattr by path;
+  // then every size checked against the bytes mount 0 fsynced.
+  TailedFile tailed({absl::StrCat("--fuse_threads=", kFuseWorkers), "--rpc_timeout_ms=60000",
+                     "--replica_timeout_ms=60000", "--fsync_timeout_ms=60000"});
+  ASSERT_TRUE(tailed.ok()) << tailed.error();
+  const std::string path = tailed.cluster().Path("wal/tailed", 1);
+  std::vector<std::function<std::string()>> calls;
+  for (int i = 0; i < kFuseWorkers; ++i) {
+    calls.push_back([&tailed] {
+      struct stat st;
+      return fstat(tailed.reader(), &st) == 0 ? std::to_string(st.st_size)
+                                              : absl::StrCat("(errno ", errno, ")");
+    });
+    calls.push_back([&path] {
+      char value[32];
+      const ssize_t n = getxattr(path.c_str(), "user.logfs.durable_length", value, sizeof(value));
+      return n >= 0 ? std::string(value, n) : absl::StrCat("(errno ", errno, ")");
     });
   }
-  struct Probe {
-    double get_inodes = 0;
-    int stat_errno = 0;
-    absl::Duration stat_took, ls_took;
-    size_t entries = 0;
-  };
-  auto probe = std::make_shared<Probe>();
-  auto probed = std::make_shared<absl::Notification>();
-  std::thread prober([&c, &tailed, before, probe, probed] {
-    for (int poll = 0; poll < 500; ++poll) {
-      probe->get_inodes = tailed.GetInodeCalls();
-      if (probe->get_inodes >= before + kReads) break;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    struct stat st;
-    absl::Time start = absl::Now();
-    probe->stat_errno = stat(c.Path("never-there", 1).c_str(), &st) == 0 ? 0 : errno;
-    probe->stat_took = absl::Now() - start;
-    start = absl::Now();
-    std::error_code error;
-    for (auto it = std::filesystem::directory_iterator(c.mountpoint(1), error);
-         !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
-      ++probe->entries;
-    }
-    probe->ls_took = absl::Now() - start;
-    probed->Notify();
-  });
-  const bool answered = probed->WaitForNotificationWithTimeout(absl::Seconds(20));
-  EXPECT_TRUE(answered) << "stat and ls did not answer while reads waited for the servers";
-  EXPECT_EQ(0, finished.load()) << "the servers were stalled all along";
-  if (answered) {
-    EXPECT_GE(probe->get_inodes, before + kReads) << "not every read reached the waiting pool";
-    EXPECT_EQ(ENOENT, probe->stat_errno);
-    EXPECT_LT(probe->stat_took, absl::Seconds(1));
-    EXPECT_LT(probe->ls_took, absl::Seconds(1));
-    EXPECT_EQ(1u, probe->entries);  // wal
-  }
-  stalled.Resume();
-  prober.join();
-  for (auto& t : readers) t.join();
-  for (int i = 0; i < kReads; ++i) EXPECT_EQ(TailedFile::more(), results[i]) << "read " << i;
+  std::vector<std::string> results = RunWithServersStalled(tailed, calls);
+  const std::string size = std::to_string(TailedFile::kFirst + TailedFile::kMore);
+  for (size_t i = 0; i < results.size(); ++i) EXPECT_EQ(size, results[i]) << "call " << i;
 }
 
 }  // namespace
