@@ -220,26 +220,29 @@ void Mount::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
   if (writer != nullptr && (request.to_set() & format::kSetAttrMtime) != 0) {
     writer->SetMtime(request.mtime_ns());  // or the writer's close overwrites it
   }
-  if ((request.to_set() & format::kSetAttrSize) != 0) {
-    if (writer != nullptr) {
-      // The local writer knows the true length; meta only what is sealed.
-      if (request.size() == 0 && writer->kind() == proto::KIND_WAL) {
-        if (absl::Status s = writer->TruncateToZero(); !s.ok()) {  // copy-truncate rotation
-          done(std::move(s));
-          return;
-        }
-      } else if (request.size() != writer->length()) {
-        done(PosixError(EPERM, "logfs files only grow, or a WAL file empties"));
-        return;
-      }
-      request.set_to_set(request.to_set() & ~format::kSetAttrSize);
+  bool truncate = false;
+  if ((request.to_set() & format::kSetAttrSize) != 0 && writer != nullptr) {
+    // The local writer knows the true length; meta only what is sealed.
+    if (request.size() == 0 && writer->kind() == proto::KIND_WAL) {
+      truncate = true;  // copy-truncate rotation
+    } else if (request.size() != writer->length()) {
+      return done(PosixError(EPERM, "logfs files only grow, or a WAL file empties"));
     }
+    request.set_to_set(request.to_set() & ~format::kSetAttrSize);
   }
-  if (absl::Status s = meta_.SetAttr(request).status(); !s.ok()) {
-    done(std::move(s));
-    return;
-  }
-  GetAttrAsync(request.ino(), std::move(done));
+  auto set = [this, request, writer = truncate ? writer : nullptr](AttrDone done) {
+    if (writer != nullptr) {
+      if (absl::Status s = writer->TruncateToZero(); !s.ok()) return done(std::move(s));
+    }
+    if (absl::Status s = meta_.SetAttr(request).status(); !s.ok()) return done(std::move(s));
+    GetAttrAsync(request.ino(), std::move(done));
+  };
+  if (!truncate) return set(std::move(done));
+  // Emptying the file waits for the writer's roll or recovery in progress,
+  // which waits for replicas: on the waiting pool.
+  asio::post(waiting_pool_, [set = std::move(set), done = std::move(done)]() mutable {
+    set(std::move(done));
+  });
 }
 
 absl::StatusOr<proto::Attr> Mount::Create(uint64_t parent, const std::string& name,
@@ -317,33 +320,30 @@ std::string Mount::FormatStats() {
   return out;
 }
 
-absl::StatusOr<std::string> Mount::GetXattr(uint64_t ino, const std::string& name) {
-  if (name == kMountPidXattr && ino == 1) return std::to_string(getpid());
-  if (name == kMetaAddressXattr) return options_.meta_address;
-  if (name == kStatsXattr) return FormatStats();
-  if (name == kSegmentsXattr || name == kDurableLengthXattr) {
-    ASSIGN_OR_RETURN(proto::Inode inode, meta_.GetInode(ino));
-    if (!S_ISREG(inode.attr().mode())) return PosixError(ENODATA, "not a regular file");
-    uint64_t durable;
-    if (auto writer = FindWriter(ino)) {
-      inode.clear_segments();
-      for (auto& s : writer->ReadableSegments()) *inode.add_segments() = std::move(s);
-      durable = writer->acked_length();
-    } else {
-      durable = LiveLength(inode);
-    }
-    return name == kSegmentsXattr ? FormatSegments(inode) : std::to_string(durable);
-  }
-  return meta_.GetXattr(ino, name);
-}
-
 void Mount::GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done) {
-  if ((name != kSegmentsXattr && name != kDurableLengthXattr) || FindWriter(ino) != nullptr) {
-    done(GetXattr(ino, name));
-    return;
+  if (name == kMountPidXattr && ino == 1) return done(std::to_string(getpid()));
+  if (name == kMetaAddressXattr) return done(options_.meta_address);
+  if (name == kStatsXattr) return done(FormatStats());
+  if (name != kSegmentsXattr && name != kDurableLengthXattr) return done(meta_.GetXattr(ino, name));
+  absl::StatusOr<proto::Inode> inode = meta_.GetInode(ino);
+  if (!inode.ok()) return done(inode.status());
+  if (!S_ISREG(inode->attr().mode())) return done(PosixError(ENODATA, "not a regular file"));
+  auto format = [this, segments = name == kSegmentsXattr](const proto::Inode& inode,
+                                                          uint64_t durable) {
+    return segments ? FormatSegments(inode) : std::to_string(durable);
+  };
+  if (auto writer = FindWriter(ino)) {
+    inode->clear_segments();
+    for (auto& s : writer->ReadableSegments()) *inode->add_segments() = std::move(s);
+    return done(format(*inode, writer->acked_length()));
   }
-  asio::post(waiting_pool_, [this, ino, name, done = std::move(done)] {
-    done(GetXattr(ino, name));
+  if (!HasOpenSegment(*inode)) return done(format(*inode, SealedLength(*inode)));
+  // The open segment's acked length comes from its replicas: asked from
+  // the waiting pool, as GetAttrAsync does.
+  asio::post(waiting_pool_, [this, inode = *std::move(inode), format,
+                             done = std::move(done)]() mutable {
+    const uint64_t durable = LiveLength(inode);
+    done(format(inode, durable));
   });
 }
 

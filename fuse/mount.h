@@ -112,17 +112,24 @@ class Mount {
   // "cannot reach meta at ADDR ..." with the last failure if meta was not
   // reached in time; meta's own refusal (e.g. a bad cluster secret) at once.
   absl::Status Connect();
+  // Stops the heartbeat; waits for the calls on the waiting pool and the
+  // writers' recoveries, each within its deadline; then closes the
+  // connections and stops the io threads. Idempotent (the destructor
+  // calls it too).
   void Shutdown();
 
   // Namespace. Attr sizes are live: the local writer's length (every byte
   // whose write() returned), or the acked length of a file with an open
   // segment (written by another mount, or left by a dead writer). Calls
   // naming an inode meta no longer has fail with ESTALE.
-  // Lookup, GetAttr and SetAttr ask meta on the caller's thread; the acked
-  // length of an open segment comes from its replicas, which they never
-  // wait for there (DESIGN §2): `done` runs inline when no replica is
-  // asked, else on a thread of the waiting pool. Errors: meta's, and
-  // EPERM from SetAttr for a size change a logfs file cannot take.
+  // LookupAsync, GetAttrAsync and SetAttrAsync ask meta on the caller's
+  // thread; what waits for segment servers they never do there (DESIGN
+  // §2): the acked length of an open segment of a file this mount does not
+  // write (asked of meta and its replicas), and SetAttrAsync's emptying of
+  // a WAL file this mount writes (it waits for a roll or recovery in
+  // progress) run on a thread of the waiting pool, and `done` runs there;
+  // otherwise inline. Errors: meta's, EPERM from SetAttrAsync for a size
+  // change a logfs file cannot take, the writer's error for an emptying.
   using AttrDone = std::function<void(absl::StatusOr<proto::Attr>)>;
   void LookupAsync(uint64_t parent, const std::string& name, AttrDone done);
   void GetAttrAsync(uint64_t ino, AttrDone done);
@@ -149,10 +156,11 @@ class Mount {
   // Xattrs; user.logfs.segments / durable_length / mount_pid / stats are
   // answered here; setting user.logfs.drop_block_cache empties the block
   // cache (the caller checks that it is root).
-  absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name);
-  // GetXattr for the FUSE layer: segments and durable_length of a file
-  // this mount does not write ask its open segment's replicas, so `done`
-  // runs on the waiting pool for them (DESIGN §2), inline for the rest.
+  // GetXattrAsync: the value to `done`, inline but for segments and
+  // durable_length of a file with an open segment that this mount does not
+  // write: its acked length comes from the replicas, on the waiting pool
+  // (DESIGN §2). Errors: meta's (ENODATA for a name not set), ENODATA for
+  // segments or durable_length of a file that is not regular.
   using XattrDone = std::function<void(absl::StatusOr<std::string>)>;
   void GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done);
   absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino) { return meta_.ListXattr(ino); }
@@ -255,8 +263,10 @@ class Mount {
   // Shutdown before pool_ shuts down.
   asio::thread_pool recovery_pool_{2};
   // What the FUSE calls hand over instead of waiting for a segment server
-  // on a FUSE worker (ReadAsync, WriteAsync, ReleaseAsync); its jobs may
-  // wait for a recovery (recovery_pool_), never the other way round.
+  // on a FUSE worker (ReadAsync, WriteAsync, ReleaseAsync, and the live
+  // sizes of LookupAsync, GetAttrAsync, SetAttrAsync and GetXattrAsync);
+  // its jobs may wait for a recovery (recovery_pool_), never the other
+  // way round.
   // Joined by Shutdown first. Each job holds a thread while it waits, so
   // more than kWaitingThreads waits at once queue here, not in the kernel.
   static constexpr int kWaitingThreads = 16;

@@ -52,6 +52,13 @@ absl::Status RunSession(Mount& mount, const SessionOptions& options,
   fuse_loop_cfg_set_idle_threads(config, 4);
   int rc = fuse_session_loop_mt(se, config);
   fuse_loop_cfg_destroy(config);
+  // Requests still waiting on the mount's pools (a read, a stat, a close
+  // behind a stalled replica) reply when they finish, each within its
+  // deadline; a reply writes to the session's device descriptor and names
+  // the session, so both must outlive them. After a signal the kernel
+  // mount stays until they have replied; after an unmount it is gone.
+  LOG(INFO) << "FUSE session ended: replying to the requests still waiting, then unmounting";
+  mount.Shutdown();
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);

@@ -28,7 +28,8 @@ struct SessionOptions {
 
 // Calls `on_ready` once the mount is in place and served (the caller
 // reports readiness, e.g. to a waiting parent). Returns when the file
-// system is unmounted. kFailedPrecondition if mounting fails.
+// system is unmounted, after `mount.Shutdown()`: every request the mount
+// still held has replied by then. kFailedPrecondition if mounting fails.
 absl::Status RunSession(Mount& mount, const SessionOptions& options,
                         const std::function<void()>& on_ready);
 

@@ -403,35 +403,114 @@ TEST(FuseWorkersTest, ReadsOfALiveFileDoNotWaitBehindOneOnAStalledReplica) {
 }
 
 TEST(FuseWorkersTest, StatsOfALiveFileDoNotParkWorkersOnAStalledReplica) {
-  // Goal: fstat and getxattr user.logfs.durable_length on mount 1 of a
-  // file mount 0 writes take its size from the open segment's replicas;
-  // with every segment server stopped, 8 of them (twice mount 1's 4 FUSE
-  // workers) wait on the waiting pool, and stat and ls answer within a
-  // second meanwhile. Before, each parked a FUSE worker until the
-  // replicas answered, and stat and ls waited behind them.
-  // Method: RunWithServersStalled with 4 fstat of mount 1's handle (its
-  // attribute timeout is 0: each asks the mount) and 4 getxattr by path;
-  // then every size checked against the bytes mount 0 fsynced.
+  // Goal: getattr, setattr and getxattr user.logfs.durable_length on mount
+  // 1 of a file mount 0 writes take its size from the open segment's
+  // replicas; with every segment server stopped, 9 of them (more than
+  // twice mount 1's 4 FUSE workers) wait on the waiting pool, and stat and
+  // ls answer within a second meanwhile. Before, each parked a FUSE
+  // worker until the replicas answered, and stat and ls waited behind
+  // them.
+  // Method: RunWithServersStalled with 4 fstat, 4 fgetxattr and 1
+  // futimens of mount 1's handle (no path, so no lookup stands in for
+  // them; the handle's attribute timeout is 0, so every fstat asks the
+  // mount; the kernel holds the inode lock through a setattr, so a second
+  // futimens would wait in the kernel, not in the mount); then every
+  // result checked: the size mount 0 fsynced, and 0 from futimens.
   TailedFile tailed({absl::StrCat("--fuse_threads=", kFuseWorkers), "--rpc_timeout_ms=60000",
                      "--replica_timeout_ms=60000", "--fsync_timeout_ms=60000"});
   ASSERT_TRUE(tailed.ok()) << tailed.error();
-  const std::string path = tailed.cluster().Path("wal/tailed", 1);
+  const int fd = tailed.reader();
+  auto failed = [](const char* call) { return absl::StrCat(call, " errno ", errno); };
   std::vector<std::function<std::string()>> calls;
   for (int i = 0; i < kFuseWorkers; ++i) {
-    calls.push_back([&tailed] {
+    calls.push_back([fd, failed] {
       struct stat st;
-      return fstat(tailed.reader(), &st) == 0 ? std::to_string(st.st_size)
-                                              : absl::StrCat("(errno ", errno, ")");
+      return fstat(fd, &st) == 0 ? std::to_string(st.st_size) : failed("fstat");
     });
-    calls.push_back([&path] {
+    calls.push_back([fd, failed] {
       char value[32];
-      const ssize_t n = getxattr(path.c_str(), "user.logfs.durable_length", value, sizeof(value));
-      return n >= 0 ? std::string(value, n) : absl::StrCat("(errno ", errno, ")");
+      const ssize_t n = fgetxattr(fd, "user.logfs.durable_length", value, sizeof(value));
+      return n >= 0 ? std::string(value, n) : failed("fgetxattr");
     });
   }
+  calls.push_back([fd, failed] {
+    const timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+    return futimens(fd, times) == 0 ? "0" : failed("futimens");
+  });
   std::vector<std::string> results = RunWithServersStalled(tailed, calls);
   const std::string size = std::to_string(TailedFile::kFirst + TailedFile::kMore);
-  for (size_t i = 0; i < results.size(); ++i) EXPECT_EQ(size, results[i]) << "call " << i;
+  for (size_t i = 0; i + 1 < results.size(); ++i) EXPECT_EQ(size, results[i]) << "call " << i;
+  EXPECT_EQ("0", results.back()) << "futimens";
+}
+
+TEST(FuseWorkersTest, ASignalledMountRepliesToTheRequestsItHoldsBeforeItUnmounts) {
+  // Goal: SIGTERM to a mount whose waiting pool holds a read (its replica
+  // stalled) ends the FUSE session, and the mount still answers that read
+  // with the right bytes once the replica is back, then unmounts and exits.
+  // Before, the session was unmounted and freed at once: the read failed
+  // (ENOTCONN), and the pool's late reply wrote through the freed session.
+  // Method: short-circuit reads off and caches dropped, so the read goes
+  // over TCP to the pool; the servers stopped by PID; the mount's
+  // remote_reads counter polled until the read is in the pool; SIGTERM;
+  // the daemon's log polled for the end of the session; the servers
+  // resumed; the read checked; the daemon's exit polled by PID.
+  MountedClusterOptions options;
+  options.mount_flags = {absl::StrCat("--fuse_threads=", kFuseWorkers), "--noshort_circuit",
+                         "--rpc_timeout_ms=60000", "--replica_timeout_ms=60000",
+                         "--fsync_timeout_ms=60000"};
+  auto mc = MountedCluster::Start(options);
+  ASSERT_TRUE(mc.ok()) << mc.status();
+  MountedCluster& c = **mc;
+  ASSERT_TRUE(WriteFile(c.Path("sealed"), Pattern(kFileBytes, 7)).ok());
+  ASSERT_EQ(0, RunCommand("sync; echo 3 >/proc/sys/vm/drop_caches").exit_code);
+  ASSERT_EQ(0, setxattr(c.mountpoint().c_str(), "user.logfs.drop_block_cache", "1", 1, 0));
+  const uint64_t remote_reads = MountStats(c.mountpoint())["remote_reads"];
+  const pid_t mount_pid = c.MountPid();
+  ASSERT_GT(mount_pid, 0);
+
+  StalledServers stalled(c.cluster());
+  ASSERT_TRUE(stalled.Stall());
+  std::string read_result = "(not read)";
+  std::thread reader([&c, &read_result] {
+    const int fd = open(c.Path("sealed").c_str(), O_RDONLY | O_DIRECT);
+    if (fd < 0) {
+      read_result = absl::StrCat("(open errno ", errno, ")");
+      return;
+    }
+    std::unique_ptr<char, decltype(&std::free)> buf(
+        static_cast<char*>(std::aligned_alloc(4096, kFileBytes)), &std::free);
+    const ssize_t n = pread(fd, buf.get(), kFileBytes, 0);
+    read_result = n >= 0 ? std::string(buf.get(), n) : absl::StrCat("(errno ", errno, ")");
+    close(fd);
+  });
+  bool in_pool = false;
+  for (int poll = 0; poll < 500 && !in_pool; ++poll) {
+    in_pool = MountStats(c.mountpoint())["remote_reads"] > remote_reads;
+    if (!in_pool) absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_TRUE(in_pool) << "the read never reached the mount";
+  ASSERT_EQ(0, kill(mount_pid, SIGTERM));
+  const std::string log_path = c.root() + "/mount0.daemon.log";
+  bool ended = false;
+  for (int poll = 0; poll < 500 && !ended; ++poll) {
+    auto log = ReadFile(log_path);
+    ended = log.ok() && log->find("FUSE session ended") != std::string::npos;
+    if (!ended) absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_TRUE(ended) << "the session did not end on SIGTERM";
+  stalled.Resume();
+  reader.join();
+  EXPECT_TRUE(read_result == Pattern(kFileBytes, 7))
+      << "the held read got " << read_result.substr(0, 40);
+  bool exited = false;
+  for (int poll = 0; poll < 1000 && !exited; ++poll) {
+    exited = kill(mount_pid, 0) != 0 && errno == ESRCH;
+    if (!exited) absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_TRUE(exited) << "the mount did not exit after its last reply";
+  auto log = ReadFile(log_path);
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_NE(std::string::npos, log->find("unmounted " + c.mountpoint())) << *log;
 }
 
 }  // namespace
