@@ -114,8 +114,9 @@ void OpInit(void* userdata, fuse_conn_info* conn) noexcept {
 }
 
 // lookup, getattr and setattr reply inline unless a file another mount
-// writes needs its open segment's acked length: that reply comes from the
-// mount's waiting pool (Mount::GetAttrAsync), so they time themselves.
+// writes needs its open segment's acked length, or setattr empties a WAL
+// file this mount writes: that reply comes from the mount's waiting pool
+// (Mount::GetAttrAsync, SetAttrAsync), so they time themselves.
 // `kReply` replies with the attributes, timed as `op`.
 template <void (*kReply)(fuse_req_t, const absl::StatusOr<proto::Attr>&)>
 Mount::AttrDone ReplyAttrWhenDone(fuse_req_t req, FuseOp op) {
