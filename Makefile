@@ -38,7 +38,13 @@ FLAVOUR_SRCS ?=
 
 OPT ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter $(FLAVOUR_WARN)
-CPPFLAGS += -I. -I$(BUILDDIR)/gen -DFUSE_USE_VERSION=314 -DASIO_STANDALONE -DASIO_NO_DEPRECATED
+# asio picks aligned_alloc or operator new for its handler memory by whether a
+# libstdc++ header came before its own (it tests _GLIBCXX_HAVE_ALIGNED_ALLOC).
+# Sources include them in either order, so aligned_new and aligned_delete could
+# come from different choices (an ODR violation ASan reports as
+# alloc-dealloc-mismatch). One choice for every translation unit:
+CPPFLAGS += -I. -I$(BUILDDIR)/gen -DFUSE_USE_VERSION=314 -DASIO_STANDALONE -DASIO_NO_DEPRECATED \
+            -DASIO_HAS_STD_ALIGNED_ALLOC=1
 CXXFLAGS += -std=c++17 $(OPT) $(FLAVOUR_FLAGS) -MMD -MP -pthread
 LDLIBS += $(GRPC_LIBS) $(PKG_LIBS) -pthread
 
