@@ -64,6 +64,50 @@ class StalledServers {
   std::vector<pid_t> stopped_;
 };
 
+// Threads that make calls on mount `mount` of `c`, joined with a deadline,
+// so that a call whose reply is lost fails the test instead of hanging the
+// run (tests/run_tests.sh has no per-test timeout). Past the deadline the
+// mount's daemon is killed: that aborts its FUSE connection, so calls still
+// waiting in the kernel return (ECONNABORTED) and their threads can be
+// joined. Not thread-safe: one test thread starts and joins.
+class CallerThreads {
+ public:
+  CallerThreads(MountedCluster& c, int mount) : cluster_(c), mount_(mount) {}
+  ~CallerThreads() { JoinWithin(absl::Seconds(30)); }
+
+  // Runs `body` on a thread of its own; it counts as ended when it returns.
+  void Start(std::function<void()> body) {
+    threads_.emplace_back([this, body = std::move(body)] {
+      body();
+      ++ended_;
+    });
+  }
+  // How many bodies have returned.
+  int ended() const { return ended_.load(); }
+  // Joins every thread started. False (and the mount killed) if they had
+  // not all ended within `deadline`.
+  bool JoinWithin(absl::Duration deadline) {
+    const absl::Time give_up = absl::Now() + deadline;
+    while (ended() < static_cast<int>(threads_.size()) && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    const bool all_ended = ended() == static_cast<int>(threads_.size());
+    if (!all_ended) cluster_.KillMount(mount_);
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+    ended_ = 0;
+    return all_ended;
+  }
+
+ private:
+  MountedCluster& cluster_;
+  const int mount_;
+  std::vector<std::thread> threads_;
+  std::atomic<int> ended_{0};
+};
+
+constexpr absl::Duration kRepliesAfterResume = absl::Seconds(30);
+
 // Calls that need only meta, timed: a stat of a name never looked up (no
 // kernel cache answers it) and a listing of a directory.
 struct MetaOnlyCalls {
@@ -135,12 +179,11 @@ TEST(FuseWorkersTest, StatAndLsAnswerWhileEveryWorkerWouldWaitOnAStalledReplica)
 
   StalledServers stalled(c.cluster());
   ASSERT_TRUE(stalled.Stall());
-  std::atomic<int> finished{0};
   std::vector<std::string> read_results(kReaders);
   std::vector<ssize_t> write_results(kWriters, -2);
-  std::vector<std::thread> threads;
+  CallerThreads callers(c, 0);
   for (int i = 0; i < kReaders; ++i) {
-    threads.emplace_back([&, i] {
+    callers.Start([&, i] {
       const int fd = open(c.Path(absl::StrCat("sealed", i)).c_str(), O_RDONLY | O_DIRECT);
       if (fd >= 0) {
         std::unique_ptr<char, decltype(&std::free)> buf(
@@ -149,18 +192,16 @@ TEST(FuseWorkersTest, StatAndLsAnswerWhileEveryWorkerWouldWaitOnAStalledReplica)
         read_results[i] = n > 0 ? std::string(buf.get(), n) : "";
         close(fd);
       }
-      ++finished;
     });
   }
   for (int i = 0; i < kWriters; ++i) {
-    threads.emplace_back([&, i] {
+    callers.Start([&, i] {
       const int fd = open(c.Path(absl::StrCat("wal/log", i)).c_str(), O_WRONLY | O_APPEND);
       if (fd >= 0) {
         const std::string more = Pattern(200, 200 + i);
         write_results[i] = write(fd, more.data(), more.size());
         close(fd);
       }
-      ++finished;
     });
   }
   // The probe, on a thread of its own so that a mount that parks its
@@ -175,7 +216,8 @@ TEST(FuseWorkersTest, StatAndLsAnswerWhileEveryWorkerWouldWaitOnAStalledReplica)
   };
   auto probe = std::make_shared<Probe>();
   auto probed = std::make_shared<absl::Notification>();
-  std::thread prober([&c, before, probe, probed] {
+  CallerThreads prober(c, 0);
+  prober.Start([&c, before, probe, probed] {
     std::map<std::string, uint64_t> now;
     for (int poll = 0; poll < 300 && !probe->in_flight; ++poll) {
       now = MountStats(c.mountpoint());
@@ -191,7 +233,7 @@ TEST(FuseWorkersTest, StatAndLsAnswerWhileEveryWorkerWouldWaitOnAStalledReplica)
   });
   const bool answered = probed->WaitForNotificationWithTimeout(absl::Seconds(20));
   EXPECT_TRUE(answered) << "stat and ls did not answer while requests waited for the servers";
-  EXPECT_EQ(0, finished.load()) << "the servers were stalled all along";
+  EXPECT_EQ(0, callers.ended()) << "the servers were stalled all along";
   if (answered) {
     EXPECT_TRUE(probe->in_flight) << "not every read and write reached the mount: "
                                   << probe->counters;
@@ -200,8 +242,8 @@ TEST(FuseWorkersTest, StatAndLsAnswerWhileEveryWorkerWouldWaitOnAStalledReplica)
 
   // Resumed: every waiting request completes with the right result.
   stalled.Resume();
-  prober.join();
-  for (auto& t : threads) t.join();
+  ASSERT_TRUE(prober.JoinWithin(kRepliesAfterResume)) << "stat or ls never answered";
+  ASSERT_TRUE(callers.JoinWithin(kRepliesAfterResume)) << "a read or write never answered";
   for (int i = 0; i < kReaders; ++i) {
     EXPECT_TRUE(read_results[i] == Pattern(kFileBytes, i)) << "reader " << i;
   }
@@ -346,14 +388,10 @@ std::vector<std::string> RunWithServersStalled(
   const double asked = before + static_cast<double>(calls.size());
   StalledServers stalled(c.cluster());
   EXPECT_TRUE(stalled.Stall());
-  std::atomic<int> finished{0};
-  std::vector<std::string> results(calls.size());
-  std::vector<std::thread> callers;
+  std::vector<std::string> results(calls.size(), "(no reply)");
+  CallerThreads callers(c, 1);
   for (size_t i = 0; i < calls.size(); ++i) {
-    callers.emplace_back([&, i] {
-      results[i] = calls[i]();
-      ++finished;
-    });
+    callers.Start([&, i] { results[i] = calls[i](); });
   }
   struct Probe {
     double get_inodes = 0;
@@ -361,7 +399,8 @@ std::vector<std::string> RunWithServersStalled(
   };
   auto probe = std::make_shared<Probe>();
   auto probed = std::make_shared<absl::Notification>();
-  std::thread prober([&c, &tailed, asked, probe, probed] {
+  CallerThreads prober(c, 1);
+  prober.Start([&c, &tailed, asked, probe, probed] {
     for (int poll = 0; poll < 500; ++poll) {
       probe->get_inodes = tailed.GetInodeCalls();
       if (probe->get_inodes >= asked) break;
@@ -372,14 +411,14 @@ std::vector<std::string> RunWithServersStalled(
   });
   const bool answered = probed->WaitForNotificationWithTimeout(absl::Seconds(20));
   EXPECT_TRUE(answered) << "stat and ls did not answer while calls waited for the servers";
-  EXPECT_EQ(0, finished.load()) << "the servers were stalled all along";
+  EXPECT_EQ(0, callers.ended()) << "the servers were stalled all along";
   if (answered) {
     EXPECT_GE(probe->get_inodes, asked) << "not every call reached the waiting pool";
     ExpectAnsweredAtOnce(probe->calls, 1);  // wal
   }
   stalled.Resume();
-  prober.join();
-  for (auto& t : callers) t.join();
+  EXPECT_TRUE(prober.JoinWithin(kRepliesAfterResume)) << "stat or ls never answered";
+  EXPECT_TRUE(callers.JoinWithin(kRepliesAfterResume)) << "a call never answered";
   return results;
 }
 
@@ -471,7 +510,8 @@ TEST(FuseWorkersTest, ASignalledMountRepliesToTheRequestsItHoldsBeforeItUnmounts
   StalledServers stalled(c.cluster());
   ASSERT_TRUE(stalled.Stall());
   std::string read_result = "(not read)";
-  std::thread reader([&c, &read_result] {
+  CallerThreads reader(c, 0);
+  reader.Start([&c, &read_result] {
     const int fd = open(c.Path("sealed").c_str(), O_RDONLY | O_DIRECT);
     if (fd < 0) {
       read_result = absl::StrCat("(open errno ", errno, ")");
@@ -499,7 +539,7 @@ TEST(FuseWorkersTest, ASignalledMountRepliesToTheRequestsItHoldsBeforeItUnmounts
   }
   EXPECT_TRUE(ended) << "the session did not end on SIGTERM";
   stalled.Resume();
-  reader.join();
+  EXPECT_TRUE(reader.JoinWithin(kRepliesAfterResume)) << "the held read never answered";
   EXPECT_TRUE(read_result == Pattern(kFileBytes, 7))
       << "the held read got " << read_result.substr(0, 40);
   bool exited = false;
