@@ -30,6 +30,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "src/util/unique_fd.h"
+#include "tests/caller_threads.h"
 #include "tests/fakes/loopback_exchange.h"
 #include "tests/mounted_cluster.h"
 
@@ -41,70 +42,6 @@ constexpr int kReaders = 8;
 constexpr int kWriters = 4;
 constexpr size_t kFileBytes = 64 << 10;  // one block-cache block
 constexpr size_t kWalBytes = 4000;       // of a 4096-byte WAL segment
-
-// Every segment server stopped (SIGSTOP) until Resume or destruction.
-class StalledServers {
- public:
-  explicit StalledServers(cluster::LocalCluster& cluster) : cluster_(cluster) {}
-  ~StalledServers() { Resume(); }
-  bool Stall() {
-    for (int i = 0; i < cluster_.segment_servers(); ++i) {
-      stopped_.push_back(cluster_.segd_pid(i));
-      if (!StopProcess(stopped_.back())) return false;
-    }
-    return true;
-  }
-  void Resume() {
-    for (pid_t pid : stopped_) kill(pid, SIGCONT);
-    stopped_.clear();
-  }
-
- private:
-  cluster::LocalCluster& cluster_;
-  std::vector<pid_t> stopped_;
-};
-
-// Threads that make calls on mount `mount` of `c`, joined with a deadline,
-// so that a call whose reply is lost fails the test instead of hanging the
-// run (tests/run_tests.sh has no per-test timeout). Past the deadline the
-// mount's daemon is killed: that aborts its FUSE connection, so calls still
-// waiting in the kernel return (ECONNABORTED) and their threads can be
-// joined. Not thread-safe: one test thread starts and joins.
-class CallerThreads {
- public:
-  CallerThreads(MountedCluster& c, int mount) : cluster_(c), mount_(mount) {}
-  ~CallerThreads() { JoinWithin(absl::Seconds(30)); }
-
-  // Runs `body` on a thread of its own; it counts as ended when it returns.
-  void Start(std::function<void()> body) {
-    threads_.emplace_back([this, body = std::move(body)] {
-      body();
-      ++ended_;
-    });
-  }
-  // How many bodies have returned.
-  int ended() const { return ended_.load(); }
-  // Joins every thread started. False (and the mount killed) if they had
-  // not all ended within `deadline`.
-  bool JoinWithin(absl::Duration deadline) {
-    const absl::Time give_up = absl::Now() + deadline;
-    while (ended() < static_cast<int>(threads_.size()) && absl::Now() < give_up) {
-      absl::SleepFor(absl::Milliseconds(10));
-    }
-    const bool all_ended = ended() == static_cast<int>(threads_.size());
-    if (!all_ended) cluster_.KillMount(mount_);
-    for (auto& t : threads_) t.join();
-    threads_.clear();
-    ended_ = 0;
-    return all_ended;
-  }
-
- private:
-  MountedCluster& cluster_;
-  const int mount_;
-  std::vector<std::thread> threads_;
-  std::atomic<int> ended_{0};
-};
 
 constexpr absl::Duration kRepliesAfterResume = absl::Seconds(30);
 
