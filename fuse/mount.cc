@@ -471,15 +471,16 @@ absl::StatusOr<cache::ReadBuffer> Mount::Read(OpenFile& file, uint64_t offset,
   return ReadInternal(file, offset, size, cache::ReadMode::kAny);
 }
 
-void Mount::ReadAsync(OpenFile& file, uint64_t offset, uint64_t size, ReadDone done) {
+void Mount::ReadAsync(std::shared_ptr<OpenFile> file, uint64_t offset, uint64_t size,
+                      ReadDone done) {
   absl::StatusOr<cache::ReadBuffer> read =
-      ReadInternal(file, offset, size, cache::ReadMode::kCachedOnly);
+      ReadInternal(*file, offset, size, cache::ReadMode::kCachedOnly);
   if (!cache::IsRemoteReadNeeded(read.status())) {
     done(std::move(read));
     return;
   }
-  asio::post(waiting_pool_, [this, &file, offset, size, done = std::move(done)] {
-    done(ReadInternal(file, offset, size, cache::ReadMode::kAny));
+  asio::post(waiting_pool_, [this, file = std::move(file), offset, size, done = std::move(done)] {
+    done(ReadInternal(*file, offset, size, cache::ReadMode::kAny));
   });
 }
 
@@ -587,7 +588,7 @@ void Mount::Flush(OpenFile& file, std::function<void(absl::Status)> done) {
   file.writer->SealAsync(std::move(done));
 }
 
-absl::Status Mount::Release(std::unique_ptr<OpenFile> file) {
+absl::Status Mount::Release(std::shared_ptr<OpenFile> file) {
   absl::Notification released;
   absl::Status status;
   ReleaseAsync(std::move(file), [&](absl::Status s) {
@@ -598,7 +599,7 @@ absl::Status Mount::Release(std::unique_ptr<OpenFile> file) {
   return status;
 }
 
-void Mount::ReleaseAsync(std::unique_ptr<OpenFile> file, std::function<void(absl::Status)> done) {
+void Mount::ReleaseAsync(std::shared_ptr<OpenFile> file, std::function<void(absl::Status)> done) {
   if (file->writer == nullptr) {
     done(meta_.Release(file->ino));
     return;
@@ -613,8 +614,7 @@ void Mount::ReleaseAsync(std::unique_ptr<OpenFile> file, std::function<void(absl
     it->second.closing = true;
   }
   std::shared_ptr<wal::FileWriter> writer = file->writer;
-  writer->CloseAsync([this, file = std::shared_ptr<OpenFile>(std::move(file)),
-                      done = std::move(done)](absl::Status status) {
+  writer->CloseAsync([this, file = std::move(file), done = std::move(done)](absl::Status status) {
     {
       absl::MutexLock lock(&mu_);
       writers_.erase(file->ino);

@@ -181,28 +181,32 @@ class Mount {
   // The FUSE layer's calls: they never park their thread on a replica
   // (DESIGN §2). Each does its work inline when that needs no wait for a
   // segment server, else hands it to the mount's waiting pool, and `done`
-  // runs there. `file` must live until `done` has run.
+  // runs there. `file` must live until `done` has run (ReadAsync keeps a
+  // share of it itself).
   // ReadAsync: inline when every byte is in the block cache or in a
   // replica this host already has open (short-circuit), else from the pool
   // (a remote read, a replica's first open, written bytes not yet durable,
   // a read of a live file past its known length or while it has an open
   // segment: its length comes from meta and the open segment's replicas).
+  // A job on the pool keeps its share of `file`: the kernel may release
+  // the handle before the job ends (a dying reader's read is answered at
+  // once, fuse/request.h).
   using ReadDone = std::function<void(absl::StatusOr<cache::ReadBuffer>)>;
-  void ReadAsync(OpenFile& file, uint64_t offset, uint64_t size, ReadDone done);
+  void ReadAsync(std::shared_ptr<OpenFile> file, uint64_t offset, uint64_t size, ReadDone done);
   // WriteAsync: wal::FileWriter::WriteAsync (a full queue or a roll waits
   // on its run_waiting thread, the pool's).
   void WriteAsync(OpenFile& file, uint64_t offset, const char* data, size_t size,
                   std::function<void(absl::Status)> done);
   // ReleaseAsync: Release; the last handle of a writer closes it on the
   // pool.
-  void ReleaseAsync(std::unique_ptr<OpenFile> file, std::function<void(absl::Status)> done);
+  void ReleaseAsync(std::shared_ptr<OpenFile> file, std::function<void(absl::Status)> done);
   void Sync(OpenFile& file, std::function<void(absl::Status)> done);
   // close(2) of a descriptor: sync and seal, so the length is final when
   // close returns; a later write through another descriptor of the same
   // file description opens a new segment.
   void Flush(OpenFile& file, std::function<void(absl::Status)> done);
   // Last handle of a writer: sync, seal, release the lease.
-  absl::Status Release(std::unique_ptr<OpenFile> file);
+  absl::Status Release(std::shared_ptr<OpenFile> file);
 
   uint64_t mount_id() const { return meta_.mount_id(); }
 

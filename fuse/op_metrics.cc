@@ -34,6 +34,9 @@ std::array<OpCounters, kOps>& Counters() {
   return *counters;
 }
 
+std::atomic<uint64_t> g_reply_failures{0};
+std::atomic<uint64_t> g_gathered_replies{0};
+
 int ErrnoSlot(int error) { return error > 0 && error < kErrnoMax ? error : 0; }
 
 std::string ErrnoName(int slot) {
@@ -52,7 +55,16 @@ void RecordFuseOp(FuseOp op, std::chrono::steady_clock::duration elapsed, int er
   if (error != 0) c.errors[ErrnoSlot(error)].fetch_add(1, std::memory_order_relaxed);
 }
 
+void RecordFuseReplyFailure() { g_reply_failures.fetch_add(1, std::memory_order_relaxed); }
+void RecordFuseGatheredReply() { g_gathered_replies.fetch_add(1, std::memory_order_relaxed); }
+
 void CollectFuseOpMetrics(metrics::FamilyList& out) {
+  out.AddCounter("logfs_fuse_reply_failures_total",
+                 "FUSE replies the kernel refused (their callers never got one).",
+                 static_cast<double>(g_reply_failures.load(std::memory_order_relaxed)));
+  out.AddCounter("logfs_fuse_gathered_replies_total",
+                 "Read replies copied into one buffer: more pieces than writev takes.",
+                 static_cast<double>(g_gathered_replies.load(std::memory_order_relaxed)));
   for (int op = 0; op < kOps; ++op) {
     const OpCounters& c = Counters()[op];
     const metrics::Histogram::Snapshot latency = c.latency.Read();
@@ -72,5 +84,7 @@ void CollectFuseOpMetrics(metrics::FamilyList& out) {
 uint64_t TEST_FuseOpErrors(FuseOp op, int error) {
   return Counters()[static_cast<int>(op)].errors[ErrnoSlot(error)].load();
 }
+uint64_t TEST_FuseReplyFailures() { return g_reply_failures.load(); }
+uint64_t TEST_FuseGatheredReplies() { return g_gathered_replies.load(); }
 
 }  // namespace logfs::fuse

@@ -66,10 +66,20 @@ class FuseOpTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
-// Adds the ops seen so far (ops never called have no series).
+// A reply the kernel refused (fuse/request.h: its caller then waits for
+// good), and a read reply gathered into one buffer because it had more
+// pieces than writev(2) takes (fuse/ops.cc ReplyData).
+void RecordFuseReplyFailure();
+void RecordFuseGatheredReply();
+
+// Adds the ops seen so far (ops never called have no series), and the
+// two counters above.
 void CollectFuseOpMetrics(metrics::FamilyList& out);
 
-// Test hook: the count of op `op` that failed with `error`.
+// Test hooks: the count of op `op` that failed with `error`; the counts
+// of the two records above.
 uint64_t TEST_FuseOpErrors(FuseOp op, int error);
+uint64_t TEST_FuseReplyFailures();
+uint64_t TEST_FuseGatheredReplies();
 
 }  // namespace logfs::fuse

@@ -1,7 +1,11 @@
 // The FUSE low-level operations: each decodes its request, calls Mount,
-// and replies. No logic beyond translation lives here.
+// and replies once (fuse/request.h). No logic beyond translation lives
+// here.
+#include "fuse/ops.h"
+
 #include <fuse_lowlevel.h>
 #include <glog/logging.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -19,7 +23,7 @@
 #include "fuse/errno_map.h"
 #include "fuse/mount.h"
 #include "fuse/op_metrics.h"
-#include "fuse/session.h"
+#include "fuse/request.h"
 #include "store/format/limits.h"
 #include "store/format/setattr_bits.h"
 #include "store/format/xattr_names.h"
@@ -42,17 +46,37 @@ static_assert(format::kSetAttrMode == FUSE_SET_ATTR_MODE &&
 constexpr double kSealedAttrTimeoutSeconds = 1.0;
 constexpr double kEntryTimeoutSeconds = 1.0;
 
-Mount& M(fuse_req_t req) { return *static_cast<Mount*>(fuse_req_userdata(req)); }
+// The session's userdata. Read it, and the request's context, before an
+// op may block: once a dying caller's request is answered (fuse/request.h)
+// libfuse may free `req`, and an op reaches it only through Claim().
+OpsContext& Context(fuse_req_t req) { return *static_cast<OpsContext*>(fuse_req_userdata(req)); }
+Mount& M(fuse_req_t req) { return *Context(req).mount; }
 
-// The errno this thread's last reply carried, for Timed below.
-thread_local int t_reply_errno = 0;
+using RequestPtr = std::shared_ptr<Request>;
 
-void ReplyErr(fuse_req_t req, int error) {
-  t_reply_errno = error;
-  fuse_reply_err(req, error);
+RequestPtr Begin(fuse_req_t req, FuseOp op) {
+  return Request::Start(req, op, *Context(req).interrupts);
 }
 
-OpenFile* Handle(fuse_file_info* fi) { return reinterpret_cast<OpenFile*>(fi->fh); }
+// One handle per open file description: a share of the OpenFile, so that a
+// read still on the waiting pool keeps it alive past a RELEASE that
+// follows an interrupted (answered) read.
+using FileHandle = std::shared_ptr<OpenFile>;
+const FileHandle& Handle(fuse_file_info* fi) { return *reinterpret_cast<FileHandle*>(fi->fh); }
+void SetHandle(fuse_file_info* fi, std::unique_ptr<OpenFile> file) {
+  fi->fh = reinterpret_cast<uint64_t>(new FileHandle(std::move(file)));
+}
+FileHandle TakeHandle(fuse_file_info* fi) {
+  std::unique_ptr<FileHandle> handle(reinterpret_cast<FileHandle*>(fi->fh));
+  fi->fh = 0;
+  return std::move(*handle);
+}
+
+void ReplyErr(const RequestPtr& r, int error) {
+  if (fuse_req_t req = r->Claim()) r->Replied(fuse_reply_err(req, error), error);
+}
+
+void ReplyStatus(const RequestPtr& r, const absl::Status& status) { ReplyErr(r, ToErrno(status)); }
 
 void FillStat(const proto::Attr& a, struct stat* st) {
   std::memset(st, 0, sizeof(*st));
@@ -80,96 +104,145 @@ double AttrTimeout(const proto::Attr& a) {
   return a.open_for_write() || a.open_segment() ? 0.0 : kSealedAttrTimeoutSeconds;
 }
 
-void ReplyEntry(fuse_req_t req, const absl::StatusOr<proto::Attr>& attr) {
-  if (!attr.ok()) {
-    ReplyErr(req, ToErrno(attr.status()));
-    return;
-  }
+fuse_entry_param EntryOf(const proto::Attr& attr, double attr_timeout) {
   fuse_entry_param e;
   std::memset(&e, 0, sizeof(e));
-  e.ino = attr->ino();
+  e.ino = attr.ino();
   e.generation = 1;
-  FillStat(*attr, &e.attr);
-  e.attr_timeout = AttrTimeout(*attr);
+  FillStat(attr, &e.attr);
+  e.attr_timeout = attr_timeout;
   e.entry_timeout = kEntryTimeoutSeconds;
-  fuse_reply_entry(req, &e);
+  return e;
 }
 
-void ReplyAttr(fuse_req_t req, const absl::StatusOr<proto::Attr>& attr) {
-  if (!attr.ok()) {
-    ReplyErr(req, ToErrno(attr.status()));
-    return;
-  }
+void ReplyEntry(const RequestPtr& r, const absl::StatusOr<proto::Attr>& attr) {
+  if (!attr.ok()) return ReplyStatus(r, attr.status());
+  const fuse_entry_param e = EntryOf(*attr, AttrTimeout(*attr));
+  if (fuse_req_t req = r->Claim()) r->Replied(fuse_reply_entry(req, &e), 0);
+}
+
+void ReplyAttr(const RequestPtr& r, const absl::StatusOr<proto::Attr>& attr) {
+  if (!attr.ok()) return ReplyStatus(r, attr.status());
   struct stat st;
   FillStat(*attr, &st);
-  fuse_reply_attr(req, &st, AttrTimeout(*attr));
+  if (fuse_req_t req = r->Claim()) r->Replied(fuse_reply_attr(req, &st, AttrTimeout(*attr)), 0);
 }
 
-void ReplyStatus(fuse_req_t req, const absl::Status& status) { ReplyErr(req, ToErrno(status)); }
+void ReplyBuf(const RequestPtr& r, const char* data, size_t size) {
+  if (fuse_req_t req = r->Claim()) r->Replied(fuse_reply_buf(req, data, size), 0);
+}
+
+// libfuse sends a reply with one writev(2) of its out header and the
+// pieces, and writev takes at most IOV_MAX of them (EINVAL beyond, and
+// then the request is never answered). A read of many small pieces (one
+// per segment of a file of many tiny segments) is copied into one buffer
+// instead; the usual read, a few block-cache chunks, goes out uncopied.
+constexpr size_t kReplyPiecesMax = IOV_MAX - 1;
+static_assert(kReplyPiecesMax >= 64, "a read of a few blocks must go out uncopied");
+
+void ReplyData(const RequestPtr& r, const cache::ReadBuffer& data) {
+  fuse_req_t req = r->Claim();
+  if (req == nullptr) return;
+  const std::vector<iovec>& iov = data.iov();
+  if (iov.size() <= kReplyPiecesMax) {
+    r->Replied(fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size())), 0);
+    return;
+  }
+  RecordFuseGatheredReply();
+  const std::string gathered = data.ToString();
+  r->Replied(fuse_reply_buf(req, gathered.data(), gathered.size()), 0);
+}
+
+// Replies to an open or create with `fi`'s handle; if the caller is gone
+// (answered as interrupted, or the kernel refused the reply), nobody will
+// release the handle, so it is released here.
+template <typename ReplyFn>
+void ReplyOpened(Mount& mount, const RequestPtr& r, fuse_file_info* fi, ReplyFn reply) {
+  fuse_req_t req = r->Claim();
+  const int result = req != nullptr ? reply(req) : -EINTR;
+  if (req != nullptr) r->Replied(result, 0);
+  if (result != 0) mount.Release(TakeHandle(fi)).IgnoreError();
+}
 
 void OpInit(void* userdata, fuse_conn_info* conn) noexcept {
   conn->max_write = format::kFuseWriteBytesMax;
   // Appends must reach us in order and at once: no kernel write-back cache.
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+  // An O_DIRECT read or write of a file in the page cache is its caller's
+  // own request, not a background one the caller waits for without
+  // interrupts: so a killed caller's request is interrupted (FUSE_INTERRUPT)
+  // and answered at once (fuse/request.h), as a direct_io file's are.
+  conn->want &= ~FUSE_CAP_ASYNC_DIO;
 }
 
-// lookup, getattr and setattr reply inline unless a file another mount
-// writes needs its open segment's acked length, or setattr empties a WAL
-// file this mount writes: that reply comes from the mount's waiting pool
-// (Mount::GetAttrAsync, SetAttrAsync), so they time themselves.
-// `kReply` replies with the attributes, timed as `op`.
-template <void (*kReply)(fuse_req_t, const absl::StatusOr<proto::Attr>&)>
-Mount::AttrDone ReplyAttrWhenDone(fuse_req_t req, FuseOp op) {
-  return [req, timer = FuseOpTimer(op)](absl::StatusOr<proto::Attr> attr) {
-    timer.Done(attr.ok() ? 0 : ToErrno(attr.status()));
-    kReply(req, attr);
-  };
-}
+// Every op but forget starts a Request (fuse/request.h) and replies through
+// it exactly once, from wherever its answer comes: inline, a completion of
+// the writer, or the mount's waiting pool (DESIGN §2: read, write, flush,
+// fsync, release, and the live sizes of lookup, getattr, setattr and
+// getxattr never hold a FUSE worker on a segment server). Each op is timed
+// from its start to that reply. A dying caller's request is answered EINTR
+// at once by the interrupt watcher; the op's own answer then goes nowhere.
 
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
-  M(req).LookupAsync(parent, name, ReplyAttrWhenDone<ReplyEntry>(req, FuseOp::kLookup));
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kLookup);
+  mount.LookupAsync(parent, name, [r](absl::StatusOr<proto::Attr> attr) { ReplyEntry(r, attr); });
 }
 
-void OpForget(fuse_req_t req, fuse_ino_t, uint64_t) noexcept { fuse_reply_none(req); }
+void OpForget(fuse_req_t req, fuse_ino_t, uint64_t) noexcept {
+  const FuseOpTimer timer(FuseOp::kForget);
+  fuse_reply_none(req);
+  timer.Done(0);
+}
 
 void OpGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) noexcept {
-  M(req).GetAttrAsync(ino, ReplyAttrWhenDone<ReplyAttr>(req, FuseOp::kGetAttr));
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kGetAttr);
+  mount.GetAttrAsync(ino, [r](absl::StatusOr<proto::Attr> attr) { ReplyAttr(r, attr); });
 }
 
 void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
                fuse_file_info*) noexcept {
-  proto::SetAttrRequest r;
-  r.set_ino(ino);
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kSetAttr);
+  proto::SetAttrRequest request;
+  request.set_ino(ino);
   uint32_t bits = to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |
                             FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME);
   int64_t now = absl::ToUnixNanos(absl::Now());
   if (to_set & FUSE_SET_ATTR_ATIME_NOW) bits |= FUSE_SET_ATTR_ATIME;
   if (to_set & FUSE_SET_ATTR_MTIME_NOW) bits |= FUSE_SET_ATTR_MTIME;
-  r.set_to_set(bits);
-  r.set_mode(attr->st_mode);
-  r.set_uid(attr->st_uid);
-  r.set_gid(attr->st_gid);
-  r.set_size(attr->st_size);
-  r.set_atime_ns((to_set & FUSE_SET_ATTR_ATIME_NOW)
-                     ? now
-                     : attr->st_atim.tv_sec * 1000000000LL + attr->st_atim.tv_nsec);
-  r.set_mtime_ns((to_set & FUSE_SET_ATTR_MTIME_NOW)
-                     ? now
-                     : attr->st_mtim.tv_sec * 1000000000LL + attr->st_mtim.tv_nsec);
-  M(req).SetAttrAsync(r, ReplyAttrWhenDone<ReplyAttr>(req, FuseOp::kSetAttr));
+  request.set_to_set(bits);
+  request.set_mode(attr->st_mode);
+  request.set_uid(attr->st_uid);
+  request.set_gid(attr->st_gid);
+  request.set_size(attr->st_size);
+  request.set_atime_ns((to_set & FUSE_SET_ATTR_ATIME_NOW)
+                           ? now
+                           : attr->st_atim.tv_sec * 1000000000LL + attr->st_atim.tv_nsec);
+  request.set_mtime_ns((to_set & FUSE_SET_ATTR_MTIME_NOW)
+                           ? now
+                           : attr->st_mtim.tv_sec * 1000000000LL + attr->st_mtim.tv_nsec);
+  mount.SetAttrAsync(request, [r](absl::StatusOr<proto::Attr> attr) { ReplyAttr(r, attr); });
 }
 
 void OpReadlink(fuse_req_t req, fuse_ino_t ino) noexcept {
-  auto target = M(req).Readlink(ino);
-  if (!target.ok()) return ReplyStatus(req, target.status());
-  fuse_reply_readlink(req, target->c_str());
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kReadlink);
+  auto target = mount.Readlink(ino);
+  if (!target.ok()) return ReplyStatus(r, target.status());
+  if (fuse_req_t claimed = r->Claim()) {
+    r->Replied(fuse_reply_readlink(claimed, target->c_str()), 0);
+  }
 }
 
-void CreateNode(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+void CreateNode(fuse_req_t req, FuseOp op, fuse_ino_t parent, const char* name, mode_t mode,
                 const std::string& target, dev_t rdev = 0) {
-  const fuse_ctx* ctx = fuse_req_ctx(req);
-  mode_t umasked = mode & ~ctx->umask;
-  ReplyEntry(req, M(req).Create(parent, name, umasked, ctx->uid, ctx->gid, target, rdev));
+  Mount& mount = M(req);
+  const fuse_ctx ctx = *fuse_req_ctx(req);
+  RequestPtr r = Begin(req, op);
+  mode_t umasked = mode & ~ctx.umask;
+  ReplyEntry(r, mount.Create(parent, name, umasked, ctx.uid, ctx.gid, target, rdev));
 }
 
 // A regular file (mknod(2) of S_IFREG, as `mknod` without O_CREAT's open),
@@ -178,32 +251,39 @@ void CreateNode(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode
 // device nodes) before it asks; meta refuses any other type with EINVAL.
 void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
              dev_t rdev) noexcept {
-  CreateNode(req, parent, name, mode, "", S_ISCHR(mode) || S_ISBLK(mode) ? rdev : 0);
+  CreateNode(req, FuseOp::kMknod, parent, name, mode, "",
+             S_ISCHR(mode) || S_ISBLK(mode) ? rdev : 0);
 }
 
 void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) noexcept {
-  CreateNode(req, parent, name, (mode & 07777) | S_IFDIR, "");
+  CreateNode(req, FuseOp::kMkdir, parent, name, (mode & 07777) | S_IFDIR, "");
 }
 
 void OpSymlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) noexcept {
-  CreateNode(req, parent, name, S_IFLNK | 0777, link);
+  CreateNode(req, FuseOp::kSymlink, parent, name, S_IFLNK | 0777, link);
 }
 
 void OpUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
-  ReplyStatus(req, M(req).Unlink(parent, name, false));
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kUnlink);
+  ReplyStatus(r, mount.Unlink(parent, name, false));
 }
 
 void OpRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
-  ReplyStatus(req, M(req).Unlink(parent, name, true));
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kRmdir);
+  ReplyStatus(r, mount.Unlink(parent, name, true));
 }
 
 void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent,
               const char* new_name, unsigned int flags) noexcept {
-  ReplyStatus(req, M(req).Rename(parent, name, new_parent, new_name, flags));
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kRename);
+  ReplyStatus(r, mount.Rename(parent, name, new_parent, new_name, flags));
 }
 
 void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) noexcept {
-  ReplyErr(req, ToErrno(Refusal::kHardLink));
+  ReplyErr(Begin(req, FuseOp::kLink), ToErrno(Refusal::kHardLink));
 }
 
 void SetOpenFlags(const OpenFile& file, fuse_file_info* fi) {
@@ -222,99 +302,73 @@ void SetOpenFlags(const OpenFile& file, fuse_file_info* fi) {
 }
 
 void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
-  auto file = M(req).Open(ino, fi->flags);
-  if (!file.ok()) return ReplyStatus(req, file.status());
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kOpen);
+  auto file = mount.Open(ino, fi->flags);
+  if (!file.ok()) return ReplyStatus(r, file.status());
   SetOpenFlags(**file, fi);
-  fi->fh = reinterpret_cast<uint64_t>(file->release());
-  if (fuse_reply_open(req, fi) != 0) {
-    // The opener was interrupted: nobody will release this handle.
-    M(req).Release(std::unique_ptr<OpenFile>(Handle(fi))).IgnoreError();
-  }
+  SetHandle(fi, *std::move(file));
+  ReplyOpened(mount, r, fi, [fi](fuse_req_t claimed) { return fuse_reply_open(claimed, fi); });
 }
 
 void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
               fuse_file_info* fi) noexcept {
-  const fuse_ctx* ctx = fuse_req_ctx(req);
-  auto attr = M(req).Create(parent, name, (mode & ~ctx->umask & 07777) | S_IFREG, ctx->uid,
-                            ctx->gid, "", 0);
-  if (!attr.ok()) return ReplyStatus(req, attr.status());
-  auto file = M(req).Open(attr->ino(), fi->flags);
-  if (!file.ok()) return ReplyStatus(req, file.status());
+  Mount& mount = M(req);
+  const fuse_ctx ctx = *fuse_req_ctx(req);
+  RequestPtr r = Begin(req, FuseOp::kCreate);
+  auto attr =
+      mount.Create(parent, name, (mode & ~ctx.umask & 07777) | S_IFREG, ctx.uid, ctx.gid, "", 0);
+  if (!attr.ok()) return ReplyStatus(r, attr.status());
+  auto file = mount.Open(attr->ino(), fi->flags);
+  if (!file.ok()) return ReplyStatus(r, file.status());
   SetOpenFlags(**file, fi);
-  fi->fh = reinterpret_cast<uint64_t>(file->release());
-  fuse_entry_param e;
-  std::memset(&e, 0, sizeof(e));
-  e.ino = attr->ino();
-  e.generation = 1;
-  FillStat(*attr, &e.attr);
-  e.attr_timeout = 0;
-  e.entry_timeout = kEntryTimeoutSeconds;
-  if (fuse_reply_create(req, &e, fi) != 0) {
-    M(req).Release(std::unique_ptr<OpenFile>(Handle(fi))).IgnoreError();
-  }
+  SetHandle(fi, *std::move(file));
+  const fuse_entry_param e = EntryOf(*attr, /*attr_timeout=*/0);
+  ReplyOpened(mount, r, fi,
+              [fi, &e](fuse_req_t claimed) { return fuse_reply_create(claimed, &e, fi); });
 }
 
-// read, write, flush (every close), fsync and release never hold a FUSE
-// worker while they wait for a segment server (DESIGN §2): each replies
-// inline when it need not wait, else from the completion (the writer's,
-// or a thread of the mount's waiting pool), so the workers go on serving
-// stat, ls and every other call. Their latency is timed to that reply.
-
 void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
-  M(req).ReadAsync(
-      *Handle(fi), static_cast<uint64_t>(off), size,
-      [req, timer = FuseOpTimer(FuseOp::kRead)](absl::StatusOr<cache::ReadBuffer> data) {
-        if (!data.ok()) {
-          const int error = ToErrno(data.status());
-          timer.Done(error);
-          fuse_reply_err(req, error);
-          return;
-        }
-        timer.Done(0);
-        // Scatter-gather straight from the cached blocks; the
-        // pins drop after the kernel has copied them.
-        fuse_reply_iov(req, data->iov().data(), static_cast<int>(data->iov().size()));
-      });
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kRead);
+  mount.ReadAsync(Handle(fi), static_cast<uint64_t>(off), size,
+                  [r](absl::StatusOr<cache::ReadBuffer> data) {
+                    if (!data.ok()) return ReplyStatus(r, data.status());
+                    // Scatter-gather straight from the cached blocks; the
+                    // pins drop after the kernel has copied them.
+                    ReplyData(r, *data);
+                  });
 }
 
 void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
              fuse_file_info* fi) noexcept {
-  M(req).WriteAsync(*Handle(fi), static_cast<uint64_t>(off), buf, size,
-                    [req, size, timer = FuseOpTimer(FuseOp::kWrite)](absl::Status s) {
-                      const int error = ToErrno(s);
-                      timer.Done(error);
-                      if (error != 0) {
-                        fuse_reply_err(req, error);
-                      } else {
-                        fuse_reply_write(req, size);
-                      }
-                    });
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kWrite);
+  mount.WriteAsync(*Handle(fi), static_cast<uint64_t>(off), buf, size, [r, size](absl::Status s) {
+    if (!s.ok()) return ReplyStatus(r, s);
+    if (fuse_req_t claimed = r->Claim()) r->Replied(fuse_reply_write(claimed, size), 0);
+  });
 }
 
 void OpFlush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
-  M(req).Flush(*Handle(fi), [req, timer = FuseOpTimer(FuseOp::kFlush)](absl::Status s) {
-    const int error = ToErrno(s);
-    timer.Done(error);
-    fuse_reply_err(req, error);
-  });
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kFlush);
+  mount.Flush(*Handle(fi), [r](absl::Status s) { ReplyStatus(r, s); });
 }
 
 void OpFsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) noexcept {
-  M(req).Sync(*Handle(fi), [req, timer = FuseOpTimer(FuseOp::kFsync)](absl::Status s) {
-    const int error = ToErrno(s);
-    timer.Done(error);
-    fuse_reply_err(req, error);
-  });
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kFsync);
+  mount.Sync(*Handle(fi), [r](absl::Status s) { ReplyStatus(r, s); });
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
-  M(req).ReleaseAsync(std::unique_ptr<OpenFile>(Handle(fi)),
-                      [req, ino, timer = FuseOpTimer(FuseOp::kRelease)](absl::Status s) {
-                        if (!s.ok()) LOG(ERROR) << "release of inode " << ino << ": " << s;
-                        const int error = ToErrno(s);
-                        timer.Done(error);
-                        fuse_reply_err(req, error);
-                      });
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kRelease);
+  mount.ReleaseAsync(TakeHandle(fi), [r, ino](absl::Status s) {
+    if (!s.ok()) LOG(ERROR) << "release of inode " << ino << ": " << s;
+    ReplyStatus(r, s);
+  });
 }
 
 // One opendir: a paged listing (fuse/dir_stream.h). The kernel serializes
@@ -330,19 +384,24 @@ struct DirHandle {
 };
 
 void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
-  auto dir = std::make_unique<DirHandle>(M(req), ino);
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kOpendir);
+  auto dir = std::make_unique<DirHandle>(mount, ino);
   absl::Status opened;
   {
     absl::MutexLock lock(&dir->mu);
     opened = dir->stream.Open();
   }
-  if (!opened.ok()) return ReplyStatus(req, opened);
+  if (!opened.ok()) return ReplyStatus(r, opened);
   fi->fh = reinterpret_cast<uint64_t>(dir.release());
-  if (fuse_reply_open(req, fi) != 0) delete reinterpret_cast<DirHandle*>(fi->fh);
+  fuse_req_t claimed = r->Claim();
+  const int result = claimed != nullptr ? fuse_reply_open(claimed, fi) : -EINTR;
+  if (claimed != nullptr) r->Replied(result, 0);
+  if (result != 0) delete reinterpret_cast<DirHandle*>(fi->fh);
 }
 
 // Fills at most `size` bytes of entries from offset `off`.
-absl::StatusOr<std::string> ReaddirBuffer(fuse_req_t req, DirHandle& dir, size_t size, off_t off) {
+absl::StatusOr<std::string> ReaddirBuffer(DirHandle& dir, size_t size, off_t off) {
   absl::MutexLock lock(&dir.mu);
   auto entries = dir.stream.EntriesAt(static_cast<uint64_t>(off));
   if (!entries.ok()) return entries.status();
@@ -355,7 +414,9 @@ absl::StatusOr<std::string> ReaddirBuffer(fuse_req_t req, DirHandle& dir, size_t
     st.st_ino = e.ino();
     st.st_mode = e.mode();
     const off_t next = off + static_cast<off_t>(i) + 1;
-    size_t n = fuse_add_direntry(req, buf.data() + used, size - used, e.name().c_str(), &st, next);
+    // libfuse ignores the request here; the op's may be answered already.
+    size_t n =
+        fuse_add_direntry(nullptr, buf.data() + used, size - used, e.name().c_str(), &st, next);
     if (n > size - used) break;
     used += n;
   }
@@ -364,25 +425,29 @@ absl::StatusOr<std::string> ReaddirBuffer(fuse_req_t req, DirHandle& dir, size_t
 }
 
 void OpReaddir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
+  RequestPtr r = Begin(req, FuseOp::kReaddir);
   // The handle's lock is released before the reply: once the kernel has
   // the reply, a releasedir on another thread may delete the handle.
-  auto buf = ReaddirBuffer(req, *reinterpret_cast<DirHandle*>(fi->fh), size, off);
-  if (!buf.ok()) return ReplyStatus(req, buf.status());
-  fuse_reply_buf(req, buf->data(), buf->size());
+  auto buf = ReaddirBuffer(*reinterpret_cast<DirHandle*>(fi->fh), size, off);
+  if (!buf.ok()) return ReplyStatus(r, buf.status());
+  ReplyBuf(r, buf->data(), buf->size());
 }
 
 void OpReleasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
+  RequestPtr r = Begin(req, FuseOp::kReleasedir);
   delete reinterpret_cast<DirHandle*>(fi->fh);
-  ReplyErr(req, 0);
+  ReplyErr(r, 0);
 }
 
 void OpFsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) noexcept {
-  ReplyErr(req, 0);  // namespace changes are synced in meta before they return
+  ReplyErr(Begin(req, FuseOp::kFsyncdir), 0);  // meta syncs namespace changes before they return
 }
 
 void OpStatfs(fuse_req_t req, fuse_ino_t) noexcept {
-  auto fs = M(req).StatFs();
-  if (!fs.ok()) return ReplyStatus(req, fs.status());
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kStatfs);
+  auto fs = mount.StatFs();
+  if (!fs.ok()) return ReplyStatus(r, fs.status());
   struct statvfs st;
   std::memset(&st, 0, sizeof(st));
   constexpr uint64_t kBlock = 4096;
@@ -395,81 +460,68 @@ void OpStatfs(fuse_req_t req, fuse_ino_t) noexcept {
   st.f_ffree = 1u << 30;
   st.f_favail = st.f_ffree;
   st.f_namemax = 255;
-  fuse_reply_statfs(req, &st);
+  if (fuse_req_t claimed = r->Claim()) r->Replied(fuse_reply_statfs(claimed, &st), 0);
 }
 
-void ReplyXattrValue(fuse_req_t req, const std::string& value, size_t size) {
+// An xattr value, or its size when the caller asks with size 0.
+void ReplyXattrValue(const RequestPtr& r, const std::string& value, size_t size) {
   if (size == 0) {
-    fuse_reply_xattr(req, value.size());
+    if (fuse_req_t req = r->Claim()) r->Replied(fuse_reply_xattr(req, value.size()), 0);
   } else if (value.size() > size) {
-    ReplyErr(req, ToErrno(Refusal::kXattrBufferTooSmall));
+    ReplyErr(r, ToErrno(Refusal::kXattrBufferTooSmall));
   } else {
-    fuse_reply_buf(req, value.data(), value.size());
+    ReplyBuf(r, value.data(), value.size());
   }
 }
 
 void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
                 size_t size, int flags) noexcept {
-  if (name == std::string_view(format::kDropBlockCacheXattr) && fuse_req_ctx(req)->uid != 0) {
-    ReplyErr(req, ToErrno(Refusal::kNotRoot));
-    return;
+  Mount& mount = M(req);
+  const uid_t uid = fuse_req_ctx(req)->uid;
+  RequestPtr r = Begin(req, FuseOp::kSetxattr);
+  if (name == std::string_view(format::kDropBlockCacheXattr) && uid != 0) {
+    return ReplyErr(r, ToErrno(Refusal::kNotRoot));
   }
-  ReplyStatus(req, M(req).SetXattr(ino, name, std::string(value, size), flags));
+  ReplyStatus(r, mount.SetXattr(ino, name, std::string(value, size), flags));
 }
 
 // getxattr replies from the waiting pool when it asks replicas
-// (Mount::GetXattrAsync), so it times itself.
+// (Mount::GetXattrAsync).
 void OpGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) noexcept {
-  M(req).GetXattrAsync(
-      ino, name,
-      [req, size, timer = FuseOpTimer(FuseOp::kGetxattr)](absl::StatusOr<std::string> value) {
-        t_reply_errno = 0;
-        if (!value.ok()) {
-          ReplyStatus(req, value.status());
-        } else {
-          ReplyXattrValue(req, *value, size);
-        }
-        timer.Done(t_reply_errno);
-      });
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kGetxattr);
+  mount.GetXattrAsync(ino, name, [r, size](absl::StatusOr<std::string> value) {
+    if (!value.ok()) return ReplyStatus(r, value.status());
+    ReplyXattrValue(r, *value, size);
+  });
 }
 
 void OpListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) noexcept {
-  auto names = M(req).ListXattr(ino);
-  if (!names.ok()) return ReplyStatus(req, names.status());
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kListxattr);
+  auto names = mount.ListXattr(ino);
+  if (!names.ok()) return ReplyStatus(r, names.status());
   std::string list;
   for (const auto& n : *names) {
     list += n;
     list.push_back('\0');
   }
-  ReplyXattrValue(req, list, size);
+  ReplyXattrValue(r, list, size);
 }
 
 void OpRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) noexcept {
-  ReplyStatus(req, M(req).RemoveXattr(ino, name));
+  Mount& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kRemovexattr);
+  ReplyStatus(r, mount.RemoveXattr(ino, name));
 }
 
 void OpFallocate(fuse_req_t req, fuse_ino_t, int mode, off_t, off_t,
                  fuse_file_info*) noexcept {
   // DESIGN §2: FALLOC_FL_KEEP_SIZE is a hint that needs no work; anything
   // that would change the size or contents is not supported.
-  ReplyErr(req, mode == FALLOC_FL_KEEP_SIZE ? 0 : ToErrno(Refusal::kFallocateMode));
+  ReplyErr(Begin(req, FuseOp::kFallocate),
+           mode == FALLOC_FL_KEEP_SIZE ? 0 : ToErrno(Refusal::kFallocateMode));
 }
-
-// `kFn` timed and counted as `kOp` (fuse/op_metrics.h): the op's latency
-// to its return (every op but lookup, getattr, setattr, getxattr, read,
-// write, flush, fsync and release, which time themselves, has replied by
-// then) and the errno its reply carried.
-template <FuseOp kOp, auto kFn>
-struct Timed;
-template <FuseOp kOp, typename... Args, void (*kFn)(fuse_req_t, Args...) noexcept>
-struct Timed<kOp, kFn> {
-  static void Call(fuse_req_t req, Args... args) noexcept {
-    const FuseOpTimer timer(kOp);
-    t_reply_errno = 0;
-    kFn(req, args...);
-    timer.Done(t_reply_errno);
-  }
-};
 
 }  // namespace
 
@@ -478,34 +530,34 @@ fuse_lowlevel_ops MakeOperations() {
   std::memset(&ops, 0, sizeof(ops));
   ops.init = OpInit;
   ops.lookup = OpLookup;
-  ops.forget = Timed<FuseOp::kForget, OpForget>::Call;
+  ops.forget = OpForget;
   ops.getattr = OpGetAttr;
   ops.setattr = OpSetAttr;
-  ops.readlink = Timed<FuseOp::kReadlink, OpReadlink>::Call;
-  ops.mknod = Timed<FuseOp::kMknod, OpMknod>::Call;
-  ops.mkdir = Timed<FuseOp::kMkdir, OpMkdir>::Call;
-  ops.unlink = Timed<FuseOp::kUnlink, OpUnlink>::Call;
-  ops.rmdir = Timed<FuseOp::kRmdir, OpRmdir>::Call;
-  ops.symlink = Timed<FuseOp::kSymlink, OpSymlink>::Call;
-  ops.rename = Timed<FuseOp::kRename, OpRename>::Call;
-  ops.link = Timed<FuseOp::kLink, OpLink>::Call;
-  ops.open = Timed<FuseOp::kOpen, OpOpen>::Call;
+  ops.readlink = OpReadlink;
+  ops.mknod = OpMknod;
+  ops.mkdir = OpMkdir;
+  ops.unlink = OpUnlink;
+  ops.rmdir = OpRmdir;
+  ops.symlink = OpSymlink;
+  ops.rename = OpRename;
+  ops.link = OpLink;
+  ops.open = OpOpen;
   ops.read = OpRead;
   ops.write = OpWrite;
   ops.flush = OpFlush;
   ops.release = OpRelease;
   ops.fsync = OpFsync;
-  ops.opendir = Timed<FuseOp::kOpendir, OpOpendir>::Call;
-  ops.readdir = Timed<FuseOp::kReaddir, OpReaddir>::Call;
-  ops.releasedir = Timed<FuseOp::kReleasedir, OpReleasedir>::Call;
-  ops.fsyncdir = Timed<FuseOp::kFsyncdir, OpFsyncdir>::Call;
-  ops.statfs = Timed<FuseOp::kStatfs, OpStatfs>::Call;
-  ops.setxattr = Timed<FuseOp::kSetxattr, OpSetxattr>::Call;
+  ops.opendir = OpOpendir;
+  ops.readdir = OpReaddir;
+  ops.releasedir = OpReleasedir;
+  ops.fsyncdir = OpFsyncdir;
+  ops.statfs = OpStatfs;
+  ops.setxattr = OpSetxattr;
   ops.getxattr = OpGetxattr;
-  ops.listxattr = Timed<FuseOp::kListxattr, OpListxattr>::Call;
-  ops.removexattr = Timed<FuseOp::kRemovexattr, OpRemovexattr>::Call;
-  ops.create = Timed<FuseOp::kCreate, OpCreate>::Call;
-  ops.fallocate = Timed<FuseOp::kFallocate, OpFallocate>::Call;
+  ops.listxattr = OpListxattr;
+  ops.removexattr = OpRemovexattr;
+  ops.create = OpCreate;
+  ops.fallocate = OpFallocate;
   return ops;
 }
 

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "fuse/ops.h"
+#include "fuse/request.h"
 
 namespace logfs::fuse {
-
-fuse_lowlevel_ops MakeOperations();  // fuse/ops.cc
 
 absl::Status RunSession(Mount& mount, const SessionOptions& options,
                         const std::function<void()>& on_ready) {
@@ -33,7 +33,10 @@ absl::Status RunSession(Mount& mount, const SessionOptions& options,
   for (auto& a : args) argv.push_back(a.data());
   fuse_args fargs = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
   fuse_lowlevel_ops ops = MakeOperations();
-  fuse_session* se = fuse_session_new(&fargs, &ops, sizeof(ops), &mount);
+  // Declared first, destroyed last: requests it watches name the session.
+  InterruptWatcher interrupts;
+  OpsContext context{&mount, &interrupts};
+  fuse_session* se = fuse_session_new(&fargs, &ops, sizeof(ops), &context);
   if (se == nullptr) return absl::FailedPreconditionError("cannot create the FUSE session");
   if (fuse_set_signal_handlers(se) != 0) {
     fuse_session_destroy(se);

@@ -1,0 +1,27 @@
+// Whether the process behind a FUSE request is dying, from /proc: it has
+// SIGKILL pending (on its thread or its thread group), or it is exiting
+// (PF_EXITING) because a signal killed it. A FLUSH sent by such a process
+// (its own close, or the implicit close of every descriptor at exit)
+// gets an answer it will never read, so it may get one at once
+// (fuse/request.h). A process exiting normally (exit_code without a
+// signal) is not dying: its last close still waits for the seal, so that
+// its parent's wait(2) returns once the file's length is final.
+#pragma once
+
+#include <sys/types.h>
+
+#include "absl/strings/string_view.h"
+
+namespace logfs::fuse {
+
+// True if task `tid` (a thread id, as FUSE passes it) is dying as above.
+// A task that no longer exists counts as dying; `tid` <= 0 (a request
+// the kernel sends on its own, as RELEASE) never does. Reads two small
+// /proc files; thread-safe.
+bool CallerIsDying(pid_t tid);
+
+// The same judgement from the texts of /proc/TID/stat and
+// /proc/TID/status (unit-testable); false for text it cannot parse.
+bool IsDying(absl::string_view stat, absl::string_view status);
+
+}  // namespace logfs::fuse

@@ -1,0 +1,79 @@
+// Whether a FUSE caller is dying, judged from /proc texts (fuse/process_state.h).
+#include "fuse/process_state.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace logfs::fuse {
+namespace {
+
+// A /proc/TID/stat line with `flags` (field 9) and `exit_code` (field 52);
+// the command holds a space and a parenthesis, as a real one may.
+std::string Stat(uint64_t flags, int exit_code) {
+  std::string s = "4242 (a b) c) S 1 4242 4242 0 -1 ";
+  absl::StrAppend(&s, flags);
+  for (int field = 10; field <= 51; ++field) absl::StrAppend(&s, " 0");
+  absl::StrAppend(&s, " ", exit_code, "\n");
+  return s;
+}
+
+std::string Status(const char* sig_pending, const char* shared_pending) {
+  return absl::StrCat("Name:\tx\nState:\tS (sleeping)\nSigPnd:\t", sig_pending, "\nShdPnd:\t",
+                      shared_pending, "\nSigBlk:\t0000000000000000\n");
+}
+
+constexpr const char* kNone = "0000000000000000";
+constexpr const char* kKill = "0000000000000100";  // bit SIGKILL - 1
+constexpr const char* kTerm = "0000000000004000";  // bit SIGTERM - 1
+constexpr uint64_t kPfExiting = 0x4;
+
+TEST(ProcessStateTest, SigkillPendingOnTheThreadOrItsGroupIsDying) {
+  EXPECT_TRUE(IsDying(Stat(0, 0), Status(kKill, kNone)));
+  EXPECT_TRUE(IsDying(Stat(0, 0), Status(kNone, kKill)));
+}
+
+TEST(ProcessStateTest, OtherPendingSignalsAreNot) {
+  EXPECT_FALSE(IsDying(Stat(0, 0), Status(kTerm, kNone)));
+  EXPECT_FALSE(IsDying(Stat(0, 0), Status(kNone, kNone)));
+}
+
+TEST(ProcessStateTest, ExitingAfterAFatalSignalIsDyingANormalExitIsNot) {
+  EXPECT_TRUE(IsDying(Stat(kPfExiting, SIGKILL), Status(kNone, kNone)));
+  EXPECT_TRUE(IsDying(Stat(kPfExiting, 0x80 | SIGABRT), Status(kNone, kNone)));  // core dump
+  EXPECT_FALSE(IsDying(Stat(kPfExiting, 3 << 8), Status(kNone, kNone)));         // exit(3)
+  EXPECT_FALSE(IsDying(Stat(0, SIGKILL), Status(kNone, kNone)));                 // not exiting
+}
+
+TEST(ProcessStateTest, TextItCannotParseIsNotDying) {
+  EXPECT_FALSE(IsDying("", ""));
+  EXPECT_FALSE(IsDying("4242 (x) S 1 2", "SigPnd:\tzz\n"));
+}
+
+TEST(ProcessStateTest, RealProcesses) {
+  // This process is alive; a killed child, before it is reaped, exists
+  // as a zombie (not exiting any more: its flags keep PF_EXITING, and its
+  // exit code says SIGKILL); a reaped one no longer exists.
+  EXPECT_FALSE(CallerIsDying(getpid()));
+  EXPECT_FALSE(CallerIsDying(0));
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  ASSERT_EQ(0, kill(child, SIGKILL));
+  siginfo_t info;
+  ASSERT_EQ(0, waitid(P_PID, child, &info, WEXITED | WNOWAIT));
+  EXPECT_TRUE(CallerIsDying(child));
+  ASSERT_EQ(child, waitpid(child, nullptr, 0));
+  EXPECT_TRUE(CallerIsDying(child)) << "a task that no longer exists";
+}
+
+}  // namespace
+}  // namespace logfs::fuse
