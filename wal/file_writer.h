@@ -415,6 +415,12 @@ class FileWriter final : public ReplicaReplyHandler,
   // The length the running recovery seals open_ at, once it has picked
   // it: answers of open_'s replicas count up to it only.
   std::optional<uint64_t> recovery_seal_length_ ABSL_GUARDED_BY(mu_);
+  // A recovery sealed open_'s survivors at this length (segment offset)
+  // and then failed to open the next segment: the writer has failed, and
+  // Close seals there too. A replica seal at the same length is a no-op;
+  // one at the shorter acked length would be refused by every survivor
+  // ("already sealed at ..."), which would drop them all from the segment.
+  std::optional<uint64_t> survivors_sealed_length_ ABSL_GUARDED_BY(mu_);
   // Steps to resume once the recovery in progress has finished (a seal
   // that found a replica failed); run by Recover() without mu_.
   std::vector<std::function<void()>> after_recovery_ ABSL_GUARDED_BY(mu_);

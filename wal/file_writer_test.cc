@@ -64,6 +64,19 @@ class FakeCluster : public WriterDeps {
     std::lock_guard<std::mutex> lock(mu_);
     meta_seal_error_ = std::move(error);
   }
+  // The next `n` SealAtMeta calls answer `error`, later ones as usual.
+  void FailNextMetaSeals(int n, absl::Status error) {
+    std::lock_guard<std::mutex> lock(mu_);
+    meta_seal_error_ = std::move(error);
+    meta_seal_failures_left_ = n;
+  }
+  // Appends to server `s` are applied at once but answered only at
+  // AnswerHeld (a reply lost on its way, or late): the server holds bytes
+  // the writer does not know are there.
+  void HoldAnswers(int s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    answers_held_servers_.insert(Address(s));
+  }
   // Appends to server `s` are neither applied nor answered (a slow disk).
   void Hold(int s) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -171,6 +184,10 @@ class FakeCluster : public WriterDeps {
       held_.push_back({address, call, std::move(data), handler});
       return;
     }
+    if (answers_held_servers_.count(address) != 0) {
+      AppendLocked(address, call.segment.id, call.offset, *data).IgnoreError();  // never answered
+      return;
+    }
     AppendAndAnswerLocked(address, call, *data, handler);
   }
   void SyncReplica(const std::string& address, SegmentRef segment, size_t replica,
@@ -220,8 +237,10 @@ class FakeCluster : public WriterDeps {
   void SealAtMeta(const MetaSealCall& call, InodeDone done) override {
     std::lock_guard<std::mutex> lock(mu_);
     meta_seals_.push_back(call);
+    const bool fail = !meta_seal_error_.ok() && meta_seal_failures_left_ != 0;
+    if (fail && meta_seal_failures_left_ > 0) --meta_seal_failures_left_;
     absl::StatusOr<proto::Inode> inode =
-        meta_seal_error_.ok() ? MetaSealLocked(call) : absl::StatusOr<proto::Inode>(meta_seal_error_);
+        fail ? absl::StatusOr<proto::Inode>(meta_seal_error_) : MetaSealLocked(call);
     Answer([done = std::move(done), inode] { done(inode); });
   }
   absl::Status TruncateAtMeta(uint64_t, uint64_t, std::optional<proto::CallId>) override {
@@ -293,6 +312,12 @@ class FakeCluster : public WriterDeps {
     absl::StatusOr<Replica*> found = FindLocked(address, segment_id);
     if (!found.ok()) return found.status();
     Replica& r = **found;
+    // As a segment server: a sealed replica takes its own length again,
+    // and refuses any other.
+    if (r.sealed) {
+      return length == r.bytes.size() ? absl::OkStatus()
+                                      : absl::FailedPreconditionError("already sealed");
+    }
     if (length > r.bytes.size()) return absl::OutOfRangeError("seal past the end");
     r.bytes.resize(length);
     r.sealed = true;
@@ -348,6 +373,8 @@ class FakeCluster : public WriterDeps {
   std::map<std::pair<uint64_t, std::string>, Replica> replicas_;
   std::vector<MetaSealCall> meta_seals_;
   absl::Status meta_seal_error_;
+  int meta_seal_failures_left_ = -1;  // -1: every one, while meta_seal_error_ is set
+  std::set<std::string> answers_held_servers_;
   std::vector<std::pair<absl::Time, std::function<void()>>> timers_;
   absl::Time now_ = absl::FromUnixSeconds(1'000'000);
   uint64_t next_segment_id_ = 1;
@@ -689,6 +716,49 @@ TEST_F(FileWriterTest, ReplicaFailingMidStreamRollsAndResendsTheUnackedTail) {
   ASSERT_TRUE(writer_->Write(std::nullopt, "!").ok());
   ASSERT_TRUE(Sync().ok());
   EXPECT_EQ("firstsecond!", Contents());
+}
+
+TEST_F(FileWriterTest, CloseAfterAFailedRecoverySealsWhereTheRecoveryDid) {
+  // Goal: a recovery that sealed the survivors past the acked length (a
+  // quorum of them held more than the writer had heard of) and then could
+  // not open the next segment leaves the writer failed; Close must seal at
+  // that same length, keeping the survivors. Before, Close sealed at the
+  // acked length, every survivor refused ("already sealed"), and meta was
+  // told to drop them all: the segment kept no replica of its acked bytes.
+  // Method: "first" synced on all three; servers 1 and 2 then take
+  // "second" without answering, server 3 fails, and meta refuses the
+  // roll's seal once; then Close.
+  FileWriterOptions options;
+  Open(options);
+  ASSERT_TRUE(writer_->Write(std::nullopt, "first").ok());
+  ASSERT_TRUE(Sync().ok());
+  cluster_->HoldAnswers(1);
+  cluster_->HoldAnswers(2);
+  cluster_->Fail(3);
+  cluster_->FailNextMetaSeals(1, absl::UnavailableError("meta is down"));
+  ASSERT_TRUE(writer_->Write(std::nullopt, "second").ok());
+  // (a) The recovery seals 1 and 2 at 11 bytes, fails at meta: the sync
+  // fails, and so does the writer.
+  EXPECT_FALSE(Sync().ok());
+  jobs_.JoinAll();
+  ASSERT_TRUE(cluster_->Sealed(1, 1));
+  ASSERT_EQ("firstsecond", cluster_->Bytes(1, 1));
+  EXPECT_EQ(5u, writer_->acked_length());
+  // (b) Close seals the segment where the recovery did, dropping only the
+  // failed server.
+  EXPECT_FALSE(writer_->Close().ok()) << "the writer failed; its error stays";
+  std::vector<MetaSealCall> seals = cluster_->meta_seals();
+  ASSERT_FALSE(seals.empty());
+  const MetaSealCall& close = seals.back();
+  EXPECT_TRUE(close.close);
+  EXPECT_EQ(1u, close.segment_id);
+  EXPECT_EQ(11u, close.sealed_length);
+  EXPECT_EQ((std::vector<uint64_t>{3}), close.failed_servers);
+  EXPECT_EQ("firstsecond", cluster_->Bytes(1, 1));
+  EXPECT_EQ("firstsecond", cluster_->Bytes(1, 2));
+  proto::Inode inode = cluster_->inode();
+  ASSERT_EQ(1, inode.segments_size());
+  EXPECT_EQ(2, inode.segments(0).replicas_size()) << "meta kept the survivors";
 }
 
 TEST_F(FileWriterTest, SyncPastTheFsyncDeadlineFailsTheWriter) {

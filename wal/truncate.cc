@@ -18,6 +18,7 @@ absl::Status FileWriter::TruncateToZero() {
     // Replies for the dropped segment are ignored from here on (no open_),
     // so no recovery can start before the phase is idle again.
     open_.reset();
+    survivors_sealed_length_.reset();
     replicas_ = ReplicaSet();
     sealed_.clear();
     tail_.Clear();
