@@ -186,11 +186,26 @@ void Mount::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, AttrDone done) {
     return;
   }
   if (auto writer = FindWriter(attr->ino())) {
-    // The writing mount sees every byte whose write() returned, as on a
-    // local file system: its reads wait until those bytes are durable.
-    attr->set_size(writer->length());
+    // The size is the durable length (DESIGN §2). On the writing mount it
+    // counts every byte whose write() returned, as on a local file system:
+    // a stat while some are not durable yet waits until they are, as a
+    // read of them does, on the waiting pool (a sync waits for replicas).
+    // A failed writer's bytes past the acked length never will be: its
+    // file ends there.
     attr->set_open_for_write(true);
-    done(std::move(attr));
+    const uint64_t written = writer->length();
+    if (writer->acked_length() >= written) {
+      attr->set_size(written);
+      done(std::move(attr));
+      return;
+    }
+    asio::post(waiting_pool_, [this, writer = std::move(writer), attr = *std::move(attr),
+                               done = std::move(done)]() mutable {
+      // A failure leaves the acked length, which is what the size then is.
+      WaitUntilDurable(*writer).IgnoreError();
+      attr.set_size(writer->acked_length());
+      done(std::move(attr));
+    });
     return;
   }
   if (!attr->open_for_write() && !attr->open_segment()) {
@@ -492,9 +507,12 @@ absl::StatusOr<cache::ReadBuffer> Mount::ReadInternal(OpenFile& file, uint64_t o
   if (writer != nullptr) {
     // Bytes whose write() returned are read back once they are durable
     // (DESIGN §2), never cut short: a copy-truncate rotation copies them.
+    // If the writer fails instead, they never will be: the file ends at
+    // its acked length (where its close seals it), and the read returns
+    // what is there, as the size (WithLiveSizeAsync) then says.
     if (std::min(offset + size, writer->length()) > writer->acked_length()) {
       if (mode == cache::ReadMode::kCachedOnly) return cache::RemoteReadNeeded();
-      RETURN_IF_ERROR(WaitUntilDurable(*writer));
+      WaitUntilDurable(*writer).IgnoreError();  // its error is the writer's: write, fsync, close
     }
     segments = writer->ReadableSegments();
     length = writer->acked_length();

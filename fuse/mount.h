@@ -118,17 +118,20 @@ class Mount {
   // calls it too).
   void Shutdown();
 
-  // Namespace. Attr sizes are live: the local writer's length (every byte
-  // whose write() returned), or the acked length of a file with an open
-  // segment (written by another mount, or left by a dead writer). Calls
-  // naming an inode meta no longer has fail with ESTALE.
+  // Namespace. Attr sizes are the durable length, live (DESIGN §2): on the
+  // writing mount every byte whose write() returned, once durable (a stat
+  // of bytes not durable yet waits for them on the waiting pool; after a
+  // writer failure, its acked length); else the acked length of a file
+  // with an open segment (written by another mount, or left by a dead
+  // writer). Calls naming an inode meta no longer has fail with ESTALE.
   // LookupAsync, GetAttrAsync and SetAttrAsync ask meta on the caller's
   // thread; what waits for segment servers they never do there (DESIGN
   // §2): the acked length of an open segment of a file this mount does not
-  // write (asked of meta and its replicas), and SetAttrAsync's emptying of
-  // a WAL file this mount writes (it waits for a roll or recovery in
-  // progress) run on a thread of the waiting pool, and `done` runs there;
-  // otherwise inline. Errors: meta's, EPERM from SetAttrAsync for a size
+  // write (asked of meta and its replicas), the wait for this mount's
+  // written bytes to become durable, and SetAttrAsync's emptying of a WAL
+  // file this mount writes (it waits for a roll or recovery in progress)
+  // run on a thread of the waiting pool, and `done` runs there; otherwise
+  // inline. Errors: meta's, EPERM from SetAttrAsync for a size
   // change a logfs file cannot take, the writer's error for an emptying.
   using AttrDone = std::function<void(absl::StatusOr<proto::Attr>)>;
   void LookupAsync(uint64_t parent, const std::string& name, AttrDone done);
