@@ -22,6 +22,7 @@
 namespace logfs::fuse {
 namespace {
 
+using format::kClusterSecretFileXattr;
 using format::kDropBlockCacheXattr;
 using format::kDurableLengthXattr;
 using format::kMetaAddressXattr;
@@ -338,6 +339,10 @@ std::string Mount::FormatStats() {
 void Mount::GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done) {
   if (name == kMountPidXattr && ino == 1) return done(std::to_string(getpid()));
   if (name == kMetaAddressXattr) return done(options_.meta_address);
+  if (name == kClusterSecretFileXattr) {
+    if (options_.cluster_secret_file.empty()) return done(PosixError(ENODATA, "no cluster secret"));
+    return done(options_.cluster_secret_file);
+  }
   if (name == kStatsXattr) return done(FormatStats());
   if (name != kSegmentsXattr && name != kDurableLengthXattr) return done(meta_.GetXattr(ino, name));
   absl::StatusOr<proto::Inode> inode = meta_.GetInode(ino);

@@ -41,6 +41,9 @@ namespace logfs::fuse {
 
 struct MountOptions {
   std::string meta_address;  // "host:port", or a list of meta replicas "h1:p,h2:p,..."
+  // Where the cluster secret this mount uses lives (empty: none), told to
+  // tools as user.logfs.cluster_secret_file; the mount reads no file.
+  std::string cluster_secret_file;
   uint64_t wal_segment_bytes = 64ull << 20;
   uint64_t block_segment_bytes = 256ull << 20;
   size_t block_append_bytes = 1u << 20;  // block files: bytes per append
@@ -156,9 +159,10 @@ class Mount {
   }
   absl::StatusOr<proto::StatFsResponse> StatFs() { return meta_.StatFs(); }
 
-  // Xattrs; user.logfs.segments / durable_length / mount_pid / stats are
-  // answered here; setting user.logfs.drop_block_cache empties the block
-  // cache (the caller checks that it is root).
+  // Xattrs; user.logfs.segments / durable_length / mount_pid / stats /
+  // meta_address / cluster_secret_file are answered here; setting
+  // user.logfs.drop_block_cache empties the block cache (the caller checks
+  // that it is root).
   // GetXattrAsync: the value to `done`, inline but for segments and
   // durable_length of a file with an open segment that this mount does not
   // write: its acked length comes from the replicas, on the waiting pool

@@ -3,6 +3,7 @@
 // print well-formed reports (their speed is measured by bench/compare.sh,
 // never here).
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
@@ -72,6 +73,48 @@ TEST(BenchTest, WalBenchOnMountAndLocalDirectory) {
   ExpectWellFormedReport(local.output);
   EXPECT_NE(std::string::npos, local.output.find("client: n/a")) << local.output;
   EXPECT_NE(std::string::npos, local.output.find("segd: n/a")) << local.output;
+}
+
+// An embedded mount (`logfs mount --data_dir=D MNT`, no --meta) in a temp
+// dir, unmounted (its cluster stopped) by the destructor.
+class EmbeddedMount {
+ public:
+  EmbeddedMount() {
+    char tmpl[] = "/tmp/logfs-bench-embedded-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return;
+    root_ = tmpl;
+    if (mkdir(mountpoint().c_str(), 0755) != 0) return;
+    mount_ = RunCommand(LogfsBinary() + " mount --data_dir=" + root_ + "/data " + mountpoint());
+  }
+  ~EmbeddedMount() {
+    if (root_.empty()) return;
+    if (RunCommand(LogfsBinary() + " umount " + mountpoint()).exit_code != 0) {
+      RunCommand("fusermount3 -uz " + mountpoint());
+    }
+    RunCommand("rm -rf " + root_);
+  }
+  const CommandResult& mount() const { return mount_; }
+  std::string mountpoint() const { return root_ + "/mnt"; }
+
+ private:
+  std::string root_;
+  CommandResult mount_;
+};
+
+TEST(BenchTest, WalBenchOnAnEmbeddedMountFindsItsClusterSecret) {
+  // Goal: `logfs bench wal --dir` on an embedded mount reads the segment
+  // servers' counters without being given the embedded cluster's secret:
+  // the mount names its secret file (user.logfs.cluster_secret_file).
+  // Before, the servers refused the unauthenticated bench: "segd: n/a".
+  EmbeddedMount embedded;
+  ASSERT_EQ(0, embedded.mount().exit_code) << embedded.mount().output;
+  const std::string wal = embedded.mountpoint() + "/wal";
+  ASSERT_EQ(0, mkdir(wal.c_str(), 0755));
+  ASSERT_EQ(0, setxattr(wal.c_str(), "user.logfs.kind", "wal", 3, 0));
+  auto run = RunCommand(LogfsBinary() + " bench wal --threads=2 --records=100 --dir=" + wal);
+  ASSERT_EQ(0, run.exit_code) << run.output;
+  ExpectWellFormedReport(run.output);
+  ExpectLogfsCounters(run.output);
 }
 
 TEST(BenchTest, WalBenchThroughTheClientLibrary) {

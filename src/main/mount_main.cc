@@ -395,6 +395,7 @@ int RunMount(const std::string& mountpoint_arg) {
   ReadyPipe ready;
   std::string data_dir = Absolute(FLAGS_data_dir.empty() ? DefaultDataDir() : FLAGS_data_dir);
   FLAGS_log_file = Absolute(FLAGS_log_file);
+  FLAGS_cluster_secret_file = Absolute(FLAGS_cluster_secret_file);  // for the embedded cluster too
   FLAGS_block_cache_trace = Absolute(FLAGS_block_cache_trace);  // the daemon runs in /
   if (!FLAGS_f) {
     Daemonize(&ready);
@@ -418,6 +419,11 @@ int RunMount(const std::string& mountpoint_arg) {
   // lookups when the mount is gone.
   std::unique_ptr<cache::BlockTraceWriter> trace;
   fuse::MountOptions options = MountOptionsFromFlags(meta);
+  // Told to tools on the mount (user.logfs.cluster_secret_file), so that
+  // `logfs bench wal --dir` reaches the segment servers without the flag.
+  options.cluster_secret_file = FLAGS_cluster_secret_file.empty() && local != nullptr
+                                    ? local->cluster_secret_file()
+                                    : FLAGS_cluster_secret_file;
   if (!FLAGS_block_cache_trace.empty()) {
     auto created = cache::BlockTraceWriter::Create(FLAGS_block_cache_trace,
                                                   FLAGS_block_cache_block_bytes, 64ull << 20);

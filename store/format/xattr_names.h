@@ -16,6 +16,9 @@ inline constexpr char kDurableLengthXattr[] = "user.logfs.durable_length";
 // Read-only, on a mount's root or any path: for `logfs umount` / `recover`.
 inline constexpr char kMountPidXattr[] = "user.logfs.mount_pid";
 inline constexpr char kMetaAddressXattr[] = "user.logfs.meta_address";
+// Read-only, any path: the path of the cluster secret file the mount uses
+// (ENODATA without one), for tools that dial its servers (`logfs bench`).
+inline constexpr char kClusterSecretFileXattr[] = "user.logfs.cluster_secret_file";
 // Read-only, any path: the mount's writer counters (wal/writer_counters.h).
 inline constexpr char kStatsXattr[] = "user.logfs.stats";
 // Write-only, any path, root only: setting it (any value) empties the
