@@ -34,13 +34,15 @@ thread_local HeldResponses held_responses;
 // One accepted connection: a FrameReader loop and a FrameWriter.
 class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
  public:
-  ServerConnection(RpcServer* server, StreamSocket socket, std::string peer)
-      : server_(server),
-        id_(server->next_connection_id_.fetch_add(1)),
+  ServerConnection(std::shared_ptr<RpcServer::Core> core, StreamSocket socket, std::string peer)
+      : core_(std::move(core)),
+        id_(core_->next_connection_id.fetch_add(1)),
         socket_(std::move(socket)),
         transport_(TransportOf(socket_)),
         peer_(std::move(peer)),
-        reader_([server](const format::FrameHeader& h) { return CheckRequest(server, h); }),
+        reader_([core = core_.get()](const format::FrameHeader& h) {
+          return CheckRequest(*core, h);
+        }),
         writer_(socket_, WriterOptions()) {
     if (transport_ == Transport::kTcp) {
       asio::error_code ec;
@@ -52,12 +54,12 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   // handshake slot for `peer_ip`, which this gives back when the
   // handshake ends.
   void Start(std::string peer_ip) {
-    if (server_->key_ == nullptr) return Serve(AuthSession());
-    AsyncServerHandshake(socket_, server_->key_, peer_, server_->limits_.timeout,
+    if (core_->key == nullptr) return Serve(AuthSession());
+    AsyncServerHandshake(socket_, core_->key, peer_, core_->limits.timeout,
                          [self = shared_from_this(), peer_ip](absl::StatusOr<AuthSession> session) {
-                           self->server_->EndHandshake(peer_ip);
+                           self->core_->EndHandshake(peer_ip);
                            if (!session.ok()) {
-                             self->server_->auth_failures_.fetch_add(1);
+                             self->core_->auth_failures.fetch_add(1);
                              // Rate limited: unauthenticated peers choose how often this is.
                              LOGFS_LOG_EVERY_MS(WARNING, 1000)
                                  << "closing connection from " << self->peer_ << ": "
@@ -80,7 +82,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     format::EncodeFrameHeader(flags, type, request_id, out->message, out->data, out->header);
     if (closed_.load()) return;
     // Counted before it leaves: a peer that has the answer sees it counted.
-    server_->responses_.fetch_add(1, std::memory_order_relaxed);
+    core_->responses.fetch_add(1, std::memory_order_relaxed);
     const bool hold = held_responses.depth > 0;
     const FrameWriter::Queued queued =
         writer_.Enqueue(std::move(out), hold ? FrameWriter::Mode::kHold : FrameWriter::Mode::kNow);
@@ -97,7 +99,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     if (closed_.exchange(true)) return;
     writer_.Close();  // returns once no thread is in a sendmsg on the socket
     if (!reason.empty()) LOG(WARNING) << "closing connection from " << peer_ << ": " << reason;
-    if (server_->connection_closed_) server_->connection_closed_(id_);
+    if (core_->connection_closed) core_->connection_closed(id_);
     asio::post(socket_.get_executor(), [self = shared_from_this()] {
       asio::error_code ec;
       self->socket_.shutdown(StreamSocket::shutdown_both, ec);
@@ -110,7 +112,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     FrameWriter::Options options;
     // A failed send may have cut a frame: the stream is done for.
     options.on_error = [this](const absl::Status&) { Close(""); };
-    options.writes = &server_->response_writes_;
+    options.writes = &core_->response_writes;
     return options;
   }
 
@@ -122,11 +124,11 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     ReadMore();
   }
 
-  static absl::Status CheckRequest(RpcServer* server, const format::FrameHeader& header) {
+  static absl::Status CheckRequest(const RpcServer::Core& core, const format::FrameHeader& header) {
     if ((header.flags & format::kFlagResponse) != 0) {
       return absl::InvalidArgumentError("response frame sent to a server");
     }
-    if (!server->filter_(header.type)) {
+    if (!core.filter(header.type)) {
       return absl::InvalidArgumentError(absl::StrCat("unknown message type ", header.type));
     }
     return absl::OkStatus();
@@ -146,6 +148,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   // Serves every whole frame read, then reads again.
   void Drain() {
     for (;;) {
+      if (closed_.load()) return;  // the server stopped, or the peer broke a frame
       auto frame = reader_.Next();
       if (!frame.ok()) return BadFrame(frame.status());
       if (!frame->has_value()) break;
@@ -155,7 +158,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   }
 
   void Dispatch(format::Frame frame) {
-    (transport_ == Transport::kUnix ? server_->unix_requests_ : server_->tcp_requests_)
+    (transport_ == Transport::kUnix ? core_->unix_requests : core_->tcp_requests)
         .fetch_add(1, std::memory_order_relaxed);
     frame.connection_id = id_;
     // A later request of this connection came in the same read, whole: the
@@ -163,12 +166,12 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     frame.more_buffered = reader_.HasWholeFrame();
     frame.more_bytes_buffered = reader_.HasBufferedBytes();
     Responder responder(shared_from_this(), frame.type, frame.request_id);
-    server_->handler_(std::move(frame), std::move(responder));
+    core_->Dispatch(std::move(frame), std::move(responder));
   }
 
   void BadFrame(const absl::Status& reason) {
-    server_->bad_frames_.fetch_add(1);
-    if (absl::IsUnauthenticated(reason) && server_->key_ == nullptr) {
+    core_->bad_frames.fetch_add(1);
+    if (absl::IsUnauthenticated(reason) && core_->key == nullptr) {
       // A hello: the peer has a secret and this server none. Answer with a
       // plain frame, so that its handshake fails saying so.
       Send(format::kFlagResponse | format::kFlagError, format::MessageType::kInvalid, 0,
@@ -178,7 +181,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   }
 
   // Immutable after construction.
-  RpcServer* const server_;
+  const std::shared_ptr<RpcServer::Core> core_;
   const uint64_t id_;
   // Used on the connection's strand, except the writer's inline sendmsgs
   // on its descriptor (Close waits for them before the socket closes).
@@ -258,12 +261,11 @@ void Responder::ReplyError(const absl::Status& status) const {
 }
 
 RpcServer::RpcServer(asio::io_context& io, RequestHandler handler, TypeFilter filter)
-    : io_(io),
-      handler_(std::move(handler)),
-      filter_(std::move(filter)),
-      key_(ProcessClusterKey()),
-      tcp_(io),
-      unix_(io) {}
+    : io_(io), tcp_(io), unix_(io) {
+  core_->handler = std::move(handler);
+  core_->filter = std::move(filter);
+  core_->key = ProcessClusterKey();
+}
 
 RpcServer::~RpcServer() { Stop(); }
 
@@ -339,10 +341,10 @@ std::string RpcServer::bound_address() const {
 void RpcServer::Stop() {
   std::vector<std::weak_ptr<ServerConnection>> connections;
   {
-    absl::MutexLock lock(&connections_mu_);
-    if (stopped_) return;
-    stopped_ = true;
-    connections.swap(connections_);
+    absl::MutexLock lock(&core_->mu);
+    if (core_->stopped) return;
+    core_->stopped = true;
+    connections.swap(core_->connections);
   }
   // The acceptor is closed on its own executor so it never races the accept
   // handler; if the io threads are already gone, close it here.
@@ -370,35 +372,70 @@ void RpcServer::Stop() {
   for (auto& weak : connections) {
     if (auto conn = weak.lock()) conn->Close("");  // a normal shutdown: nothing to log
   }
+  core_->StopDispatch();
 }
 
 void RpcServer::SetHandshakeLimits(HandshakeLimits limits) {
   CHECK_GT(limits.in_progress_max, 0);
   CHECK_GT(limits.per_peer_max, 0);
   CHECK_GT(limits.timeout, absl::ZeroDuration());
-  limits_ = limits;
+  core_->limits = limits;
 }
 
 int RpcServer::handshakes_in_progress() {
-  absl::MutexLock lock(&connections_mu_);
-  return handshakes_;
+  absl::MutexLock lock(&core_->mu);
+  return core_->handshakes;
 }
 
-bool RpcServer::TakeHandshakeSlotLocked(const std::string& ip) {
-  if (handshakes_ >= limits_.in_progress_max) return false;
-  int& from_peer = handshakes_by_peer_[ip];  // per_peer_max > 0: never left at 0
-  if (from_peer >= limits_.per_peer_max) return false;
+bool RpcServer::Core::TakeHandshakeSlotLocked(const std::string& ip) {
+  if (handshakes >= limits.in_progress_max) return false;
+  int& from_peer = handshakes_by_peer[ip];  // per_peer_max > 0: never left at 0
+  if (from_peer >= limits.per_peer_max) return false;
   ++from_peer;
-  ++handshakes_;
+  ++handshakes;
   return true;
 }
 
-void RpcServer::EndHandshake(const std::string& ip) {
-  absl::MutexLock lock(&connections_mu_);
-  auto it = handshakes_by_peer_.find(ip);
-  CHECK(it != handshakes_by_peer_.end() && it->second > 0) << ip;
-  if (--it->second == 0) handshakes_by_peer_.erase(it);
-  CHECK_GT(handshakes_--, 0);
+void RpcServer::Core::EndHandshake(const std::string& ip) {
+  absl::MutexLock lock(&mu);
+  auto it = handshakes_by_peer.find(ip);
+  CHECK(it != handshakes_by_peer.end() && it->second > 0) << ip;
+  if (--it->second == 0) handshakes_by_peer.erase(it);
+  CHECK_GT(handshakes--, 0);
+}
+
+namespace {
+// The server whose handler this thread is running (null: none), so that a
+// handler that stops its own server does not wait for itself.
+thread_local const void* t_dispatching_core = nullptr;
+}  // namespace
+
+bool RpcServer::Core::Dispatch(format::Frame request, Responder responder) {
+  {
+    absl::MutexLock lock(&dispatch_mu);
+    if (!serving) return false;  // the Responder, dropped, answers kInternal
+    ++dispatching;
+  }
+  const void* outer = t_dispatching_core;
+  t_dispatching_core = this;
+  handler(std::move(request), std::move(responder));
+  t_dispatching_core = outer;
+  absl::MutexLock lock(&dispatch_mu);
+  --dispatching;
+  return true;
+}
+
+void RpcServer::Core::StopDispatch() {
+  absl::MutexLock lock(&dispatch_mu);
+  serving = false;
+  const int own = t_dispatching_core == this ? 1 : 0;
+  auto idle = [this, own]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(dispatch_mu) {
+    return dispatching <= own;
+  };
+  if (!dispatch_mu.AwaitWithTimeout(absl::Condition(&idle), kStopHandlersWait)) {
+    LOG(ERROR) << dispatching - own << " request handlers still running "
+               << absl::FormatDuration(kStopHandlersWait) << " after the server stopped";
+  }
 }
 
 void RpcServer::Accept(Listener* listener) {
@@ -414,7 +451,7 @@ void RpcServer::Accept(Listener* listener) {
 }
 
 void RpcServer::OnAcceptError(Listener* listener, asio::error_code ec) {
-  accept_errors_.fetch_add(1);
+  core_->accept_errors.fetch_add(1);
   LOGFS_LOG_EVERY_MS(WARNING, 1000)
       << "accept on " << (listener == &unix_ ? unix_path_ : bound_address())
       << " failed: " << ec.message();
@@ -435,30 +472,32 @@ void RpcServer::OnAcceptError(Listener* listener, asio::error_code ec) {
 
 void RpcServer::Admit(StreamSocket socket) {
   const Transport transport = TransportOf(socket);
-  (transport == Transport::kUnix ? unix_connections_ : tcp_connections_).fetch_add(1);
+  (transport == Transport::kUnix ? core_->unix_connections : core_->tcp_connections).fetch_add(1);
   PeerName peer = PeerNameOf(socket);
   const std::string& ip = peer.ip;
-  const bool handshake = key_ != nullptr;
+  Core& core = *core_;
+  const bool handshake = core.key != nullptr;
   std::shared_ptr<ServerConnection> conn;
   {
-    absl::MutexLock lock(&connections_mu_);
+    absl::MutexLock lock(&core.mu);
     // Drop entries of closed connections so the list stays bounded.
-    connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
-                                      [](const auto& w) { return w.expired(); }),
-                       connections_.end());
-    if (stopped_) return;  // `socket` closes as it goes
-    if (handshake && !TakeHandshakeSlotLocked(ip)) {
-      handshakes_refused_.fetch_add(1);
-      const auto from_peer = handshakes_by_peer_.find(ip);
+    core.connections.erase(std::remove_if(core.connections.begin(), core.connections.end(),
+                                          [](const auto& w) { return w.expired(); }),
+                           core.connections.end());
+    if (core.stopped) return;  // `socket` closes as it goes
+    if (handshake && !core.TakeHandshakeSlotLocked(ip)) {
+      core.handshakes_refused.fetch_add(1);
+      const auto from_peer = core.handshakes_by_peer.find(ip);
       LOGFS_LOG_EVERY_MS(WARNING, 1000)
-          << "closing connection from " << ip << " at once: " << handshakes_
+          << "closing connection from " << ip << " at once: " << core.handshakes
           << " authentication handshakes in progress, "
-          << (from_peer == handshakes_by_peer_.end() ? 0 : from_peer->second) << " from it (caps "
-          << limits_.in_progress_max << ", " << limits_.per_peer_max << ")";
+          << (from_peer == core.handshakes_by_peer.end() ? 0 : from_peer->second)
+          << " from it (caps " << core.limits.in_progress_max << ", " << core.limits.per_peer_max
+          << ")";
       return;  // `socket` closes as it goes
     }
-    conn = std::make_shared<ServerConnection>(this, std::move(socket), peer.name);
-    connections_.push_back(conn);
+    conn = std::make_shared<ServerConnection>(core_, std::move(socket), peer.name);
+    core.connections.push_back(conn);
   }
   conn->Start(ip);
 }

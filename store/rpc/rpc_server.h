@@ -50,6 +50,9 @@ namespace logfs::rpc {
 
 // How long accept waits after it failed for want of descriptors or memory.
 inline constexpr absl::Duration kAcceptBackoff = absl::Milliseconds(100);
+// How long Stop waits for request handlers still running (they must not
+// block for long: RequestHandler) before it gives up on them, logging.
+inline constexpr absl::Duration kStopHandlersWait = absl::Seconds(10);
 
 // The bounds on connections that have not authenticated yet.
 struct HandshakeLimits {
@@ -147,45 +150,54 @@ class RpcServer {
   // The Unix socket's path; empty without ListenUnix.
   const std::string& unix_path() const { return unix_path_; }
 
-  // Stops accepting, closes every connection, and removes the Unix
-  // socket file if ListenUnix made one and it is still that file (not
-  // one a newer server made at the path since). Idempotent.
+  // Stops accepting, closes every connection, waits for the handlers
+  // running (at most kStopHandlersWait; never for one on the calling
+  // thread) and calls none after it, and removes the Unix socket file if
+  // ListenUnix made one and it is still that file (not one a newer server
+  // made at the path since). Connections the io threads still hold touch
+  // only state they share with the server, so it may be destroyed while
+  // its io threads run. Idempotent.
   void Stop();
 
   // Called once, on an io thread, when an accepted connection closes, with
   // the id its requests carried in Frame::connection_id. Set before Listen.
   void SetConnectionClosedHandler(std::function<void(uint64_t connection_id)> handler) {
-    connection_closed_ = std::move(handler);
+    core_->connection_closed = std::move(handler);
   }
 
   // The key connections must authenticate with (null: none). Set before
   // Listen.
-  void SetClusterKey(ClusterKeyPtr key) { key_ = std::move(key); }
+  void SetClusterKey(ClusterKeyPtr key) { core_->key = std::move(key); }
   // The bounds on handshakes in progress (HandshakeLimits' defaults
   // unless set). Set before Listen; every field positive.
   void SetHandshakeLimits(HandshakeLimits limits);
 
   // Counters for tests and metrics.
-  uint64_t bad_frames() const { return bad_frames_.load(); }
+  uint64_t bad_frames() const { return core_->bad_frames.load(); }
   // Connections closed for a failed handshake.
-  uint64_t auth_failures() const { return auth_failures_.load(); }
+  uint64_t auth_failures() const { return core_->auth_failures.load(); }
   // Connections closed at accept because a HandshakeLimits cap was full.
-  uint64_t handshakes_refused() const { return handshakes_refused_.load(); }
+  uint64_t handshakes_refused() const { return core_->handshakes_refused.load(); }
   // Handshakes in progress now. Thread-safe.
-  int handshakes_in_progress() ABSL_LOCKS_EXCLUDED(connections_mu_);
+  int handshakes_in_progress();
   // Failed accepts (each logged, rate limited).
-  uint64_t accept_errors() const { return accept_errors_.load(); }
-  uint64_t responses() const { return responses_.load(); }
+  uint64_t accept_errors() const { return core_->accept_errors.load(); }
+  uint64_t responses() const { return core_->responses.load(); }
   // Connections accepted, and request frames read, on each transport.
   uint64_t connections_accepted(Transport transport) const {
-    return transport == Transport::kUnix ? unix_connections_.load() : tcp_connections_.load();
+    return transport == Transport::kUnix ? core_->unix_connections.load()
+                                         : core_->tcp_connections.load();
   }
   uint64_t requests_read(Transport transport) const {
-    return transport == Transport::kUnix ? unix_requests_.load() : tcp_requests_.load();
+    return transport == Transport::kUnix ? core_->unix_requests.load()
+                                         : core_->tcp_requests.load();
   }
   // Socket writes that carried responses: fewer than responses() when
   // ResponseBatch or a busy socket put several in one write.
-  uint64_t response_writes() const { return response_writes_.load(); }
+  uint64_t response_writes() const { return core_->response_writes.load(); }
+  // Test hook: what the server shares with its connections; it expires
+  // once the server and every connection it accepted are gone.
+  std::weak_ptr<const void> TEST_SharedState() const { return core_; }
 
  private:
   // One listening socket (the TCP port, the Unix socket) and its accept
@@ -196,24 +208,63 @@ class RpcServer {
     asio::steady_timer backoff;
   };
 
+  // What the server's connections use, shared with them: an io thread
+  // may still run a closed connection's handlers (a handshake ending, a
+  // read completing) after the server is gone, and they must then touch
+  // nothing of it. Set up before Listen, then read-only but for the
+  // counters, the handshake slots and the dispatch gate.
+  struct Core {
+    RequestHandler handler;
+    TypeFilter filter;
+    ClusterKeyPtr key;
+    HandshakeLimits limits;
+    std::function<void(uint64_t)> connection_closed;
+    std::atomic<uint64_t> bad_frames{0};
+    std::atomic<uint64_t> auth_failures{0};
+    std::atomic<uint64_t> handshakes_refused{0};
+    std::atomic<uint64_t> accept_errors{0};
+    std::atomic<uint64_t> responses{0};
+    std::atomic<uint64_t> response_writes{0};
+    std::atomic<uint64_t> tcp_connections{0};
+    std::atomic<uint64_t> unix_connections{0};
+    std::atomic<uint64_t> tcp_requests{0};
+    std::atomic<uint64_t> unix_requests{0};
+    std::atomic<uint64_t> next_connection_id{1};
+
+    absl::Mutex mu;
+    std::vector<std::weak_ptr<ServerConnection>> connections ABSL_GUARDED_BY(mu);
+    bool stopped ABSL_GUARDED_BY(mu) = false;
+    int handshakes ABSL_GUARDED_BY(mu) = 0;
+    // Handshakes in progress by peer IP address; no zero entries.
+    absl::flat_hash_map<std::string, int> handshakes_by_peer ABSL_GUARDED_BY(mu);
+
+    // Requests go to `handler` only while serving; Stop ends that and
+    // waits for the handlers running (StopDispatch).
+    absl::Mutex dispatch_mu ABSL_ACQUIRED_AFTER(mu);
+    bool serving ABSL_GUARDED_BY(dispatch_mu) = true;
+    int dispatching ABSL_GUARDED_BY(dispatch_mu) = 0;
+
+    // Takes a handshake slot for a peer at `ip`; false if a cap is full.
+    bool TakeHandshakeSlotLocked(const std::string& ip) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+    // Gives back the slot of a handshake that ended.
+    void EndHandshake(const std::string& ip) ABSL_LOCKS_EXCLUDED(mu);
+    // Runs `handler` on `request` unless the server stopped; false then.
+    bool Dispatch(format::Frame request, Responder responder) ABSL_LOCKS_EXCLUDED(dispatch_mu);
+    // No handler runs from here on: waits (bounded) for those running,
+    // but one on the calling thread (a handler that stops its server).
+    void StopDispatch() ABSL_LOCKS_EXCLUDED(dispatch_mu);
+  };
+
   void Accept(Listener* listener);
   // A failed accept: accepts again, after kAcceptBackoff if the process
   // is out of descriptors or memory.
   void OnAcceptError(Listener* listener, asio::error_code ec);
   // Serves an accepted socket, or closes it if the server stopped or a
   // handshake cap is full.
-  void Admit(StreamSocket socket) ABSL_LOCKS_EXCLUDED(connections_mu_);
-  // Takes a handshake slot for a peer at `ip`; false if a cap is full.
-  bool TakeHandshakeSlotLocked(const std::string& ip)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(connections_mu_);
-  // Gives back the slot of a handshake that ended.
-  void EndHandshake(const std::string& ip) ABSL_LOCKS_EXCLUDED(connections_mu_);
+  void Admit(StreamSocket socket);
 
   asio::io_context& io_;
-  RequestHandler handler_;
-  TypeFilter filter_;
-  ClusterKeyPtr key_;
-  HandshakeLimits limits_;
+  const std::shared_ptr<Core> core_ = std::make_shared<Core>();
   Listener tcp_;
   Listener unix_;                            // open after ListenUnix
   std::string unix_path_;                    // set by ListenUnix
@@ -221,24 +272,6 @@ class RpcServer {
   // Expires with the server: a backoff wait that fired just before Stop
   // closed the acceptor finds it gone and does not touch the server.
   std::shared_ptr<char> alive_ = std::make_shared<char>();
-  std::atomic<uint64_t> bad_frames_{0};
-  std::atomic<uint64_t> auth_failures_{0};
-  std::atomic<uint64_t> handshakes_refused_{0};
-  std::atomic<uint64_t> accept_errors_{0};
-  std::atomic<uint64_t> responses_{0};
-  std::atomic<uint64_t> response_writes_{0};
-  std::atomic<uint64_t> tcp_connections_{0};
-  std::atomic<uint64_t> unix_connections_{0};
-  std::atomic<uint64_t> tcp_requests_{0};
-  std::atomic<uint64_t> unix_requests_{0};
-  std::atomic<uint64_t> next_connection_id_{1};
-  std::function<void(uint64_t)> connection_closed_;
-  absl::Mutex connections_mu_;
-  std::vector<std::weak_ptr<ServerConnection>> connections_ ABSL_GUARDED_BY(connections_mu_);
-  bool stopped_ ABSL_GUARDED_BY(connections_mu_) = false;
-  int handshakes_ ABSL_GUARDED_BY(connections_mu_) = 0;
-  // Handshakes in progress by peer IP address; no zero entries.
-  absl::flat_hash_map<std::string, int> handshakes_by_peer_ ABSL_GUARDED_BY(connections_mu_);
   friend class ServerConnection;
 };
 

@@ -9,9 +9,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -221,6 +223,61 @@ TEST_F(RpcServerLimitsTest, AcceptOutOfDescriptorsBacksOffAndRecovers) {
   absl::Status status = Call(nullptr);
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_TRUE(waiting.OpenAndQuiet());  // accepted, and served like any other
+}
+
+TEST_F(RpcServerLimitsTest, AServerDestroyedWhileItsIoThreadsRunTouchesNothingOfIt) {
+  // Goal: a server destroyed while its io threads go on (a test's, or a
+  // process that tears a server down before its loop) leaves its
+  // connections' late callbacks nothing of it to touch: handshakes that
+  // end afterwards, and requests read afterwards, reach neither the
+  // server (freed: before, the handshake callback gave its slot back
+  // through a raw RpcServer*, a use-after-free that ASan reports and the
+  // slot map's CHECK could trip) nor its handler.
+  // Method: 3 silent peers hold handshakes; an authenticated client calls
+  // in a loop on a thread of its own; the server is destroyed; then the
+  // peers hang up (their handshakes end on the io thread). The handler's
+  // count must not move once the destructor returned, and what the server
+  // shared with its connections must go once they are all gone.
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  server_ = std::make_unique<RpcServer>(
+      server_io_.io(),
+      [calls](format::Frame, Responder responder) {
+        calls->fetch_add(1);
+        responder.Reply(proto::StatFsResponse());
+      },
+      [](uint16_t type) { return type == static_cast<uint16_t>(format::MessageType::kStatFs); });
+  server_->SetClusterKey(Key("meta@test"));
+  ASSERT_TRUE(server_->Listen("127.0.0.1:0").ok());
+  const std::string address = server_->bound_address();
+  port_ = std::stoi(address.substr(address.rfind(':') + 1));
+  std::vector<std::unique_ptr<SilentPeer>> silent;
+  for (int i = 0; i < 3; ++i) silent.push_back(std::make_unique<SilentPeer>("127.0.0.1", port_));
+  ASSERT_TRUE(WaitFor([&] { return server_->handshakes_in_progress() == 3; }));
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures_after{0};
+  std::atomic<bool> destroyed{false};
+  std::thread caller([&] {
+    auto client = RpcClient::Create(client_io_.io(), address, Key("mount@test"));
+    for (int i = 0; i < 100000 && !stop; ++i) {
+      proto::StatFsResponse response;
+      absl::Status s = client->Call(format::MessageType::kStatFs, proto::Empty(), &response,
+                                    absl::Seconds(5));
+      if (!s.ok() && destroyed) ++failures_after;
+    }
+    client->Shutdown();
+  });
+  ASSERT_TRUE(WaitFor([&] { return calls->load() >= 20; }));
+  const std::weak_ptr<const void> shared = server_->TEST_SharedState();
+  server_.reset();
+  destroyed = true;
+  const int calls_at_destruction = calls->load();
+  silent.clear();  // their handshakes end now, on the io thread
+  // The client finds the server gone (its calls fail from now on).
+  EXPECT_TRUE(WaitFor([&] { return failures_after.load() >= 3; }));
+  stop = true;
+  caller.join();
+  EXPECT_EQ(calls_at_destruction, calls->load()) << "a handler ran after the server was destroyed";
+  EXPECT_TRUE(WaitFor([&] { return shared.expired(); })) << "a connection outlived its callbacks";
 }
 
 }  // namespace
