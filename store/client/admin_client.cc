@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/blocking_counter.h"
 #include "src/status/macros.h"
 
 namespace logfs::client {
@@ -29,13 +30,31 @@ AdminClient::~AdminClient() {
 }
 
 std::vector<AdminClient::ReplicaState> AdminClient::MetaStates() {
+  // All at once: a replica that does not answer costs the timeout once,
+  // not once per replica behind it.
   std::vector<ReplicaState> states;
   for (absl::string_view address : absl::StrSplit(meta_.addresses(), ',')) {
-    proto::MetaStateResponse state;
-    absl::Status s = clients_.Get(std::string(address))
-                         ->Call(format::MessageType::kMetaState, proto::Empty(), &state, timeout_);
-    states.push_back({std::string(address), s.ok() ? absl::StatusOr<proto::MetaStateResponse>(state)
-                                                   : absl::StatusOr<proto::MetaStateResponse>(s)});
+    states.push_back({std::string(address), absl::UnavailableError("not asked")});
+  }
+  absl::BlockingCounter answered(static_cast<int>(states.size()));
+  for (ReplicaState& replica : states) {
+    clients_.Get(replica.address)
+        ->AsyncCall(format::MessageType::kMetaState, proto::Empty(), {}, timeout_,
+                    [&replica, &answered](absl::Status s, format::Frame frame) {
+                      proto::MetaStateResponse state;
+                      if (s.ok() && !state.ParseFromString(frame.message)) {
+                        s = absl::DataLossError("unparseable MetaState answer");
+                      }
+                      replica.state = s.ok() ? absl::StatusOr<proto::MetaStateResponse>(state)
+                                             : absl::StatusOr<proto::MetaStateResponse>(s);
+                      answered.DecrementCount();
+                    });
+  }
+  answered.Wait();
+  // The later calls go straight to the replica that says it is active,
+  // not through a dead or stopped one first.
+  for (const ReplicaState& replica : states) {
+    if (replica.state.ok() && replica.state->active()) meta_.UseReplica(replica.address);
   }
   return states;
 }

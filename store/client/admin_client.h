@@ -44,7 +44,9 @@ class AdminClient {
   absl::StatusOr<proto::ListServersResponse> ListServers();
   absl::StatusOr<proto::StatFsResponse> StatFs() { return meta_.StatFs(); }
   // What each listed meta replica says it is (MetaState), in list order:
-  // its address and answer or error.
+  // its address and answer or error. All are asked at once (the call takes
+  // at most one timeout), and the client's later calls go to the one that
+  // says it is active.
   struct ReplicaState {
     std::string address;
     absl::StatusOr<proto::MetaStateResponse> state;

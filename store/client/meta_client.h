@@ -132,6 +132,9 @@ class MetaClient {
   std::string address() const { return meta_->Current()->address(); }
   // Every replica, comma-separated.
   std::string addresses() const { return meta_->Describe(); }
+  // Later calls go to the replica at `address` if it is listed
+  // (MetaEndpoints::MoveTo).
+  bool UseReplica(const std::string& address) { return meta_->MoveTo(address); }
   const MetaClientOptions& options() const { return options_; }
 
   // Closes the connection: calls in flight and later fail with

@@ -73,6 +73,16 @@ void MetaEndpoints::MoveToLocked(size_t index) {
   }
 }
 
+bool MetaEndpoints::MoveTo(const std::string& address) {
+  if (fixed_) return false;
+  absl::MutexLock lock(&mu_);
+  auto it = std::find(addresses_.begin(), addresses_.end(), address);
+  if (it == addresses_.end()) return false;
+  const auto index = static_cast<size_t>(it - addresses_.begin());
+  if (index != current_index_) MoveToLocked(index);
+  return true;
+}
+
 bool MetaEndpoints::Failed(const std::shared_ptr<rpc::RpcClient>& used,
                            const absl::Status& status) {
   std::string active;

@@ -65,6 +65,10 @@ class MetaEndpoints {
   bool Failed(const std::shared_ptr<rpc::RpcClient>& used, const absl::Status& status)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Calls go to `address` from now on, if it is listed (a replica that
+  // said it is the active, to a tool that asked them all); false if not.
+  bool MoveTo(const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
+
   // The addresses, comma-separated.
   std::string Describe() const ABSL_LOCKS_EXCLUDED(mu_);
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);

@@ -19,6 +19,19 @@ absl::Status Unreachable(MetaEndpoints& meta, absl::Time start, const absl::Stat
                                              last.message()));
 }
 
+// Whether an attempt whose call failed with `status` on its current
+// replica, the `refused`-th to fail so in this attempt, goes on to the
+// next one (Failed has moved there): a connection that fails (refused,
+// reset: a dead replica, at once) does, and so does a standby that knows
+// no active (one that just started), until every replica has had its try;
+// a timeout does not (it already took the attempt's time), nor any other
+// answer.
+bool TryNextReplica(const absl::Status& status, MetaEndpoints& meta, size_t refused) {
+  const bool connection_failed = absl::IsUnavailable(status) && !rpc::IsServerAnswer(status);
+  return (connection_failed || format::IsNotActiveMeta(status)) && refused < meta.size() &&
+         !meta.is_shut_down();
+}
+
 // The pause before the next attempt and that attempt's deadline, both cut
 // so that the attempt ends with the window; a zero deadline when the window
 // leaves no room for another attempt.
@@ -54,6 +67,7 @@ class AsyncMetaCall : public std::enable_shared_from_this<AsyncMetaCall> {
   void Attempt(absl::Duration timeout) {
     ++attempts_;
     redirects_ = 0;
+    refused_ = 0;
     Send(timeout);
   }
 
@@ -70,6 +84,12 @@ class AsyncMetaCall : public std::enable_shared_from_this<AsyncMetaCall> {
   void OnAnswer(const std::shared_ptr<rpc::RpcClient>& client, absl::Duration timeout,
                 absl::Status status, format::Frame frame) {
     if (!status.ok() && meta_->Failed(client, status) && ++redirects_ <= kMetaRedirectsMax) {
+      Send(timeout);
+      return;
+    }
+    if (!status.ok() && redirects_ < kMetaRedirectsMax &&
+        TryNextReplica(status, *meta_, ++refused_)) {
+      ++redirects_;
       Send(timeout);
       return;
     }
@@ -107,6 +127,7 @@ class AsyncMetaCall : public std::enable_shared_from_this<AsyncMetaCall> {
   asio::steady_timer timer_;
   int attempts_ = 0;
   int redirects_ = 0;  // in this attempt
+  size_t refused_ = 0;  // replicas whose connection failed in this attempt
 };
 
 }  // namespace
@@ -132,12 +153,15 @@ bool IsRetryableMetaFailure(const absl::Status& status, MetaEndpoints& meta, boo
 absl::Status CallMetaOnce(MetaEndpoints& meta, format::MessageType type,
                           const google::protobuf::MessageLite& request,
                           google::protobuf::MessageLite* response, absl::Duration timeout) {
-  for (int redirects = 0;; ++redirects) {
+  size_t refused = 0;  // replicas whose connection failed in this attempt
+  for (int moves = 0;; ++moves) {
     std::shared_ptr<rpc::RpcClient> client = meta.Current();
     absl::Status status = client->Call(type, request, response, timeout);
-    if (status.ok() || !meta.Failed(client, status) || redirects >= kMetaRedirectsMax) {
-      return status;
-    }
+    if (status.ok()) return status;
+    const bool redirected = meta.Failed(client, status);
+    if (moves >= kMetaRedirectsMax) return status;
+    if (redirected) continue;
+    if (!TryNextReplica(status, meta, ++refused)) return status;
   }
 }
 

@@ -10,8 +10,11 @@
 // With several meta replicas (store/client/meta_endpoints.h) every attempt
 // goes to the current one: a standby's refusal naming the active sends the
 // call there at once (up to kMetaRedirectsMax times per attempt, also for a
-// single attempt), and a refusal without one (an election in progress) or a
-// transport failure moves on and pauses as a failed attempt does.
+// single attempt); a connection that fails (a dead replica) or a refusal
+// without an active (a standby that just started) tries the next replica
+// at once, each once per attempt; when every one has refused so (an
+// election in progress), or on a timeout, the call moves on and pauses as
+// a failed attempt does.
 //
 // Thread-safe: plain functions over thread-safe MetaEndpoints.
 #pragma once
@@ -75,7 +78,12 @@ absl::Duration MetaRetryDelay(int attempt);
 bool IsRetryableMetaFailure(const absl::Status& status, MetaEndpoints& meta,
                             bool retry_timeouts = true);
 
-// One attempt: the call on the current replica, following redirects.
+// One attempt: the call on the current replica, following redirects;
+// with several replicas, a replica whose connection fails (a dead one:
+// refused or reset, at once) or a standby that knows no active hands the
+// attempt to the next, each replica getting at most one such try, so that
+// one dead replica in the list does not fail a call the others would
+// answer (a tool's, which makes one attempt). A timeout ends the attempt.
 absl::Status CallMetaOnce(MetaEndpoints& meta, format::MessageType type,
                           const google::protobuf::MessageLite& request,
                           google::protobuf::MessageLite* response, absl::Duration timeout);
