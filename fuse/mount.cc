@@ -164,6 +164,12 @@ std::shared_ptr<wal::FileWriter> Mount::FindWriter(uint64_t ino) {
 uint64_t Mount::LiveLength(proto::Inode& inode) {
   if (!HasOpenSegment(inode)) return SealedLength(inode);
   proto::Segment& open = *inode.mutable_segments()->rbegin();
+  if (inode.attr().kind() == proto::KIND_BLOCK) {
+    // A block file's open segment is its writer's until sealed: the writer
+    // may still cut it (FileWriter::CutTo), so no reader sees any of it.
+    open.set_length(0);
+    return SealedLength(inode);
+  }
   uint32_t quorum = open.ack_quorum() != 0 ? open.ack_quorum() : inode.ack_quorum();
   open.set_length(client::AckedLengthOfOpenSegment(segd_, open, quorum, options_.rpc_timeout));
   return SealedLength(inode);
@@ -236,26 +242,34 @@ void Mount::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
   if (writer != nullptr && (request.to_set() & format::kSetAttrMtime) != 0) {
     writer->SetMtime(request.mtime_ns());  // or the writer's close overwrites it
   }
-  bool truncate = false;
+  // The local writer knows the true length; meta only what is sealed.
+  // A WAL file empties (copy-truncate rotation); a block file being
+  // written may be cut short before it is sealed (RocksDB's direct-I/O
+  // padding: FileWriter::CutTo); any other change is refused.
+  enum class SizeChange { kNone, kEmpty, kCut } change = SizeChange::kNone;
   if ((request.to_set() & format::kSetAttrSize) != 0 && writer != nullptr) {
-    // The local writer knows the true length; meta only what is sealed.
     if (request.size() == 0 && writer->kind() == proto::KIND_WAL) {
-      truncate = true;  // copy-truncate rotation
+      change = SizeChange::kEmpty;
+    } else if (request.size() < writer->length() && writer->kind() == proto::KIND_BLOCK) {
+      change = SizeChange::kCut;
     } else if (request.size() != writer->length()) {
       return done(PosixError(EPERM, "logfs files only grow, or a WAL file empties"));
     }
     request.set_to_set(request.to_set() & ~format::kSetAttrSize);
   }
-  auto set = [this, request, writer = truncate ? writer : nullptr](AttrDone done) {
-    if (writer != nullptr) {
+  auto set = [this, request, change,
+              writer = change != SizeChange::kNone ? writer : nullptr](AttrDone done) {
+    if (change == SizeChange::kEmpty) {
       if (absl::Status s = writer->TruncateToZero(); !s.ok()) return done(std::move(s));
+    } else if (change == SizeChange::kCut) {
+      if (absl::Status s = writer->CutTo(request.size()); !s.ok()) return done(std::move(s));
     }
     if (absl::Status s = meta_.SetAttr(request).status(); !s.ok()) return done(std::move(s));
     GetAttrAsync(request.ino(), std::move(done));
   };
-  if (!truncate) return set(std::move(done));
-  // Emptying the file waits for the writer's roll or recovery in progress,
-  // which waits for replicas: on the waiting pool.
+  if (change == SizeChange::kNone) return set(std::move(done));
+  // Emptying or cutting the file waits for the writer's roll or recovery
+  // in progress, or for its replicas: on the waiting pool.
   asio::post(waiting_pool_, [set = std::move(set), done = std::move(done)]() mutable {
     set(std::move(done));
   });

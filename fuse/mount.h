@@ -248,7 +248,10 @@ class Mount {
   // nor asks meta, and returns cache::RemoteReadNeeded() where it would.
   absl::StatusOr<cache::ReadBuffer> ReadInternal(OpenFile& file, uint64_t offset, uint64_t size,
                                                  cache::ReadMode mode);
-  // Length and readable segments of a file another mount may be writing.
+  // Length and readable segments of a file another mount may be writing:
+  // the open segment's length becomes what readers may see, its acked
+  // length for a WAL file, none of a block file's (its writer may still
+  // cut it short: FileWriter::CutTo).
   uint64_t LiveLength(proto::Inode& inode);
   std::string FormatSegments(const proto::Inode& inode);
   // user.logfs.stats: writer counters, then the read path's (short-circuit,

@@ -112,6 +112,37 @@ TEST_F(AppendOnlyTest, WalReopensForAppendAndTruncatesToZero) {
   EXPECT_EQ("four", *ReadFile(P("wal/r1")));
 }
 
+TEST_F(AppendOnlyTest, ABlockFileBeingWrittenMayBeCutShortBeforeItIsClosed) {
+  // Goal: ftruncate of a block file still open for write, to a length past
+  // its sealed bytes, becomes the length it is sealed at (RocksDB's
+  // direct-I/O writer cuts its last aligned write's padding so); another
+  // mount sees none of the file until it is sealed, so nothing it saw is
+  // taken back. A WAL file being written still only empties.
+  const std::string data = Pattern(5000, 41);
+  const int fd = open(P("cut.sst").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(5000, write(fd, data.data(), data.size()));
+  ASSERT_EQ(0, fsync(fd));
+  struct stat st;
+  ASSERT_EQ(0, stat(P("cut.sst", 1).c_str(), &st));
+  EXPECT_EQ(0, st.st_size) << "another mount sees a block file being written";
+  ASSERT_EQ(0, ftruncate(fd, 4000)) << strerror(errno);
+  ASSERT_EQ(0, fstat(fd, &st));
+  EXPECT_EQ(4000, st.st_size);
+  EXPECT_EQ(-1, ftruncate(fd, 4500)) << "a truncate never grows a file";
+  EXPECT_EQ(EPERM, errno);
+  ASSERT_EQ(0, close(fd));
+  EXPECT_EQ(data.substr(0, 4000), *ReadFile(P("cut.sst")));
+  EXPECT_EQ(data.substr(0, 4000), *ReadFile(P("cut.sst", 1)));
+  const int wal = open(P("wal/cut").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(wal, 0);
+  ASSERT_EQ(5, write(wal, "12345", 5));
+  EXPECT_EQ(-1, ftruncate(wal, 3));
+  EXPECT_EQ(EPERM, errno);
+  ASSERT_EQ(0, close(wal));
+  EXPECT_EQ("12345", *ReadFile(P("wal/cut")));
+}
+
 TEST_F(AppendOnlyTest, CopyTruncateEmptiesAWalFileWhileItsWriterAppends) {
   // Goal: log rotation by copy-truncate (DESIGN §2): while a logger keeps
   // its O_APPEND descriptor, truncate(0) and O_TRUNC empty the file and

@@ -59,6 +59,22 @@ void AppendTail::ResendFrom(uint64_t offset) {
   CheckInvariants();
 }
 
+void AppendTail::DropBufferedPast(uint64_t length) {
+  CHECK_LE(segment_start_ + sent_, length) << "the cut lies in sent bytes";
+  CHECK_LE(length, this->length());
+  buffer_.resize(static_cast<size_t>(length - segment_start_ - sent_));
+}
+
+void AppendTail::CutSentTo(uint64_t offset) {
+  CHECK(buffer_.empty()) << "bytes past the cut are still buffered";
+  CHECK_LE(offset, sent_);
+  sent_ = offset;
+  if (tail_start_ > offset) tail_start_ = offset;
+  tail_.resize(static_cast<size_t>(offset - tail_start_));
+  acked_ = std::min(acked_, segment_start_ + offset);
+  CheckInvariants();
+}
+
 void AppendTail::EndSegment() {
   CheckInvariants();
   segment_start_ += sent_;

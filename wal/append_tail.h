@@ -70,6 +70,17 @@ class AppendTail {
   // <= sent, and no acked byte past it): the bytes sent past it go back to
   // the front of the buffer, to be sent again to the next segment.
   void ResendFrom(uint64_t offset);
+  // A shrinking truncate whose cut, file offset `length`, lies in bytes
+  // not sent yet: the buffered bytes past it are dropped. CHECK:
+  // segment_start + sent <= length <= length().
+  void DropBufferedPast(uint64_t length);
+  // A shrinking truncate whose cut, segment offset `offset`, lies in sent
+  // bytes: the open segment is to end there (its replicas sealed at it),
+  // and the bytes past it are gone, never re-sent; the acked length comes
+  // back to the cut (the one place it decreases: those bytes were the
+  // writer's alone, never seen by a reader, docs/POSIX.md). CHECK: nothing
+  // buffered, offset <= sent.
+  void CutSentTo(uint64_t offset);
   // The open segment is sealed at sent(): the next starts after it.
   void EndSegment();
   // truncate(0): the file is empty, nothing is open.

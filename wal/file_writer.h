@@ -175,6 +175,18 @@ class FileWriter final : public ReplicaReplyHandler,
   // discarded bytes complete. Blocks. EIO after an earlier failure.
   absl::Status TruncateToZero() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Shrinks a block file this writer holds to `length` bytes (ftruncate
+  // before close: RocksDB's direct-I/O writer cuts the padding of its last
+  // aligned write so). The cut must lie in bytes no reader has seen: past
+  // every sealed segment, in the open one or in the buffer (readers on
+  // other mounts see a block file's sealed segments only). A cut in the
+  // buffer drops bytes never sent; one in the open segment waits until it
+  // is acked, seals it at the cut (the replicas cut it) and keeps the
+  // lease, so a later write opens a new segment, as after a flush. Blocks.
+  // Errors: EPERM for a WAL file, a cut into a sealed segment, or a length
+  // past the end; the sticky error; kFailedPrecondition after Close.
+  absl::Status CutTo(uint64_t length) ABSL_LOCKS_EXCLUDED(mu_);
+
   // An explicit mtime (utimens) that Close must keep, in ns since the epoch.
   void SetMtime(int64_t mtime_ns) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -376,6 +388,11 @@ class FileWriter final : public ReplicaReplyHandler,
       const std::vector<std::pair<size_t, uint64_t>>& answered, uint64_t length)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // --- truncate.cc: CutTo's seal of the open segment at `cut` (segment
+  // offset), once everything sent is acked; drops mu_ for the calls.
+  absl::Status CutToInternal(uint64_t length) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status SealAtCutUnlocking(uint64_t cut) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // --- fsync_deadline.cc: fails the writer (EIO, sticky) if a sync waits
   // past fsync_timeout.
   void ArmFsyncDeadlineLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -415,12 +432,14 @@ class FileWriter final : public ReplicaReplyHandler,
   // The length the running recovery seals open_ at, once it has picked
   // it: answers of open_'s replicas count up to it only.
   std::optional<uint64_t> recovery_seal_length_ ABSL_GUARDED_BY(mu_);
-  // A recovery sealed open_'s survivors at this length (segment offset)
-  // and then failed to open the next segment: the writer has failed, and
-  // Close seals there too. A replica seal at the same length is a no-op;
-  // one at the shorter acked length would be refused by every survivor
-  // ("already sealed at ..."), which would drop them all from the segment.
-  std::optional<uint64_t> survivors_sealed_length_ ABSL_GUARDED_BY(mu_);
+  // open_'s replicas were sealed at this length (segment offset) by a
+  // recovery or a cut (CutTo) that then failed (the next segment could
+  // not be opened, meta did not record the seal): the writer has failed,
+  // and Close seals there too. A replica seal at the same length is a
+  // no-op; one at the shorter acked length would be refused by every
+  // replica ("already sealed at ..."), which would drop them all from the
+  // segment.
+  std::optional<uint64_t> replicas_sealed_length_ ABSL_GUARDED_BY(mu_);
   // Steps to resume once the recovery in progress has finished (a seal
   // that found a replica failed); run by Recover() without mu_.
   std::vector<std::function<void()>> after_recovery_ ABSL_GUARDED_BY(mu_);

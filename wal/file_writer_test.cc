@@ -429,11 +429,11 @@ class FileWriterTest : public ::testing::Test {
     cluster_->Shutdown();
   }
 
-  void Open(FileWriterOptions options) {
+  void Open(FileWriterOptions options, proto::FileKind kind = proto::KIND_WAL) {
     options.run_blocking = jobs_.Runner();
     proto::Inode inode;
     inode.mutable_attr()->set_ino(kIno);
-    inode.mutable_attr()->set_kind(proto::KIND_WAL);
+    inode.mutable_attr()->set_kind(kind);
     inode.set_ack_quorum(kAckQuorum);
     writer_ = FileWriter::Create(options, inode, cluster_);
   }
@@ -759,6 +759,79 @@ TEST_F(FileWriterTest, CloseAfterAFailedRecoverySealsWhereTheRecoveryDid) {
   proto::Inode inode = cluster_->inode();
   ASSERT_EQ(1, inode.segments_size());
   EXPECT_EQ(2, inode.segments(0).replicas_size()) << "meta kept the survivors";
+}
+
+TEST_F(FileWriterTest, ACutOfBufferedBytesDropsThemBeforeTheySail) {
+  // Goal: ftruncate of a block file being written, to a length within the
+  // bytes still buffered (RocksDB's direct-I/O padding of its last write),
+  // drops them: the file is sealed at the cut, the padding never reaches a
+  // replica.
+  FileWriterOptions options;
+  options.append_bytes = 1 << 20;
+  Open(options, proto::KIND_BLOCK);
+  const std::string data(5000, 'd');
+  ASSERT_TRUE(writer_->Write(std::nullopt, data).ok());
+  ASSERT_TRUE(writer_->CutTo(4000).ok());
+  EXPECT_EQ(4000u, writer_->length());
+  ASSERT_TRUE(writer_->Close().ok());
+  const MetaSealCall& close = cluster_->meta_seals().back();
+  EXPECT_TRUE(close.close);
+  EXPECT_EQ(4000u, close.sealed_length);
+  EXPECT_EQ(data.substr(0, 4000), Contents());
+}
+
+TEST_F(FileWriterTest, ACutOfSentBytesSealsTheOpenSegmentThere) {
+  // Goal: a cut within bytes already sent (and synced) waits for them to
+  // be acked, seals the open segment at the cut on every replica and in
+  // meta, keeping the lease; the next write opens a new segment; nothing
+  // past the cut is ever re-sent.
+  // Method: block file, every write sent at once (append_bytes 1).
+  FileWriterOptions options;
+  options.append_bytes = 1;
+  Open(options, proto::KIND_BLOCK);
+  ASSERT_TRUE(writer_->Write(std::nullopt, std::string(5000, 'a')).ok());
+  ASSERT_TRUE(Sync().ok());
+  ASSERT_TRUE(writer_->CutTo(4000).ok());
+  EXPECT_EQ(4000u, writer_->length());
+  std::vector<MetaSealCall> seals = cluster_->meta_seals();
+  ASSERT_EQ(2u, seals.size());  // the first placement, the cut
+  EXPECT_TRUE(seals[1].keep_lease);
+  EXPECT_EQ(1u, seals[1].segment_id);
+  EXPECT_EQ(4000u, seals[1].sealed_length);
+  for (int s = 1; s <= kReplicas; ++s) {
+    EXPECT_TRUE(cluster_->Sealed(1, s));
+    EXPECT_EQ(std::string(4000, 'a'), cluster_->Bytes(1, s));
+  }
+  ASSERT_TRUE(writer_->Write(std::nullopt, "end").ok());
+  ASSERT_TRUE(writer_->Close().ok());
+  EXPECT_EQ(std::string(4000, 'a') + "end", Contents());
+  EXPECT_EQ(4003u, cluster_->meta_seals().back().sealed_length + 4000);
+}
+
+TEST_F(FileWriterTest, ACutIntoASealedSegmentIsRefused) {
+  // Goal: sealed bytes never change (EPERM), nor does a cut grow a file;
+  // a cut past them works.
+  FileWriterOptions options;
+  options.append_bytes = 1;
+  options.segment_bytes = 1000;
+  Open(options, proto::KIND_BLOCK);
+  ASSERT_TRUE(writer_->Write(std::nullopt, std::string(1500, 'b')).ok());
+  ASSERT_TRUE(Sync().ok());
+  ASSERT_EQ(2u, writer_->ReadableSegments().size()) << "a roll at 1000 bytes";
+  EXPECT_EQ(EPERM, AttachedErrno(writer_->CutTo(900)));
+  EXPECT_EQ(EPERM, AttachedErrno(writer_->CutTo(1600))) << "past the end";
+  absl::Status cut = writer_->CutTo(1200);
+  EXPECT_TRUE(cut.ok()) << cut;
+  EXPECT_EQ(1200u, writer_->length());
+}
+
+TEST_F(FileWriterTest, ACutOfAWalFileIsRefused) {
+  // Goal: a WAL file only grows or empties: its readers see acked bytes
+  // of the open segment, which a cut would take back.
+  Open(FileWriterOptions());
+  ASSERT_TRUE(writer_->Write(std::nullopt, "wal").ok());
+  EXPECT_EQ(EPERM, AttachedErrno(writer_->CutTo(1)));
+  EXPECT_EQ(3u, writer_->length());
 }
 
 TEST_F(FileWriterTest, SyncPastTheFsyncDeadlineFailsTheWriter) {

@@ -71,7 +71,7 @@ absl::Status FileWriter::RollAwayUnlocking() {
   LOGFS_LOG_EVERY_MS(WARNING, 1000)
       << "sealed segment " << segment_id << " at " << length << " on " << sealed.size()
       << " replicas; re-sending " << tail_.sent() - length << " bytes";
-  survivors_sealed_length_ = length;  // until the next segment is installed
+  replicas_sealed_length_ = length;  // until the next segment is installed
   // Everything past the sealed length goes to the next segment, in order
   // (InstallSegmentLocked); the replicas that did not seal are dropped.
   return OpenNextSegmentUnlocking(segment_id, length, replicas_.ServerIdsNotIn(sealed));

@@ -134,7 +134,7 @@ absl::Status FileWriter::InstallSegmentLocked(const proto::Inode& inode, uint64_
   }
   sealed_.assign(inode.segments().begin(), inode.segments().end() - 1);
   open_ = inode.segments().rbegin()[0];
-  survivors_sealed_length_.reset();
+  replicas_sealed_length_.reset();
   open_->set_file_offset(file_offset);
   const uint32_t quorum = open_->ack_quorum() != 0 ? open_->ack_quorum() : inode.ack_quorum();
   replicas_ = ReplicaSet(*open_, std::max<uint32_t>(1, quorum));

@@ -290,7 +290,7 @@ FileWriter::CloseSeal FileWriter::SealForCloseUnlocking() {
   // After a failure the file ends at its acked length: never more than
   // what a quorum holds; or where a failed recovery sealed the survivors
   // (on a quorum, or at the acked length then).
-  seal.length = survivors_sealed_length_.value_or(std::min(tail_.sent(), tail_.acked_in_segment()));
+  seal.length = replicas_sealed_length_.value_or(std::min(tail_.sent(), tail_.acked_in_segment()));
   seal.replicas = SealOpenSegmentUnlocking(seal.length);
   if (seal.status.ok()) seal.status = seal.replicas;
   seal.segment_id = open_->id();

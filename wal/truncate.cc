@@ -1,5 +1,8 @@
 // FileWriter: truncate(0) of a WAL file the writer holds (O_TRUNC, log
-// rotation by copy-truncate).
+// rotation by copy-truncate), and a shrinking truncate of a block file
+// before it is closed (CutTo).
+#include <glog/logging.h>
+
 #include "absl/strings/str_cat.h"
 #include "src/status/posix_error.h"
 #include "wal/file_writer.h"
@@ -18,7 +21,7 @@ absl::Status FileWriter::TruncateToZero() {
     // Replies for the dropped segment are ignored from here on (no open_),
     // so no recovery can start before the phase is idle again.
     open_.reset();
-    survivors_sealed_length_.reset();
+    replicas_sealed_length_.reset();
     replicas_ = ReplicaSet();
     sealed_.clear();
     tail_.Clear();
@@ -38,6 +41,83 @@ absl::Status FileWriter::TruncateToZero() {
   }
   for (auto& cb : discarded) cb(absl::OkStatus());
   RunFailedWaiters();
+  return status;
+}
+
+absl::Status FileWriter::CutTo(uint64_t length) {
+  absl::Status status = CutToInternal(length);
+  RunFailedWaiters();
+  return status;
+}
+
+absl::Status FileWriter::CutToInternal(uint64_t length) {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(this, &FileWriter::QuiescentLocked));
+  if (!error_.ok()) return error_;
+  if (ClosedLocked()) return absl::FailedPreconditionError("writer is closed");
+  if (kind_ != proto::KIND_BLOCK) {
+    return PosixError(EPERM, "logfs files only grow, or a WAL file empties");
+  }
+  if (length > tail_.length()) return PosixError(EPERM, "logfs files only grow by writes");
+  if (length == tail_.length()) return absl::OkStatus();
+  if (length < tail_.segment_start()) {
+    return PosixError(EPERM, absl::StrCat("cannot cut inode ", ino_, " to ", length,
+                                          " bytes: its first ", tail_.segment_start(),
+                                          " are sealed"));
+  }
+  if (length >= tail_.segment_start() + tail_.sent()) {
+    tail_.DropBufferedPast(length);  // never sent: nobody has them
+    return absl::OkStatus();
+  }
+  // The cut lies in sent bytes: those past it go nowhere (dropped from the
+  // buffer first, so that the wait below sends nothing past the cut).
+  tail_.DropBufferedPast(tail_.segment_start() + tail_.sent());
+  const uint64_t cut = length - tail_.segment_start();
+  if (absl::Status acked = WaitAckedUnlocking(tail_.segment_start() + tail_.sent()); !acked.ok()) {
+    return acked;
+  }
+  if (!open_.has_value() || ClosedLocked() || phase_ != WriterPhase::kIdle) {
+    // A recovery rolled the bytes to a new segment meanwhile: cut again.
+    return absl::UnavailableError("the writer rolled while cutting; retry");
+  }
+  return SealAtCutUnlocking(cut);
+}
+
+absl::Status FileWriter::SealAtCutUnlocking(uint64_t cut) {
+  SetPhaseLocked(WriterPhase::kSealing);
+  // Replies of the segment's replicas count up to the cut only.
+  recovery_seal_length_ = cut;
+  const uint64_t segment_id = open_->id();
+  absl::Status status = SealOpenSegmentUnlocking(cut);
+  replicas_sealed_length_ = cut;  // kept only if the writer fails below
+  if (status.ok()) {
+    MetaSealCall call = MetaSealCallLocked(segment_id, cut, replicas_.FailedServerIds());
+    call.keep_lease = true;
+    mu_.Unlock();
+    absl::StatusOr<proto::Inode> inode = MetaSealAndWait(call);
+    mu_.Lock();
+    if (!inode.ok()) {
+      status = PosixError(EIO, absl::StrCat("meta did not record the cut: ",
+                                            inode.status().message()));
+    }
+  }
+  recovery_seal_length_.reset();
+  seal_in_flight_ = false;
+  if (status.ok() && open_.has_value() && open_->id() == segment_id) {
+    proto::Segment sealed = *open_;
+    sealed.set_length(cut);
+    sealed.set_sealed(true);
+    sealed_.push_back(std::move(sealed));
+    tail_.CutSentTo(cut);
+    tail_.EndSegment();
+    open_.reset();
+    replicas_sealed_length_.reset();
+    replicas_ = ReplicaSet();
+    sync_round_replies_ = 0;
+  }
+  if (!status.ok()) SetErrorLocked(status);
+  EndPhaseLocked(WriterPhase::kSealing, WriterPhase::kIdle);
+  UpdateBusyLocked();
   return status;
 }
 
