@@ -126,6 +126,10 @@ std::vector<Seed> Seeds() {
   seal.set_segment_id(1);
   seal.set_epoch(2);
   seal.set_length(bytes.size());
+  proto::ReopenSegmentRequest reopen;
+  reopen.set_segment_id(1);
+  reopen.set_epoch(3);
+  reopen.set_length(bytes.size());
   proto::DeleteSegmentRequest del;
   del.set_segment_id(1);
   proto::CopySegmentRequest copy;
@@ -145,6 +149,7 @@ std::vector<Seed> Seeds() {
       Request(MessageType::kServerStats, proto::Empty()),
       Request(MessageType::kShortCircuitInfo, proto::Empty()),
       Request(MessageType::kShortCircuitOpen, info),
+      Request(MessageType::kReopenSegment, reopen),
   };
   std::vector<Seed> seeds;
   for (const FuzzRequest& r : one) {
@@ -153,6 +158,8 @@ std::vector<Seed> Seeds() {
   seeds.push_back(
       {"life", JoinRequests({one[0], one[1], one[2], one[3], one[4], one[5], one[3], one[6]})});
   seeds.push_back({"create_append", JoinRequests({one[0], one[1]})});
+  // A replica's second life: sealed, reopened, appended to again.
+  seeds.push_back({"reopen", JoinRequests({one[0], one[1], one[2], one[5], one[11], one[4]})});
   return seeds;
 }
 
@@ -166,7 +173,7 @@ void Answered(Segd& segd, uint64_t request_id) {
 // client waits for such an answer (a create's, before it appends).
 bool RunsOnPool(MessageType type) {
   return type == MessageType::kCreateSegment || type == MessageType::kSeal ||
-         type == MessageType::kDeleteSegment;
+         type == MessageType::kDeleteSegment || type == MessageType::kReopenSegment;
 }
 
 // CHECK-fails (a hang) unless request `request_id` is answered within

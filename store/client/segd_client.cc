@@ -169,6 +169,18 @@ SegdClient::InfoResults SegdClient::CreateSegmentEach(const std::vector<std::str
       rpc::CallEach(pool_, addresses, MessageType::kCreateSegment, request, timeout));
 }
 
+SegdClient::InfoResults SegdClient::ReopenSegmentEach(const std::vector<std::string>& addresses,
+                                                      uint64_t segment_id, uint64_t epoch,
+                                                      uint64_t length, absl::Duration timeout) {
+  proto::ReopenSegmentRequest request;
+  request.set_segment_id(segment_id);
+  request.set_epoch(epoch);
+  request.set_length(length);
+  Route(addresses, timeout);
+  return InfoResultsOf(
+      rpc::CallEach(pool_, addresses, MessageType::kReopenSegment, request, timeout));
+}
+
 SegdClient::InfoResults SegdClient::SealEach(const std::vector<std::string>& addresses,
                                              const proto::SealRequest& request,
                                              absl::Duration timeout) {

@@ -123,6 +123,9 @@ class SegdClient {
                                 uint64_t epoch, absl::Duration timeout);
   InfoResults SealEach(const std::vector<std::string>& addresses, const proto::SealRequest& request,
                        absl::Duration timeout);
+  // ReopenSegment on each (store/segd/replica_store.h Reopen).
+  InfoResults ReopenSegmentEach(const std::vector<std::string>& addresses, uint64_t segment_id,
+                                uint64_t epoch, uint64_t length, absl::Duration timeout);
   InfoResults SegmentInfoEach(const std::vector<std::string>& addresses, uint64_t segment_id,
                               absl::Duration timeout);
   // One status per copy, in order: OK once the target holds the sealed

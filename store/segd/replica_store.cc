@@ -117,6 +117,75 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Create(uint64_t segment_id, uint64_t e
   return info;
 }
 
+absl::StatusOr<ReplicaInfo> ReplicaStore::Reopen(uint64_t segment_id, uint64_t epoch,
+                                                 uint64_t length) {
+  // Serialized with creates and deletes of the id, and with its seals (a
+  // seal writes the state file too); the I/O below runs under both, not
+  // under the replica's own lock, which readers and the sync thread take.
+  absl::MutexLock files_lock(&files_mu_);
+  ASSIGN_OR_RETURN(std::shared_ptr<Replica> sealed, Find(segment_id));
+  absl::MutexLock seal_lock(&sealed->seal_mu);
+  uint32_t tail_crc = 0;
+  {
+    absl::MutexLock lock(&sealed->mu);
+    RETURN_IF_ERROR(sealed->Servable());
+    if (!sealed->sealed) {
+      if (sealed->epoch == epoch && sealed->length >= length) return sealed->Snapshot();  // a retry
+      return absl::FailedPreconditionError(
+          absl::StrCat("segment ", segment_id, " is open at epoch ", sealed->epoch));
+    }
+    if (sealed->length != length) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "segment ", segment_id, " is sealed at ", sealed->length, ", not ", length));
+    }
+    if (epoch <= sealed->epoch) {
+      return absl::FailedPreconditionError(absl::StrCat("segment ", segment_id, " is at epoch ",
+                                                        sealed->epoch, ", not below ", epoch));
+    }
+    if (sealed->cuts > 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("segment ", segment_id, " was cut at its seal: not reopened"));
+    }
+  }
+  if (length % format::kCrcChunkBytes != 0) {
+    // The last partial chunk's CRC, which appends go on from: a sealed
+    // replica's .crc holds it (its seal wrote it).
+    ASSIGN_OR_RETURN(std::vector<uint32_t> last,
+                     format::ReadChunkCrcs(*sealed->crc_file, length / format::kCrcChunkBytes, 1));
+    tail_crc = last[0];
+  }
+  const std::string crc_path = SegmentPath(segment_id, kCrcFileSuffix);
+  ASSIGN_OR_RETURN(std::string crcs,
+                   env::ReadUpTo(*sealed->crc_file, 0, format::CrcFileBytes(length)));
+  if (crcs.size() != format::CrcFileBytes(length)) {
+    return absl::DataLossError(absl::StrCat("segment ", segment_id, ": its .crc holds ",
+                                            crcs.size(), " bytes, not ",
+                                            format::CrcFileBytes(length)));
+  }
+  RETURN_IF_ERROR(env::WriteFileAtomically(fs_, crc_path, crcs));
+  constexpr env::WritableFileOptions kExisting{/*create=*/false, /*truncate=*/false};
+  ASSIGN_OR_RETURN(std::unique_ptr<env::WritableFile> data,
+                   fs_.NewWritableFile(SegmentPath(segment_id, kSegmentFileSuffix), kExisting));
+  ASSIGN_OR_RETURN(std::unique_ptr<env::WritableFile> crc, fs_.NewWritableFile(crc_path, kExisting));
+  RETURN_IF_ERROR(env::WriteFileAtomically(fs_, SegmentPath(segment_id, kStateFileSuffix),
+                                           EncodeReplicaState(ReplicaState{epoch, false, 0})));
+  // A new Replica (a new incarnation) for the new files; holders of the
+  // sealed one keep its descriptors.
+  auto reopened = std::make_shared<Replica>(segment_id, std::move(data), std::move(crc));
+  ReplicaInfo info;
+  {
+    absl::MutexLock lock(&reopened->mu);
+    reopened->epoch = epoch;
+    reopened->length = length;
+    reopened->durable_length = length;  // fdatasynced by its seal
+    reopened->tail_crc = length % format::kCrcChunkBytes != 0 ? tail_crc : 0;
+    info = reopened->Snapshot();
+  }
+  absl::MutexLock lock(&mu_);
+  replicas_[segment_id] = std::move(reopened);
+  return info;
+}
+
 absl::StatusOr<std::shared_ptr<ReplicaStore::Replica>> ReplicaStore::CreateFiles(
     uint64_t segment_id) {
   const std::string path = SegmentPath(segment_id, kSegmentFileSuffix);

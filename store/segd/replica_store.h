@@ -149,6 +149,22 @@ class ReplicaStore {
   // so a slow disk holds up neither the sync thread's rounds nor reads.
   absl::StatusOr<ReplicaInfo> Seal(uint64_t segment_id, uint64_t epoch, uint64_t length);
 
+  // Opens a sealed replica again for appends at `epoch` (> its epoch),
+  // as HDFS reopens a finalized last block for append: a WAL file reopened
+  // for append continues its last, unfull segment instead of starting a
+  // new one (docs/rpc.md ReopenSegment). The replica must be sealed at
+  // exactly `length` (what meta recorded). Its .crc file is replaced by a
+  // copy first, so short-circuit readers holding the sealed one keep
+  // checking the sealed length against unchanged CRCs while appends
+  // rewrite the last partial chunk's; then the state file says open at
+  // `epoch`, durably. Reopening again at the same epoch and length
+  // returns the replica (a retry). Errors: kNotFound, kDataLoss (failed or
+  // corrupt), kFailedPrecondition (not sealed at `length`, epoch not above
+  // its own, or a seal of this process cut it: journal records past the
+  // cut could be replayed into it after a crash), syscall errors.
+  absl::StatusOr<ReplicaInfo> Reopen(uint64_t segment_id, uint64_t epoch, uint64_t length)
+      ABSL_LOCKS_EXCLUDED(files_mu_);
+
   // Removes the replica's files. OK if absent.
   absl::Status Delete(uint64_t segment_id) ABSL_LOCKS_EXCLUDED(files_mu_);
 

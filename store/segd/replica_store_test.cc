@@ -437,3 +437,101 @@ TEST_F(ReplicaStoreTest, OpenReplicaKeepsItsTailCrcInMemoryUntilTheSeal) {
 
 }  // namespace
 }  // namespace logfs::segd
+
+namespace logfs::segd {
+namespace {
+
+// Bytes of a sealed replica that a short-circuit reader verifies: the
+// last chunk partial, so that appends after a reopen complete it.
+std::string TwoChunksAndABit() {
+  std::string s(2 * format::kCrcChunkBytes + 1000, '\0');
+  for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<char>('a' + i % 23);
+  return s;
+}
+
+TEST_F(ReplicaStoreTest, ReopenForAppendContinuesASealedReplica) {
+  // Goal: a sealed replica reopened at a higher epoch takes appends at its
+  // sealed length again, and a later seal makes it whole (every CRC
+  // checked by a full read), across a restart too; descriptors opened
+  // while it was sealed (a short-circuit reader's) keep the sealed
+  // replica's CRCs, although the appends rewrite its last chunk's.
+  const std::string first = TwoChunksAndABit();
+  ASSERT_TRUE(store_->Create(1, 1).ok());
+  ASSERT_TRUE(Append(1, 0, first).ok());
+  ASSERT_TRUE(store_->Seal(1, 1, first.size()).ok());
+  auto stale = store_->OpenReadOnly(1);
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  const std::string sealed_crcs(format::CrcFileBytes(first.size()), '\0');
+  std::string before = sealed_crcs;
+  ASSERT_EQ(static_cast<ssize_t>(before.size()),
+            ::pread(stale->crc.get(), before.data(), before.size(), 0));
+
+  auto reopened = store_->Reopen(1, 2, first.size());
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_FALSE(reopened->sealed);
+  EXPECT_EQ(2u, reopened->epoch);
+  EXPECT_EQ(first.size(), reopened->length);
+  EXPECT_EQ(first.size(), reopened->durable_length);
+  EXPECT_EQ(absl::StatusCode::kFailedPrecondition, store_->OpenReadOnly(1).status().code())
+      << "an open replica is not handed out";
+  EXPECT_EQ(absl::StatusCode::kFailedPrecondition,
+            Append(1, first.size(), "x", 1).status().code()) << "the old epoch is fenced";
+  const std::string more(format::kCrcChunkBytes, 'z');  // completes the partial chunk
+  ASSERT_TRUE(Append(1, first.size(), more, 2).ok());
+  std::string after = sealed_crcs;
+  ASSERT_EQ(static_cast<ssize_t>(after.size()),
+            ::pread(stale->crc.get(), after.data(), after.size(), 0));
+  EXPECT_EQ(before, after) << "the sealed replica's CRCs changed under its readers";
+  ASSERT_TRUE(store_->Seal(1, 2, first.size() + more.size()).ok());
+  EXPECT_EQ(first + more, ReadAll(1));
+  Reopen();
+  EXPECT_EQ(first + more, ReadAll(1));
+  auto info = store_->Info(1);
+  ASSERT_TRUE(info.ok());
+  EXPECT_TRUE(info->sealed);
+  EXPECT_EQ(2u, info->epoch);
+}
+
+TEST_F(ReplicaStoreTest, AReplicaReopenedForAppendSurvivesARestartOpen) {
+  // Goal: a crash while reopened keeps every byte: the sealed ones and the
+  // appended ones, open at the new epoch, CRCs rebuilt.
+  const std::string first = TwoChunksAndABit();
+  ASSERT_TRUE(store_->Create(3, 1).ok());
+  ASSERT_TRUE(Append(3, 0, first).ok());
+  ASSERT_TRUE(store_->Seal(3, 1, first.size()).ok());
+  ASSERT_TRUE(store_->Reopen(3, 2, first.size()).ok());
+  ASSERT_TRUE(Append(3, first.size(), "tail", 2).ok());
+  store_->SyncDirty();
+  Reopen();
+  auto info = store_->Info(3);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_FALSE(info->sealed);
+  EXPECT_EQ(2u, info->epoch);
+  EXPECT_EQ(first + "tail", ReadAll(3));
+  ASSERT_TRUE(Append(3, first.size() + 4, "!", 2).ok());
+  ASSERT_TRUE(store_->Seal(3, 2, first.size() + 5).ok());
+  EXPECT_EQ(first + "tail!", ReadAll(3));
+}
+
+TEST_F(ReplicaStoreTest, ReopenForAppendIsRefusedUnlessSealedThereAtALowerEpochAndUncut) {
+  ASSERT_TRUE(store_->Create(1, 1).ok());
+  ASSERT_TRUE(Append(1, 0, "abcdef").ok());
+  EXPECT_EQ(absl::StatusCode::kFailedPrecondition, store_->Reopen(1, 2, 6).status().code())
+      << "open";
+  ASSERT_TRUE(store_->Seal(1, 1, 6).ok());
+  EXPECT_EQ(absl::StatusCode::kFailedPrecondition, store_->Reopen(1, 2, 5).status().code())
+      << "another length";
+  EXPECT_EQ(absl::StatusCode::kFailedPrecondition, store_->Reopen(1, 1, 6).status().code())
+      << "not a higher epoch";
+  EXPECT_EQ(absl::StatusCode::kNotFound, store_->Reopen(9, 2, 6).status().code());
+  ASSERT_TRUE(store_->Reopen(1, 2, 6).ok());
+  EXPECT_TRUE(store_->Reopen(1, 2, 6).ok()) << "a retry";
+  // Cut at its seal: the journal still holds the bytes past the cut.
+  ASSERT_TRUE(store_->Create(2, 1).ok());
+  ASSERT_TRUE(Append(2, 0, "abcdef").ok());
+  ASSERT_TRUE(store_->Seal(2, 1, 4).ok());
+  EXPECT_EQ(absl::StatusCode::kFailedPrecondition, store_->Reopen(2, 2, 4).status().code());
+}
+
+}  // namespace
+}  // namespace logfs::segd

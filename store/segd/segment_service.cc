@@ -70,6 +70,8 @@ void SegmentService::Dispatch(const format::Frame& request, const rpc::Responder
   switch (request.type) {
     case format::MessageType::kCreateSegment:
       return CreateSegment(request, responder);
+    case format::MessageType::kReopenSegment:
+      return ReopenSegment(request, responder);
     case format::MessageType::kAppend:
       return Append(request, responder);
     case format::MessageType::kSync:
@@ -103,6 +105,16 @@ void SegmentService::CreateSegment(const format::Frame& request, const rpc::Resp
     absl::StatusOr<MetaFence::Hold> admitted = Admit(req.meta_epoch());
     if (!admitted.ok()) return responder.ReplyError(admitted.status());
     ReplyInfo(responder, store_->Create(req.segment_id(), req.epoch()));
+  });
+}
+
+void SegmentService::ReopenSegment(const format::Frame& request, const rpc::Responder& responder) {
+  proto::ReopenSegmentRequest req;
+  if (!Parse(request, responder, &req)) return;
+  // Copies the .crc file and writes the state file, each fdatasynced with
+  // the directory: off the io thread, as CreateSegment.
+  asio::post(file_pool_, [this, req, responder] {
+    ReplyInfo(responder, store_->Reopen(req.segment_id(), req.epoch(), req.length()));
   });
 }
 
