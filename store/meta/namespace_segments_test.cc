@@ -477,3 +477,89 @@ TEST_F(NamespaceTest, ALapsedLeaseIsNotGivenBackToItsMountAfterARecovery) {
 
 }  // namespace
 }  // namespace logfs::meta
+
+namespace logfs::meta {
+namespace {
+
+// The first SealSegment of a lease (nothing open) of `mount` on `ino`,
+// asking to continue a last segment shorter than `below` bytes.
+absl::StatusOr<proto::Inode> SealNext(Namespace& ns, uint64_t ino, uint64_t mount,
+                                      uint64_t below) {
+  proto::SealSegmentRequest request;
+  request.set_ino(ino);
+  request.set_mount_id(mount);
+  request.set_continue_below_bytes(below);
+  return ns.SealSegment(request);
+}
+
+TEST_F(NamespaceTest, AReopenedWalFileContinuesItsLastSegmentWhileItIsShortAndWhole) {
+  // Goal: continue_below_bytes gives a WAL file's next writer its last
+  // segment back open at epoch + 1 (same id, replicas and length) while
+  // the segment is sealed, shorter than asked, on its full replica set of
+  // live servers; else, and for block files, a new segment as before.
+  auto servers = RegisterServers(4);
+  uint64_t f = 0;
+  const proto::Segment first = OpenWalSegment(&f);
+  ASSERT_TRUE(Seal(f, 1, first.id(), 100, /*close=*/true).ok());
+  // (a) continued: the last segment, open again.
+  ASSERT_TRUE(OpenWrite(f, 2).ok());
+  auto continued = SealNext(*ns_, f, 2, 1000);
+  ASSERT_TRUE(continued.ok()) << continued.status();
+  ASSERT_EQ(1, continued->segments_size());
+  const proto::Segment& again = continued->segments(0);
+  EXPECT_EQ(first.id(), again.id());
+  EXPECT_FALSE(again.sealed());
+  EXPECT_EQ(first.epoch() + 1, again.epoch());
+  EXPECT_EQ(100u, again.length());
+  EXPECT_EQ(3, again.replicas_size());
+  EXPECT_EQ(100u, continued->attr().size());
+  // (b) sealed again longer by its writer, closed: still one segment.
+  auto closed = Seal(f, 2, first.id(), 150, /*close=*/true);
+  ASSERT_TRUE(closed.ok()) << closed.status();
+  ASSERT_EQ(1, closed->segments_size());
+  EXPECT_TRUE(closed->segments(0).sealed());
+  EXPECT_EQ(150u, closed->attr().size());
+  // (c) not shorter than asked: a new segment after it.
+  ASSERT_TRUE(OpenWrite(f, 1).ok());
+  auto full = SealNext(*ns_, f, 1, 150);
+  ASSERT_TRUE(full.ok()) << full.status();
+  ASSERT_EQ(2, full->segments_size());
+  EXPECT_FALSE(full->segments(1).sealed());
+  EXPECT_EQ(0u, full->segments(1).length());
+  ASSERT_TRUE(Seal(f, 1, full->segments(1).id(), 10, /*close=*/true).ok());
+  // (d) a replica's server dead: a new segment.
+  Advance(10001);
+  for (uint64_t s : servers) {
+    if (s != closed->segments(0).replicas(0).server_id()) Deletions(s);  // heartbeats
+  }
+  auto last = ns_->GetInode(f);
+  ASSERT_TRUE(last.ok());
+  const proto::Segment tail = last->segments(1);
+  ASSERT_TRUE(OpenWrite(f, 2).ok());
+  auto survivor = SealNext(*ns_, f, 2, 1000);
+  ASSERT_TRUE(survivor.ok()) << survivor.status();
+  bool tail_on_dead = false;
+  for (const auto& r : tail.replicas()) {
+    tail_on_dead |= r.server_id() == closed->segments(0).replicas(0).server_id();
+  }
+  EXPECT_EQ(tail_on_dead ? 3 : 2, survivor->segments_size())
+      << "continued only if every replica's server is live";
+  // (e) block files never continue.
+  uint64_t block = File(kRootIno, "b");
+  ASSERT_TRUE(OpenWrite(block, 1).ok());
+  auto placed = SealNext(*ns_, block, 1, 1000);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  proto::SealSegmentRequest flush;  // close(2) of a descriptor: sealed, lease kept
+  flush.set_ino(block);
+  flush.set_mount_id(1);
+  flush.set_segment_id(placed->segments(0).id());
+  flush.set_sealed_length(10);
+  flush.set_keep_lease(true);
+  ASSERT_TRUE(ns_->SealSegment(flush).ok());
+  auto next = SealNext(*ns_, block, 1, 1000);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(2, next->segments_size());
+}
+
+}  // namespace
+}  // namespace logfs::meta

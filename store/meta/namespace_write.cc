@@ -251,6 +251,12 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
     RETURN_IF_ERROR(txn.Commit());
     return ReplyInode(*inode);
   }
+  if (!request.close() && request.segment_id() == 0 && request.continue_below_bytes() > 0 &&
+      ContinueLastSegment(txn, inode, request.continue_below_bytes())) {
+    RecordCall(txn, request.call(), format::MessageType::kSealSegment, reply_bytes);
+    RETURN_IF_ERROR(txn.Commit());
+    return ReplyInode(*inode);
+  }
   if (!request.close()) {
     std::vector<uint64_t> excluded(request.failed_servers().begin(),
                                    request.failed_servers().end());
@@ -276,6 +282,26 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
   proto::Inode reply = ReplyInode(*inode);
   RETURN_IF_ERROR(MaybeDeleteOrphan(ino));
   return reply;
+}
+
+bool Namespace::ContinueLastSegment(Txn& txn, proto::Inode* inode, uint64_t below) {
+  if (inode->attr().kind() != proto::KIND_WAL || inode->segments_size() == 0) return false;
+  proto::Segment* last = inode->mutable_segments(inode->segments_size() - 1);
+  if (!last->sealed() || last->length() == 0 || last->length() >= below) return false;
+  if (static_cast<uint32_t>(last->replicas_size()) != Replication(*inode)) return false;
+  for (const proto::Replica& replica : last->replicas()) {
+    auto it = servers_.find(replica.server_id());
+    if (it == servers_.end() || !ServerLive(it->second) || Suspect(it->second) ||
+        !it->second.disk_failure.empty() || !it->second.unreachable.empty()) {
+      return false;
+    }
+  }
+  // Open again: a re-replication copy in flight finds it changed and is
+  // dropped (CommitReplica), lease recovery treats it as any open segment.
+  last->set_sealed(false);
+  last->set_epoch(last->epoch() + 1);
+  txn.Put(inode);
+  return true;
 }
 
 absl::Status Namespace::TakeSealLease(const proto::SealSegmentRequest& request,
