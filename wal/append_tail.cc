@@ -83,6 +83,17 @@ void AppendTail::EndSegment() {
   tail_start_ = 0;
 }
 
+void AppendTail::ContinueSegment(uint64_t length) {
+  CHECK_EQ(0u, sent_) << "a segment is open";
+  CHECK_EQ(acked_, segment_start_) << "a continued segment's bytes are all acked";
+  CHECK_LE(length, segment_start_);
+  segment_start_ -= length;
+  sent_ = length;
+  tail_start_ = length;
+  tail_.clear();
+  CheckInvariants();
+}
+
 void AppendTail::Clear() {
   segment_start_ = sent_ = acked_ = tail_start_ = 0;
   buffer_.clear();

@@ -83,6 +83,11 @@ class AppendTail {
   void CutSentTo(uint64_t offset);
   // The open segment is sealed at sent(): the next starts after it.
   void EndSegment();
+  // The file's last `length` bytes, all acked in a sealed segment, are
+  // that segment's, open again (continued): it becomes the open segment,
+  // with them sent and durable everywhere (no re-send tail). CHECK: no
+  // segment open (nothing sent), everything acked, length <= segment_start.
+  void ContinueSegment(uint64_t length);
   // truncate(0): the file is empty, nothing is open.
   void Clear();
 

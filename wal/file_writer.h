@@ -62,6 +62,14 @@ struct FileWriterOptions {
   // Roll the segment at this size (bytes, > 0: with 0 every write would
   // roll forever, so Write refuses it with kInvalidArgument).
   uint64_t segment_bytes = 64ull << 20;
+  // A WAL file's first write of this writer continues the file's last
+  // segment if it is shorter than this (bytes) and meta finds its replica
+  // set whole and healthy (MetaSealCall::continue_below_bytes), as HDFS
+  // appends to a file's last block: a file reopened for append by one
+  // short-lived writer after another (`cmd >> log`) keeps one segment
+  // instead of gaining one per writer. Every replica must reopen, else the
+  // segment is sealed back and a new one placed. 0: always a new segment.
+  uint64_t continue_below_bytes = 0;
   size_t append_bytes = 1;                             // send once this much is buffered
   // Unsynced WAL appends (a WAL whose application has not synced for
   // kLazyAfterAppends appends: RocksDB with sync=false) are coalesced:
@@ -333,6 +341,10 @@ class FileWriter final : public ReplicaReplyHandler,
   absl::StatusOr<proto::Inode> PlaceNextSegment(MetaSealCall call) ABSL_LOCKS_EXCLUDED(mu_);
   // Creates the segment's replicas; returns the servers that failed.
   std::vector<uint64_t> CreateReplicas(const proto::Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
+  // Reopens the replicas of a continued segment (meta gave the file's last
+  // one back open); if any fails, seals them all back at its length and
+  // returns the servers that failed.
+  std::vector<uint64_t> ReopenReplicas(const proto::Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
   // Makes meta's new open segment (the last of `inode`) the writer's; the
   // old one ends at `sealed_length`, and its bytes past that go to the
   // new one.

@@ -222,6 +222,27 @@ class FakeCluster : public WriterDeps {
     }
     return out;
   }
+  std::vector<absl::Status> ReopenReplicas(const std::vector<std::string>& addresses,
+                                           SegmentRef segment, uint64_t length) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<absl::Status> out;
+    for (const auto& a : addresses) {
+      absl::StatusOr<Replica*> r = FindLocked(a, segment.id);
+      if (r.ok() && refuse_reopen_.count(a) != 0) r = absl::UnavailableError(a + " refuses");
+      if (r.ok() && (!(*r)->sealed || (*r)->bytes.size() != length)) {
+        r = absl::FailedPreconditionError("not sealed at that length");
+      }
+      if (r.ok()) (*r)->sealed = false;
+      out.push_back(r.status());
+    }
+    return out;
+  }
+  // ReopenReplicas fails on server `s` (an older server, a full disk).
+  void RefuseReopen(int s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    refuse_reopen_.insert(Address(s));
+  }
+
   std::vector<absl::StatusOr<uint64_t>> ReplicaLengths(const std::vector<std::string>& addresses,
                                                        uint64_t segment_id) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -324,6 +345,15 @@ class FakeCluster : public WriterDeps {
     return absl::OkStatus();
   }
   absl::StatusOr<proto::Inode> MetaSealLocked(const MetaSealCall& call) {
+    if (call.segment_id == 0 && call.continue_below_bytes > 0 && inode_.segments_size() > 0) {
+      // As meta: the last segment, sealed and short enough, goes on.
+      proto::Segment* last = inode_.mutable_segments(inode_.segments_size() - 1);
+      if (last->sealed() && last->length() > 0 && last->length() < call.continue_below_bytes) {
+        last->set_sealed(false);
+        last->set_epoch(last->epoch() + 1);
+        return inode_;
+      }
+    }
     if (call.segment_id != 0) {
       proto::Segment* open = inode_.mutable_segments(inode_.segments_size() - 1);
       if (open->id() != call.segment_id || open->sealed()) {
@@ -375,6 +405,7 @@ class FakeCluster : public WriterDeps {
   absl::Status meta_seal_error_;
   int meta_seal_failures_left_ = -1;  // -1: every one, while meta_seal_error_ is set
   std::set<std::string> answers_held_servers_;
+  std::set<std::string> refuse_reopen_;
   std::vector<std::pair<absl::Time, std::function<void()>>> timers_;
   absl::Time now_ = absl::FromUnixSeconds(1'000'000);
   uint64_t next_segment_id_ = 1;
@@ -430,10 +461,14 @@ class FileWriterTest : public ::testing::Test {
   }
 
   void Open(FileWriterOptions options, proto::FileKind kind = proto::KIND_WAL) {
+    OpenAgain(std::move(options), proto::Inode(), kind);
+  }
+  // A writer of the file as `inode` (meta's) has it: a reopen for append.
+  void OpenAgain(FileWriterOptions options, proto::Inode inode,
+                 proto::FileKind kind = proto::KIND_WAL) {
     options.run_blocking = jobs_.Runner();
-    proto::Inode inode;
-    inode.mutable_attr()->set_ino(kIno);
     inode.mutable_attr()->set_kind(kind);
+    inode.mutable_attr()->set_ino(kIno);
     inode.set_ack_quorum(kAckQuorum);
     writer_ = FileWriter::Create(options, inode, cluster_);
   }
@@ -832,6 +867,59 @@ TEST_F(FileWriterTest, ACutOfAWalFileIsRefused) {
   ASSERT_TRUE(writer_->Write(std::nullopt, "wal").ok());
   EXPECT_EQ(EPERM, AttachedErrno(writer_->CutTo(1)));
   EXPECT_EQ(3u, writer_->length());
+}
+
+TEST_F(FileWriterTest, AWriterOfAReopenedWalFileContinuesItsLastSegment) {
+  // Goal: the next writer of a WAL file (reopened for append) continues
+  // its last, unfull segment: meta gives it back open at a higher epoch,
+  // every replica reopens, the bytes go on at its end, and the file keeps
+  // one segment however many writers come and go.
+  FileWriterOptions options;
+  options.continue_below_bytes = 1000;
+  Open(options);
+  ASSERT_TRUE(writer_->Write(std::nullopt, "first").ok());
+  ASSERT_TRUE(writer_->Close().ok());
+  for (int round = 0; round < 3; ++round) {
+    OpenAgain(options, cluster_->inode());
+    const std::string more = absl::StrCat("+", round);
+    ASSERT_TRUE(writer_->Write(5 + 2 * round, more).ok()) << "round " << round;
+    ASSERT_TRUE(Sync().ok());
+    EXPECT_EQ(7u + 2 * round, writer_->acked_length());
+    ASSERT_TRUE(writer_->Close().ok());
+  }
+  proto::Inode inode = cluster_->inode();
+  ASSERT_EQ(1, inode.segments_size());
+  EXPECT_TRUE(inode.segments(0).sealed());
+  EXPECT_EQ(11u, inode.segments(0).length());
+  EXPECT_EQ(4u, inode.segments(0).epoch()) << "one epoch per writer";
+  EXPECT_EQ(3, inode.segments(0).replicas_size());
+  for (int s = 1; s <= kReplicas; ++s) EXPECT_EQ("first+0+1+2", cluster_->Bytes(1, s));
+}
+
+TEST_F(FileWriterTest, ASegmentThatCannotBeContinuedEverywhereIsSealedBackAndANewOnePlaced) {
+  // Goal: if a replica of the segment meta continued does not reopen (an
+  // older server, a full disk), the writer seals them all back where they
+  // were, keeps every replica of it, and writes to a new segment that
+  // avoids that server.
+  FileWriterOptions options;
+  options.continue_below_bytes = 1000;
+  Open(options);
+  ASSERT_TRUE(writer_->Write(std::nullopt, "first").ok());
+  ASSERT_TRUE(writer_->Close().ok());
+  cluster_->RefuseReopen(2);
+  OpenAgain(options, cluster_->inode());
+  ASSERT_TRUE(writer_->Write(std::nullopt, "second").ok());
+  ASSERT_TRUE(writer_->Close().ok());
+  proto::Inode inode = cluster_->inode();
+  ASSERT_EQ(2, inode.segments_size());
+  EXPECT_EQ(5u, inode.segments(0).length());
+  EXPECT_EQ(3, inode.segments(0).replicas_size()) << "its replicas all hold it, sealed";
+  for (int s = 1; s <= kReplicas; ++s) {
+    EXPECT_TRUE(cluster_->Sealed(1, s));
+    EXPECT_EQ("first", cluster_->Bytes(1, s));
+  }
+  for (const auto& r : inode.segments(1).replicas()) EXPECT_NE(2u, r.server_id());
+  EXPECT_EQ("firstsecond", Contents());
 }
 
 TEST_F(FileWriterTest, SyncPastTheFsyncDeadlineFailsTheWriter) {

@@ -85,6 +85,16 @@ class RpcWriterDeps final : public WriterDeps {
     return out;
   }
 
+  std::vector<absl::Status> ReopenReplicas(const std::vector<std::string>& addresses,
+                                           SegmentRef segment, uint64_t length) override {
+    std::vector<absl::Status> out;
+    for (auto& result : segd_->ReopenSegmentEach(addresses, segment.id, segment.epoch, length,
+                                                 options_.replica_timeout)) {
+      out.push_back(result.status());
+    }
+    return out;
+  }
+
   std::vector<absl::StatusOr<uint64_t>> ReplicaLengths(const std::vector<std::string>& addresses,
                                                        uint64_t segment_id) override {
     std::vector<absl::StatusOr<uint64_t>> out;
@@ -122,6 +132,7 @@ class RpcWriterDeps final : public WriterDeps {
     for (uint64_t id : call.avoid_servers) request.add_avoid_servers(id);
     request.set_sealed_file_length(call.sealed_file_length);
     request.set_lease_epoch(call.lease_epoch);
+    request.set_continue_below_bytes(call.continue_below_bytes);
     if (call.call.has_value()) *request.mutable_call() = *call.call;
     meta_->AsyncSealSegment(std::move(request), std::move(done));
   }

@@ -52,6 +52,12 @@ void FileWriter::CountSlowRollLocked() {
 absl::Status FileWriter::OpenNextSegmentUnlocking(uint64_t sealed_id, uint64_t sealed_length,
                                                   const std::vector<uint64_t>& failed_servers) {
   MetaSealCall call = MetaSealCallLocked(sealed_id, sealed_length, failed_servers);
+  // Nothing open, all acked: the file's last segment may go on (a WAL file
+  // reopened for append).
+  if (sealed_id == 0 && kind_ == proto::KIND_WAL && tail_.sent() == 0 &&
+      tail_.acked() == tail_.segment_start()) {
+    call.continue_below_bytes = options_.continue_below_bytes;
+  }
   mu_.Unlock();
   absl::StatusOr<proto::Inode> inode = PlaceNextSegment(std::move(call));
   mu_.Lock();
@@ -79,7 +85,22 @@ absl::StatusOr<proto::Inode> FileWriter::PlaceNextSegment(MetaSealCall call) {
     if (!inode.ok() || inode->segments_size() == 0 || inode->segments().rbegin()[0].sealed()) {
       break;
     }
-    std::vector<uint64_t> failed = CreateReplicas(inode->segments().rbegin()[0]);
+    const proto::Segment& placed = inode->segments().rbegin()[0];
+    if (placed.length() > 0) {
+      // Meta continued the last segment: every replica must reopen, or it
+      // is sealed back where it was and a new segment placed (its servers
+      // avoided by it, their replicas of the old one kept).
+      std::vector<uint64_t> failed = ReopenReplicas(placed);
+      if (failed.empty()) break;
+      {
+        absl::MutexLock lock(&mu_);
+        call = MetaSealCallLocked(placed.id(), placed.length(), {});
+      }
+      call.sealed_file_length = placed.file_offset();  // meta's view: that one is open now
+      call.avoid_servers.insert(call.avoid_servers.end(), failed.begin(), failed.end());
+      continue;
+    }
+    std::vector<uint64_t> failed = CreateReplicas(placed);
     if (failed.empty()) break;
     call.failed_servers.insert(call.failed_servers.end(), failed.begin(), failed.end());
     call.segment_id = inode->segments().rbegin()[0].id();
@@ -90,6 +111,27 @@ absl::StatusOr<proto::Inode> FileWriter::PlaceNextSegment(MetaSealCall call) {
     }
   }
   return inode;
+}
+
+std::vector<uint64_t> FileWriter::ReopenReplicas(const proto::Segment& segment) {
+  std::vector<std::string> addresses;
+  for (const auto& r : segment.replicas()) addresses.push_back(r.address());
+  const SegmentRef ref{segment.id(), segment.epoch()};
+  std::vector<absl::Status> results = deps_->ReopenReplicas(addresses, ref, segment.length());
+  std::vector<uint64_t> failed;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].ok()) continue;
+    LOGFS_LOG_EVERY_MS(WARNING, 1000) << "cannot continue segment " << segment.id() << " on "
+                                      << addresses[i] << ": " << results[i];
+    failed.push_back(segment.replicas(static_cast<int>(i)).server_id());
+  }
+  if (failed.empty()) return failed;
+  // Sealed back at its length where it reopened (a no-op where it did not:
+  // sealed there at that length already), so every replica agrees again.
+  ReplicaAddresses all;
+  for (size_t i = 0; i < addresses.size(); ++i) all.emplace_back(i, addresses[i]);
+  SealReplicasAndWait(ref, segment.length(), std::move(all));
+  return failed;
 }
 
 std::vector<uint64_t> FileWriter::CreateReplicas(const proto::Segment& segment) {
@@ -121,7 +163,10 @@ absl::Status FileWriter::InstallSegmentLocked(const proto::Inode& inode, uint64_
   for (auto it = inode.segments().begin(); it != inode.segments().end() - 1; ++it) {
     file_offset += it->length();
   }
-  const uint64_t expected = tail_.segment_start() + (open_.has_value() ? sealed_length : 0);
+  // A continued segment (PlaceNextSegment) holds the file's last bytes.
+  const uint64_t continued = open_.has_value() ? 0 : inode.segments().rbegin()[0].length();
+  const uint64_t expected =
+      tail_.segment_start() + (open_.has_value() ? sealed_length : 0) - continued;
   if (file_offset != expected) {
     return PosixError(EIO, absl::StrCat("meta's sealed segments of inode ", ino_, " end at ",
                                         file_offset, ", the writer's at ", expected));
@@ -132,12 +177,15 @@ absl::Status FileWriter::InstallSegmentLocked(const proto::Inode& inode, uint64_
     tail_.ResendFrom(sealed_length);
     tail_.EndSegment();
   }
+  if (continued > 0) tail_.ContinueSegment(continued);
   sealed_.assign(inode.segments().begin(), inode.segments().end() - 1);
   open_ = inode.segments().rbegin()[0];
   replicas_sealed_length_.reset();
   open_->set_file_offset(file_offset);
   const uint32_t quorum = open_->ack_quorum() != 0 ? open_->ack_quorum() : inode.ack_quorum();
   replicas_ = ReplicaSet(*open_, std::max<uint32_t>(1, quorum));
+  // Every replica of a continued segment holds its bytes, durably.
+  for (size_t r = 0; continued > 0 && r < replicas_.size(); ++r) replicas_.SetDurable(r, continued);
   lag_ = ReplicaLagMonitor(replicas_.size(), options_.slow_replica);
   sync_round_replies_ = 0;  // replies of the old segment's round are ignored
   return absl::OkStatus();

@@ -59,6 +59,10 @@ struct MetaSealCall {
   std::vector<uint64_t> avoid_servers;
   uint64_t sealed_file_length = 0;       // the writer's view of the sealed segments
   uint64_t lease_epoch = 0;              // the inode's lease_epoch the writer opened with
+  // With segment_id 0: meta may give the file's last segment back open
+  // instead of a new one, if shorter than this (SealSegmentRequest.
+  // continue_below_bytes); 0: a new one.
+  uint64_t continue_below_bytes = 0;
   std::optional<proto::CallId> call;     // makes retries exactly-once
 };
 
@@ -109,6 +113,10 @@ class WriterDeps {
   // Creates the replica of `segment`.
   virtual std::vector<absl::Status> CreateReplicas(const std::vector<std::string>& addresses,
                                                    SegmentRef segment) = 0;
+  // Opens each replica of `segment`, sealed at `length`, again for
+  // appends at segment.epoch (ReopenSegment).
+  virtual std::vector<absl::Status> ReopenReplicas(const std::vector<std::string>& addresses,
+                                                   SegmentRef segment, uint64_t length) = 0;
   // Each replica's length of the segment (bytes received, durable or not).
   virtual std::vector<absl::StatusOr<uint64_t>> ReplicaLengths(
       const std::vector<std::string>& addresses, uint64_t segment_id) = 0;
