@@ -112,6 +112,22 @@ BlockHandle BlockCache::Insert(const BlockKey& key, absl::string_view data) {
   return block;
 }
 
+BlockHandle BlockCache::Replace(const BlockKey& key, absl::string_view data) {
+  {
+    Shard& s = ShardOf(key);
+    absl::MutexLock lock(&s.mu);
+    auto found = s.index.find(key);
+    if (found != s.index.end()) {
+      if (found->second->block->size() >= data.size()) return found->second->block;
+      EntryList::iterator entry = found->second;
+      (entry->is_protected ? s.protected_bytes : s.probation_bytes) -= entry->block->charge();
+      (entry->is_protected ? s.protect : s.probation).erase(entry);
+      s.index.erase(found);
+    }
+  }
+  return Insert(key, data);
+}
+
 // Evicts from the tail of probation, then (only if probation is empty) of
 // the protected segment, until the shard fits its capacity.
 void BlockCache::EvictOverflow(Shard& s) {

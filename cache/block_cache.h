@@ -123,6 +123,11 @@ class BlockCache {
   // block) under `key` and returns it, evicting as needed. If the key is
   // already cached (a concurrent miss filled it), returns that block.
   BlockHandle Insert(const BlockKey& key, absl::string_view data);
+  // Insert, in place of a shorter block cached under `key`: a segment's
+  // last block, cached before the segment was continued (a WAL file
+  // reopened for append) and sealed longer. A block at least as long
+  // stays and is returned.
+  BlockHandle Replace(const BlockKey& key, absl::string_view data);
   // A block holding `data` (at most block_bytes) that is not cached, for
   // bytes that must be served but not kept.
   BlockHandle Uncached(absl::string_view data);

@@ -83,6 +83,27 @@ TEST(BlockCacheTest, SecondInsertOfAKeyKeepsTheFirst) {
   EXPECT_EQ(1u, cache.stats().inserts);
 }
 
+TEST(BlockCacheTest, ReplaceTakesTheLongerBlockOfAGrownSegmentOnly) {
+  // Goal: a segment's last block cached short, before the segment was
+  // continued and sealed longer, gives way to the longer one; a block at
+  // least as long stays. Charges follow, and old handles stay valid.
+  BlockCache cache(Options(8, EvictionPolicy::kSegmentedLru));
+  const std::string full = BlockBytes(3, 0, 20000);  // two chunks
+  BlockHandle short_block = cache.Insert({3, 0}, absl::string_view(full).substr(0, 1000));
+  const uint64_t short_bytes = cache.stats().bytes;
+  BlockHandle longer = cache.Replace({3, 0}, full);
+  EXPECT_EQ(20000u, longer->size());
+  EXPECT_EQ(full, Gather(*longer, 0, 20000));
+  EXPECT_EQ(1000u, short_block->size()) << "a pinned block is never changed";
+  EXPECT_EQ(1u, cache.stats().blocks);
+  EXPECT_GT(cache.stats().bytes, short_bytes);
+  BlockHandle again = cache.Replace({3, 0}, absl::string_view(full).substr(0, 2000));
+  EXPECT_EQ(20000u, again->size()) << "a shorter view keeps the longer block";
+  BlockHandle looked_up = cache.Lookup({3, 0});
+  ASSERT_NE(nullptr, looked_up);
+  EXPECT_EQ(20000u, looked_up->size());
+}
+
 TEST(BlockCacheTest, EvictsToCapacityAndPinnedBlocksOutliveEviction) {
   BlockCache cache(Options(4, EvictionPolicy::kSegmentedLru));
   BlockHandle pinned = cache.Insert({1, 0}, BlockBytes(1, 0));

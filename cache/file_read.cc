@@ -48,16 +48,17 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
     return std::min(block_bytes, segment.length() - b * block_bytes);
   };
   std::vector<BlockHandle> blocks(last - first + 1);
+  // A segment's last block may have been cached while the segment was
+  // shorter: a WAL file's last segment is continued when the file is
+  // reopened for append, and sealed again longer. Its bytes never change,
+  // only grow: a cached block longer than this view's serves it as is; a
+  // shorter one is read again and replaces it.
+  std::vector<bool> grown(last - first + 1, false);
   for (uint64_t b = first; b <= last; ++b) {
     BlockHandle cached = cache.Lookup({segment.id(), b});
-    // A size that disagrees with this sealed length means two views of the
-    // segment differ: trust neither the cache nor a new insert, read it.
-    if (cached != nullptr && cached->size() != expected_size(b)) {
-      LOG(WARNING) << "segment " << segment.id() << " block " << b << " is cached with "
-                   << cached->size() << " bytes, not " << expected_size(b) << "; reading it";
-      auto data = reader.ReadBytes(segment, b * block_bytes, expected_size(b), reporter, mode);
-      if (!data.ok()) return data.status();
-      cached = cache.Uncached(data->view());
+    if (cached != nullptr && cached->size() < expected_size(b)) {
+      cached = nullptr;
+      grown[b - first] = true;
     }
     blocks[b - first] = std::move(cached);
   }
@@ -80,9 +81,10 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
       const uint64_t at = (m - b) * block_bytes;
       const absl::string_view bytes =
           data->view().substr(at, std::min(block_bytes, end - start - at));
-      BlockHandle block = cache.Insert({segment.id(), m}, bytes);
-      // A racing read of another view of the segment inserted it first.
-      if (block->size() != bytes.size()) block = cache.Uncached(bytes);
+      BlockHandle block = grown[m - first] ? cache.Replace({segment.id(), m}, bytes)
+                                           : cache.Insert({segment.id(), m}, bytes);
+      // A racing read of a shorter view of the segment inserted it first.
+      if (block->size() < bytes.size()) block = cache.Uncached(bytes);
       blocks[m - first] = std::move(block);
     }
     b = run_end + 1;
@@ -92,6 +94,7 @@ absl::Status ReadSealedSegment(BlockCache& cache, SegmentReader& reader,
     const uint64_t lo = std::max(from, block_start);
     const uint64_t hi = std::min(to, block_start + block_bytes);
     if (block_start + blocks[b - first]->size() < hi) {  // never a short reply
+      // (hi never passes this view's length, so a longer block is fine)
       return absl::InternalError(absl::StrCat("block ", b, " of segment ", segment.id(),
                                               " holds ", blocks[b - first]->size(), " bytes"));
     }

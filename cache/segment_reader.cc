@@ -188,7 +188,15 @@ absl::StatusOr<SegmentBytes> SegmentReader::ReadCachedReplica(const proto::Segme
   // The hit path: no allocation, no call to a server.
   for (const proto::Replica& replica : segment.replicas()) {
     ReplicaCache::Ref ref = replica_cache_.Lookup({segment.id(), replica.server_id()});
-    if (ref) return ReadCached(std::move(ref), replica.server_id(), offset, size, bad_server);
+    if (!ref) continue;
+    if (ref.files().length < segment.length()) {
+      // Opened before the segment was continued (a WAL file reopened for
+      // append) and sealed longer: its descriptors still serve the old
+      // length, with that length's CRCs; the longer replica is opened anew.
+      replica_cache_.Invalidate(ref);
+      continue;
+    }
+    return ReadCached(std::move(ref), replica.server_id(), offset, size, bad_server);
   }
   return absl::NotFoundError("no replica of this host in the replica cache");
 }
