@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "src/status/macros.h"
@@ -311,15 +313,29 @@ absl::Status Mount::Rename(uint64_t parent, const std::string& name, uint64_t ne
 
 // ---------------------------------------------------------------- xattrs
 
-std::string Mount::FormatSegments(const proto::Inode& inode) {
-  std::string out;
+absl::StatusOr<std::string> Mount::FormatSegments(const proto::Inode& inode, int64_t page) {
+  // Lines packed into pages of at most kSegmentsXattrBytesMax bytes.
+  std::vector<std::string> pages(1);
   for (const auto& s : inode.segments()) {
     std::vector<std::string> addresses;
     for (const auto& r : s.replicas()) addresses.push_back(r.address());
-    absl::StrAppend(&out, s.id(), " ", absl::StrJoin(addresses, ","), " ", s.length(), " ",
-                    s.sealed() ? "sealed" : "open", "\n");
+    std::string line = absl::StrCat(s.id(), " ", absl::StrJoin(addresses, ","), " ", s.length(),
+                                    " ", s.sealed() ? "sealed" : "open", "\n");
+    if (!pages.back().empty() &&
+        pages.back().size() + line.size() > format::kSegmentsXattrBytesMax) {
+      pages.emplace_back();
+    }
+    pages.back() += line;
   }
-  return out;
+  if (page >= 0) {
+    if (page >= static_cast<int64_t>(pages.size())) {
+      return PosixError(ENODATA, absl::StrCat("the segment listing has ", pages.size(), " pages"));
+    }
+    return std::move(pages[page]);
+  }
+  if (pages.size() == 1) return std::move(pages[0]);
+  return absl::StrCat(inode.segments_size(), " segments in ", pages.size(), " pages: ",
+                      kSegmentsXattr, ".0 to ", kSegmentsXattr, ".", pages.size() - 1, "\n");
 }
 
 std::string Mount::FormatStats() {
@@ -358,13 +374,20 @@ void Mount::GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done)
     return done(options_.cluster_secret_file);
   }
   if (name == kStatsXattr) return done(FormatStats());
-  if (name != kSegmentsXattr && name != kDurableLengthXattr) return done(meta_.GetXattr(ino, name));
+  // user.logfs.segments, or page K of it: user.logfs.segments.K.
+  int64_t page = -1;
+  const std::string page_prefix = absl::StrCat(kSegmentsXattr, ".");
+  const bool is_page = absl::StartsWith(name, page_prefix) &&
+                       absl::SimpleAtoi(name.substr(page_prefix.size()), &page) && page >= 0;
+  const bool segments = name == kSegmentsXattr || is_page;
+  if (!segments && name != kDurableLengthXattr) return done(meta_.GetXattr(ino, name));
   absl::StatusOr<proto::Inode> inode = meta_.GetInode(ino);
   if (!inode.ok()) return done(inode.status());
   if (!S_ISREG(inode->attr().mode())) return done(PosixError(ENODATA, "not a regular file"));
-  auto format = [this, segments = name == kSegmentsXattr](const proto::Inode& inode,
-                                                          uint64_t durable) {
-    return segments ? FormatSegments(inode) : std::to_string(durable);
+  auto format = [this, segments, page](const proto::Inode& inode,
+                                       uint64_t durable) -> absl::StatusOr<std::string> {
+    if (segments) return FormatSegments(inode, page);
+    return std::to_string(durable);
   };
   if (auto writer = FindWriter(ino)) {
     inode->clear_segments();
@@ -450,6 +473,8 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t i
   options.mount_id = meta_.mount_id();
   bool wal = opened->attr().kind() == proto::KIND_WAL;
   options.segment_bytes = wal ? options_.wal_segment_bytes : options_.block_segment_bytes;
+  options.continue_below_bytes =
+      wal && options_.continue_wal_segments ? options_.wal_segment_bytes : 0;
   options.append_bytes = wal ? 1 : options_.block_append_bytes;
   options.coalesce_delay = options_.wal_coalesce_delay;
   options.coalesce_bytes = options_.wal_coalesce_bytes;

@@ -45,6 +45,10 @@ struct MountOptions {
   // tools as user.logfs.cluster_secret_file; the mount reads no file.
   std::string cluster_secret_file;
   uint64_t wal_segment_bytes = 64ull << 20;
+  // A WAL file reopened for append continues its last segment while that
+  // is shorter than wal_segment_bytes (wal::FileWriterOptions::
+  // continue_below_bytes); false: every writer starts a new segment.
+  bool continue_wal_segments = true;
   uint64_t block_segment_bytes = 256ull << 20;
   size_t block_append_bytes = 1u << 20;  // block files: bytes per append
   absl::Duration rpc_timeout = absl::Seconds(10);      // meta calls, reads
@@ -253,7 +257,9 @@ class Mount {
   // length for a WAL file, none of a block file's (its writer may still
   // cut it short: FileWriter::CutTo).
   uint64_t LiveLength(proto::Inode& inode);
-  std::string FormatSegments(const proto::Inode& inode);
+  // user.logfs.segments (`page` -1) or its page `page`
+  // (format::kSegmentsXattrBytesMax); ENODATA past the last page.
+  absl::StatusOr<std::string> FormatSegments(const proto::Inode& inode, int64_t page);
   // user.logfs.stats: writer counters, then the read path's (short-circuit,
   // replica cache, block cache).
   std::string FormatStats();

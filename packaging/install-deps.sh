@@ -3,7 +3,8 @@
 # Does nothing (and needs no network) when they are all present.
 #
 #   packaging/install-deps.sh            build/test/run packages (make uses this)
-#   packaging/install-deps.sh bench      also the tools bench/compare.sh runs
+#   packaging/install-deps.sh bench      also the tools bench/compare.sh and
+#                                        bench/shell_appends.sh run
 #   packaging/install-deps.sh gluster    also GlusterFS (bench/compare.sh --with-gluster)
 #   packaging/install-deps.sh clang      also clang 14, its sanitizer runtimes and
 #                                        llvm-symbolizer (make tsa, tsan, asan)
@@ -41,7 +42,7 @@ PACKAGES=(
 
 for group in "$@"; do
   case "$group" in
-    bench) PACKAGES+=(fio rocksdb-tools python3) ;;
+    bench) PACKAGES+=(fio rocksdb-tools python3 bc) ;;
     gluster) PACKAGES+=(glusterfs-server glusterfs-client) ;;
     clang) PACKAGES+=(clang-14 libclang-rt-14-dev llvm-14) ;;
     *) echo "install-deps: unknown group '$group' (known: bench, gluster, clang)" >&2; exit 2 ;;

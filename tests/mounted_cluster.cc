@@ -321,15 +321,25 @@ std::map<std::string, uint64_t> MountStats(const std::string& path) {
 }
 
 std::string Xattr(const std::string& path, const char* name) {
-  char buf[16384];
-  ssize_t n = getxattr(path.c_str(), name, buf, sizeof(buf));
-  return n < 0 ? "" : std::string(buf, n);
+  std::string buf(64 << 10, '\0');  // XATTR_SIZE_MAX
+  ssize_t n = getxattr(path.c_str(), name, buf.data(), buf.size());
+  return n < 0 ? "" : buf.substr(0, n);
 }
 
 std::vector<SegmentLine> Segments(const std::string& path) {
+  std::string listing = Xattr(path, "user.logfs.segments");
+  // A long listing is paged: "N segments in P pages: ...".
+  int pages = 0;
+  std::vector<std::string> words = absl::StrSplit(listing, ' ');
+  if (words.size() > 4 && words[1] == "segments" && words[2] == "in" &&
+      absl::SimpleAtoi(words[3], &pages)) {
+    listing.clear();
+    for (int p = 0; p < pages; ++p) {
+      listing += Xattr(path, absl::StrCat("user.logfs.segments.", p).c_str());
+    }
+  }
   std::vector<SegmentLine> out;
-  for (absl::string_view line :
-       absl::StrSplit(Xattr(path, "user.logfs.segments"), '\n', absl::SkipEmpty())) {
+  for (absl::string_view line : absl::StrSplit(listing, '\n', absl::SkipEmpty())) {
     std::vector<std::string> f = absl::StrSplit(line, ' ');
     if (f.size() != 4) continue;
     SegmentLine s;

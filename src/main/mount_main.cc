@@ -106,6 +106,10 @@ DEFINE_uint32(block_cache_block_bytes, 64u << 10,
 DEFINE_string(block_cache_trace, "",
               "mount: record the key of every block-cache lookup to this file (16 bytes each, "
               "at most 64 Mi lookups) for `logfs bench cache-replay`; a diagnostic, off by default");
+DEFINE_bool(continue_wal_segments, true,
+            "mount: a WAL file reopened for append continues its last segment while that is "
+            "shorter than --wal_segment_bytes and all its replicas are healthy, instead of "
+            "starting a new one (off: every writer starts a segment)");
 DEFINE_bool(short_circuit, true,
             "mount: read sealed replicas on this host straight from their files (descriptors "
             "from the segment server's Unix socket) instead of over TCP");
@@ -324,6 +328,7 @@ fuse::MountOptions MountOptionsFromFlags(const std::string& meta) {
   fuse::MountOptions options;
   options.meta_address = meta;
   options.wal_segment_bytes = FLAGS_wal_segment_bytes;
+  options.continue_wal_segments = FLAGS_continue_wal_segments;
   options.block_segment_bytes = FLAGS_block_segment_bytes;
   options.rpc_timeout = absl::Milliseconds(FLAGS_rpc_timeout_ms);
   options.meta_retry = absl::Milliseconds(FLAGS_meta_retry_ms);

@@ -10,8 +10,13 @@ inline constexpr char kLogfsXattrPrefix[] = "user.logfs.";
 inline constexpr char kKindXattr[] = "user.logfs.kind";  // "wal" | "block"
 inline constexpr char kReplicationXattr[] = "user.logfs.replication";
 inline constexpr char kAckQuorumXattr[] = "user.logfs.ack_quorum";
-// Read-only, computed by the mount.
+// Read-only, computed by the mount. A segment listing longer than
+// kSegmentsXattrBytesMax is paged: user.logfs.segments is then one line,
+// "N segments in P pages: user.logfs.segments.0 to user.logfs.segments.P-1",
+// and each page (kSegmentsXattr + ".K") holds the next lines that fit.
 inline constexpr char kSegmentsXattr[] = "user.logfs.segments";
+// Below the kernel's XATTR_SIZE_MAX (64 KiB), with room for one more line.
+inline constexpr size_t kSegmentsXattrBytesMax = 60 << 10;
 inline constexpr char kDurableLengthXattr[] = "user.logfs.durable_length";
 // Read-only, on a mount's root or any path: for `logfs umount` / `recover`.
 inline constexpr char kMountPidXattr[] = "user.logfs.mount_pid";
