@@ -162,13 +162,39 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Reopen(uint64_t segment_id, uint64_t e
                                             crcs.size(), " bytes, not ",
                                             format::CrcFileBytes(length)));
   }
-  RETURN_IF_ERROR(env::WriteFileAtomically(fs_, crc_path, crcs));
+  // Everything that can fail without changing anything first: the data
+  // file's new descriptor, the .crc copy (through the descriptor the
+  // replica keeps, which stays valid across the rename) and the state,
+  // each synced. Then the renames, copy first (a crash between them
+  // leaves the replica sealed, with the same CRCs), and one directory
+  // sync for both.
   constexpr env::WritableFileOptions kExisting{/*create=*/false, /*truncate=*/false};
   ASSIGN_OR_RETURN(std::unique_ptr<env::WritableFile> data,
                    fs_.NewWritableFile(SegmentPath(segment_id, kSegmentFileSuffix), kExisting));
-  ASSIGN_OR_RETURN(std::unique_ptr<env::WritableFile> crc, fs_.NewWritableFile(crc_path, kExisting));
-  RETURN_IF_ERROR(env::WriteFileAtomically(fs_, SegmentPath(segment_id, kStateFileSuffix),
-                                           EncodeReplicaState(ReplicaState{epoch, false, 0})));
+  const std::string crc_tmp = crc_path + ".tmp";
+  const std::string state_path = SegmentPath(segment_id, kStateFileSuffix);
+  const std::string state_tmp = state_path + ".tmp";
+  auto staged = [&]() -> absl::StatusOr<std::unique_ptr<env::WritableFile>> {
+    ASSIGN_OR_RETURN(std::unique_ptr<env::WritableFile> crc,
+                     fs_.NewWritableFile(crc_tmp, kCreateNew));
+    RETURN_IF_ERROR(crc->WriteAt(0, crcs));
+    RETURN_IF_ERROR(crc->Sync());
+    ASSIGN_OR_RETURN(std::unique_ptr<env::WritableFile> state,
+                     fs_.NewWritableFile(state_tmp, kCreateNew));
+    RETURN_IF_ERROR(state->WriteAt(0, EncodeReplicaState(ReplicaState{epoch, false, 0})));
+    RETURN_IF_ERROR(state->Sync());
+    RETURN_IF_ERROR(state->Close());
+    RETURN_IF_ERROR(fs_.Rename(crc_tmp, crc_path));
+    RETURN_IF_ERROR(fs_.Rename(state_tmp, state_path));
+    return crc;
+  }();
+  if (!staged.ok()) {
+    fs_.Remove(crc_tmp).IgnoreError();  // stale .tmp files are removed at start anyway
+    fs_.Remove(state_tmp).IgnoreError();
+    return staged.status();
+  }
+  RETURN_IF_ERROR(fs_.SyncDir(segments_dir_));
+  std::unique_ptr<env::WritableFile> crc = std::move(*staged);
   // A new Replica (a new incarnation) for the new files; holders of the
   // sealed one keep its descriptors.
   auto reopened = std::make_shared<Replica>(segment_id, std::move(data), std::move(crc));
