@@ -52,6 +52,7 @@ cleanup() {
     "$BIN" umount "$m" >/dev/null 2>&1 || fusermount3 -uz "$m" 2>/dev/null || true
   done
   rm -rf "$WORK"/{ext4,logfs-*} 2>/dev/null || true
+  rmdir "$WORK" 2>/dev/null || true
 }
 trap cleanup EXIT INT TERM
 
@@ -101,7 +102,9 @@ run_target() {
   echo "$a $c $bytes $segments $lines"
 }
 
-mount_logfs() {  # NAME [FLAGS...]: mounts an embedded cluster, prints its WAL dir
+# NAME [FLAGS...]: mounts an embedded cluster (unmounted on exit) and sets
+# WAL_DIR to a WAL directory on it. Not in a subshell: MOUNTS must keep it.
+mount_logfs() {
   local name=$1
   shift
   local mnt=$WORK/logfs-$name-mnt
@@ -110,7 +113,7 @@ mount_logfs() {  # NAME [FLAGS...]: mounts an embedded cluster, prints its WAL d
   MOUNTS+=("$mnt")
   mkdir -p "$mnt/wal"
   setfattr -n user.logfs.kind -v wal "$mnt/wal"
-  echo "$mnt/wal"
+  WAL_DIR=$mnt/wal
 }
 
 declare -A RESULT
@@ -118,10 +121,12 @@ mkdir -p "$WORK/ext4"
 echo "ext4: $APPENDS appends ..." >&2
 RESULT[ext4]=$(run_target "$WORK/ext4" "$APPENDS")
 echo "logfs: $APPENDS appends ..." >&2
-RESULT[logfs]=$(run_target "$(mount_logfs cont)" "$APPENDS")
+mount_logfs cont
+RESULT[logfs]=$(run_target "$WAL_DIR" "$APPENDS")
 if [ "$BASELINE_APPENDS" -gt 0 ]; then
   echo "logfs --nocontinue_wal_segments: $BASELINE_APPENDS appends ..." >&2
-  RESULT[nocontinue]=$(run_target "$(mount_logfs new --nocontinue_wal_segments)" "$BASELINE_APPENDS")
+  mount_logfs new --nocontinue_wal_segments
+  RESULT[nocontinue]=$(run_target "$WAL_DIR" "$BASELINE_APPENDS")
 fi
 
 read -r e_a e_c e_b _ _ <<<"${RESULT[ext4]}"

@@ -31,18 +31,6 @@
 namespace logfs::testing {
 namespace {
 
-// Appends `line` to `path` through a descriptor of its own, as `echo line
-// >> path` does: open, write, close.
-absl::Status AppendLine(const std::string& path, const std::string& line) {
-  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
-  if (fd < 0) return absl::ErrnoToStatus(errno, "open " + path);
-  const ssize_t n = write(fd, line.data(), line.size());
-  const int write_errno = errno;
-  if (close(fd) != 0) return absl::ErrnoToStatus(errno, "close " + path);
-  if (n != static_cast<ssize_t>(line.size())) return absl::ErrnoToStatus(write_errno, "write");
-  return absl::OkStatus();
-}
-
 // Reads all of `path` with one read(2) of `bytes` (more than it holds),
 // on a thread that mount `mount`'s daemon is killed under if it has not
 // returned within 30 s; what came back, or "(errno N)", or "(hung)".
@@ -88,7 +76,7 @@ TEST(LostReplyTest, ReadOfMoreSegmentsThanWritevTakesIsAnswered) {
   std::string expected;
   for (int i = 0; i < kAppends; ++i) {
     const std::string line = absl::StrCat("line ", i, "\n");
-    ASSERT_TRUE(AppendLine(c.Path("wal/log"), line).ok()) << "append " << i;
+    ASSERT_TRUE(WriteFile(c.Path("wal/log"), line, O_APPEND).ok()) << "append " << i;
     expected += line;
   }
   struct stat st;

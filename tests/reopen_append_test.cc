@@ -19,17 +19,6 @@
 namespace logfs::testing {
 namespace {
 
-// `echo line >> path`: open, write, close.
-absl::Status AppendOnce(const std::string& path, const std::string& data) {
-  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
-  if (fd < 0) return absl::ErrnoToStatus(errno, "open " + path);
-  const ssize_t n = write(fd, data.data(), data.size());
-  const int write_errno = errno;
-  if (close(fd) != 0) return absl::ErrnoToStatus(errno, "close " + path);
-  if (n != static_cast<ssize_t>(data.size())) return absl::ErrnoToStatus(write_errno, "write");
-  return absl::OkStatus();
-}
-
 TEST(ReopenAppendTest, ShortLivedWritersKeepOneSegmentAndEveryMountReadsItAll) {
   // Goal: 300 writers in turn each append a line and close: the file keeps
   // one segment, sealed, on its three servers, and reads back whole on the
@@ -49,7 +38,7 @@ TEST(ReopenAppendTest, ShortLivedWritersKeepOneSegmentAndEveryMountReadsItAll) {
   for (int i = 0; i < 300; ++i) {
     const std::string line = absl::StrCat(Pattern(290, i).substr(0, 290), " ", 1000 + i, "\n");
     expected += line.substr(0, 300);
-    ASSERT_TRUE(AppendOnce(c.Path("wal/log"), line.substr(0, 300)).ok()) << "append " << i;
+    ASSERT_TRUE(WriteFile(c.Path("wal/log"), line.substr(0, 300), O_APPEND).ok()) << "append " << i;
     if (i % 50 == 49) {
       // The kernel on mount 1 keeps a sealed file's size for up to its
       // attribute timeout (docs/POSIX.md): dropped, so that the read asks.
@@ -92,8 +81,8 @@ TEST(ReopenAppendTest, ASegmentWithADeadReplicaIsNotContinuedButTheAppendWorks) 
   ASSERT_TRUE(mc.ok()) << mc.status();
   MountedCluster& c = **mc;
   MakeWalDir(c);
-  ASSERT_TRUE(AppendOnce(c.Path("wal/log"), "one\n").ok());
-  ASSERT_TRUE(AppendOnce(c.Path("wal/log"), "two\n").ok());
+  ASSERT_TRUE(WriteFile(c.Path("wal/log"), "one\n", O_APPEND).ok());
+  ASSERT_TRUE(WriteFile(c.Path("wal/log"), "two\n", O_APPEND).ok());
   std::vector<SegmentLine> before = Segments(c.Path("wal/log"));
   ASSERT_EQ(1u, before.size());
   // Kill one of the segment's servers.
@@ -105,7 +94,7 @@ TEST(ReopenAppendTest, ASegmentWithADeadReplicaIsNotContinuedButTheAppendWorks) 
   }
   ASSERT_GE(victim, 0);
   c.cluster().KillSegd(victim, SIGKILL);
-  ASSERT_TRUE(AppendOnce(c.Path("wal/log"), "three\n").ok());
+  ASSERT_TRUE(WriteFile(c.Path("wal/log"), "three\n", O_APPEND).ok());
   auto back = ReadFile(c.Path("wal/log"));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ("one\ntwo\nthree\n", *back);
