@@ -126,10 +126,10 @@ std::vector<Seed> Seeds() {
   seal.set_segment_id(1);
   seal.set_epoch(2);
   seal.set_length(bytes.size());
-  proto::ReopenSegmentRequest reopen;
+  proto::CreateSegmentRequest reopen;  // the sealed replica, open again
   reopen.set_segment_id(1);
   reopen.set_epoch(3);
-  reopen.set_length(bytes.size());
+  reopen.set_reopen_length(bytes.size());
   proto::DeleteSegmentRequest del;
   del.set_segment_id(1);
   proto::CopySegmentRequest copy;
@@ -149,7 +149,7 @@ std::vector<Seed> Seeds() {
       Request(MessageType::kServerStats, proto::Empty()),
       Request(MessageType::kShortCircuitInfo, proto::Empty()),
       Request(MessageType::kShortCircuitOpen, info),
-      Request(MessageType::kReopenSegment, reopen),
+      Request(MessageType::kCreateSegment, reopen),
   };
   std::vector<Seed> seeds;
   for (const FuzzRequest& r : one) {
@@ -173,7 +173,7 @@ void Answered(Segd& segd, uint64_t request_id) {
 // client waits for such an answer (a create's, before it appends).
 bool RunsOnPool(MessageType type) {
   return type == MessageType::kCreateSegment || type == MessageType::kSeal ||
-         type == MessageType::kDeleteSegment || type == MessageType::kReopenSegment;
+         type == MessageType::kDeleteSegment;
 }
 
 // CHECK-fails (a hang) unless request `request_id` is answered within

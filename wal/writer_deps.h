@@ -114,7 +114,7 @@ class WriterDeps {
   virtual std::vector<absl::Status> CreateReplicas(const std::vector<std::string>& addresses,
                                                    SegmentRef segment) = 0;
   // Opens each replica of `segment`, sealed at `length`, again for
-  // appends at segment.epoch (ReopenSegment).
+  // appends at segment.epoch (CreateSegment with reopen_length).
   virtual std::vector<absl::Status> ReopenReplicas(const std::vector<std::string>& addresses,
                                                    SegmentRef segment, uint64_t length) = 0;
   // Each replica's length of the segment (bytes received, durable or not).

@@ -172,13 +172,21 @@ SegdClient::InfoResults SegdClient::CreateSegmentEach(const std::vector<std::str
 SegdClient::InfoResults SegdClient::ReopenSegmentEach(const std::vector<std::string>& addresses,
                                                       uint64_t segment_id, uint64_t epoch,
                                                       uint64_t length, absl::Duration timeout) {
-  proto::ReopenSegmentRequest request;
+  proto::CreateSegmentRequest request;
   request.set_segment_id(segment_id);
   request.set_epoch(epoch);
-  request.set_length(length);
+  request.set_reopen_length(length);
   Route(addresses, timeout);
-  return InfoResultsOf(
-      rpc::CallEach(pool_, addresses, MessageType::kReopenSegment, request, timeout));
+  InfoResults results =
+      InfoResultsOf(rpc::CallEach(pool_, addresses, MessageType::kCreateSegment, request, timeout));
+  for (auto& result : results) {
+    // A server from before reopen_length only fenced the sealed replica.
+    if (result.ok() && result->sealed()) {
+      result = absl::FailedPreconditionError(
+          absl::StrCat("segment ", segment_id, " stays sealed there (a server that cannot reopen)"));
+    }
+  }
+  return results;
 }
 
 SegdClient::InfoResults SegdClient::SealEach(const std::vector<std::string>& addresses,

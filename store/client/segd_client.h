@@ -123,7 +123,9 @@ class SegdClient {
                                 uint64_t epoch, absl::Duration timeout);
   InfoResults SealEach(const std::vector<std::string>& addresses, const proto::SealRequest& request,
                        absl::Duration timeout);
-  // ReopenSegment on each (store/segd/replica_store.h Reopen).
+  // CreateSegment with reopen_length on each (store/segd/replica_store.h
+  // Reopen); kFailedPrecondition from a server that answered but kept the
+  // replica sealed (one from before reopen_length).
   InfoResults ReopenSegmentEach(const std::vector<std::string>& addresses, uint64_t segment_id,
                                 uint64_t epoch, uint64_t length, absl::Duration timeout);
   InfoResults SegmentInfoEach(const std::vector<std::string>& addresses, uint64_t segment_id,

@@ -119,6 +119,38 @@ TEST_F(SegdClientTest, FenceOfASealedReplicaReturnsItsState) {
   EXPECT_EQ(9u, Parse<proto::SegmentInfoRequest>(frames[1]).segment_id());
 }
 
+TEST_F(SegdClientTest, AReopenThatLeavesTheReplicaSealedIsARefusal) {
+  // Goal: a reopen is a CreateSegment carrying reopen_length; a server that
+  // answers with the replica still sealed (one from before reopen_length,
+  // which only fenced it) has refused, and a server that opened it has not.
+  FakeServer old_server([](const format::Frame& request, rpc::Responder responder) {
+    proto::SegmentInfoResponse info;
+    info.set_segment_id(9);
+    info.set_epoch(3);
+    info.set_length(10);
+    info.set_sealed(true);
+    responder.Reply(info);
+  });
+  FakeServer new_server([](const format::Frame& request, rpc::Responder responder) {
+    proto::SegmentInfoResponse info;
+    info.set_segment_id(9);
+    info.set_epoch(3);
+    info.set_length(10);
+    responder.Reply(info);
+  });
+  auto results =
+      segd_.ReopenSegmentEach({old_server.address(), new_server.address()}, 9, 3, 10, kTimeout);
+  ASSERT_EQ(2u, results.size());
+  EXPECT_EQ(absl::StatusCode::kFailedPrecondition, results[0].status().code());
+  ASSERT_TRUE(results[1].ok()) << results[1].status();
+  EXPECT_FALSE(results[1]->sealed());
+  auto frames = new_server.requests();
+  ASSERT_EQ(1u, frames.size());
+  EXPECT_EQ(MessageType::kCreateSegment, frames[0].type);
+  EXPECT_EQ(10u, Parse<proto::CreateSegmentRequest>(frames[0]).reopen_length());
+  EXPECT_EQ(3u, Parse<proto::CreateSegmentRequest>(frames[0]).epoch());
+}
+
 TEST_F(SegdClientTest, FenceRefusedForItsMetaEpochIsReturnedAsIs) {
   // Goal: a server that refuses the meta epoch (a deposed meta's fence)
   // is not taken for a sealed replica: no SegmentInfo, the refusal comes

@@ -51,8 +51,7 @@ enum class MessageType : uint16_t {
   kServerStats = 108,
   kShortCircuitInfo = 109,  // TCP: where this server's Unix socket is
   kShortCircuitOpen = 110,  // Unix socket only: descriptors of a sealed replica
-  kReopenSegment = 111,     // a sealed replica opened again for append
-  kSegdTypeEnd = 112,
+  kSegdTypeEnd = 111,
 };
 
 inline bool IsMetaType(uint16_t t) {

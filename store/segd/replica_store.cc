@@ -193,7 +193,17 @@ absl::StatusOr<ReplicaInfo> ReplicaStore::Reopen(uint64_t segment_id, uint64_t e
     fs_.Remove(state_tmp).IgnoreError();
     return staged.status();
   }
-  RETURN_IF_ERROR(fs_.SyncDir(segments_dir_));
+  if (absl::Status synced = fs_.SyncDir(segments_dir_); !synced.ok()) {
+    // The new state may or may not be on disk (open, or sealed): the
+    // replica no longer knows which it is, so it serves nothing more;
+    // meta drops it and copies the segment elsewhere.
+    absl::MutexLock lock(&sealed->mu);
+    if (sealed->failure.ok()) {
+      sealed->failure = absl::DataLossError(absl::StrCat(
+          "segment ", segment_id, ": directory sync of its reopen failed: ", synced.message()));
+    }
+    return sealed->failure;
+  }
   std::unique_ptr<env::WritableFile> crc = std::move(*staged);
   // A new Replica (a new incarnation) for the new files; holders of the
   // sealed one keep its descriptors.

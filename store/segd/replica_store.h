@@ -152,7 +152,7 @@ class ReplicaStore {
   // Opens a sealed replica again for appends at `epoch` (> its epoch),
   // as HDFS reopens a finalized last block for append: a WAL file reopened
   // for append continues its last, unfull segment instead of starting a
-  // new one (docs/rpc.md ReopenSegment). The replica must be sealed at
+  // new one (docs/rpc.md CreateSegment, reopen_length). The replica must be sealed at
   // exactly `length` (what meta recorded). Its .crc file is replaced by a
   // copy first, so short-circuit readers holding the sealed one keep
   // checking the sealed length against unchanged CRCs while appends
@@ -216,6 +216,9 @@ class ReplicaStore {
  private:
   struct Replica;
   struct ReadSnapshot;
+  // Seal's work on replica `r`, whose seal_mu the caller holds.
+  absl::StatusOr<ReplicaInfo> SealHeld(const std::shared_ptr<Replica>& r, uint64_t epoch,
+                                       uint64_t length);
 
   // Files being replayed into, by segment id (null: skip that segment).
   using ReplayFiles = absl::flat_hash_map<uint64_t, std::unique_ptr<env::WritableFile>>;

@@ -85,11 +85,28 @@ void ReplicaStore::MarkDirty(const std::shared_ptr<Replica>& replica, uint64_t e
 
 absl::StatusOr<ReplicaInfo> ReplicaStore::Seal(uint64_t segment_id, uint64_t epoch,
                                                uint64_t length) {
-  ASSIGN_OR_RETURN(std::shared_ptr<Replica> r, Find(segment_id));
+  // A Reopen replaces the replica's object while holding the old one's
+  // seal_mu: a seal that waited for it must seal the new one.
+  constexpr int kAttempts = 4;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    ASSIGN_OR_RETURN(std::shared_ptr<Replica> r, Find(segment_id));
+    // One seal of this replica at a time; a second one waits, then finds
+    // it sealed (or the first one's failure).
+    absl::MutexLock seal_lock(&r->seal_mu);
+    if (absl::StatusOr<std::shared_ptr<Replica>> now = Find(segment_id); now.ok() && *now != r) {
+      continue;  // reopened meanwhile
+    }
+    return SealHeld(r, epoch, length);
+  }
+  return absl::UnavailableError(
+      absl::StrCat("segment ", segment_id, " was reopened again and again during its seal"));
+}
+
+absl::StatusOr<ReplicaInfo> ReplicaStore::SealHeld(const std::shared_ptr<Replica>& r,
+                                                   uint64_t epoch, uint64_t length) {
+  r->seal_mu.AssertHeld();
+  const uint64_t segment_id = r->segment_id;
   const uint64_t server = server_id();
-  // One seal of this replica at a time; a second one waits, then finds it
-  // sealed (or the first one's failure).
-  absl::MutexLock seal_lock(&r->seal_mu);
   {
     absl::MutexLock lock(&r->mu);
     RETURN_IF_ERROR(r->Servable());

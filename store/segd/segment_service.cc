@@ -70,8 +70,6 @@ void SegmentService::Dispatch(const format::Frame& request, const rpc::Responder
   switch (request.type) {
     case format::MessageType::kCreateSegment:
       return CreateSegment(request, responder);
-    case format::MessageType::kReopenSegment:
-      return ReopenSegment(request, responder);
     case format::MessageType::kAppend:
       return Append(request, responder);
     case format::MessageType::kSync:
@@ -99,22 +97,17 @@ void SegmentService::Dispatch(const format::Frame& request, const rpc::Responder
 void SegmentService::CreateSegment(const format::Frame& request, const rpc::Responder& responder) {
   proto::CreateSegmentRequest req;
   if (!Parse(request, responder, &req)) return;
-  // Writes and fdatasyncs the state file and the directory: off the io
-  // thread (the client waits for the answer before it appends).
+  // Writes and fdatasyncs the state file (a reopen, also a copy of the
+  // .crc file) and the directory: off the io thread (the client waits
+  // for the answer before it appends).
   asio::post(file_pool_, [this, req, responder] {
     absl::StatusOr<MetaFence::Hold> admitted = Admit(req.meta_epoch());
     if (!admitted.ok()) return responder.ReplyError(admitted.status());
+    if (req.reopen_length() > 0) {
+      return ReplyInfo(responder,
+                       store_->Reopen(req.segment_id(), req.epoch(), req.reopen_length()));
+    }
     ReplyInfo(responder, store_->Create(req.segment_id(), req.epoch()));
-  });
-}
-
-void SegmentService::ReopenSegment(const format::Frame& request, const rpc::Responder& responder) {
-  proto::ReopenSegmentRequest req;
-  if (!Parse(request, responder, &req)) return;
-  // Copies the .crc file and writes the state file, each fdatasynced with
-  // the directory: off the io thread, as CreateSegment.
-  asio::post(file_pool_, [this, req, responder] {
-    ReplyInfo(responder, store_->Reopen(req.segment_id(), req.epoch(), req.length()));
   });
 }
 

@@ -80,7 +80,6 @@ class SegmentService {
  private:
   void Dispatch(const format::Frame& request, const rpc::Responder& responder);
   void CreateSegment(const format::Frame& request, const rpc::Responder& responder);
-  void ReopenSegment(const format::Frame& request, const rpc::Responder& responder);
   void Append(const format::Frame& request, const rpc::Responder& responder);
   void Sync(const format::Frame& request, const rpc::Responder& responder);
   void Read(const format::Frame& request, const rpc::Responder& responder);
