@@ -342,9 +342,12 @@ class FileWriter final : public ReplicaReplyHandler,
   // Creates the segment's replicas; returns the servers that failed.
   std::vector<uint64_t> CreateReplicas(const proto::Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
   // Reopens the replicas of a continued segment (meta gave the file's last
-  // one back open); if any fails, seals them all back at its length and
-  // returns the servers that failed.
-  std::vector<uint64_t> ReopenReplicas(const proto::Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
+  // one back open); if any refuses, seals them all back at its length.
+  struct ReopenResult {
+    std::vector<uint64_t> refused;          // servers that did not reopen
+    std::vector<uint64_t> not_sealed_back;  // ... and that then did not seal
+  };
+  ReopenResult ReopenReplicas(const proto::Segment& segment) ABSL_LOCKS_EXCLUDED(mu_);
   // Makes meta's new open segment (the last of `inode`) the writer's; the
   // old one ends at `sealed_length`, and its bytes past that go to the
   // new one.
@@ -401,7 +404,8 @@ class FileWriter final : public ReplicaReplyHandler,
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // --- truncate.cc: CutTo's seal of the open segment at `cut` (segment
-  // offset), once everything sent is acked; drops mu_ for the calls.
+  // offset), once everything sent is acked, in phase kSealing (which it
+  // ends); drops mu_ for the calls.
   absl::Status CutToInternal(uint64_t length) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status SealAtCutUnlocking(uint64_t cut) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

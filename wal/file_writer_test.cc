@@ -205,7 +205,9 @@ class FakeCluster : public WriterDeps {
       for (HeldAppend& h : held_) AppendAndAnswerLocked(h.address, h.call, *h.data, h.handler);
       held_.clear();
     }
-    absl::Status status = SealLocked(address, segment.id, length);
+    absl::Status status = failed_seals_.count(address) != 0
+                              ? absl::DataLossError(address + ": fdatasync failed")
+                              : SealLocked(address, segment.id, length);
     Answer([done = std::move(done), status] { done(status); });
   }
   std::vector<absl::Status> CreateReplicas(const std::vector<std::string>& addresses,
@@ -236,6 +238,11 @@ class FakeCluster : public WriterDeps {
       out.push_back(r.status());
     }
     return out;
+  }
+  // Every later seal of a replica on server `s` fails (its disk failed).
+  void FailSeals(int s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    failed_seals_.insert(Address(s));
   }
   // ReopenReplicas fails on server `s` (an older server, a full disk).
   void RefuseReopen(int s) {
@@ -406,6 +413,7 @@ class FakeCluster : public WriterDeps {
   int meta_seal_failures_left_ = -1;  // -1: every one, while meta_seal_error_ is set
   std::set<std::string> answers_held_servers_;
   std::set<std::string> refuse_reopen_;
+  std::set<std::string> failed_seals_;
   std::vector<std::pair<absl::Time, std::function<void()>>> timers_;
   absl::Time now_ = absl::FromUnixSeconds(1'000'000);
   uint64_t next_segment_id_ = 1;
@@ -809,7 +817,7 @@ TEST_F(FileWriterTest, ACutOfBufferedBytesDropsThemBeforeTheySail) {
   ASSERT_TRUE(writer_->CutTo(4000).ok());
   EXPECT_EQ(4000u, writer_->length());
   ASSERT_TRUE(writer_->Close().ok());
-  const MetaSealCall& close = cluster_->meta_seals().back();
+  const MetaSealCall close = cluster_->meta_seals().back();
   EXPECT_TRUE(close.close);
   EXPECT_EQ(4000u, close.sealed_length);
   EXPECT_EQ(data.substr(0, 4000), Contents());
@@ -919,6 +927,62 @@ TEST_F(FileWriterTest, ASegmentThatCannotBeContinuedEverywhereIsSealedBackAndANe
     EXPECT_EQ("first", cluster_->Bytes(1, s));
   }
   for (const auto& r : inode.segments(1).replicas()) EXPECT_NE(2u, r.server_id());
+  EXPECT_EQ("firstsecond", Contents());
+}
+
+TEST_F(FileWriterTest, CloseAfterARecoveryThatSealedTooFewReplicasKeepsTheOnesThatDid) {
+  // Goal: a recovery that seals fewer replicas than the ack quorum at a
+  // length past the acked one fails; Close then seals at that length too,
+  // which the replica already sealed there takes, so meta keeps it with
+  // the acked bytes. Before, Close sealed at the acked length, the sealed
+  // replica refused, and meta dropped every replica.
+  // Method: "first" synced everywhere; servers 1 and 2 take "second"
+  // without answering, server 3 fails, and server 2's seals fail.
+  FileWriterOptions options;
+  Open(options);
+  ASSERT_TRUE(writer_->Write(std::nullopt, "first").ok());
+  ASSERT_TRUE(Sync().ok());
+  cluster_->HoldAnswers(1);
+  cluster_->HoldAnswers(2);
+  cluster_->FailSeals(2);
+  cluster_->Fail(3);
+  ASSERT_TRUE(writer_->Write(std::nullopt, "second").ok());
+  EXPECT_FALSE(Sync().ok()) << "one replica sealed: fewer than the ack quorum";
+  jobs_.JoinAll();
+  ASSERT_TRUE(cluster_->Sealed(1, 1));
+  EXPECT_FALSE(writer_->Close().ok());
+  const MetaSealCall close = cluster_->meta_seals().back();
+  EXPECT_TRUE(close.close);
+  EXPECT_EQ(11u, close.sealed_length);
+  std::vector<uint64_t> failed = close.failed_servers;
+  std::sort(failed.begin(), failed.end());
+  EXPECT_EQ((std::vector<uint64_t>{2, 3}), failed);
+  proto::Inode inode = cluster_->inode();
+  ASSERT_EQ(1, inode.segments_size());
+  ASSERT_EQ(1, inode.segments(0).replicas_size()) << "meta kept the sealed replica";
+  EXPECT_EQ(1u, inode.segments(0).replicas(0).server_id());
+  EXPECT_EQ("firstsecond", cluster_->Bytes(1, 1));
+}
+
+TEST_F(FileWriterTest, AReplicaThatDoesNotTakeTheSealBackLeavesTheSegment) {
+  // Goal: when a continuation is refused and a replica then does not take
+  // the seal back at the segment's length, meta is told it failed (and
+  // drops it, for re-replication), not that every replica holds it.
+  FileWriterOptions options;
+  options.continue_below_bytes = 1000;
+  Open(options);
+  ASSERT_TRUE(writer_->Write(std::nullopt, "first").ok());
+  ASSERT_TRUE(writer_->Close().ok());
+  cluster_->RefuseReopen(2);
+  cluster_->FailSeals(3);
+  OpenAgain(options, cluster_->inode());
+  ASSERT_TRUE(writer_->Write(std::nullopt, "second").ok());
+  ASSERT_TRUE(Sync().ok());
+  proto::Inode inode = cluster_->inode();
+  ASSERT_EQ(2, inode.segments_size());
+  EXPECT_EQ(5u, inode.segments(0).length());
+  ASSERT_EQ(2, inode.segments(0).replicas_size());
+  for (const auto& r : inode.segments(0).replicas()) EXPECT_NE(3u, r.server_id());
   EXPECT_EQ("firstsecond", Contents());
 }
 

@@ -71,7 +71,6 @@ absl::Status FileWriter::RollAwayUnlocking() {
   LOGFS_LOG_EVERY_MS(WARNING, 1000)
       << "sealed segment " << segment_id << " at " << length << " on " << sealed.size()
       << " replicas; re-sending " << tail_.sent() - length << " bytes";
-  replicas_sealed_length_ = length;  // until the next segment is installed
   // Everything past the sealed length goes to the next segment, in order
   // (InstallSegmentLocked); the replicas that did not seal are dropped.
   return OpenNextSegmentUnlocking(segment_id, length, replicas_.ServerIdsNotIn(sealed));
@@ -112,6 +111,10 @@ absl::StatusOr<std::vector<size_t>> FileWriter::SealSurvivorsUnlocking(uint64_t*
     return std::vector<size_t>{};
   }
   ReplicaSealResult result = CompleteAndSealUnlocking(answered, length);
+  // Sealed replicas never take another length: whatever fails from here
+  // on, a Close seals there too, never at the (shorter) acked length,
+  // which they would all refuse, dropping them from the segment.
+  if (!result.sealed.empty()) replicas_sealed_length_ = length;
   // Answers that came in meanwhile may have acked more (up to `length`).
   const uint64_t acked_now = tail_.acked_in_segment();
   if (result.sealed.empty()) {

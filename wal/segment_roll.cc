@@ -90,14 +90,15 @@ absl::StatusOr<proto::Inode> FileWriter::PlaceNextSegment(MetaSealCall call) {
       // Meta continued the last segment: every replica must reopen, or it
       // is sealed back where it was and a new segment placed (its servers
       // avoided by it, their replicas of the old one kept).
-      std::vector<uint64_t> failed = ReopenReplicas(placed);
-      if (failed.empty()) break;
+      const ReopenResult reopen = ReopenReplicas(placed);
+      if (reopen.refused.empty()) break;
       {
         absl::MutexLock lock(&mu_);
-        call = MetaSealCallLocked(placed.id(), placed.length(), {});
+        call = MetaSealCallLocked(placed.id(), placed.length(), reopen.not_sealed_back);
       }
       call.sealed_file_length = placed.file_offset();  // meta's view: that one is open now
-      call.avoid_servers.insert(call.avoid_servers.end(), failed.begin(), failed.end());
+      call.avoid_servers.insert(call.avoid_servers.end(), reopen.refused.begin(),
+                                reopen.refused.end());
       continue;
     }
     std::vector<uint64_t> failed = CreateReplicas(placed);
@@ -113,25 +114,30 @@ absl::StatusOr<proto::Inode> FileWriter::PlaceNextSegment(MetaSealCall call) {
   return inode;
 }
 
-std::vector<uint64_t> FileWriter::ReopenReplicas(const proto::Segment& segment) {
+FileWriter::ReopenResult FileWriter::ReopenReplicas(const proto::Segment& segment) {
   std::vector<std::string> addresses;
   for (const auto& r : segment.replicas()) addresses.push_back(r.address());
   const SegmentRef ref{segment.id(), segment.epoch()};
   std::vector<absl::Status> results = deps_->ReopenReplicas(addresses, ref, segment.length());
-  std::vector<uint64_t> failed;
+  ReopenResult out;
   for (size_t i = 0; i < results.size(); ++i) {
     if (results[i].ok()) continue;
     LOGFS_LOG_EVERY_MS(WARNING, 1000) << "cannot continue segment " << segment.id() << " on "
                                       << addresses[i] << ": " << results[i];
-    failed.push_back(segment.replicas(static_cast<int>(i)).server_id());
+    out.refused.push_back(segment.replicas(static_cast<int>(i)).server_id());
   }
-  if (failed.empty()) return failed;
-  // Sealed back at its length where it reopened (a no-op where it did not:
-  // sealed there at that length already), so every replica agrees again.
+  if (out.refused.empty()) return out;
+  // Sealed back at its length everywhere (a no-op where it did not reopen:
+  // sealed there at that length already; a reopen that timed out may yet
+  // have happened), so every replica agrees again; one that does not
+  // take the seal is dropped from the segment.
   ReplicaAddresses all;
   for (size_t i = 0; i < addresses.size(); ++i) all.emplace_back(i, addresses[i]);
-  SealReplicasAndWait(ref, segment.length(), std::move(all));
-  return failed;
+  const ReplicaSealResult sealed = SealReplicasAndWait(ref, segment.length(), std::move(all));
+  for (size_t i : sealed.failed) {
+    out.not_sealed_back.push_back(segment.replicas(static_cast<int>(i)).server_id());
+  }
+  return out;
 }
 
 std::vector<uint64_t> FileWriter::CreateReplicas(const proto::Segment& segment) {

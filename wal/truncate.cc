@@ -70,21 +70,26 @@ absl::Status FileWriter::CutToInternal(uint64_t length) {
     return absl::OkStatus();
   }
   // The cut lies in sent bytes: those past it go nowhere (dropped from the
-  // buffer first, so that the wait below sends nothing past the cut).
+  // buffer first, so that the wait below sends nothing past the cut), and
+  // writes wait (kSealing) until the open segment is sealed at the cut.
   tail_.DropBufferedPast(tail_.segment_start() + tail_.sent());
-  const uint64_t cut = length - tail_.segment_start();
-  if (absl::Status acked = WaitAckedUnlocking(tail_.segment_start() + tail_.sent()); !acked.ok()) {
-    return acked;
+  SetPhaseLocked(WriterPhase::kSealing);
+  const absl::Status acked = WaitAckedUnlocking(tail_.segment_start() + tail_.sent());
+  // A recovery meanwhile (WaitAcked waits it out) sealed the segment the
+  // cut was in somewhere at or past the acked length and moved the rest to
+  // a new one: the cut is taken from where the open segment starts now.
+  if (acked.ok() && length < tail_.segment_start()) {
+    SetErrorLocked(PosixError(EIO, absl::StrCat("a recovery sealed inode ", ino_, " past ",
+                                                length, " bytes before it could be cut there")));
   }
-  if (!open_.has_value() || ClosedLocked() || phase_ != WriterPhase::kIdle) {
-    // A recovery rolled the bytes to a new segment meanwhile: cut again.
-    return absl::UnavailableError("the writer rolled while cutting; retry");
+  if (!error_.ok() || !open_.has_value() || length >= tail_.segment_start() + tail_.sent()) {
+    EndPhaseLocked(WriterPhase::kSealing, WriterPhase::kIdle);
+    return error_;
   }
-  return SealAtCutUnlocking(cut);
+  return SealAtCutUnlocking(length - tail_.segment_start());
 }
 
 absl::Status FileWriter::SealAtCutUnlocking(uint64_t cut) {
-  SetPhaseLocked(WriterPhase::kSealing);
   // Replies of the segment's replicas count up to the cut only.
   recovery_seal_length_ = cut;
   const uint64_t segment_id = open_->id();
