@@ -182,14 +182,19 @@ uint64_t Mount::LiveLength(proto::Inode& inode) {
 void Mount::LookupAsync(uint64_t parent, const std::string& name, AttrDone done) {
   // Meta's answer names the inode and its attributes at once: asking for
   // them again by inode would race with a rename that replaces the name.
-  WithLiveSizeAsync(meta_.Lookup(parent, name), std::move(done));
+  // The kernel holds the parent directory's lock through a lookup: it
+  // never waits here for written bytes to become durable (the size is the
+  // acked length, and the attributes expire at once: the stat that
+  // follows asks with a getattr, which waits).
+  WithLiveSizeAsync(meta_.Lookup(parent, name), /*wait_durable=*/false, std::move(done));
 }
 
 void Mount::GetAttrAsync(uint64_t ino, AttrDone done) {
-  WithLiveSizeAsync(meta_.GetAttr(ino), std::move(done));
+  WithLiveSizeAsync(meta_.GetAttr(ino), /*wait_durable=*/true, std::move(done));
 }
 
-void Mount::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, AttrDone done) {
+void Mount::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durable,
+                              AttrDone done) {
   if (!attr.ok() || !S_ISREG(attr->mode())) {
     done(std::move(attr));
     return;
@@ -203,8 +208,8 @@ void Mount::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, AttrDone done) {
     // file ends there.
     attr->set_open_for_write(true);
     const uint64_t written = writer->length();
-    if (writer->acked_length() >= written) {
-      attr->set_size(written);
+    if (writer->acked_length() >= written || !wait_durable) {
+      attr->set_size(std::min(written, writer->acked_length()));
       done(std::move(attr));
       return;
     }

@@ -240,7 +240,9 @@ class Mount {
   // the local writer's length (inline), else for a file with an open
   // segment its acked length, asked of meta and the replicas on the
   // waiting pool.
-  void WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, AttrDone done);
+  // With `wait_durable` false, this mount's writer's acked length, at once
+  // (LookupAsync: the kernel holds the directory's lock).
+  void WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durable, AttrDone done);
   absl::StatusOr<std::shared_ptr<wal::FileWriter>> AcquireWriter(uint64_t ino, bool truncate)
       ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<wal::FileWriter> FindWriter(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);

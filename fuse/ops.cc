@@ -328,10 +328,15 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
               [fi, &e](fuse_req_t claimed) { return fuse_reply_create(claimed, &e, fi); });
 }
 
+// read, write, flush and fsync take their share of the handle before
+// Begin: once the request can be answered (an interrupt that came first),
+// the caller may exit, and its RELEASE free the handle on another worker.
+
 void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
   Mount& mount = M(req);
+  FileHandle file = Handle(fi);
   RequestPtr r = Begin(req, FuseOp::kRead);
-  mount.ReadAsync(Handle(fi), static_cast<uint64_t>(off), size,
+  mount.ReadAsync(std::move(file), static_cast<uint64_t>(off), size,
                   [r](absl::StatusOr<cache::ReadBuffer> data) {
                     if (!data.ok()) return ReplyStatus(r, data.status());
                     // Scatter-gather straight from the cached blocks; the
@@ -343,8 +348,9 @@ void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* 
 void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
              fuse_file_info* fi) noexcept {
   Mount& mount = M(req);
+  const FileHandle file = Handle(fi);
   RequestPtr r = Begin(req, FuseOp::kWrite);
-  mount.WriteAsync(*Handle(fi), static_cast<uint64_t>(off), buf, size, [r, size](absl::Status s) {
+  mount.WriteAsync(*file, static_cast<uint64_t>(off), buf, size, [r, size](absl::Status s) {
     if (!s.ok()) return ReplyStatus(r, s);
     if (fuse_req_t claimed = r->Claim()) r->Replied(fuse_reply_write(claimed, size), 0);
   });
@@ -352,14 +358,16 @@ void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off
 
 void OpFlush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
   Mount& mount = M(req);
+  const FileHandle file = Handle(fi);
   RequestPtr r = Begin(req, FuseOp::kFlush);
-  mount.Flush(*Handle(fi), [r](absl::Status s) { ReplyStatus(r, s); });
+  mount.Flush(*file, [r](absl::Status s) { ReplyStatus(r, s); });
 }
 
 void OpFsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) noexcept {
   Mount& mount = M(req);
+  const FileHandle file = Handle(fi);
   RequestPtr r = Begin(req, FuseOp::kFsync);
-  mount.Sync(*Handle(fi), [r](absl::Status s) { ReplyStatus(r, s); });
+  mount.Sync(*file, [r](absl::Status s) { ReplyStatus(r, s); });
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {

@@ -16,20 +16,25 @@ namespace logfs::fuse {
 namespace {
 
 constexpr uint64_t kPfExiting = 0x00000004;  // include/linux/sched.h
-constexpr uint64_t kSigkillBit = uint64_t{1} << (SIGKILL - 1);
+
+constexpr uint64_t Bit(int signal) { return uint64_t{1} << (signal - 1); }
+constexpr uint64_t kSigkillBit = Bit(SIGKILL);
+// Signals whose default action is not to end the process (signal(7):
+// "Ign", "Cont", "Stop"); every other one ends it (with a core dump or
+// not), real-time signals included.
+constexpr uint64_t kNotFatalByDefault = Bit(SIGCHLD) | Bit(SIGCONT) | Bit(SIGURG) |
+                                        Bit(SIGWINCH) | Bit(SIGSTOP) | Bit(SIGTSTP) |
+                                        Bit(SIGTTIN) | Bit(SIGTTOU);
 // /proc/TID/stat fields, counted from 1 as proc(5) does: state is 3,
 // flags 9, exit_code 52. Those after the command (field 2, which may hold
 // spaces and parentheses) are counted from its closing parenthesis.
 constexpr int kFlagsField = 9;
 constexpr int kExitCodeField = 52;
 
-// The whole of a small /proc file; false if it cannot be read.
-bool ReadProcFile(const std::string& path, std::string* out, bool* missing) {
+// The whole of a small /proc file; false if it cannot be opened.
+bool ReadProcFile(const std::string& path, std::string* out) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *missing = errno == ENOENT || errno == ESRCH;
-    return false;
-  }
+  if (fd < 0) return false;
   char buf[4096];
   out->clear();
   for (;;) {
@@ -58,9 +63,17 @@ bool MaskOf(absl::string_view status, absl::string_view name, uint64_t* mask) {
 }  // namespace
 
 bool IsDying(absl::string_view stat, absl::string_view status) {
-  uint64_t pending = 0, shared_pending = 0;
-  if (MaskOf(status, "SigPnd", &pending) && (pending & kSigkillBit) != 0) return true;
-  if (MaskOf(status, "ShdPnd", &shared_pending) && (shared_pending & kSigkillBit) != 0) {
+  uint64_t pending = 0, shared_pending = 0, blocked = 0, ignored = 0, caught = 0;
+  MaskOf(status, "SigPnd", &pending);
+  MaskOf(status, "ShdPnd", &shared_pending);
+  const uint64_t all_pending = pending | shared_pending;
+  if ((all_pending & kSigkillBit) != 0) return true;
+  // A pending signal that will end it: not blocked (it interrupted the
+  // wait), not ignored, not caught, and fatal by default (SIGTERM, or a
+  // core-dumping one: SIGQUIT, SIGABRT, SIGSEGV sent with kill).
+  if (MaskOf(status, "SigBlk", &blocked) && MaskOf(status, "SigIgn", &ignored) &&
+      MaskOf(status, "SigCgt", &caught) &&
+      (all_pending & ~blocked & ~ignored & ~caught & ~kNotFatalByDefault) != 0) {
     return true;
   }
   const size_t paren = stat.rfind(')');
@@ -83,9 +96,10 @@ bool CallerIsDying(pid_t tid) {
   if (tid <= 0) return false;
   const std::string dir = absl::StrCat("/proc/", tid);
   std::string stat, status;
-  bool missing = false;
-  if (!ReadProcFile(dir + "/stat", &stat, &missing)) return missing;
-  if (!ReadProcFile(dir + "/status", &status, &missing)) return missing;
+  // A task blocked in a FUSE request exists: one this process cannot see
+  // (another pid namespace, /proc mounted hidepid) is taken to live on.
+  if (!ReadProcFile(dir + "/stat", &stat)) return false;
+  if (!ReadProcFile(dir + "/status", &status)) return false;
   return IsDying(stat, status);
 }
 

@@ -1,6 +1,9 @@
 // Whether the process behind a FUSE request is dying, from /proc: it has
-// SIGKILL pending (on its thread or its thread group), or it is exiting
-// (PF_EXITING) because a signal killed it. A FLUSH sent by such a process
+// SIGKILL pending (on its thread or its thread group), or another signal
+// that ends it (pending, not blocked, ignored or caught, fatal by
+// default: SIGTERM, SIGQUIT, ...), or it is exiting (PF_EXITING) because
+// a signal killed it (its exit code, which /proc shows only to a process
+// that may ptrace it: root's mount daemon). A FLUSH sent by such a process
 // (its own close, or the implicit close of every descriptor at exit)
 // gets an answer it will never read, so it may get one at once
 // (fuse/request.h). A process exiting normally (exit_code without a
@@ -15,9 +18,9 @@
 namespace logfs::fuse {
 
 // True if task `tid` (a thread id, as FUSE passes it) is dying as above.
-// A task that no longer exists counts as dying; `tid` <= 0 (a request
-// the kernel sends on its own, as RELEASE) never does. Reads two small
-// /proc files; thread-safe.
+// A task whose /proc entry cannot be read (gone, in another pid namespace,
+// hidden) and `tid` <= 0 (a request the kernel sends on its own, as
+// RELEASE) never are. Reads two small /proc files; thread-safe.
 bool CallerIsDying(pid_t tid);
 
 // The same judgement from the texts of /proc/TID/stat and

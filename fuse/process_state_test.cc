@@ -23,14 +23,20 @@ std::string Stat(uint64_t flags, int exit_code) {
   return s;
 }
 
-std::string Status(const char* sig_pending, const char* shared_pending) {
+std::string Status(const char* sig_pending, const char* shared_pending,
+                   const char* blocked = "0000000000000000",
+                   const char* ignored = "0000000000000000",
+                   const char* caught = "0000000000000000") {
   return absl::StrCat("Name:\tx\nState:\tS (sleeping)\nSigPnd:\t", sig_pending, "\nShdPnd:\t",
-                      shared_pending, "\nSigBlk:\t0000000000000000\n");
+                      shared_pending, "\nSigBlk:\t", blocked, "\nSigIgn:\t", ignored,
+                      "\nSigCgt:\t", caught, "\n");
 }
 
 constexpr const char* kNone = "0000000000000000";
 constexpr const char* kKill = "0000000000000100";  // bit SIGKILL - 1
 constexpr const char* kTerm = "0000000000004000";  // bit SIGTERM - 1
+constexpr const char* kChld = "0000000000010000";  // bit SIGCHLD - 1
+constexpr const char* kQuit = "0000000000000004";  // bit SIGQUIT - 1
 constexpr uint64_t kPfExiting = 0x4;
 
 TEST(ProcessStateTest, SigkillPendingOnTheThreadOrItsGroupIsDying) {
@@ -38,8 +44,17 @@ TEST(ProcessStateTest, SigkillPendingOnTheThreadOrItsGroupIsDying) {
   EXPECT_TRUE(IsDying(Stat(0, 0), Status(kNone, kKill)));
 }
 
-TEST(ProcessStateTest, OtherPendingSignalsAreNot) {
-  EXPECT_FALSE(IsDying(Stat(0, 0), Status(kTerm, kNone)));
+TEST(ProcessStateTest, APendingSignalThatEndsTheProcessIsDying) {
+  // Fatal by default, and neither caught, ignored nor blocked.
+  EXPECT_TRUE(IsDying(Stat(0, 0), Status(kTerm, kNone)));
+  EXPECT_TRUE(IsDying(Stat(0, 0), Status(kNone, kQuit)));  // dumps core
+}
+
+TEST(ProcessStateTest, ASignalItCatchesIgnoresOrBlocksOrThatDoesNotEndItIsNot) {
+  EXPECT_FALSE(IsDying(Stat(0, 0), Status(kTerm, kNone, kNone, kNone, kTerm)));  // caught
+  EXPECT_FALSE(IsDying(Stat(0, 0), Status(kTerm, kNone, kNone, kTerm)));         // ignored
+  EXPECT_FALSE(IsDying(Stat(0, 0), Status(kTerm, kNone, kTerm)));                // blocked
+  EXPECT_FALSE(IsDying(Stat(0, 0), Status(kChld, kNone)));  // ignored by default
   EXPECT_FALSE(IsDying(Stat(0, 0), Status(kNone, kNone)));
 }
 
@@ -58,7 +73,7 @@ TEST(ProcessStateTest, TextItCannotParseIsNotDying) {
 TEST(ProcessStateTest, RealProcesses) {
   // This process is alive; a killed child, before it is reaped, exists
   // as a zombie (not exiting any more: its flags keep PF_EXITING, and its
-  // exit code says SIGKILL); a reaped one no longer exists.
+  // exit code says SIGKILL); a reaped one cannot be seen.
   EXPECT_FALSE(CallerIsDying(getpid()));
   EXPECT_FALSE(CallerIsDying(0));
   const pid_t child = fork();
@@ -72,7 +87,7 @@ TEST(ProcessStateTest, RealProcesses) {
   ASSERT_EQ(0, waitid(P_PID, child, &info, WEXITED | WNOWAIT));
   EXPECT_TRUE(CallerIsDying(child));
   ASSERT_EQ(child, waitpid(child, nullptr, 0));
-  EXPECT_TRUE(CallerIsDying(child)) << "a task that no longer exists";
+  EXPECT_FALSE(CallerIsDying(child)) << "a task that cannot be seen is taken to live on";
 }
 
 }  // namespace

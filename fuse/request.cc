@@ -64,7 +64,9 @@ bool Request::AnswerInterrupted() {
   return true;
 }
 
-InterruptWatcher::~InterruptWatcher() {
+InterruptWatcher::~InterruptWatcher() { Stop(); }
+
+void InterruptWatcher::Stop() {
   std::thread thread;
   {
     absl::MutexLock lock(&mu_);

@@ -95,12 +95,17 @@ class InterruptWatcher {
   static constexpr absl::Duration kDyingPollInterval = absl::Milliseconds(100);
 
   InterruptWatcher() = default;
-  // Stops the thread. Requests still watched are left to their ops.
+  // Stop().
   ~InterruptWatcher();
   InterruptWatcher(const InterruptWatcher&) = delete;
   InterruptWatcher& operator=(const InterruptWatcher&) = delete;
 
   void Watch(std::shared_ptr<Request> request) ABSL_LOCKS_EXCLUDED(mu_);
+  // Stops the thread and lets go of the requests it watched; one nobody
+  // answered then replies EIO (~Request). Call while the session lives,
+  // once nothing more can be interrupted (the mount has drained).
+  // Idempotent.
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void Run() ABSL_LOCKS_EXCLUDED(mu_);

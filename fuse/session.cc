@@ -62,6 +62,7 @@ absl::Status RunSession(Mount& mount, const SessionOptions& options,
   // mount stays until they have replied; after an unmount it is gone.
   LOG(INFO) << "FUSE session ended: replying to the requests still waiting, then unmounting";
   mount.Shutdown();
+  interrupts.Stop();  // its requests reply through the session
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
