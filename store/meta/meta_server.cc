@@ -185,12 +185,13 @@ class MetaServerImpl : public MetaServer {
 
   void Stop() override {
     if (stopped_.exchange(true)) return;
+    // Fails calls in flight first, so no handler stays blocked on
+    // client_io_: the server's Stop waits for the handlers running.
+    if (segment_servers_ != nullptr) segment_servers_->Shutdown();
     if (server_ != nullptr) server_->Stop();
     // No promotion after this; a clean stop hands the election on at once.
     if (ha_ != nullptr) ha_->Stop();
     asio::post(client_io_, [this] { expire_timer_.cancel(); });
-    // Fails calls in flight, so no handler stays blocked on client_io_.
-    if (segment_servers_ != nullptr) segment_servers_->Shutdown();
     // Its pass in flight ends quickly now that its copies failed.
     if (rereplicator_ != nullptr) rereplicator_->Stop();
     // So do lease recoveries; none starts after stopped_.

@@ -408,9 +408,11 @@ class Namespace {
   // SealSegmentRequest.continue_below_bytes: makes `inode`'s last segment
   // open again at its epoch + 1 (Put in `txn`) if it may be continued: a
   // WAL file's, sealed, 0 < length < `below`, with the file's replication
-  // in replicas on live servers that no writer reported failing, whose
-  // disk works and that meta can dial. False (nothing changed) otherwise.
-  bool ContinueLastSegment(Txn& txn, proto::Inode* inode, uint64_t below)
+  // in replicas on live servers that no writer reported failing or found
+  // slow (`avoided`), whose disk works and that meta can dial. False
+  // (nothing changed) otherwise.
+  bool ContinueLastSegment(Txn& txn, proto::Inode* inode, uint64_t below,
+                           const google::protobuf::RepeatedField<uint64_t>& avoided)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The writer lease of `ino` passes to a new holder (an OpenWrite by

@@ -252,7 +252,7 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
     return ReplyInode(*inode);
   }
   if (!request.close() && request.segment_id() == 0 && request.continue_below_bytes() > 0 &&
-      ContinueLastSegment(txn, inode, request.continue_below_bytes())) {
+      ContinueLastSegment(txn, inode, request.continue_below_bytes(), request.avoid_servers())) {
     RecordCall(txn, request.call(), format::MessageType::kSealSegment, reply_bytes);
     RETURN_IF_ERROR(txn.Commit());
     return ReplyInode(*inode);
@@ -284,12 +284,16 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
   return reply;
 }
 
-bool Namespace::ContinueLastSegment(Txn& txn, proto::Inode* inode, uint64_t below) {
+bool Namespace::ContinueLastSegment(Txn& txn, proto::Inode* inode, uint64_t below,
+                                    const google::protobuf::RepeatedField<uint64_t>& avoided) {
   if (inode->attr().kind() != proto::KIND_WAL || inode->segments_size() == 0) return false;
   proto::Segment* last = inode->mutable_segments(inode->segments_size() - 1);
   if (!last->sealed() || last->length() == 0 || last->length() >= below) return false;
   if (static_cast<uint32_t>(last->replicas_size()) != Replication(*inode)) return false;
   for (const proto::Replica& replica : last->replicas()) {
+    if (std::find(avoided.begin(), avoided.end(), replica.server_id()) != avoided.end()) {
+      return false;  // its writer found that server slow
+    }
     auto it = servers_.find(replica.server_id());
     if (it == servers_.end() || !ServerLive(it->second) || Suspect(it->second) ||
         !it->second.disk_failure.empty() || !it->second.unreachable.empty()) {

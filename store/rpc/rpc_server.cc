@@ -99,7 +99,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     if (closed_.exchange(true)) return;
     writer_.Close();  // returns once no thread is in a sendmsg on the socket
     if (!reason.empty()) LOG(WARNING) << "closing connection from " << peer_ << ": " << reason;
-    if (core_->connection_closed) core_->connection_closed(id_);
+    if (core_->connection_closed) core_->WhileServing([this] { core_->connection_closed(id_); });
     asio::post(socket_.get_executor(), [self = shared_from_this()] {
       asio::error_code ec;
       self->socket_.shutdown(StreamSocket::shutdown_both, ec);
@@ -166,7 +166,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     frame.more_buffered = reader_.HasWholeFrame();
     frame.more_bytes_buffered = reader_.HasBufferedBytes();
     Responder responder(shared_from_this(), frame.type, frame.request_id);
-    core_->Dispatch(std::move(frame), std::move(responder));
+    // Not served once the server stopped: the Responder, dropped, answers
+    // kInternal (on a closed connection: nowhere).
+    core_->WhileServing([&] { core_->handler(std::move(frame), std::move(responder)); });
   }
 
   void BadFrame(const absl::Status& reason) {
@@ -410,15 +412,15 @@ namespace {
 thread_local const void* t_dispatching_core = nullptr;
 }  // namespace
 
-bool RpcServer::Core::Dispatch(format::Frame request, Responder responder) {
+bool RpcServer::Core::WhileServing(const std::function<void()>& fn) {
   {
     absl::MutexLock lock(&dispatch_mu);
-    if (!serving) return false;  // the Responder, dropped, answers kInternal
+    if (!serving) return false;
     ++dispatching;
   }
   const void* outer = t_dispatching_core;
   t_dispatching_core = this;
-  handler(std::move(request), std::move(responder));
+  fn();
   t_dispatching_core = outer;
   absl::MutexLock lock(&dispatch_mu);
   --dispatching;

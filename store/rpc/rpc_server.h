@@ -238,8 +238,9 @@ class RpcServer {
     // Handshakes in progress by peer IP address; no zero entries.
     absl::flat_hash_map<std::string, int> handshakes_by_peer ABSL_GUARDED_BY(mu);
 
-    // Requests go to `handler` only while serving; Stop ends that and
-    // waits for the handlers running (StopDispatch).
+    // Requests go to `handler`, and closes to `connection_closed`, only
+    // while serving; Stop ends that and waits for those running
+    // (StopDispatch).
     absl::Mutex dispatch_mu ABSL_ACQUIRED_AFTER(mu);
     bool serving ABSL_GUARDED_BY(dispatch_mu) = true;
     int dispatching ABSL_GUARDED_BY(dispatch_mu) = 0;
@@ -248,8 +249,9 @@ class RpcServer {
     bool TakeHandshakeSlotLocked(const std::string& ip) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
     // Gives back the slot of a handshake that ended.
     void EndHandshake(const std::string& ip) ABSL_LOCKS_EXCLUDED(mu);
-    // Runs `handler` on `request` unless the server stopped; false then.
-    bool Dispatch(format::Frame request, Responder responder) ABSL_LOCKS_EXCLUDED(dispatch_mu);
+    // Runs `fn` (a call of `handler` or `connection_closed`, which reach
+    // the server's owner) unless the server stopped; false then.
+    bool WhileServing(const std::function<void()>& fn) ABSL_LOCKS_EXCLUDED(dispatch_mu);
     // No handler runs from here on: waits (bounded) for those running,
     // but one on the calling thread (a handler that stops its server).
     void StopDispatch() ABSL_LOCKS_EXCLUDED(dispatch_mu);
