@@ -91,11 +91,11 @@ run_target() {
   read -r c bytes < <(cold_cat "$file")
   lines=$(wc -l <"$file")
   [ "$lines" = "$n" ] || { echo "shell_appends: $file has $lines lines, not $n" >&2; exit 1; }
-  segments=$(getfattr --only-values -n user.logfs.segments "$file" 2>/dev/null | head -1 || true)
+  segments=$(getfattr --absolute-names --only-values -n user.logfs.segments "$file" 2>/dev/null | head -1 || true)
   if [[ $segments =~ ^([0-9]+)\ segments\ in ]]; then
     segments=${BASH_REMATCH[1]}
   elif [ -n "$segments" ]; then
-    segments=$(getfattr --only-values -n user.logfs.segments "$file" | wc -l)
+    segments=$(getfattr --absolute-names --only-values -n user.logfs.segments "$file" | wc -l)
   else
     segments=-
   fi
