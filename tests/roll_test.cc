@@ -224,7 +224,9 @@ TEST(RollTest, StatOnTheWritingMountShowsOnlyDurableBytes) {
   std::thread stat_thread([&] {
     struct stat st;
     if (fstat(fd, &st) == 0) size = st.st_size;
-    absl::SimpleAtoi(Xattr(c.Path("wal/log"), "user.logfs.durable_length"), &durable);
+    if (!absl::SimpleAtoi(Xattr(c.Path("wal/log"), "user.logfs.durable_length"), &durable)) {
+      durable = 0;
+    }
     answered = true;
   });
   const absl::Time give_up = absl::Now() + absl::Seconds(2);
