@@ -251,8 +251,9 @@ $(BUILDDIR)/obj/gen/etcdpb/%.o: $(ETCD_GEN)/%.cc $(ETCD_PB_H)
 	@echo "CXX $<"
 	@$(CXX) $(CPPFLAGS) -I$(ETCD_GEN) $(CXXFLAGS) $(PKG_CFLAGS) $(GRPC_CFLAGS) -w -c $< -o $@
 
-# Every object may include the generated header.
+# The tests' own objects at TEST_OPT (above).
 $(TEST_MAIN_OBJ) $(UNIT_TEST_OBJS) $(INTEGRATION_TEST_OBJS): OPT = $(TEST_OPT)
+# Every object may include the generated header.
 $(BUILDDIR)/obj/%.o: %.cc $(PROTO_H)
 	@mkdir -p $(dir $@)
 	@echo "CXX $<"

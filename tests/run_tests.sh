@@ -4,10 +4,10 @@
 # GTEST_TOTAL_SHARDS/GTEST_SHARD_INDEX; each test starts its own
 # processes on free ports and temp dirs, and the tests mostly wait on
 # disks and timers: on 2 cores two shards kept them busy a third of the
-# time, and three shards took 260 s where two took 398 s), then the suites below one at a time: those that change the
-# machine (install the package, a mount helper in /usr/sbin) and those
-# that bound a latency or a failover time, which a shard beside them
-# would stretch.
+# time, and three shards took 260 s where two took 398 s), then the
+# suites below one at a time: those that change the machine (install
+# the package, a mount helper in /usr/sbin) and those that bound a
+# latency or a failover time, which a shard beside them would stretch.
 #
 #   tests/run_tests.sh BIN [GTEST_ARGS...]
 #
