@@ -196,7 +196,19 @@ void FileWriter::DrainQueuedWrites() {
     }
     // draining_ stays set meanwhile: a WriteAsync that comes now queues
     // behind, so nothing overtakes this write.
-    write.done(Write(write.offset, write.data));
+    absl::Status status = Write(write.offset, write.data);
+    bool last;
+    {
+      absl::MutexLock lock(&mu_);
+      last = queued_writes_.empty();
+      // Taken (or failed) with nothing behind it: the drain ends before
+      // its answer goes out, so a write sent after that answer is taken
+      // inline (and a wrong offset refused inline), not queued behind a
+      // drain with nothing left to do.
+      if (last) draining_ = false;
+    }
+    write.done(std::move(status));
+    if (last) return;
   }
 }
 

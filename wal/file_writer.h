@@ -152,7 +152,8 @@ class FileWriter final : public ReplicaReplyHandler,
   // the write needs a roll) has its bytes copied and is queued, in order
   // behind any other queued write, and `done` runs on a run_waiting thread
   // once Write has taken it or failed. Until the queue is empty, later
-  // writes queue behind it, so writes are taken in call order.
+  // writes queue behind it, so writes are taken in call order; a write
+  // sent once the last queued one was answered is taken inline again.
   void WriteAsync(std::optional<uint64_t> offset, absl::string_view data, SyncCallback done)
       ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -255,7 +256,8 @@ class FileWriter final : public ReplicaReplyHandler,
   // the queue, for an operation in progress, or for a roll of its own.
   bool WriteWouldWaitLocked(size_t bytes) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the queued writes one by one with Write, in order, on a
-  // run_waiting thread, until none is left.
+  // run_waiting thread, until none is left; the drain has ended when the
+  // last one's `done` runs.
   void DrainQueuedWrites() ABSL_LOCKS_EXCLUDED(mu_);
   // Runs `job` as options_.run_waiting says (a thread of its own if unset).
   void RunWaiting(std::function<void()> job);

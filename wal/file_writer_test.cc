@@ -631,9 +631,6 @@ TEST_F(FileWriterTest, WriteAsyncQueuesWritesThatWouldWaitAndKeepsTheirOrder) {
   ASSERT_TRUE(first.result.Wait());
   EXPECT_TRUE(first.result.status.ok()) << first.result.status;
   EXPECT_FALSE(first.inline_done);
-  // The drain that answered it ends once it finds the queue empty; until
-  // then a write queues behind it (order), so wait for it to end.
-  jobs_.JoinAll();
   ASSERT_TRUE(Sync().ok());
   // (b) Room and a segment: taken inline, though no quorum acks it.
   cluster_->Hold(1);
@@ -668,6 +665,37 @@ TEST_F(FileWriterTest, WriteAsyncQueuesWritesThatWouldWaitAndKeepsTheirOrder) {
   writer_->WriteAsync(3, "x", wrong.callback());
   ASSERT_TRUE(wrong.done.HasBeenNotified());
   EXPECT_EQ(EPERM, AttachedErrno(wrong.status)) << wrong.status;
+}
+
+TEST_F(FileWriterTest, AWriteSentFromTheLastQueuedWritesAnswerIsTakenInline) {
+  // Goal: the drain of queued writes has ended when the last one is
+  // answered: a write sent from that answer (a FUSE worker that replied
+  // and writes again) is taken inline, and a wrong offset refused inline,
+  // not queued behind a drain with nothing left to do. Before the fix the
+  // drain still ran then, which made step (e) of the test above fail now
+  // and then.
+  // Method: the first write needs a roll, so it is queued; its answer
+  // sends a write at the wrong offset and records whether that one was
+  // answered before WriteAsync returned.
+  FileWriterOptions options;
+  options.segment_bytes = 1000;
+  options.run_waiting = jobs_.Runner();
+  Open(options);
+  SyncResult first, wrong;
+  std::atomic<bool> wrong_inline{false};
+  writer_->WriteAsync(std::nullopt, std::string(10, 'a'), [&](absl::Status s) {
+    writer_->WriteAsync(3, "x", wrong.callback());
+    wrong_inline = wrong.done.HasBeenNotified();
+    first.callback()(std::move(s));
+  });
+  ASSERT_TRUE(first.Wait());
+  EXPECT_TRUE(first.status.ok()) << first.status;
+  ASSERT_TRUE(wrong.Wait());
+  EXPECT_TRUE(wrong_inline);
+  EXPECT_EQ(EPERM, AttachedErrno(wrong.status)) << wrong.status;
+  jobs_.JoinAll();
+  ASSERT_TRUE(Sync().ok());
+  EXPECT_EQ(std::string(10, 'a'), Contents());
 }
 
 TEST_F(FileWriterTest, CoalescingOffSendsEveryWrite) {
