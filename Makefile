@@ -99,6 +99,22 @@ UNIT_TEST_OBJS := $(UNIT_TEST_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 INTEGRATION_TEST_OBJS := $(INTEGRATION_TEST_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 MICRO_OBJS := $(MICRO_SRCS:%.cc=$(BUILDDIR)/obj/%.o)
 
+# Precompiled headers (gcc's, so the default build only): pch/lib.h for
+# the product's objects, pch/test.h (made at TEST_OPT) for the tests' own,
+# force-included with -include. Each object then loads the standard, absl,
+# protobuf, glog and asio headers parsed once per build instead of parsing
+# them again: a clean build of `make test`'s three binaries on 2 cores
+# took 430 s with them and 648 s without. The clang flavours parse every
+# header themselves, so a source that lacks an #include still fails in
+# `make tsa`. PCH=0 turns them off. The generated protobuf and etcd code
+# is compiled without.
+PCH ?= $(if $(findstring clang,$(CXX)),0,1)
+PCH_DIR := $(BUILDDIR)/obj/pch
+ifeq ($(PCH),1)
+LIB_PCH := $(PCH_DIR)/lib.h
+TEST_PCH := $(PCH_DIR)/test.h
+endif
+
 # The version (packaging/version.sh: git describe, else the VERSION file)
 # as a header. FORCE runs the recipe on every make, but the file is replaced
 # only when the version changed, so src/util/version.o alone recompiles and
@@ -253,11 +269,28 @@ $(BUILDDIR)/obj/gen/etcdpb/%.o: $(ETCD_GEN)/%.cc $(ETCD_PB_H)
 
 # The tests' own objects at TEST_OPT (above).
 $(TEST_MAIN_OBJ) $(UNIT_TEST_OBJS) $(INTEGRATION_TEST_OBJS): OPT = $(TEST_OPT)
+ifeq ($(PCH),1)
+# A precompiled header is made with its objects' flags (gcc refuses it
+# otherwise: -Winvalid-pch, an error under -Werror) next to a copy of
+# its header, where -include looks for it.
+$(PCH_DIR)/%.h.gch: pch/%.h
+	@mkdir -p $(dir $@)
+	@echo "PCH $<"
+	@cp $< $(PCH_DIR)/$*.h
+	@$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(WARN) $(PKG_CFLAGS) -x c++-header $(PCH_DIR)/$*.h -o $@
+$(TEST_PCH).gch: pch/lib.h
+$(TEST_PCH).gch: OPT = $(TEST_OPT)
+$(BUILDDIR)/obj/%.o: PCH_FLAGS = -include $(LIB_PCH) -Winvalid-pch
+$(TEST_MAIN_OBJ) $(UNIT_TEST_OBJS) $(INTEGRATION_TEST_OBJS): PCH_FLAGS = -include $(TEST_PCH) -Winvalid-pch
+$(filter-out $(PROTO_OBJ) $(ETCD_PB_OBJS) $(BUILDDIR)/obj/store/etcd/%,$(LIB_OBJS)) $(MAIN_OBJS) \
+  $(MICRO_OBJS): $(LIB_PCH).gch
+$(TEST_MAIN_OBJ) $(UNIT_TEST_OBJS) $(INTEGRATION_TEST_OBJS): $(TEST_PCH).gch
+endif
 # Every object may include the generated header.
 $(BUILDDIR)/obj/%.o: %.cc $(PROTO_H)
 	@mkdir -p $(dir $@)
 	@echo "CXX $<"
-	@$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(WARN) $(PKG_CFLAGS) -c $< -o $@
+	@$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(WARN) $(PKG_CFLAGS) $(PCH_FLAGS) -c $< -o $@
 
 # store/etcd/ alone also sees gRPC and the generated etcd API.
 $(BUILDDIR)/obj/store/etcd/%.o: store/etcd/%.cc $(PROTO_H) $(ETCD_PB_H)

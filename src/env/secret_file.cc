@@ -65,7 +65,10 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path) {
         "cluster secret file ", path, " holds ", trimmed, " bytes; a secret needs at least ",
         kSecretBytesMin, " (e.g. openssl rand -hex 32 >", path, ")"));
   }
-  if (trimmed == secret.size()) return secret;  // moved out: nothing left behind
+  // Always a copy, then the wipe (moving `secret` out when nothing was
+  // trimmed also left nothing behind, but gcc 12 took that move of a
+  // local string for an out-of-bounds copy, -Warray-bounds, once the
+  // precompiled header changed its inlining).
   std::string exact(secret.data(), trimmed);
   wipe();
   return exact;
