@@ -53,6 +53,9 @@ DEFINE_string(meta, "",
 DEFINE_int32(io_threads, 1,
              "network threads per process (with more, the thread that polls hands each "
              "request to another: a wake-up per request on small machines)");
+DEFINE_int32(meta_handler_threads, 32,
+             "meta: threads that serve namespace calls; a change waits on one for its group "
+             "commit, so this bounds the changes one group can hold");
 DEFINE_int32(sync_interval_ms, 5, "segd: longest time an appended byte waits for fdatasync");
 DEFINE_uint64(journal_bytes, 64u << 20,
               "segd: bytes of the journal file that group-commits appends (zero-filled once; "
@@ -126,6 +129,7 @@ namespace logfs::main {
 namespace {
 
 DEFINE_validator(io_threads, (&AtLeast<int32_t, 1>));
+DEFINE_validator(meta_handler_threads, (&AtLeast<int32_t, 1>));
 DEFINE_validator(sync_interval_ms, (&AtLeast<int32_t, 1>));
 DEFINE_validator(journal_bytes, (&AtLeast<uint64_t, (1 << 20)>));
 DEFINE_validator(heartbeat_interval_ms, (&AtLeast<int32_t, 1>));
@@ -237,8 +241,9 @@ int MetaMain(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   InitProcess(&argc, &argv, kUsage,
               {{"meta:"},
-               {"data_dir", "listen", "advertise", "address_file", "io_threads", "rpc_timeout_ms",
-                "etcd", "cluster", "metrics_listen", "metrics_address_file"}});
+               {"data_dir", "listen", "advertise", "address_file", "io_threads",
+                "meta_handler_threads", "rpc_timeout_ms", "etcd", "cluster", "metrics_listen",
+                "metrics_address_file"}});
   if (!AtMostArgs(argc, argv, 0, kUsage)) return 1;
   if (!RequireDataDir("meta")) return 1;
   if (!RequireServerAddresses("meta")) return 1;
@@ -269,6 +274,7 @@ int MetaMain(int argc, char** argv) {
   options.lease_timeout_ms = FLAGS_lease_timeout_ms;
   options.lease_recovery_delay_ms = FLAGS_lease_recovery_delay_ms;
   options.rpc_timeout_ms = FLAGS_rpc_timeout_ms;
+  options.handler_threads = FLAGS_meta_handler_threads;
   options.TEST_exit_before_reply_to_change = FLAGS_TEST_exit_before_reply_to_change;
   options.replica_report_interval_ms = FLAGS_replica_report_interval_ms;
   options.stray_replica_grace_ms = FLAGS_stray_replica_grace_ms;

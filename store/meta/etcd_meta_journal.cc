@@ -40,41 +40,77 @@ etcd::Compare EtcdMetaJournal::StillActive() const {
   return compare;
 }
 
-absl::Status EtcdMetaJournal::Append(uint64_t seq, absl::string_view batch) {
+namespace {
+// A record's bytes besides its batch: seq, meta epoch, and the batch's tag
+// and length.
+constexpr size_t kRecordOverheadBytesMax = 32;
+}  // namespace
+
+size_t EtcdMetaJournal::RecordBytesMax() const {
+  return kJournalRecordBytesMax - kRecordOverheadBytesMax;
+}
+
+absl::Status EtcdMetaJournal::Append(uint64_t first_seq, absl::Span<const std::string> batches) {
   if (epoch_ == 0) return absl::FailedPreconditionError("a journal reader cannot append");
-  proto::MetaJournalRecord record;
-  record.set_seq(seq);
-  record.set_meta_epoch(static_cast<uint64_t>(epoch_));
-  record.set_batch(std::string(batch));
-  std::string value = record.SerializeAsString();
-  if (value.size() > kJournalRecordBytesMax) {
-    return absl::InvalidArgumentError(absl::StrCat("a namespace change of ", value.size(),
-                                                   " bytes is over the journal's limit of ",
-                                                   kJournalRecordBytesMax));
+  for (const std::string& batch : batches) {
+    if (batch.size() > RecordBytesMax()) {
+      return absl::InvalidArgumentError(absl::StrCat("a namespace change of ", batch.size(),
+                                                     " bytes is over the journal's limit of ",
+                                                     RecordBytesMax()));
+    }
   }
+  std::vector<std::string> values;
+  size_t txn_bytes = 0;
+  uint64_t txn_first = first_seq;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    proto::MetaJournalRecord record;
+    record.set_seq(first_seq + i);
+    record.set_meta_epoch(static_cast<uint64_t>(epoch_));
+    record.set_batch(batches[i]);
+    std::string value = record.SerializeAsString();
+    if (!values.empty() && (values.size() >= kJournalRecordsPerTxnMax ||
+                            txn_bytes + value.size() > kJournalTxnBytesMax)) {
+      RETURN_IF_ERROR(AppendTxn(txn_first, values));
+      txn_first += values.size();
+      values.clear();
+      txn_bytes = 0;
+    }
+    txn_bytes += value.size();
+    values.push_back(std::move(value));
+  }
+  if (values.empty()) return absl::OkStatus();
+  return AppendTxn(txn_first, values);
+}
+
+absl::Status EtcdMetaJournal::AppendTxn(uint64_t first_seq,
+                                        const std::vector<std::string>& values) {
   etcd::Compare absent;
-  absent.key = keys_.Record(seq);
+  absent.key = keys_.Record(first_seq);
   absent.target = etcd::Compare::Target::kCreateRevision;
   absent.result = etcd::Compare::Result::kEqual;
   absent.number = 0;
-  etcd::Op put;
-  put.type = etcd::Op::Type::kPut;
-  put.key = keys_.Record(seq);
-  put.value = value;
+  std::vector<etcd::Op> puts(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    puts[i].type = etcd::Op::Type::kPut;
+    puts[i].key = keys_.Record(first_seq + i);
+    puts[i].value = values[i];
+  }
+  const uint64_t last_seq = first_seq + values.size() - 1;
   const absl::Time give_up = absl::Now() + retry_for_;
   bool resent = false;
   for (int attempt = 1;; ++attempt) {
-    absl::StatusOr<etcd::TxnResult> result = etcd_->Txn({StillActive(), absent}, {put}, {});
+    absl::StatusOr<etcd::TxnResult> result = etcd_->Txn({StillActive(), absent}, puts, {});
     if (result.ok() && result->succeeded) return absl::OkStatus();
     if (result.ok()) {
-      // Refused. After a resend, the key may hold the first attempt's record.
+      // Refused. After a resend, the keys may hold the first attempt's
+      // records (a transaction lands whole or not at all).
       if (resent) {
-        auto kvs = etcd_->Range(keys_.Record(seq));
-        if (kvs.ok() && !kvs->empty() && (*kvs)[0].value == value) return absl::OkStatus();
+        auto kvs = etcd_->Range(keys_.Record(first_seq));
+        if (kvs.ok() && !kvs->empty() && (*kvs)[0].value == values[0]) return absl::OkStatus();
       }
-      return absl::FailedPreconditionError(
-          absl::StrCat("journal record ", seq, " not appended: this meta (epoch ", epoch_,
-                       ") is no longer the active, or another active appended it"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "journal records ", first_seq, " to ", last_seq, " not appended: this meta (epoch ",
+          epoch_, ") is no longer the active, or another active appended them"));
     }
     const absl::Status& s = result.status();
     const bool unknown = absl::IsDeadlineExceeded(s) || absl::IsInternal(s);

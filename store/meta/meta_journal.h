@@ -12,15 +12,20 @@
 // (store/meta/etcd_meta_journal.h).
 //
 // Thread-safety: implementations are thread-safe, but MetadataDb calls
-// Append from one thread at a time, in seq order.
+// Append from one thread at a time, in seq order (the leader of each
+// commit group, store/meta/metadata_db.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "store/format/logfs.pb.h"
 
 namespace logfs::meta {
@@ -29,14 +34,25 @@ class MetaJournal {
  public:
   virtual ~MetaJournal() = default;
 
-  // Commits record `seq` holding `batch`. OK: it is durable in the journal
-  // and every replica will apply it. kFailedPrecondition: it was NOT
-  // appended, and never will be (this replica is not the active any more,
-  // or `seq` is taken: another active appended it). kInvalidArgument: NOT
-  // appended (too large). Any other error (kUnavailable, kDeadlineExceeded):
-  // the outcome is unknown; the caller must stop appending (MetadataDb
-  // fails every later write) and let the replica re-read the journal.
-  virtual absl::Status Append(uint64_t seq, absl::string_view batch) = 0;
+  // Commits records first_seq, first_seq + 1, ... holding `batches` (one
+  // commit group of MetadataDb: as few journal writes as the journal's
+  // limits allow, e.g. one etcd transaction for up to 120 records). OK:
+  // every one is durable in the journal and every replica will apply it.
+  // On an error, a prefix of them (possibly none) may have been appended:
+  // kFailedPrecondition: record first_seq was NOT appended, and never will
+  // be (this replica is not the active any more, or the seq is taken:
+  // another active appended it), and no later one was either; a later
+  // record's refusal says so too, after earlier ones were appended.
+  // kInvalidArgument: a record larger than RecordBytesMax(), nothing
+  // appended. Any other error (kUnavailable, kDeadlineExceeded): the
+  // outcome is unknown. After any error the caller must stop appending
+  // (MetadataDb fails every later write) and let the replica re-read the
+  // journal.
+  virtual absl::Status Append(uint64_t first_seq, absl::Span<const std::string> batches) = 0;
+
+  // The largest batch one record may hold (bytes); MetadataDb refuses a
+  // larger change with kInvalidArgument before it is staged.
+  virtual size_t RecordBytesMax() const { return std::numeric_limits<size_t>::max(); }
 
   // Up to `max_records` records with seq >= `from`, in seq order (fewer
   // when the journal ends). Errors from the store.
@@ -59,7 +75,9 @@ class MetaJournal {
 // nothing; no one else applies them.
 class LocalMetaJournal : public MetaJournal {
  public:
-  absl::Status Append(uint64_t seq, absl::string_view batch) override { return absl::OkStatus(); }
+  absl::Status Append(uint64_t first_seq, absl::Span<const std::string> batches) override {
+    return absl::OkStatus();
+  }
   absl::StatusOr<std::vector<proto::MetaJournalRecord>> Read(uint64_t from,
                                                              size_t max_records) override {
     return std::vector<proto::MetaJournalRecord>{};

@@ -48,7 +48,8 @@ class MetaServerImpl : public MetaServer {
       : options_(options),
         io_(io),
         client_work_(asio::make_work_guard(client_io_)),
-        expire_timer_(client_io_) {
+        expire_timer_(client_io_),
+        handler_pool_(std::max(1, options.handler_threads)) {
     client_thread_ = std::thread([this] { client_io_.run(); });
   }
 
@@ -70,7 +71,10 @@ class MetaServerImpl : public MetaServer {
     checkpoint_options.dir = options_.data_dir + "/" + kCheckpointsDir;
     ASSIGN_OR_RETURN(checkpoints_, CheckpointService::Create(db_.get(), checkpoint_options));
     server_ = std::make_unique<rpc::RpcServer>(
-        io_, [this](format::Frame frame, rpc::Responder responder) { Handle(frame, responder); },
+        io_,
+        [this](format::Frame frame, rpc::Responder responder) {
+          Dispatch(std::move(frame), std::move(responder));
+        },
         format::IsMetaType);
     server_->SetConnectionClosedHandler([this](uint64_t connection) {
       if (!serving_.load(std::memory_order_acquire)) return;
@@ -189,6 +193,9 @@ class MetaServerImpl : public MetaServer {
     // client_io_: the server's Stop waits for the handlers running.
     if (segment_servers_ != nullptr) segment_servers_->Shutdown();
     if (server_ != nullptr) server_->Stop();
+    // Handlers still running end soon (their segd calls failed; a group
+    // commit ends by itself); the ones queued answer "stopping".
+    handler_pool_.join();
     // No promotion after this; a clean stop hands the election on at once.
     if (ha_ != nullptr) ha_->Stop();
     asio::post(client_io_, [this] { expire_timer_.cancel(); });
@@ -264,6 +271,15 @@ class MetaServerImpl : public MetaServer {
     rereplicator_->Start();
   }
 
+  // On an io thread: takes the request to a handler thread, where a
+  // change may wait for its group commit.
+  void Dispatch(format::Frame frame, rpc::Responder responder) {
+    if (frame.type == format::MessageType::kMetaState) return Handle(frame, responder);
+    asio::post(handler_pool_, [this, frame = std::move(frame), responder = std::move(responder)] {
+      Handle(frame, responder);
+    });
+  }
+
   void Handle(const format::Frame& frame, const rpc::Responder& responder) {
     if (stopped_.load()) {
       responder.ReplyError(absl::UnavailableError("meta is stopping"));
@@ -332,6 +348,8 @@ class MetaServerImpl : public MetaServer {
   // Blocking background work: recoveries of files whose writer's lease
   // lapsed (RecoverLapsedLease), expiry of old call records.
   asio::thread_pool maintenance_pool_{1};
+  // Requests, off the io threads (Dispatch).
+  asio::thread_pool handler_pool_;
 
   // Set by Init(), then immutable until destruction.
   std::unique_ptr<MetadataDb> db_;

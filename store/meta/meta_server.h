@@ -2,10 +2,13 @@
 // entries, attributes, xattrs), each file's segment list, segment
 // placement on segment servers, writer leases, and the segment-server
 // registry. State lives in RocksDB under its data dir; every namespace
-// change is a synced RocksDB write before the reply.
+// change is durable before its reply, and changes that arrive together
+// share one synced RocksDB write (and one journal append): group commit,
+// store/meta/metadata_db.h.
 //
-// Thread-safe: requests are served on the caller's io threads at once;
-// Start and Stop from one thread.
+// Thread-safe: requests are taken off the caller's io threads and served
+// on a pool of handler threads (a change waits there for its group, never
+// on an io thread); Start and Stop from one thread.
 #pragma once
 
 #include <asio.hpp>
@@ -31,6 +34,10 @@ struct MetaServerOptions {
   // A lapsed lease's file is recovered by meta after this long (ms).
   int lease_recovery_delay_ms = 5000;
   int rpc_timeout_ms = 5000;   // for calls to segment servers
+  // Threads serving namespace calls (`--meta_handler_threads`): a change
+  // holds one while it waits for its group commit, so this bounds the
+  // changes one group can hold, as HDFS's dfs.namenode.handler.count.
+  int handler_threads = 32;
   uint32_t default_replication = 3;
   uint32_t wal_ack_quorum = 2;
   // Test only: the process exits (status 3) right after it handled its Nth

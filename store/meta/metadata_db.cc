@@ -4,6 +4,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
+#include <rocksdb/utilities/write_batch_with_index.h>
 #include <rocksdb/write_batch.h>
 
 #include <utility>
@@ -93,31 +94,108 @@ struct MetadataDb::Batch::Rep {
 struct MetadataDb::Rep {
   std::string path;
   std::unique_ptr<rocksdb::DB> db;
+};
 
-  // Calls fn(key, value) for each key starting with `prefix`, in key order,
-  // until fn returns false.
-  template <typename Fn>
-  absl::Status Scan(const std::string& prefix, Fn fn) {
-    return Scan(prefix, prefix, std::move(fn));
+// Staged changes over RocksDB: one entry per key (overwrite_key), in key
+// order, so that reads find a key's latest value and scans merge it into
+// RocksDB's own order (NewIteratorWithBase).
+struct MetadataDb::Layer {
+  rocksdb::WriteBatchWithIndex index{rocksdb::BytewiseComparator(), 0, /*overwrite_key=*/true};
+};
+
+namespace {
+
+// Copies the operations of a Batch into a Layer.
+class LayerWriter : public rocksdb::WriteBatch::Handler {
+ public:
+  explicit LayerWriter(rocksdb::WriteBatchWithIndex* index) : index_(index) {}
+  rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& key,
+                        const rocksdb::Slice& value) override {
+    if (cf != 0) return rocksdb::Status::InvalidArgument("column family");
+    return index_->Put(key, value);
   }
-  // The same from the first key >= `start` (which starts with `prefix`).
-  template <typename Fn>
-  absl::Status Scan(const std::string& prefix, const std::string& start, Fn fn) {
-    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  rocksdb::Status DeleteCF(uint32_t cf, const rocksdb::Slice& key) override {
+    if (cf != 0) return rocksdb::Status::InvalidArgument("column family");
+    return index_->Delete(key);
+  }
+
+ private:
+  rocksdb::WriteBatchWithIndex* const index_;
+};
+
+enum class LayerHit { kAbsent, kPut, kDeleted };
+
+// What `layer` holds for `key` (the value into *value when put).
+LayerHit FindInLayer(rocksdb::WriteBatchWithIndex& index, const std::string& key,
+                     std::string* value) {
+  std::unique_ptr<rocksdb::WBWIIterator> it(index.NewIterator());
+  LayerHit hit = LayerHit::kAbsent;
+  for (it->Seek(key); it->Valid(); it->Next()) {
+    const rocksdb::WriteEntry entry = it->Entry();
+    if (entry.key != rocksdb::Slice(key)) break;
+    if (entry.type == rocksdb::kPutRecord) {
+      hit = LayerHit::kPut;
+      value->assign(entry.value.data(), entry.value.size());
+    } else if (entry.type == rocksdb::kDeleteRecord || entry.type == rocksdb::kSingleDeleteRecord) {
+      hit = LayerHit::kDeleted;
+    }
+  }
+  return hit;
+}
+
+std::string EncodeSeq(uint64_t seq) {
+  std::string value(8, '\0');
+  util::EncodeBigEndian64(value.data(), seq);
+  return value;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> MetadataDb::ReadKey(const std::string& key, absl::string_view what,
+                                                View view) {
+  if (view == View::kLatest) {
+    std::string value;
+    absl::MutexLock lock(&write_mu_);
+    for (Layer* layer : {staged_.get(), committing_.get()}) {
+      if (layer == nullptr) continue;
+      switch (FindInLayer(layer->index, key, &value)) {
+        case LayerHit::kPut:
+          return value;
+        case LayerHit::kDeleted:
+          return absl::NotFoundError(absl::StrCat(what, " not found"));
+        case LayerHit::kAbsent:
+          break;
+      }
+    }
+  }
+  // Not staged: RocksDB has the latest value. A group the leader writes
+  // meanwhile holds only what its layer (just looked at) held.
+  std::string value;
+  rocksdb::Status s = rep_->db->Get(rocksdb::ReadOptions(), key, &value);
+  if (s.IsNotFound()) return absl::NotFoundError(absl::StrCat(what, " not found"));
+  if (!s.ok()) return FromRocks(s, what);
+  return value;
+}
+
+template <typename Fn>
+absl::Status MetadataDb::ScanKeys(const std::string& prefix, const std::string& start, View view,
+                                  Fn fn) {
+  auto scan = [&](rocksdb::Iterator* it) {
     for (it->Seek(start); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       if (!fn(it->key().ToString(), it->value().ToString())) break;
     }
     return FromRocks(it->status(), "scan");
-  }
-
-  absl::StatusOr<std::string> Get(const std::string& key, absl::string_view what) {
-    std::string value;
-    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), key, &value);
-    if (s.IsNotFound()) return absl::NotFoundError(absl::StrCat(what, " not found"));
-    if (!s.ok()) return FromRocks(s, what);
-    return value;
-  }
-};
+  };
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(rocksdb::ReadOptions()));
+  if (view == View::kDurable) return scan(it.get());
+  absl::MutexLock lock(&write_mu_);
+  // The layers are taken after RocksDB's iterator: a group written to
+  // RocksDB after that is still in committing_ (dropped only after its
+  // write), so nothing staged is missed.
+  if (committing_ != nullptr) it.reset(committing_->index.NewIteratorWithBase(it.release()));
+  it.reset(staged_->index.NewIteratorWithBase(it.release()));
+  return scan(it.get());
+}
 
 MetadataDb::Batch::Batch() : rep_(std::make_unique<Rep>()) {}
 MetadataDb::Batch::~Batch() = default;
@@ -141,8 +219,7 @@ void MetadataDb::Batch::PutCounter(MetaCounter counter, uint64_t value) {
   rep_->batch.Put(CounterKey(counter), rocksdb::Slice(buf, 8)).PermitUncheckedError();
 }
 void MetadataDb::Batch::PutServer(const proto::RegisterServerRequest& server) {
-  rep_->batch.Put(ServerKey(server.server_id()), server.SerializeAsString())
-      .PermitUncheckedError();
+  rep_->batch.Put(ServerKey(server.server_id()), server.SerializeAsString()).PermitUncheckedError();
 }
 void MetadataDb::Batch::AddPendingDeletion(uint64_t server_id, uint64_t segment_id) {
   rep_->batch.Put(PendingKey(server_id, segment_id), "").PermitUncheckedError();
@@ -195,7 +272,8 @@ absl::StatusOr<std::unique_ptr<MetadataDb>> MetadataDb::Open(const MetadataDbOpt
   // MakeDirs synced the entry if it created the directory; this covers one
   // left unsynced by a crash right after a create, or by a logfs before
   // this fix, which lost the whole database at a power cut (issue 11).
-  if (absl::Status synced = options.file_system->SyncDir(env::Dirname(options.path)); !synced.ok()) {
+  if (absl::Status synced = options.file_system->SyncDir(env::Dirname(options.path));
+      !synced.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot sync the metadata db's parent directory: ", synced.message()));
   }
@@ -204,6 +282,8 @@ absl::StatusOr<std::unique_ptr<MetadataDb>> MetadataDb::Open(const MetadataDbOpt
   {
     absl::MutexLock lock(&opened->write_mu_);
     opened->applied_seq_ = applied;
+    opened->staged_seq_ = applied;
+    opened->staged_ = std::make_shared<Layer>();
   }
   return opened;
 }
@@ -214,33 +294,100 @@ MetadataDb::~MetadataDb() {
   if (rep_->db != nullptr) rep_->db->Close().PermitUncheckedError();  // best effort at exit
 }
 
-absl::Status MetadataDb::Write(Batch& batch) {
+absl::StatusOr<uint64_t> MetadataDb::Stage(Batch& batch) {
   absl::MutexLock lock(&write_mu_);
   if (!journal_failure_.ok()) return journal_failure_;
-  const uint64_t seq = applied_seq_ + 1;
-  if (absl::Status appended = journal_->Append(seq, batch.rep_->batch.Data()); !appended.ok()) {
-    if (absl::IsInvalidArgument(appended)) return appended;
-    FailJournalLocked(appended);
-    return journal_failure_;
+  const rocksdb::WriteBatch& ops = batch.rep_->batch;
+  const bool journaled = journal_ != &local_journal_;
+  if (journaled && ops.Data().size() > journal_->RecordBytesMax()) {
+    return absl::InvalidArgumentError(absl::StrCat("a namespace change of ", ops.Data().size(),
+                                                   " bytes is over the journal's limit of ",
+                                                   journal_->RecordBytesMax()));
   }
-  batch.PutCounter(MetaCounter::kAppliedSeq, seq);
-  rocksdb::WriteOptions write_options;
-  write_options.sync = true;
-  absl::Status applied =
-      FromRocks(rep_->db->Write(write_options, &batch.rep_->batch), "metadata write");
-  if (!applied.ok()) {
-    // A lone meta's record exists nowhere else: nothing happened. A
-    // replicated one is in the journal but not here.
-    if (journal_ != &local_journal_) FailJournalLocked(applied);
-    return applied;
+  const uint64_t seq = staged_seq_ + 1;
+  LayerWriter writer(&staged_->index);
+  rocksdb::Status copied = ops.Iterate(&writer);
+  // Only Put and Delete are ever batched; anything else is a bug here.
+  CHECK(copied.ok()) << "staging a metadata batch: " << copied.ToString();
+  CHECK(staged_->index.Put(CounterKey(MetaCounter::kAppliedSeq), EncodeSeq(seq)).ok());
+  if (journaled) staged_records_.push_back(ops.Data());
+  staged_seq_ = seq;
+  return seq;
+}
+
+uint64_t MetadataDb::staged_seq() const {
+  absl::MutexLock lock(&write_mu_);
+  return staged_seq_;
+}
+
+absl::Status MetadataDb::WaitDurable(uint64_t seq) {
+  absl::MutexLock lock(&write_mu_);
+  while (applied_seq_ < seq) {
+    if (!journal_failure_.ok()) return journal_failure_;
+    if (committing_ == nullptr) {
+      CommitGroupLocked();
+    } else {
+      durable_cv_.Wait(&write_mu_);
+    }
   }
-  applied_seq_ = seq;
   return absl::OkStatus();
 }
 
+absl::Status MetadataDb::Write(Batch& batch) {
+  ASSIGN_OR_RETURN(uint64_t seq, Stage(batch));
+  return WaitDurable(seq);
+}
+
+void MetadataDb::CommitGroupLocked() {
+  const uint64_t first = applied_seq_ + 1;
+  const uint64_t last = staged_seq_;
+  committing_ = std::exchange(staged_, std::make_shared<Layer>());
+  std::vector<std::string> records = std::exchange(staged_records_, {});
+  MetaJournal* const journal = journal_;
+  const bool journaled = journal != &local_journal_;
+  std::shared_ptr<const Layer> group = committing_;
+  write_mu_.Unlock();
+  // Journal first: a replica's RocksDB never holds a record the journal
+  // may lack. The layer's batch holds every change of the group in order,
+  // each with its kAppliedSeq, so the last one's stays.
+  absl::Status appended = journaled ? journal->Append(first, records) : absl::OkStatus();
+  absl::Status applied = appended;
+  if (appended.ok()) {
+    rocksdb::WriteBatch ops(*const_cast<Layer&>(*group).index.GetWriteBatch());
+    rocksdb::WriteOptions write_options;
+    write_options.sync = true;
+    applied = FromRocks(rep_->db->Write(write_options, &ops), "metadata write");
+  }
+  write_mu_.Lock();
+  if (applied.ok()) {
+    applied_seq_ = last;
+    ++stats_.groups;
+    stats_.changes += last - first + 1;
+  } else {
+    // Every change staged since was decided on top of this group: none of
+    // them can be written now, whatever the journal holds.
+    LOG(ERROR) << "metadata group of changes " << first << " to " << last << " failed"
+               << (appended.ok() ? " in RocksDB" : " in the journal") << ": " << applied;
+    FailJournalLocked(applied);
+  }
+  committing_.reset();
+  durable_cv_.SignalAll();
+}
+
 void MetadataDb::FailJournalLocked(const absl::Status& why) {
-  journal_failure_ = format::NotActiveMetaError(
-      absl::StrCat("meta stopped writing after a journal failure: ", why.message()), "");
+  if (journal_ != &local_journal_) {
+    journal_failure_ = format::NotActiveMetaError(
+        absl::StrCat("meta stopped writing after a journal failure: ", why.message()), "");
+  } else {
+    // A lone meta: clients get RocksDB's own error (ENOSPC for a full
+    // disk). The changes staged are lost with the process, as none was
+    // acknowledged; a restart writes again.
+    journal_failure_ =
+        absl::Status(why.ok() ? absl::StatusCode::kInternal : why.code(),
+                     absl::StrCat("meta stopped writing after a failed metadata write (restart "
+                                  "it once the cause is fixed): ",
+                                  why.message()));
+  }
   LOG(ERROR) << "metadata writes stop: journal record " << applied_seq_ + 1 << ": " << why;
   if (on_journal_failure_) {
     auto handler = std::move(on_journal_failure_);
@@ -251,6 +398,7 @@ void MetadataDb::FailJournalLocked(const absl::Status& why) {
 
 void MetadataDb::SetJournal(MetaJournal* journal) {
   absl::MutexLock lock(&write_mu_);
+  CHECK_EQ(staged_seq_, applied_seq_) << "a journal set with changes staged";
   journal_ = journal != nullptr ? journal : &local_journal_;
 }
 
@@ -262,6 +410,11 @@ void MetadataDb::SetJournalFailureHandler(std::function<void(const absl::Status&
 absl::Status MetadataDb::ApplyJournalRecord(const proto::MetaJournalRecord& record) {
   absl::MutexLock lock(&write_mu_);
   if (record.seq() <= applied_seq_) return absl::OkStatus();
+  if (staged_seq_ != applied_seq_) {
+    return absl::FailedPreconditionError(
+        "journal records are applied only by a replica that "
+        "stages no change of its own");
+  }
   if (record.seq() != applied_seq_ + 1) {
     return absl::FailedPreconditionError(absl::StrCat("journal record ", record.seq(), " follows ",
                                                       applied_seq_,
@@ -283,6 +436,7 @@ absl::Status MetadataDb::ApplyJournalRecord(const proto::MetaJournalRecord& reco
     return applied;
   }
   applied_seq_ = record.seq();
+  staged_seq_ = record.seq();
   return absl::OkStatus();
 }
 
@@ -291,23 +445,30 @@ uint64_t MetadataDb::applied_seq() const {
   return applied_seq_;
 }
 
+MetadataDb::GroupCommitStats MetadataDb::group_commit_stats() const {
+  absl::MutexLock lock(&write_mu_);
+  return stats_;
+}
+
 absl::Status MetadataDb::SyncWal() { return FromRocks(rep_->db->SyncWAL(), "sync wal"); }
 
-absl::StatusOr<proto::Inode> MetadataDb::GetInode(uint64_t ino) {
-  auto value = rep_->Get(InodeKey(ino), absl::StrCat("inode ", ino));
+absl::StatusOr<proto::Inode> MetadataDb::GetInode(uint64_t ino, View view) {
+  auto value = ReadKey(InodeKey(ino), absl::StrCat("inode ", ino), view);
   if (!value.ok()) return value.status();
   return Parse<proto::Inode>(*value, "inode");
 }
 
-absl::StatusOr<proto::DirEntry> MetadataDb::GetDirEntry(uint64_t parent, const std::string& name) {
-  auto value = rep_->Get(DirEntryKey(parent, name), absl::StrCat("entry '", name, "'"));
+absl::StatusOr<proto::DirEntry> MetadataDb::GetDirEntry(uint64_t parent, const std::string& name,
+                                                        View view) {
+  auto value = ReadKey(DirEntryKey(parent, name), absl::StrCat("entry '", name, "'"), view);
   if (!value.ok()) return value.status();
   return Parse<proto::DirEntry>(*value, "directory entry");
 }
 
 absl::StatusOr<MetadataDb::DirPage> MetadataDb::ListDir(uint64_t parent,
                                                         const std::string& start_after,
-                                                        size_t max_entries, size_t max_bytes) {
+                                                        size_t max_entries, size_t max_bytes,
+                                                        View view) {
   DirPage page;
   size_t bytes = 0;
   absl::Status parse_status;
@@ -315,28 +476,28 @@ absl::StatusOr<MetadataDb::DirPage> MetadataDb::ListDir(uint64_t parent,
   // skipping that key resumes right after the last name returned, whether
   // or not it still exists.
   const std::string start_key = DirEntryKey(parent, start_after);
-  absl::Status s = rep_->Scan(DirPrefix(parent), start_key, [&](const std::string& k,
-                                                               const std::string& v) {
-    if (!start_after.empty() && k == start_key) return true;
-    if (page.entries.size() >= max_entries) {
-      page.more = true;
-      return false;
-    }
-    auto entry = Parse<proto::DirEntry>(v, "directory entry");
-    if (!entry.ok()) {
-      parse_status = entry.status();
-      return false;
-    }
-    // As a repeated field of the reply: tag, length, entry.
-    const size_t entry_bytes = format::internal::LengthFieldBytes(entry->ByteSizeLong());
-    if (!page.entries.empty() && bytes + entry_bytes > max_bytes) {
-      page.more = true;
-      return false;
-    }
-    bytes += entry_bytes;
-    page.entries.push_back(std::move(*entry));
-    return true;
-  });
+  absl::Status s =
+      ScanKeys(DirPrefix(parent), start_key, view, [&](const std::string& k, const std::string& v) {
+        if (!start_after.empty() && k == start_key) return true;
+        if (page.entries.size() >= max_entries) {
+          page.more = true;
+          return false;
+        }
+        auto entry = Parse<proto::DirEntry>(v, "directory entry");
+        if (!entry.ok()) {
+          parse_status = entry.status();
+          return false;
+        }
+        // As a repeated field of the reply: tag, length, entry.
+        const size_t entry_bytes = format::internal::LengthFieldBytes(entry->ByteSizeLong());
+        if (!page.entries.empty() && bytes + entry_bytes > max_bytes) {
+          page.more = true;
+          return false;
+        }
+        bytes += entry_bytes;
+        page.entries.push_back(std::move(*entry));
+        return true;
+      });
   if (!s.ok()) return s;
   if (!parse_status.ok()) return parse_status;
   return page;
@@ -344,16 +505,17 @@ absl::StatusOr<MetadataDb::DirPage> MetadataDb::ListDir(uint64_t parent,
 
 absl::StatusOr<bool> MetadataDb::HasEntries(uint64_t parent) {
   bool found = false;
-  absl::Status s = rep_->Scan(DirPrefix(parent), [&](const std::string&, const std::string&) {
-    found = true;
-    return false;
-  });
+  absl::Status s = ScanKeys(DirPrefix(parent), DirPrefix(parent), View::kLatest,
+                            [&](const std::string&, const std::string&) {
+                              found = true;
+                              return false;
+                            });
   if (!s.ok()) return s;
   return found;
 }
 
 absl::StatusOr<uint64_t> MetadataDb::GetCounter(MetaCounter counter) {
-  auto value = rep_->Get(CounterKey(counter), "counter");
+  auto value = ReadKey(CounterKey(counter), "counter", View::kLatest);
   if (absl::IsNotFound(value.status())) return 0;
   if (!value.ok()) return value.status();
   if (value->size() != 8) return absl::DataLossError("bad counter value in metadata db");
@@ -363,36 +525,37 @@ absl::StatusOr<uint64_t> MetadataDb::GetCounter(MetaCounter counter) {
 absl::StatusOr<std::vector<proto::RegisterServerRequest>> MetadataDb::ListServers() {
   std::vector<proto::RegisterServerRequest> servers;
   absl::Status parse_status;
-  absl::Status s = rep_->Scan(std::string(1, kServerPrefix),
-                              [&](const std::string&, const std::string& v) {
-                                auto server = Parse<proto::RegisterServerRequest>(v, "server");
-                                if (!server.ok()) {
-                                  parse_status = server.status();
-                                  return false;
-                                }
-                                servers.push_back(std::move(*server));
-                                return true;
-                              });
+  absl::Status s = ScanKeys(std::string(1, kServerPrefix), std::string(1, kServerPrefix),
+                            View::kLatest, [&](const std::string&, const std::string& v) {
+                              auto server = Parse<proto::RegisterServerRequest>(v, "server");
+                              if (!server.ok()) {
+                                parse_status = server.status();
+                                return false;
+                              }
+                              servers.push_back(std::move(*server));
+                              return true;
+                            });
   if (!s.ok()) return s;
   if (!parse_status.ok()) return parse_status;
   return servers;
 }
 
 absl::StatusOr<std::vector<uint64_t>> MetadataDb::ListPendingDeletions(uint64_t server_id,
-                                                                      size_t max_count) {
+                                                                       size_t max_count) {
   std::vector<uint64_t> ids;
   if (max_count == 0) return ids;
-  absl::Status s = rep_->Scan(PendingPrefix(server_id), [&](const std::string& k,
-                                                            const std::string&) {
-    if (k.size() == 17) ids.push_back(util::DecodeBigEndian64(k.data() + 9));
-    return ids.size() < max_count;
-  });
+  absl::Status s = ScanKeys(PendingPrefix(server_id), PendingPrefix(server_id), View::kLatest,
+                            [&](const std::string& k, const std::string&) {
+                              if (k.size() == 17)
+                                ids.push_back(util::DecodeBigEndian64(k.data() + 9));
+                              return ids.size() < max_count;
+                            });
   if (!s.ok()) return s;
   return ids;
 }
 
 absl::StatusOr<bool> MetadataDb::HasPendingDeletion(uint64_t server_id, uint64_t segment_id) {
-  auto value = rep_->Get(PendingKey(server_id, segment_id), "pending deletion");
+  auto value = ReadKey(PendingKey(server_id, segment_id), "pending deletion", View::kLatest);
   if (absl::IsNotFound(value.status())) return false;
   if (!value.ok()) return value.status();
   return true;
@@ -400,18 +563,19 @@ absl::StatusOr<bool> MetadataDb::HasPendingDeletion(uint64_t server_id, uint64_t
 
 absl::StatusOr<std::vector<uint64_t>> MetadataDb::ListOrphans() {
   std::vector<uint64_t> inos;
-  absl::Status s = rep_->Scan(std::string(1, kOrphanPrefix),
-                              [&](const std::string& k, const std::string&) {
-                                if (k.size() == 9) inos.push_back(util::DecodeBigEndian64(&k[1]));
-                                return true;
-                              });
+  absl::Status s = ScanKeys(std::string(1, kOrphanPrefix), std::string(1, kOrphanPrefix),
+                            View::kLatest, [&](const std::string& k, const std::string&) {
+                              if (k.size() == 9) inos.push_back(util::DecodeBigEndian64(&k[1]));
+                              return true;
+                            });
   if (!s.ok()) return s;
   return inos;
 }
 
 absl::StatusOr<proto::CallRecord> MetadataDb::GetCallRecord(const proto::CallId& call) {
-  auto value = rep_->Get(CallRecordKey(call.mount_id(), call.seq()),
-                         absl::StrCat("call record ", call.mount_id(), "/", call.seq()));
+  auto value =
+      ReadKey(CallRecordKey(call.mount_id(), call.seq()),
+              absl::StrCat("call record ", call.mount_id(), "/", call.seq()), View::kLatest);
   if (!value.ok()) return value.status();
   return Parse<proto::CallRecord>(*value, "call record");
 }
@@ -419,16 +583,16 @@ absl::StatusOr<proto::CallRecord> MetadataDb::GetCallRecord(const proto::CallId&
 absl::StatusOr<uint64_t> MetadataDb::DeleteCallRecordsBefore(int64_t time_ns) {
   std::vector<std::string> expired;
   absl::Status parse_status;
-  absl::Status s = rep_->Scan(std::string(1, kCallRecordPrefix),
-                              [&](const std::string& k, const std::string& v) {
-                                auto record = Parse<proto::CallRecord>(v, "call record");
-                                if (!record.ok()) {
-                                  parse_status = record.status();
-                                  return false;
-                                }
-                                if (record->time_ns() < time_ns) expired.push_back(k);
-                                return true;
-                              });
+  absl::Status s = ScanKeys(std::string(1, kCallRecordPrefix), std::string(1, kCallRecordPrefix),
+                            View::kLatest, [&](const std::string& k, const std::string& v) {
+                              auto record = Parse<proto::CallRecord>(v, "call record");
+                              if (!record.ok()) {
+                                parse_status = record.status();
+                                return false;
+                              }
+                              if (record->time_ns() < time_ns) expired.push_back(k);
+                              return true;
+                            });
   RETURN_IF_ERROR(s);
   RETURN_IF_ERROR(parse_status);
   // Through Write, so that the journal carries the deletions; in batches
@@ -446,11 +610,11 @@ absl::StatusOr<uint64_t> MetadataDb::DeleteCallRecordsBefore(int64_t time_ns) {
 
 absl::StatusOr<uint64_t> MetadataDb::CountInodes() {
   uint64_t count = 0;
-  absl::Status s = rep_->Scan(std::string(1, kInodePrefix),
-                              [&](const std::string&, const std::string&) {
-                                ++count;
-                                return true;
-                              });
+  absl::Status s = ScanKeys(std::string(1, kInodePrefix), std::string(1, kInodePrefix),
+                            View::kLatest, [&](const std::string&, const std::string&) {
+                              ++count;
+                              return true;
+                            });
   if (!s.ok()) return s;
   return count;
 }
@@ -462,14 +626,19 @@ namespace logfs::meta {
 absl::StatusOr<std::vector<proto::Inode>> MetadataDb::ListInodes(uint64_t start_ino,
                                                                  size_t max_count) {
   std::vector<proto::Inode> inodes;
-  const std::string prefix(1, kInodePrefix);
-  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(rocksdb::ReadOptions()));
-  for (it->Seek(InodeKey(start_ino));
-       inodes.size() < max_count && it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    ASSIGN_OR_RETURN(proto::Inode inode, Parse<proto::Inode>(it->value().ToString(), "inode"));
-    inodes.push_back(std::move(inode));
-  }
-  RETURN_IF_ERROR(FromRocks(it->status(), "scan of inodes"));
+  if (max_count == 0) return inodes;
+  absl::Status parse_status;
+  RETURN_IF_ERROR(ScanKeys(std::string(1, kInodePrefix), InodeKey(start_ino), View::kLatest,
+                           [&](const std::string&, const std::string& v) {
+                             auto inode = Parse<proto::Inode>(v, "inode");
+                             if (!inode.ok()) {
+                               parse_status = inode.status();
+                               return false;
+                             }
+                             inodes.push_back(std::move(*inode));
+                             return inodes.size() < max_count;
+                           }));
+  RETURN_IF_ERROR(parse_status);
   return inodes;
 }
 

@@ -4,15 +4,39 @@
 // layout: docs/metadata_format.md. This is the only file pair that knows
 // RocksDB; rocksdb::Status becomes absl::Status here.
 //
-// Every mutation goes through one Batch written with sync=true, so a
-// namespace change is either entirely on disk or not at all. With a
-// replicated journal (store/meta/meta_journal.h) each batch is committed to
-// the journal first and then applied here with the journal seq in the same
-// RocksDB batch (MetaCounter::kAppliedSeq); a standby applies the records
-// the active committed (ApplyJournalRecord).
+// Every mutation is one Batch, a namespace change that is either entirely
+// on disk or not at all, and each gets a seq 1, 2, ... (the meta journal's
+// record number). Changes are group committed, as HDFS's FSEditLog (an
+// edit is logged under the namespace lock, logSync() runs outside it) and
+// LevelDB's DBImpl::Write writer queue (the first waiter commits the
+// group of every writer queued behind it):
+//   - Stage(batch) gives the change its seq and makes it visible at once
+//     to every later read of the *latest* view (View::kLatest), so the
+//     next change can be decided on top of it; it does no I/O.
+//   - WaitDurable(seq) returns once the change is durable: the first
+//     waiter becomes the group's leader and, without the lock, appends
+//     every change staged so far to the journal (one etcd transaction per
+//     up to 120 records; nothing for a lone meta) and writes them to
+//     RocksDB in one synced write with the last seq (MetaCounter::
+//     kAppliedSeq); the others wait on a condition and wake when their
+//     seq is durable. Changes staged meanwhile form the next group.
+//   - The *durable* view (View::kDurable) is RocksDB itself: it holds
+//     only changes that are durable, so readers that must not see a change
+//     before it is durable read it, without waiting.
+// Journal first, RocksDB second, as before: a replica's RocksDB is always
+// a prefix of the journal. Staged changes not yet committed live in
+// memory only, in two layers of rocksdb::WriteBatchWithIndex (the group
+// being committed, and the changes staged since), read over RocksDB.
+// A standby applies the records the active committed (ApplyJournalRecord).
+//
+// A failed group (the journal or RocksDB refused it, or its outcome is
+// unknown) fails every change of it and every change staged after it
+// (they were decided on top of it), and every later Stage: this replica
+// stops writing (docs/meta_ha.md "Group commit").
 //
 // Thread-safety: all methods may be called from any thread (RocksDB is
-// internally synchronized). A Batch is not thread-safe.
+// internally synchronized; the staged layers are under write_mu_). A
+// Batch is not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -101,19 +125,45 @@ class MetadataDb {
   static absl::StatusOr<std::unique_ptr<MetadataDb>> Open(const MetadataDbOptions& options);
   ~MetadataDb();
 
-  // Commits `batch` to the journal (LocalMetaJournal until SetJournal),
-  // then applies it atomically with sync=true together with its journal
-  // seq; on disk and in the journal when OK is returned. Writes are
-  // serialized, so journal order is apply order. Errors: the database's;
-  // the journal's kInvalidArgument (too large, nothing written); any other
-  // journal failure, or a failed apply of a record the journal holds,
-  // fails this write and every later one with NotActiveMetaError
-  // (store/format/error_codec.h: clients look for the active again) and
-  // calls the journal-failure handler once: this replica must stop serving.
+  // Which state a read sees: kLatest, every staged change (for deciding
+  // the next change); kDurable, only changes whose WaitDurable has
+  // returned or could (for answers to clients: a change that is not yet
+  // durable is visible to no client).
+  enum class View { kLatest, kDurable };
+
+  // Stages `batch` as the next change (see the class comment) and returns
+  // its seq: visible to kLatest reads at once, durable after
+  // WaitDurable(seq). Stage in the order the changes were decided (meta
+  // stages under Namespace's mutex). No I/O. Errors: kInvalidArgument for a
+  // batch over the journal's RecordBytesMax() (nothing staged); after a
+  // failed group, the failure every later write gets (WaitDurable).
+  absl::StatusOr<uint64_t> Stage(Batch& batch) ABSL_LOCKS_EXCLUDED(write_mu_);
+  // The seq of the last change staged (0: none since Open).
+  uint64_t staged_seq() const ABSL_LOCKS_EXCLUDED(write_mu_);
+  // Blocks until change `seq` (and every one before it) is durable: in the
+  // journal (LocalMetaJournal until SetJournal) and in RocksDB, synced.
+  // The caller may become the leader of a group and do its I/O. Errors: a
+  // failed group fails its changes, the ones staged after it and every
+  // later one, and calls the journal-failure handler once (this replica
+  // must stop serving). With a replicated journal the error is
+  // NotActiveMetaError (store/format/error_codec.h: clients look for the
+  // active again); a lone meta keeps the code of RocksDB's error
+  // (kResourceExhausted for ENOSPC) and writes again once restarted.
+  absl::Status WaitDurable(uint64_t seq) ABSL_LOCKS_EXCLUDED(write_mu_);
+  // Stage, then WaitDurable: on disk and in the journal when OK.
   absl::Status Write(Batch& batch) ABSL_LOCKS_EXCLUDED(write_mu_);
 
+  // Groups committed and changes in them since Open (for metrics and
+  // benchmarks: changes / groups is the mean group size).
+  struct GroupCommitStats {
+    uint64_t groups = 0;
+    uint64_t changes = 0;
+  };
+  GroupCommitStats group_commit_stats() const ABSL_LOCKS_EXCLUDED(write_mu_);
+
   // Makes `journal` (not owned, must outlive the database) the journal of
-  // every later Write: at promotion, after the last record was applied.
+  // every later Write: at promotion, after the last record was applied,
+  // with nothing staged.
   void SetJournal(MetaJournal* journal) ABSL_LOCKS_EXCLUDED(write_mu_);
   // Called once, from the failing Write's thread, when a journal failure
   // stops writes (see Write). Set before the first Write.
@@ -127,27 +177,29 @@ class MetadataDb {
   // kDataLoss for a batch RocksDB cannot parse.
   absl::Status ApplyJournalRecord(const proto::MetaJournalRecord& record)
       ABSL_LOCKS_EXCLUDED(write_mu_);
-  // Seq of the last journal record applied (0: none).
+  // Seq of the last journal record applied (0: none): the last durable
+  // change.
   uint64_t applied_seq() const ABSL_LOCKS_EXCLUDED(write_mu_);
   // Makes every applied record durable (RocksDB's SyncWAL).
   absl::Status SyncWal();
 
+  // The reads below see the latest view unless told otherwise.
   // kNotFound (without an errno) when absent.
-  absl::StatusOr<proto::Inode> GetInode(uint64_t ino);
-  absl::StatusOr<proto::DirEntry> GetDirEntry(uint64_t parent, const std::string& name);
+  absl::StatusOr<proto::Inode> GetInode(uint64_t ino, View view = View::kLatest);
+  absl::StatusOr<proto::DirEntry> GetDirEntry(uint64_t parent, const std::string& name,
+                                              View view = View::kLatest);
 
   // One page of the entries of `parent` in name (byte) order: those after
   // `start_after` (from the first when empty), at most `max_entries` of
   // them and, past the first, at most `max_bytes` of encoded entries
-  // (each as a repeated field costs: tag, length and DirEntry). One RocksDB iterator; entries added or
-  // removed by concurrent writes may or may not show. kDataLoss on an
-  // unparseable entry.
+  // (each as a repeated field costs: tag, length and DirEntry). One RocksDB iterator; entries added
+  // or removed by concurrent writes may or may not show. kDataLoss on an unparseable entry.
   struct DirPage {
     std::vector<proto::DirEntry> entries;
     bool more = false;  // another entry follows the last one
   };
   absl::StatusOr<DirPage> ListDir(uint64_t parent, const std::string& start_after,
-                                  size_t max_entries, size_t max_bytes);
+                                  size_t max_entries, size_t max_bytes, View view = View::kLatest);
   // True when `parent` has at least one entry.
   absl::StatusOr<bool> HasEntries(uint64_t parent);
 
@@ -157,8 +209,7 @@ class MetadataDb {
   absl::StatusOr<std::vector<proto::RegisterServerRequest>> ListServers();
 
   // Up to `max_count` segment ids pending deletion on `server_id`, ascending.
-  absl::StatusOr<std::vector<uint64_t>> ListPendingDeletions(uint64_t server_id,
-                                                             size_t max_count);
+  absl::StatusOr<std::vector<uint64_t>> ListPendingDeletions(uint64_t server_id, size_t max_count);
   // Whether segment `segment_id` is pending deletion on `server_id` (not
   // yet handed to it): re-replication copies no segment there meanwhile.
   // Errors from the database.
@@ -185,15 +236,40 @@ class MetadataDb {
  private:
   struct Rep;
   explicit MetadataDb(std::unique_ptr<Rep> rep);
+  struct Layer;  // staged changes: a rocksdb::WriteBatchWithIndex
   void FailJournalLocked(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // The leader's work: commits every change staged so far as one group,
+  // without the lock while it does I/O.
+  void CommitGroupLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // The value of `key` in `view`; kNotFound ("<what> not found") when
+  // absent.
+  absl::StatusOr<std::string> ReadKey(const std::string& key, absl::string_view what, View view)
+      ABSL_LOCKS_EXCLUDED(write_mu_);
+  // Calls fn(key, value) for each key >= `start` that starts with
+  // `prefix`, in key order, until fn returns false. A kLatest scan holds
+  // write_mu_ throughout (fn must not call back into the database).
+  template <typename Fn>
+  absl::Status ScanKeys(const std::string& prefix, const std::string& start, View view, Fn fn)
+      ABSL_LOCKS_EXCLUDED(write_mu_);
 
   std::unique_ptr<Rep> rep_;
   LocalMetaJournal local_journal_;
 
   mutable absl::Mutex write_mu_;
+  absl::CondVar durable_cv_;  // durable_seq_ moved, a group ended, or writes stopped
   MetaJournal* journal_ ABSL_GUARDED_BY(write_mu_) = &local_journal_;
-  uint64_t applied_seq_ ABSL_GUARDED_BY(write_mu_) = 0;
-  // Not OK once a journal failure stopped writes (Write).
+  uint64_t applied_seq_ ABSL_GUARDED_BY(write_mu_) = 0;  // durable
+  uint64_t staged_seq_ ABSL_GUARDED_BY(write_mu_) = 0;
+  // Changes applied_seq_ + 1 .. staged_seq_: the group being committed
+  // (committing_, null when no group is) and the ones staged since
+  // (staged_, with their batches for the journal in staged_records_).
+  // A layer is immutable once it is committing_, so reads use it without
+  // the lock.
+  std::shared_ptr<Layer> committing_ ABSL_GUARDED_BY(write_mu_);
+  std::shared_ptr<Layer> staged_ ABSL_GUARDED_BY(write_mu_);
+  std::vector<std::string> staged_records_ ABSL_GUARDED_BY(write_mu_);
+  GroupCommitStats stats_ ABSL_GUARDED_BY(write_mu_);
+  // Not OK once a failed group stopped writes (WaitDurable).
   absl::Status journal_failure_ ABSL_GUARDED_BY(write_mu_);
   std::function<void(const absl::Status&)> on_journal_failure_ ABSL_GUARDED_BY(write_mu_);
 

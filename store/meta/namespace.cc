@@ -49,6 +49,7 @@ absl::StatusOr<std::unique_ptr<Namespace>> Namespace::Open(MetadataDb* db,
                                                            NamespaceOptions options) {
   std::unique_ptr<Namespace> ns(new Namespace(db, segment_servers, std::move(options)));
   RETURN_IF_ERROR(ns->Load());
+  RETURN_IF_ERROR(ns->WaitStaged());
   return ns;
 }
 
@@ -161,14 +162,14 @@ absl::StatusOr<proto::Attr> Namespace::Lookup(uint64_t parent, const std::string
                       absl::StrCat("name longer than ", format::kNameBytesMax, " bytes"));
   }
   absl::MutexLock lock(&mu_);
-  Txn txn(db_);
+  Txn txn(db_, MetadataDb::View::kDurable);
   ASSIGN_OR_RETURN(proto::Inode * dir, GetDir(txn, parent));
   if (name == ".") return ReplyAttr(*dir);
   if (name == "..") {
     ASSIGN_OR_RETURN(proto::Inode * up, txn.Get(dir->parent() != 0 ? dir->parent() : kRootIno));
     return ReplyAttr(*up);
   }
-  auto entry = db_->GetDirEntry(parent, name);
+  auto entry = db_->GetDirEntry(parent, name, MetadataDb::View::kDurable);
   if (absl::IsNotFound(entry.status())) {
     return PosixError(ENOENT, absl::StrCat("no entry '", name, "' in ", parent));
   }
@@ -179,21 +180,21 @@ absl::StatusOr<proto::Attr> Namespace::Lookup(uint64_t parent, const std::string
 
 absl::StatusOr<proto::Attr> Namespace::GetAttr(uint64_t ino) {
   absl::MutexLock lock(&mu_);
-  Txn txn(db_);
+  Txn txn(db_, MetadataDb::View::kDurable);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
   return ReplyAttr(*inode);
 }
 
 absl::StatusOr<proto::Inode> Namespace::GetInode(uint64_t ino) {
   absl::MutexLock lock(&mu_);
-  Txn txn(db_);
+  Txn txn(db_, MetadataDb::View::kDurable);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
   return ReplyInode(*inode);
 }
 
 absl::StatusOr<std::string> Namespace::Readlink(uint64_t ino) {
   absl::MutexLock lock(&mu_);
-  Txn txn(db_);
+  Txn txn(db_, MetadataDb::View::kDurable);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
   if (!S_ISLNK(inode->attr().mode())) {
     return PosixError(EINVAL, absl::StrCat("inode ", ino, " is not a symlink"));
@@ -202,17 +203,18 @@ absl::StatusOr<std::string> Namespace::Readlink(uint64_t ino) {
 }
 
 absl::StatusOr<proto::ReaddirResponse> Namespace::Readdir(uint64_t ino,
-                                                         const std::string& start_after) {
+                                                          const std::string& start_after) {
   {
     absl::MutexLock lock(&mu_);
-    Txn txn(db_);
+    Txn txn(db_, MetadataDb::View::kDurable);
     RETURN_IF_ERROR(GetDir(txn, ino).status());
   }
-  // RocksDB reads need no lock: a page is one iterator's view, and the
-  // cursor keeps later pages right however the directory changes.
-  ASSIGN_OR_RETURN(
-      MetadataDb::DirPage page,
-      db_->ListDir(ino, start_after, format::kReaddirPageEntriesMax, format::kReaddirPageBytesMax));
+  // RocksDB reads need no lock: a page is one iterator's view of the
+  // durable state, and the cursor keeps later pages right however the
+  // directory changes.
+  ASSIGN_OR_RETURN(MetadataDb::DirPage page,
+                   db_->ListDir(ino, start_after, format::kReaddirPageEntriesMax,
+                                format::kReaddirPageBytesMax, MetadataDb::View::kDurable));
   proto::ReaddirResponse response;
   for (auto& entry : page.entries) *response.add_entries() = std::move(entry);
   response.set_more(page.more);
@@ -236,102 +238,106 @@ absl::StatusOr<proto::Attr> Namespace::Create(const proto::CreateRequest& reques
     return PosixError(ENAMETOOLONG, absl::StrCat("symlink target longer than ",
                                                  format::kSymlinkTargetBytesMax, " bytes"));
   }
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kCreate));
-  if (recorded.has_value()) return RecordedAttr(*recorded);
-  Txn txn(db_);
-  ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, request.parent()));
-  auto existing = db_->GetDirEntry(request.parent(), request.name());
-  if (existing.ok()) return PosixError(EEXIST, absl::StrCat("'", request.name(), "' exists"));
-  if (!absl::IsNotFound(existing.status())) return existing.status();
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::Attr> {
+    ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kCreate));
+    if (recorded.has_value()) return RecordedAttr(*recorded);
+    Txn txn(db_);
+    ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, request.parent()));
+    auto existing = db_->GetDirEntry(request.parent(), request.name());
+    if (existing.ok()) return PosixError(EEXIST, absl::StrCat("'", request.name(), "' exists"));
+    if (!absl::IsNotFound(existing.status())) return existing.status();
 
-  int64_t now = NowNs();
-  proto::Inode inode;
-  proto::Attr* attr = inode.mutable_attr();
-  attr->set_ino(AllocateId(txn, MetaCounter::kNextIno));
-  attr->set_mode(type | (request.mode() & 07777));
-  attr->set_uid(request.uid());
-  attr->set_gid(request.gid());
-  attr->set_atime_ns(now);
-  attr->set_mtime_ns(now);
-  attr->set_ctime_ns(now);
-  attr->set_nlink(type == S_IFDIR ? 2 : 1);
-  if (special) {
-    // Metadata only: no kind, no settings, never a segment or a lease.
-    attr->set_rdev(request.rdev());
-  } else {
-    attr->set_kind(parent->attr().kind() == proto::KIND_WAL ? proto::KIND_WAL
-                                                             : proto::KIND_BLOCK);
-    // Only explicitly set values are stored; 0 means "the kind's default".
-    inode.set_replication(parent->replication());
-    inode.set_ack_quorum(parent->ack_quorum());
-  }
-  if (type == S_IFLNK) {
-    inode.set_symlink_target(request.symlink_target());
-    attr->set_size(request.symlink_target().size());
-  }
-  if (type == S_IFDIR) {
-    inode.set_parent(parent->attr().ino());
-    parent->mutable_attr()->set_nlink(parent->attr().nlink() + 1);
-  }
-  proto::DirEntry entry;
-  entry.set_name(request.name());
-  entry.set_ino(attr->ino());
-  entry.set_mode(attr->mode());
-  txn.batch().PutDirEntry(parent->attr().ino(), entry);
-  parent->mutable_attr()->set_mtime_ns(now);
-  parent->mutable_attr()->set_ctime_ns(now);
-  txn.Put(parent);
-  proto::Inode* added = txn.Add(std::move(inode));
-  RecordCall(txn, request.call(), format::MessageType::kCreate,
-             [this, added]()
-                 ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return AttrReplyBytes(ReplyAttr(*added)); });
-  RETURN_IF_ERROR(txn.Commit());
-  ++inode_count_;
-  return ReplyAttr(*added);
+    int64_t now = NowNs();
+    proto::Inode inode;
+    proto::Attr* attr = inode.mutable_attr();
+    attr->set_ino(AllocateId(txn, MetaCounter::kNextIno));
+    attr->set_mode(type | (request.mode() & 07777));
+    attr->set_uid(request.uid());
+    attr->set_gid(request.gid());
+    attr->set_atime_ns(now);
+    attr->set_mtime_ns(now);
+    attr->set_ctime_ns(now);
+    attr->set_nlink(type == S_IFDIR ? 2 : 1);
+    if (special) {
+      // Metadata only: no kind, no settings, never a segment or a lease.
+      attr->set_rdev(request.rdev());
+    } else {
+      attr->set_kind(parent->attr().kind() == proto::KIND_WAL ? proto::KIND_WAL
+                                                              : proto::KIND_BLOCK);
+      // Only explicitly set values are stored; 0 means "the kind's default".
+      inode.set_replication(parent->replication());
+      inode.set_ack_quorum(parent->ack_quorum());
+    }
+    if (type == S_IFLNK) {
+      inode.set_symlink_target(request.symlink_target());
+      attr->set_size(request.symlink_target().size());
+    }
+    if (type == S_IFDIR) {
+      inode.set_parent(parent->attr().ino());
+      parent->mutable_attr()->set_nlink(parent->attr().nlink() + 1);
+    }
+    proto::DirEntry entry;
+    entry.set_name(request.name());
+    entry.set_ino(attr->ino());
+    entry.set_mode(attr->mode());
+    txn.batch().PutDirEntry(parent->attr().ino(), entry);
+    parent->mutable_attr()->set_mtime_ns(now);
+    parent->mutable_attr()->set_ctime_ns(now);
+    txn.Put(parent);
+    proto::Inode* added = txn.Add(std::move(inode));
+    RecordCall(txn, request.call(), format::MessageType::kCreate,
+               [this, added]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                 return AttrReplyBytes(ReplyAttr(*added));
+               });
+    RETURN_IF_ERROR(txn.Commit());
+    ++inode_count_;
+    return ReplyAttr(*added);
+  });
 }
 
 absl::StatusOr<proto::Attr> Namespace::SetAttr(const proto::SetAttrRequest& request) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kSetAttr));
-  if (recorded.has_value()) return RecordedAttr(*recorded);
-  Txn txn(db_);
-  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
-  proto::Attr* attr = inode->mutable_attr();
-  int64_t now = NowNs();
-  uint32_t to_set = request.to_set();
-  if (to_set & format::kSetAttrSize) {
-    if (IsDir(*inode)) return PosixError(EISDIR, "truncate of a directory");
-    if (!IsReg(*inode)) return PosixError(EINVAL, "truncate of a non-regular file");
-    if (attr->kind() == proto::KIND_WAL && request.size() == 0) {
-      uint64_t holder = LiveLeaseHolder(request.ino());
-      if (holder != 0 && holder != request.mount_id()) {
-        return PosixError(EBUSY, absl::StrCat("file is open for write by mount ", holder));
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::Attr> {
+    ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kSetAttr));
+    if (recorded.has_value()) return RecordedAttr(*recorded);
+    Txn txn(db_);
+    ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
+    proto::Attr* attr = inode->mutable_attr();
+    int64_t now = NowNs();
+    uint32_t to_set = request.to_set();
+    if (to_set & format::kSetAttrSize) {
+      if (IsDir(*inode)) return PosixError(EISDIR, "truncate of a directory");
+      if (!IsReg(*inode)) return PosixError(EINVAL, "truncate of a non-regular file");
+      if (attr->kind() == proto::KIND_WAL && request.size() == 0) {
+        uint64_t holder = LiveLeaseHolder(request.ino());
+        if (holder != 0 && holder != request.mount_id()) {
+          return PosixError(EBUSY, absl::StrCat("file is open for write by mount ", holder));
+        }
+        if (inode->segments_size() > 0) {
+          DropSegments(txn, inode);
+          attr->set_mtime_ns(now);
+        }
+      } else if (request.size() != attr->size()) {
+        return PosixError(EPERM, absl::StrCat("files are append-only: cannot resize from ",
+                                              attr->size(), " to ", request.size()));
       }
-      if (inode->segments_size() > 0) {
-        DropSegments(txn, inode);
-        attr->set_mtime_ns(now);
-      }
-    } else if (request.size() != attr->size()) {
-      return PosixError(EPERM, absl::StrCat("files are append-only: cannot resize from ",
-                                            attr->size(), " to ", request.size()));
     }
-  }
-  if (to_set & format::kSetAttrMode)
-    attr->set_mode((attr->mode() & S_IFMT) | (request.mode() & 07777));
-  if (to_set & format::kSetAttrUid) attr->set_uid(request.uid());
-  if (to_set & format::kSetAttrGid) attr->set_gid(request.gid());
-  if (to_set & format::kSetAttrAtime) attr->set_atime_ns(request.atime_ns());
-  if (to_set & format::kSetAttrAtimeNow) attr->set_atime_ns(now);
-  if (to_set & format::kSetAttrMtime) attr->set_mtime_ns(request.mtime_ns());
-  if (to_set & format::kSetAttrMtimeNow) attr->set_mtime_ns(now);
-  attr->set_ctime_ns(now);
-  txn.Put(inode);
-  RecordCall(txn, request.call(), format::MessageType::kSetAttr,
-             [this, inode]()
-                 ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return AttrReplyBytes(ReplyAttr(*inode)); });
-  RETURN_IF_ERROR(txn.Commit());
-  return ReplyAttr(*inode);
+    if (to_set & format::kSetAttrMode)
+      attr->set_mode((attr->mode() & S_IFMT) | (request.mode() & 07777));
+    if (to_set & format::kSetAttrUid) attr->set_uid(request.uid());
+    if (to_set & format::kSetAttrGid) attr->set_gid(request.gid());
+    if (to_set & format::kSetAttrAtime) attr->set_atime_ns(request.atime_ns());
+    if (to_set & format::kSetAttrAtimeNow) attr->set_atime_ns(now);
+    if (to_set & format::kSetAttrMtime) attr->set_mtime_ns(request.mtime_ns());
+    if (to_set & format::kSetAttrMtimeNow) attr->set_mtime_ns(now);
+    attr->set_ctime_ns(now);
+    txn.Put(inode);
+    RecordCall(txn, request.call(), format::MessageType::kSetAttr,
+               [this, inode]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                 return AttrReplyBytes(ReplyAttr(*inode));
+               });
+    RETURN_IF_ERROR(txn.Commit());
+    return ReplyAttr(*inode);
+  });
 }
 
 Namespace::Gauges Namespace::TableGauges() const {

@@ -6,14 +6,26 @@
 // errors as PosixError(errno, ...) so the exact errno reaches the client.
 //
 // State: everything in the namespace is in MetadataDb, changed by one
-// synced batch per call. In memory only: pins (per mount), leases (ino ->
+// batch per change. In memory only: pins (per mount), leases (ino ->
 // mount), mount and server liveness. After a restart, leases and pins are
 // gone: orphans are deleted at Open(), and an open segment left by a writer
 // is recovered at the next OpenWrite.
 //
+// Group commit (docs/meta_ha.md "Group commit"), as HDFS's FSNamesystem:
+// a change is decided and staged under the mutex (MetadataDb::Stage:
+// visible to the next change at once, no I/O), and the call waits for it
+// to be durable after releasing the mutex (MetadataDb::WaitDurable, one
+// synced RocksDB write and one journal append for every change staged
+// meanwhile). A change's method returns only once it is durable, and so
+// does a call whose answer depends on a staged change (a refusal included):
+// it waits for every change staged before it released the mutex. Reads
+// that answer clients (Lookup, GetAttr, GetInode, Readlink, Readdir,
+// GetXattr, ListXattr, Open) read the durable view and never wait for a
+// sync: a change is visible to them once it is durable.
+//
 // Thread-safety: every public method may be called from any thread; one
-// mutex serializes them. OpenWrite drops the mutex while it asks segment
-// servers to recover a segment (see there).
+// mutex serializes their decisions. OpenWrite drops the mutex while it
+// asks segment servers to recover a segment (see there).
 #pragma once
 
 #include <cstdint>
@@ -119,8 +131,7 @@ class Namespace {
   // Keeps `mount_id` live. `writing_inos` (files it holds a writer for)
   // take back a lease that lapsed from this mount, or that meta lost in a
   // restart, if nobody else holds it.
-  absl::Status MountHeartbeat(uint64_t mount_id,
-                              const std::vector<uint64_t>& writing_inos = {})
+  absl::Status MountHeartbeat(uint64_t mount_id, const std::vector<uint64_t>& writing_inos = {})
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<proto::StatFsResponse> StatFs() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -154,8 +165,7 @@ class Namespace {
   absl::StatusOr<proto::Inode> GetInode(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<proto::Attr> SetAttr(const proto::SetAttrRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<proto::Attr> Create(const proto::CreateRequest& request)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::Attr> Create(const proto::CreateRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Unlink(uint64_t parent, const std::string& name, bool directory,
                       const proto::CallId& call = proto::CallId::default_instance())
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -237,8 +247,7 @@ class Namespace {
   size_t ProbeServerAddresses(size_t max) ABSL_LOCKS_EXCLUDED(mu_);
   // The regular files among the next min(max_inodes, kListInodesMax)
   // inodes from `start_ino` (docs/rpc.md "ListSegments").
-  absl::StatusOr<proto::ListSegmentsResponse> ListSegments(uint64_t start_ino,
-                                                           uint32_t max_inodes)
+  absl::StatusOr<proto::ListSegmentsResponse> ListSegments(uint64_t start_ino, uint32_t max_inodes)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Looks at the next `max_inodes` inodes from `start_ino` and plans up to
   // `max_tasks` copies: one per missing replica of each sealed segment with
@@ -270,9 +279,9 @@ class Namespace {
 
   // ---- replica reports (namespace_reports.cc; docs/rpc.md "Replica reports")
   struct ReconcileStats {
-    size_t servers = 0;   // reports reconciled
-    size_t dropped = 0;   // missing replicas dropped from their segments
-    size_t strays = 0;    // stray replicas queued for deletion
+    size_t servers = 0;  // reports reconciled
+    size_t dropped = 0;  // missing replicas dropped from their segments
+    size_t strays = 0;   // stray replicas queued for deletion
   };
   // Compares every complete replica report with the segments that list
   // its server (a scan of every inode, without the mutex): a sealed
@@ -316,8 +325,30 @@ class Namespace {
     int64_t probed_ns = 0;
     std::string unreachable;
   };
-  // What OpenWrite must recover without the mutex (namespace_write.cc).
   Namespace(MetadataDb* db, SegmentServerApi* segment_servers, NamespaceOptions options);
+
+  // Runs `decide` under the mutex (it stages its change, if any, with
+  // Txn::Commit) and then, without the mutex, waits until every change
+  // staged before the mutex was released is durable. Returns decide's
+  // result, or the durability failure (MetadataDb::WaitDurable) in its
+  // place. `decide` returns absl::Status or absl::StatusOr<T>.
+  template <typename Decide>
+  auto Change(Decide&& decide) ABSL_LOCKS_EXCLUDED(mu_) -> decltype(decide()) {
+    using Result = decltype(decide());
+    std::optional<Result> result;
+    uint64_t staged = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      result.emplace(decide());
+      staged = db_->staged_seq();
+    }
+    absl::Status durable = db_->WaitDurable(staged);
+    if (!durable.ok()) return Result(durable);
+    return std::move(*result);
+  }
+  // Waits until every change staged so far is durable (Change's wait, for
+  // methods that release the mutex more than once).
+  absl::Status WaitStaged() ABSL_LOCKS_EXCLUDED(mu_) { return db_->WaitDurable(db_->staged_seq()); }
   absl::Status Load() ABSL_LOCKS_EXCLUDED(mu_);
 
   int64_t NowNs() const;
@@ -376,8 +407,7 @@ class Namespace {
   // grace is over.
   absl::Status MaybeDeleteOrphan(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The same for many, in one synced batch.
-  absl::Status DeleteOrphans(const std::vector<uint64_t>& inos)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status DeleteOrphans(const std::vector<uint64_t>& inos) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `replication` distinct live servers with room, none of `excluded`, in
   // distinct failure domains (store/meta/placement.h) also from the live
   // servers in `kept` (replicas the segment keeps), by LastChoiceRank, then
@@ -446,8 +476,9 @@ class Namespace {
   // ReportBadReplica pieces (namespace_replicas.cc). The reported replica's
   // segment in `txn`, checked to be sealed; nullptr when the replica is no
   // longer listed.
-  absl::StatusOr<proto::Segment*> FindReportedSegment(
-      Txn& txn, const proto::ReportBadReplicaRequest& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<proto::Segment*> FindReportedSegment(Txn& txn,
+                                                      const proto::ReportBadReplicaRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the replica once its server confirmed the report.
   absl::Status DropBadReplica(const proto::ReportBadReplicaRequest& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -525,8 +556,8 @@ class Namespace {
   uint64_t cluster_id_ ABSL_GUARDED_BY(mu_) = 0;  // set by Load, then constant
   uint64_t inode_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, ServerState> servers_ ABSL_GUARDED_BY(mu_);  // by server id
-  mutable uint64_t placements_ ABSL_GUARDED_BY(mu_) = 0;  // rotates placement ties
-  uint64_t probe_cursor_ ABSL_GUARDED_BY(mu_) = 0;        // the server id the last probe dialled
+  mutable uint64_t placements_ ABSL_GUARDED_BY(mu_) = 0;          // rotates placement ties
+  uint64_t probe_cursor_ ABSL_GUARDED_BY(mu_) = 0;  // the server id the last probe dialled
   std::map<uint64_t, int64_t> mount_seen_ns_ ABSL_GUARDED_BY(mu_);  // mount -> last heard
   std::map<uint64_t, uint64_t> leases_ ABSL_GUARDED_BY(mu_);        // ino -> mount
   // ino -> when its last name went (unlinked_grace_ms): kept as orphans.

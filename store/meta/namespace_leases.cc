@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "src/status/macros.h"
-#include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_txn.h"
+#include "store/meta/namespace.h"
 
 namespace logfs::meta {
 namespace {
@@ -41,12 +41,13 @@ bool Namespace::Unpin(uint64_t ino, uint64_t mount_id) {
 }
 
 absl::StatusOr<uint64_t> Namespace::NewMount() {
-  absl::MutexLock lock(&mu_);
-  Txn txn(db_);
-  uint64_t mount_id = AllocateId(txn, MetaCounter::kNextMountId);
-  RETURN_IF_ERROR(txn.Commit());
-  TouchMount(mount_id);
-  return mount_id;
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<uint64_t> {
+    Txn txn(db_);
+    uint64_t mount_id = AllocateId(txn, MetaCounter::kNextMountId);
+    RETURN_IF_ERROR(txn.Commit());
+    TouchMount(mount_id);
+    return mount_id;
+  });
 }
 
 void Namespace::MountDisconnected(uint64_t mount_id) {
@@ -69,43 +70,44 @@ absl::Status Namespace::MountHeartbeat(uint64_t mount_id,
 }
 
 absl::Status Namespace::ExpireMounts() {
-  absl::MutexLock lock(&mu_);
-  const int64_t now = NowNs();
-  for (auto it = leases_.begin(); it != leases_.end();) {
-    if (MountLive(it->second)) {
-      ++it;
-      continue;
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    const int64_t now = NowNs();
+    for (auto it = leases_.begin(); it != leases_.end();) {
+      if (MountLive(it->second)) {
+        ++it;
+        continue;
+      }
+      lapsed_leases_.emplace(it->first, LapsedLease{it->second, now});
+      it = leases_.erase(it);
     }
-    lapsed_leases_.emplace(it->first, LapsedLease{it->second, now});
-    it = leases_.erase(it);
-  }
-  std::vector<uint64_t> unpinned;
-  for (auto it = pins_.begin(); it != pins_.end();) {
-    auto& by_mount = it->second;
-    for (auto pin = by_mount.begin(); pin != by_mount.end();) {
-      pin = MountLive(pin->first) ? std::next(pin) : by_mount.erase(pin);
+    std::vector<uint64_t> unpinned;
+    for (auto it = pins_.begin(); it != pins_.end();) {
+      auto& by_mount = it->second;
+      for (auto pin = by_mount.begin(); pin != by_mount.end();) {
+        pin = MountLive(pin->first) ? std::next(pin) : by_mount.erase(pin);
+      }
+      if (by_mount.empty()) {
+        unpinned.push_back(it->first);
+        it = pins_.erase(it);
+      } else {
+        ++it;
+      }
     }
-    if (by_mount.empty()) {
+    for (auto it = mount_seen_ns_.begin(); it != mount_seen_ns_.end();) {
+      it = MountLive(it->first) ? std::next(it) : mount_seen_ns_.erase(it);
+    }
+    const int64_t grace_end = now - options_.unlinked_grace_ms * kNanosPerMilli;
+    for (auto it = unlinked_ns_.begin();
+         it != unlinked_ns_.end() && unpinned.size() < kOrphansPerExpiryMax;) {
+      if (it->second > grace_end) {
+        ++it;
+        continue;
+      }
       unpinned.push_back(it->first);
-      it = pins_.erase(it);
-    } else {
-      ++it;
+      it = unlinked_ns_.erase(it);
     }
-  }
-  for (auto it = mount_seen_ns_.begin(); it != mount_seen_ns_.end();) {
-    it = MountLive(it->first) ? std::next(it) : mount_seen_ns_.erase(it);
-  }
-  const int64_t grace_end = now - options_.unlinked_grace_ms * kNanosPerMilli;
-  for (auto it = unlinked_ns_.begin();
-       it != unlinked_ns_.end() && unpinned.size() < kOrphansPerExpiryMax;) {
-    if (it->second > grace_end) {
-      ++it;
-      continue;
-    }
-    unpinned.push_back(it->first);
-    it = unlinked_ns_.erase(it);
-  }
-  return DeleteOrphans(unpinned);
+    return DeleteOrphans(unpinned);
+  });
 }
 
 absl::Status Namespace::DeleteOrphans(const std::vector<uint64_t>& inos) {

@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
-#include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_txn.h"
+#include "store/meta/namespace.h"
 
 namespace logfs::meta {
 namespace {
@@ -33,8 +33,7 @@ absl::Status ValidateExistingName(const std::string& name) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<proto::DirEntry> GetEntry(MetadataDb* db, uint64_t parent,
-                                         const std::string& name) {
+absl::StatusOr<proto::DirEntry> GetEntry(MetadataDb* db, uint64_t parent, const std::string& name) {
   auto entry = db->GetDirEntry(parent, name);
   if (absl::IsNotFound(entry.status())) {
     return PosixError(ENOENT, absl::StrCat("no entry '", name, "' in ", parent));
@@ -109,26 +108,28 @@ absl::Status Namespace::MaybeDeleteOrphan(uint64_t ino) {
 }
 
 absl::Status Namespace::Unlink(uint64_t parent_ino, const std::string& name, bool directory,
-                              const proto::CallId& call) {
+                               const proto::CallId& call) {
   if (directory && name == "..") return PosixError(ENOTEMPTY, "rmdir of '..'");
   RETURN_IF_ERROR(ValidateExistingName(name));
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(auto recorded, RecordedReply(call, format::MessageType::kUnlink));
-  if (recorded.has_value()) return absl::OkStatus();
-  Txn txn(db_);
-  ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, parent_ino));
-  ASSIGN_OR_RETURN(proto::DirEntry entry, GetEntry(db_, parent_ino, name));
-  ASSIGN_OR_RETURN(proto::Inode * child, txn.Get(entry.ino()));
-  if (directory) {
-    if (!IsDir(*child)) return PosixError(ENOTDIR, absl::StrCat("'", name, "' is not a directory"));
-    ASSIGN_OR_RETURN(bool has_entries, db_->HasEntries(entry.ino()));
-    if (has_entries) return PosixError(ENOTEMPTY, absl::StrCat("'", name, "' is not empty"));
-  } else if (IsDir(*child)) {
-    return PosixError(EISDIR, absl::StrCat("'", name, "' is a directory"));
-  }
-  RETURN_IF_ERROR(RemoveEntry(txn, parent, name, child));
-  RecordCall(txn, call, format::MessageType::kUnlink, [] { return std::string(); });
-  return txn.Commit();
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    ASSIGN_OR_RETURN(auto recorded, RecordedReply(call, format::MessageType::kUnlink));
+    if (recorded.has_value()) return absl::OkStatus();
+    Txn txn(db_);
+    ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, parent_ino));
+    ASSIGN_OR_RETURN(proto::DirEntry entry, GetEntry(db_, parent_ino, name));
+    ASSIGN_OR_RETURN(proto::Inode * child, txn.Get(entry.ino()));
+    if (directory) {
+      if (!IsDir(*child))
+        return PosixError(ENOTDIR, absl::StrCat("'", name, "' is not a directory"));
+      ASSIGN_OR_RETURN(bool has_entries, db_->HasEntries(entry.ino()));
+      if (has_entries) return PosixError(ENOTEMPTY, absl::StrCat("'", name, "' is not empty"));
+    } else if (IsDir(*child)) {
+      return PosixError(EISDIR, absl::StrCat("'", name, "' is a directory"));
+    }
+    RETURN_IF_ERROR(RemoveEntry(txn, parent, name, child));
+    RecordCall(txn, call, format::MessageType::kUnlink, [] { return std::string(); });
+    return txn.Commit();
+  });
 }
 
 absl::Status Namespace::CheckOutsideSubtree(Txn& txn, uint64_t dir, uint64_t top) {
@@ -149,61 +150,62 @@ absl::Status Namespace::Rename(const proto::RenameRequest& request) {
   }
   RETURN_IF_ERROR(ValidateExistingName(request.name()));
   RETURN_IF_ERROR(ValidateExistingName(request.new_name()));
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kRename));
-  if (recorded.has_value()) return absl::OkStatus();
-  Txn txn(db_);
-  ASSIGN_OR_RETURN(proto::Inode * src_parent, GetDir(txn, request.parent()));
-  ASSIGN_OR_RETURN(proto::Inode * dst_parent, GetDir(txn, request.new_parent()));
-  ASSIGN_OR_RETURN(proto::DirEntry src_entry, GetEntry(db_, request.parent(), request.name()));
-  if (request.parent() == request.new_parent() && request.name() == request.new_name()) {
-    return absl::OkStatus();
-  }
-  ASSIGN_OR_RETURN(proto::Inode * src, txn.Get(src_entry.ino()));
-  const bool src_is_dir = IsDir(*src);
-  if (src_is_dir)
-    RETURN_IF_ERROR(CheckOutsideSubtree(txn, request.new_parent(), src->attr().ino()));
-  auto dst_entry = db_->GetDirEntry(request.new_parent(), request.new_name());
-  if (dst_entry.ok()) {
-    if (request.flags() & kRenameNoReplace) {
-      return PosixError(EEXIST, absl::StrCat("'", request.new_name(), "' exists"));
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kRename));
+    if (recorded.has_value()) return absl::OkStatus();
+    Txn txn(db_);
+    ASSIGN_OR_RETURN(proto::Inode * src_parent, GetDir(txn, request.parent()));
+    ASSIGN_OR_RETURN(proto::Inode * dst_parent, GetDir(txn, request.new_parent()));
+    ASSIGN_OR_RETURN(proto::DirEntry src_entry, GetEntry(db_, request.parent(), request.name()));
+    if (request.parent() == request.new_parent() && request.name() == request.new_name()) {
+      return absl::OkStatus();
     }
-    if (dst_entry->ino() == src_entry.ino()) return absl::OkStatus();
-    ASSIGN_OR_RETURN(proto::Inode * dst, txn.Get(dst_entry->ino()));
-    if (!src_is_dir && IsDir(*dst)) {
-      return PosixError(EISDIR, "cannot rename a file over a directory");
-    }
-    if (src_is_dir && !IsDir(*dst)) {
-      return PosixError(ENOTDIR, "cannot rename a directory over a file");
-    }
-    if (IsDir(*dst)) {
-      ASSIGN_OR_RETURN(bool has_entries, db_->HasEntries(dst->attr().ino()));
-      if (has_entries) {
-        return PosixError(ENOTEMPTY, absl::StrCat("'", request.new_name(), "' is not empty"));
+    ASSIGN_OR_RETURN(proto::Inode * src, txn.Get(src_entry.ino()));
+    const bool src_is_dir = IsDir(*src);
+    if (src_is_dir)
+      RETURN_IF_ERROR(CheckOutsideSubtree(txn, request.new_parent(), src->attr().ino()));
+    auto dst_entry = db_->GetDirEntry(request.new_parent(), request.new_name());
+    if (dst_entry.ok()) {
+      if (request.flags() & kRenameNoReplace) {
+        return PosixError(EEXIST, absl::StrCat("'", request.new_name(), "' exists"));
       }
+      if (dst_entry->ino() == src_entry.ino()) return absl::OkStatus();
+      ASSIGN_OR_RETURN(proto::Inode * dst, txn.Get(dst_entry->ino()));
+      if (!src_is_dir && IsDir(*dst)) {
+        return PosixError(EISDIR, "cannot rename a file over a directory");
+      }
+      if (src_is_dir && !IsDir(*dst)) {
+        return PosixError(ENOTDIR, "cannot rename a directory over a file");
+      }
+      if (IsDir(*dst)) {
+        ASSIGN_OR_RETURN(bool has_entries, db_->HasEntries(dst->attr().ino()));
+        if (has_entries) {
+          return PosixError(ENOTEMPTY, absl::StrCat("'", request.new_name(), "' is not empty"));
+        }
+      }
+      RETURN_IF_ERROR(RemoveEntry(txn, dst_parent, request.new_name(), dst));
+    } else if (!absl::IsNotFound(dst_entry.status())) {
+      return dst_entry.status();
     }
-    RETURN_IF_ERROR(RemoveEntry(txn, dst_parent, request.new_name(), dst));
-  } else if (!absl::IsNotFound(dst_entry.status())) {
-    return dst_entry.status();
-  }
-  int64_t now = NowNs();
-  txn.batch().DeleteDirEntry(request.parent(), request.name());
-  src_entry.set_name(request.new_name());
-  txn.batch().PutDirEntry(request.new_parent(), src_entry);
-  if (src_is_dir && request.parent() != request.new_parent()) {
-    src_parent->mutable_attr()->set_nlink(src_parent->attr().nlink() - 1);
-    dst_parent->mutable_attr()->set_nlink(dst_parent->attr().nlink() + 1);
-    src->set_parent(request.new_parent());
-  }
-  src->mutable_attr()->set_ctime_ns(now);
-  for (proto::Inode* dir : {src_parent, dst_parent}) {
-    dir->mutable_attr()->set_mtime_ns(now);
-    dir->mutable_attr()->set_ctime_ns(now);
-    txn.Put(dir);
-  }
-  txn.Put(src);
-  RecordCall(txn, request.call(), format::MessageType::kRename, [] { return std::string(); });
-  return txn.Commit();
+    int64_t now = NowNs();
+    txn.batch().DeleteDirEntry(request.parent(), request.name());
+    src_entry.set_name(request.new_name());
+    txn.batch().PutDirEntry(request.new_parent(), src_entry);
+    if (src_is_dir && request.parent() != request.new_parent()) {
+      src_parent->mutable_attr()->set_nlink(src_parent->attr().nlink() - 1);
+      dst_parent->mutable_attr()->set_nlink(dst_parent->attr().nlink() + 1);
+      src->set_parent(request.new_parent());
+    }
+    src->mutable_attr()->set_ctime_ns(now);
+    for (proto::Inode* dir : {src_parent, dst_parent}) {
+      dir->mutable_attr()->set_mtime_ns(now);
+      dir->mutable_attr()->set_ctime_ns(now);
+      txn.Put(dir);
+    }
+    txn.Put(src);
+    RecordCall(txn, request.call(), format::MessageType::kRename, [] { return std::string(); });
+    return txn.Commit();
+  });
 }
 
 }  // namespace logfs::meta

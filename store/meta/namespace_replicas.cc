@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
-#include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_txn.h"
+#include "store/meta/namespace.h"
 
 namespace logfs::meta {
 namespace {
@@ -31,14 +31,17 @@ bool Lists(const proto::Segment& segment, uint64_t server_id) {
 
 absl::Status Namespace::ReportBadReplica(const proto::ReportBadReplicaRequest& request) {
   std::string address;
-  {
-    absl::MutexLock lock(&mu_);
+  // Whether the replica is still listed (as far as every staged change
+  // says: the answer waits for them to be durable).
+  auto listed = Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<bool> {
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Segment * segment, FindReportedSegment(txn, request));
-    if (segment == nullptr) return absl::OkStatus();
+    if (segment == nullptr) return false;
     auto server = servers_.find(request.server_id());
     if (server != servers_.end()) address = server->second.record.address();
-  }
+    return true;
+  });
+  if (!listed.ok() || !*listed) return listed.status();
   // Ask the server itself without the mutex: a report is a claim by a
   // client, and a replica is only dropped on its server's word.
   if (address.empty()) {
@@ -48,12 +51,11 @@ absl::Status Namespace::ReportBadReplica(const proto::ReportBadReplicaRequest& r
       segment_servers_->SegmentInfo(address, request.segment_id());
   if (!ConfirmsBad(info)) {
     if (!info.ok()) return info.status();
-    return absl::FailedPreconditionError(absl::StrCat("server ", request.server_id(),
-                                                      " reports segment ", request.segment_id(),
-                                                      " healthy"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "server ", request.server_id(), " reports segment ", request.segment_id(), " healthy"));
   }
-  absl::MutexLock lock(&mu_);
-  return DropBadReplica(request);
+  return Change(
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status { return DropBadReplica(request); });
 }
 
 absl::StatusOr<proto::Segment*> Namespace::FindReportedSegment(
@@ -74,8 +76,8 @@ absl::StatusOr<proto::Segment*> Namespace::FindReportedSegment(
     }
     return &segment;
   }
-  return PosixError(ENOENT, absl::StrCat("inode ", request.ino(), " has no segment ",
-                                         request.segment_id()));
+  return PosixError(
+      ENOENT, absl::StrCat("inode ", request.ino(), " has no segment ", request.segment_id()));
 }
 
 absl::Status Namespace::DropBadReplica(const proto::ReportBadReplicaRequest& request) {
@@ -84,11 +86,10 @@ absl::Status Namespace::DropBadReplica(const proto::ReportBadReplicaRequest& req
   ASSIGN_OR_RETURN(proto::Segment * segment, FindReportedSegment(txn, request));
   if (segment == nullptr) return absl::OkStatus();
   auto* replicas = segment->mutable_replicas();
-  replicas->erase(std::remove_if(replicas->begin(), replicas->end(),
-                                 [&](const proto::Replica& r) {
-                                   return r.server_id() == request.server_id();
-                                 }),
-                  replicas->end());
+  replicas->erase(
+      std::remove_if(replicas->begin(), replicas->end(),
+                     [&](const proto::Replica& r) { return r.server_id() == request.server_id(); }),
+      replicas->end());
   // No deletion is queued: re-replication may copy the segment back to
   // this very server (in a small cluster it is the only choice), and a
   // deletion delivered after that copy would remove the good new replica.

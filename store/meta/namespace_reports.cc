@@ -25,8 +25,8 @@
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
 #include "src/util/log_rate_limit.h"
-#include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_txn.h"
+#include "store/meta/namespace.h"
 
 namespace logfs::meta {
 namespace {
@@ -140,10 +140,9 @@ void Namespace::HandleReports(ServerState& server, const proto::HeartbeatRequest
     // send, the server restarted): ask again after dead_server_ms, not a
     // whole report interval later, which would leave a wiped disk's
     // replicas unrepaired that long.
-    const bool stalled =
-        reports.asked_id != reports.completed_id &&
-        now - std::max(reports.asked_ns, reports.last_page_ns) >=
-            options_.dead_server_ms * kNanosPerMilli;
+    const bool stalled = reports.asked_id != reports.completed_id &&
+                         now - std::max(reports.asked_ns, reports.last_page_ns) >=
+                             options_.dead_server_ms * kNanosPerMilli;
     if (reports.wanted || due || stalled) {
       reports.asked_id += 1;
       reports.asked_ns = now;
@@ -182,31 +181,33 @@ absl::StatusOr<Namespace::ReconcileStats> Namespace::ReconcileReplicaReports() {
   ReconcileStats stats;
   if (taken.empty()) return stats;
   RETURN_IF_ERROR(ScanListedReplicas(db_, taken));
-  absl::MutexLock lock(&mu_);
-  Txn txn(db_);
-  for (auto& report : taken) {
-    auto it = servers_.find(report.server_id);
-    // A report of an earlier process of this server says nothing of now.
-    if (it == servers_.end() || it->second.incarnation != report.incarnation) continue;
-    ReplicaReportState& reports = it->second.reports;
-    ++stats.servers;
-    stats.dropped +=
-        ConfirmMissingReplicas(txn, report.server_id, report.report_id, report.missing, reports);
-    std::vector<uint64_t> strays = StraysOf(report);
-    if (!StraysAreDeletable(strays, report)) {
-      LOG(ERROR) << "server " << report.server_id << " holds " << strays.size() << " of "
-                 << report.replicas.size()
-                 << " replicas that no file lists; deleting none (did meta lose its database?)";
-      continue;
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                    mu_) -> absl::StatusOr<Namespace::ReconcileStats> {
+    Txn txn(db_);
+    for (auto& report : taken) {
+      auto it = servers_.find(report.server_id);
+      // A report of an earlier process of this server says nothing of now.
+      if (it == servers_.end() || it->second.incarnation != report.incarnation) continue;
+      ReplicaReportState& reports = it->second.reports;
+      ++stats.servers;
+      stats.dropped +=
+          ConfirmMissingReplicas(txn, report.server_id, report.report_id, report.missing, reports);
+      std::vector<uint64_t> strays = StraysOf(report);
+      if (!StraysAreDeletable(strays, report)) {
+        LOG(ERROR) << "server " << report.server_id << " holds " << strays.size() << " of "
+                   << report.replicas.size()
+                   << " replicas that no file lists; deleting none (did meta lose its database?)";
+        continue;
+      }
+      for (uint64_t segment_id : strays) {
+        if (reports.strays.size() >= kStraysQueuedMax) break;
+        reports.strays.push_back(segment_id);
+        ++stats.strays;
+      }
     }
-    for (uint64_t segment_id : strays) {
-      if (reports.strays.size() >= kStraysQueuedMax) break;
-      reports.strays.push_back(segment_id);
-      ++stats.strays;
-    }
-  }
-  RETURN_IF_ERROR(txn.Commit());
-  return stats;
+    RETURN_IF_ERROR(txn.Commit());
+    return stats;
+  });
 }
 
 size_t Namespace::ConfirmMissingReplicas(Txn& txn, uint64_t server_id, uint64_t report_id,

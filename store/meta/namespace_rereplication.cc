@@ -177,8 +177,8 @@ void Namespace::CountSegment(const proto::Inode& inode, const proto::Segment& se
   if (live == 0) ++census->lost_segments;
 }
 
-void Namespace::PlanSegment(const proto::Inode& inode, const proto::Segment& segment,
-                            size_t room, std::vector<RereplicationTask>* tasks) {
+void Namespace::PlanSegment(const proto::Inode& inode, const proto::Segment& segment, size_t room,
+                            std::vector<RereplicationTask>* tasks) {
   if (!segment.sealed() || room == 0) return;
   const uint32_t wanted = Replication(inode);
   std::vector<uint64_t> holders;
@@ -229,31 +229,31 @@ absl::StatusOr<uint64_t> Namespace::ChooseCopyTarget(uint64_t segment_id,
 }
 
 absl::Status Namespace::CommitReplica(const RereplicationTask& task) {
-  absl::MutexLock lock(&mu_);
-  Txn txn(db_);
-  auto inode = txn.Get(task.ino);
-  if (!inode.ok() && AttachedErrno(inode.status()) != ESTALE) return inode.status();
-  proto::Segment* segment = inode.ok() ? FindSegment(*inode, task.segment_id) : nullptr;
-  if (segment != nullptr && HasReplica(*segment, task.target_server_id)) return absl::OkStatus();
-  if (segment == nullptr || !segment->sealed() || segment->length() != task.length) {
-    // The copy is of no use; its server deletes it at a heartbeat.
-    txn.batch().AddPendingDeletion(task.target_server_id, task.segment_id);
-    RETURN_IF_ERROR(txn.Commit());
-    return absl::AbortedError(absl::StrCat("segment ", task.segment_id, " of inode ", task.ino,
-                                           " changed while it was copied"));
-  }
-  segment->add_replicas()->set_server_id(task.target_server_id);
-  DropDeadReplicas(txn, segment, Replication(**inode));
-  if (task.spread) DropExcessReplica(txn, segment, Replication(**inode));
-  txn.Put(*inode);
-  return txn.Commit();
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    Txn txn(db_);
+    auto inode = txn.Get(task.ino);
+    if (!inode.ok() && AttachedErrno(inode.status()) != ESTALE) return inode.status();
+    proto::Segment* segment = inode.ok() ? FindSegment(*inode, task.segment_id) : nullptr;
+    if (segment != nullptr && HasReplica(*segment, task.target_server_id)) return absl::OkStatus();
+    if (segment == nullptr || !segment->sealed() || segment->length() != task.length) {
+      // The copy is of no use; its server deletes it at a heartbeat.
+      txn.batch().AddPendingDeletion(task.target_server_id, task.segment_id);
+      RETURN_IF_ERROR(txn.Commit());
+      return absl::AbortedError(absl::StrCat("segment ", task.segment_id, " of inode ", task.ino,
+                                             " changed while it was copied"));
+    }
+    segment->add_replicas()->set_server_id(task.target_server_id);
+    DropDeadReplicas(txn, segment, Replication(**inode));
+    if (task.spread) DropExcessReplica(txn, segment, Replication(**inode));
+    txn.Put(*inode);
+    return txn.Commit();
+  });
 }
 
 void Namespace::DropDeadReplicas(Txn& txn, proto::Segment* segment, uint32_t wanted) {
   auto* replicas = segment->mutable_replicas();
-  auto is_live = [&](const proto::Replica& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return ServerIdLive(r.server_id());
-  };
+  auto is_live = [&](const proto::Replica& r)
+                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ServerIdLive(r.server_id()); };
   const auto live = std::count_if(replicas->begin(), replicas->end(), is_live);
   if (live < static_cast<int64_t>(wanted)) return;  // a dead server's copy may still be needed
   auto dead = std::stable_partition(replicas->begin(), replicas->end(), is_live);

@@ -70,36 +70,38 @@ absl::StatusOr<uint64_t> Namespace::RegisterServer(const proto::RegisterServerRe
     auto who = segment_servers_->Identify(holder);
     if (who.ok() && who->server_id() == request.server_id() &&
         who->incarnation() == holder_incarnation) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "server id ", request.server_id(), " is held by a live segment server at ", holder,
-          "; refusing a second one claiming it from ", request.address(), " (data dir ",
-          request.data_dir(), "): stop one of them, or give this one an empty data dir without "
-          "--server_id"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("server id ", request.server_id(), " is held by a live segment server at ",
+                       holder, "; refusing a second one claiming it from ", request.address(),
+                       " (data dir ", request.data_dir(),
+                       "): stop one of them, or give this one an empty data dir without "
+                       "--server_id"));
     }
   }
-  absl::MutexLock lock(&mu_);
-  Txn txn(db_);
-  uint64_t id = request.server_id();
-  if (id == 0 || servers_.count(id) == 0) id = AllocateId(txn, MetaCounter::kNextServerId);
-  proto::RegisterServerRequest record = request;
-  record.set_server_id(id);
-  txn.batch().PutServer(record);
-  RETURN_IF_ERROR(txn.Commit());
-  ServerState& state = servers_[id];
-  if (state.incarnation != request.incarnation()) {
-    // A new process (a restart, maybe on a new disk): what meta learned
-    // from the old one's reports no longer holds; ask for a report now.
-    state.reports = ReplicaReportState();
-    state.incarnation = request.incarnation();
-    state.disk_failure.clear();
-  }
-  state.probed_ns = 0;  // maybe a new address: dial it again
-  state.record = std::move(record);
-  state.last_seen_ns = NowNs();
-  state.reported = true;
-  state.capacity_bytes = request.capacity_bytes();
-  state.free_bytes = request.free_bytes();
-  return id;
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<uint64_t> {
+    Txn txn(db_);
+    uint64_t id = request.server_id();
+    if (id == 0 || servers_.count(id) == 0) id = AllocateId(txn, MetaCounter::kNextServerId);
+    proto::RegisterServerRequest record = request;
+    record.set_server_id(id);
+    txn.batch().PutServer(record);
+    RETURN_IF_ERROR(txn.Commit());
+    ServerState& state = servers_[id];
+    if (state.incarnation != request.incarnation()) {
+      // A new process (a restart, maybe on a new disk): what meta learned
+      // from the old one's reports no longer holds; ask for a report now.
+      state.reports = ReplicaReportState();
+      state.incarnation = request.incarnation();
+      state.disk_failure.clear();
+    }
+    state.probed_ns = 0;  // maybe a new address: dial it again
+    state.record = std::move(record);
+    state.last_seen_ns = NowNs();
+    state.reported = true;
+    state.capacity_bytes = request.capacity_bytes();
+    state.free_bytes = request.free_bytes();
+    return id;
+  });
 }
 
 std::string Namespace::ConflictingHolder(const proto::RegisterServerRequest& request) const {
@@ -120,51 +122,53 @@ std::string Namespace::ConflictingHolder(const proto::RegisterServerRequest& req
 
 absl::StatusOr<proto::HeartbeatResponse> Namespace::Heartbeat(
     const proto::HeartbeatRequest& request) {
-  absl::MutexLock lock(&mu_);
-  proto::HeartbeatResponse response;
-  auto it = servers_.find(request.server_id());
-  if (it == servers_.end()) {
-    response.set_reregister(true);
-    return response;
-  }
-  ServerState& server = it->second;
-  if (request.incarnation() != 0 && server.incarnation != 0 &&
-      request.incarnation() != server.incarnation) {
-    // Another process registered with this id after this one was taken
-    // for gone: its heartbeats must not keep the id alive.
-    return absl::FailedPreconditionError(absl::StrCat(
-        "server id ", request.server_id(), " now belongs to another segment server process (at ",
-        server.record.address(), "); stop this one"));
-  }
-  if (server.incarnation == 0) server.incarnation = request.incarnation();
-  server.last_seen_ns = NowNs();
-  server.reported = true;
-  server.capacity_bytes = request.capacity_bytes();
-  server.free_bytes = request.free_bytes();
-  if (request.disk_failure() != server.disk_failure) {
-    if (!request.disk_failure().empty()) {
-      LOG(ERROR) << "segment server " << request.server_id() << " (" << server.record.address()
-                 << ") failed: " << request.disk_failure() << "; no new segments go there";
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                    mu_) -> absl::StatusOr<proto::HeartbeatResponse> {
+    proto::HeartbeatResponse response;
+    auto it = servers_.find(request.server_id());
+    if (it == servers_.end()) {
+      response.set_reregister(true);
+      return response;
     }
-    server.disk_failure = request.disk_failure();
-  }
-  HandleReports(server, request, &response);
-  // Each pending deletion is handed out once: it leaves the database before
-  // the reply. A server that crashes before deleting keeps a stray replica.
-  // This heartbeat comes after the server ran the deletions of the last
-  // reply (MetaHeartbeat runs them first).
-  server.deletions_in_flight.clear();
-  ASSIGN_OR_RETURN(std::vector<uint64_t> segment_ids,
-                   db_->ListPendingDeletions(request.server_id(), kDeletionsPerHeartbeatMax));
-  if (segment_ids.empty()) return response;
-  server.deletions_in_flight = segment_ids;
-  MetadataDb::Batch batch;
-  for (uint64_t segment_id : segment_ids) {
-    batch.DeletePendingDeletion(request.server_id(), segment_id);
-    response.add_delete_segments(segment_id);
-  }
-  RETURN_IF_ERROR(db_->Write(batch));
-  return response;
+    ServerState& server = it->second;
+    if (request.incarnation() != 0 && server.incarnation != 0 &&
+        request.incarnation() != server.incarnation) {
+      // Another process registered with this id after this one was taken
+      // for gone: its heartbeats must not keep the id alive.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "server id ", request.server_id(), " now belongs to another segment server process (at ",
+          server.record.address(), "); stop this one"));
+    }
+    if (server.incarnation == 0) server.incarnation = request.incarnation();
+    server.last_seen_ns = NowNs();
+    server.reported = true;
+    server.capacity_bytes = request.capacity_bytes();
+    server.free_bytes = request.free_bytes();
+    if (request.disk_failure() != server.disk_failure) {
+      if (!request.disk_failure().empty()) {
+        LOG(ERROR) << "segment server " << request.server_id() << " (" << server.record.address()
+                   << ") failed: " << request.disk_failure() << "; no new segments go there";
+      }
+      server.disk_failure = request.disk_failure();
+    }
+    HandleReports(server, request, &response);
+    // Each pending deletion is handed out once: it leaves the database before
+    // the reply. A server that crashes before deleting keeps a stray replica.
+    // This heartbeat comes after the server ran the deletions of the last
+    // reply (MetaHeartbeat runs them first).
+    server.deletions_in_flight.clear();
+    ASSIGN_OR_RETURN(std::vector<uint64_t> segment_ids,
+                     db_->ListPendingDeletions(request.server_id(), kDeletionsPerHeartbeatMax));
+    if (segment_ids.empty()) return response;
+    server.deletions_in_flight = segment_ids;
+    MetadataDb::Batch batch;
+    for (uint64_t segment_id : segment_ids) {
+      batch.DeletePendingDeletion(request.server_id(), segment_id);
+      response.add_delete_segments(segment_id);
+    }
+    RETURN_IF_ERROR(db_->Stage(batch).status());
+    return response;
+  });
 }
 
 absl::StatusOr<proto::StatFsResponse> Namespace::StatFs() {

@@ -13,8 +13,8 @@
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
 #include "src/util/log_rate_limit.h"
-#include "store/meta/namespace.h"
 #include "store/meta/internal/namespace_txn.h"
+#include "store/meta/namespace.h"
 
 namespace logfs::meta {
 namespace {
@@ -45,8 +45,8 @@ static void DropReplicas(proto::Segment* segment,
   auto* replicas = segment->mutable_replicas();
   replicas->erase(std::remove_if(replicas->begin(), replicas->end(),
                                  [&](const proto::Replica& r) {
-                                   return std::find(failed.begin(), failed.end(),
-                                                    r.server_id()) != failed.end();
+                                   return std::find(failed.begin(), failed.end(), r.server_id()) !=
+                                          failed.end();
                                  }),
                   replicas->end());
 }
@@ -102,7 +102,7 @@ absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode,
 
 absl::StatusOr<proto::Inode> Namespace::Open(uint64_t ino, uint64_t mount_id) {
   absl::MutexLock lock(&mu_);
-  Txn txn(db_);
+  Txn txn(db_, MetadataDb::View::kDurable);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
   TouchMount(mount_id);
   ++pins_[ino][mount_id];
@@ -110,35 +110,35 @@ absl::StatusOr<proto::Inode> Namespace::Open(uint64_t ino, uint64_t mount_id) {
 }
 
 absl::Status Namespace::Release(uint64_t ino, uint64_t mount_id) {
-  absl::MutexLock lock(&mu_);
-  if (!Unpin(ino, mount_id)) return absl::OkStatus();  // nothing held: idempotent
-  // A writer that goes away without SealSegment(close) (a lock file never
-  // written) gives its lease up with its last pin.
-  auto pins = pins_.find(ino);
-  bool mount_pins_left = pins != pins_.end() && pins->second.count(mount_id) != 0;
-  auto lease = leases_.find(ino);
-  if (!mount_pins_left && lease != leases_.end() && lease->second == mount_id) leases_.erase(lease);
-  return MaybeDeleteOrphan(ino);
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    if (!Unpin(ino, mount_id)) return absl::OkStatus();  // nothing held: idempotent
+    // A writer that goes away without SealSegment(close) (a lock file never
+    // written) gives its lease up with its last pin.
+    auto pins = pins_.find(ino);
+    bool mount_pins_left = pins != pins_.end() && pins->second.count(mount_id) != 0;
+    auto lease = leases_.find(ino);
+    if (!mount_pins_left && lease != leases_.end() && lease->second == mount_id)
+      leases_.erase(lease);
+    return MaybeDeleteOrphan(ino);
+  });
 }
 
 absl::StatusOr<proto::Inode> Namespace::OpenWrite(const proto::OpenWriteRequest& request) {
   RecoveryPlan plan;
-  {
-    absl::MutexLock lock(&mu_);
-    bool needs_recovery = false;
-    auto opened = OpenWriteLocked(request, &needs_recovery, &plan);
-    if (!opened.ok() || !needs_recovery) return opened;
-  }
+  bool needs_recovery = false;
+  auto opened = Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return OpenWriteLocked(request, &needs_recovery, &plan);
+  });
+  if (!opened.ok() || !needs_recovery) return opened;
   // The caller holds the lease now, so no other mount can write or recover
   // this file while the segment servers are asked without the mutex.
   absl::StatusOr<RecoveryResult> result = RecoverSegment(*segment_servers_, plan);
-  absl::MutexLock lock(&mu_);
-  return FinishRecovery(request, plan, result);
+  return Change(
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return FinishRecovery(request, plan, result); });
 }
 
 absl::StatusOr<proto::Inode> Namespace::OpenWriteLocked(const proto::OpenWriteRequest& request,
-                                                        bool* needs_recovery,
-                                                        RecoveryPlan* plan) {
+                                                        bool* needs_recovery, RecoveryPlan* plan) {
   const uint64_t ino = request.ino();
   const uint64_t mount_id = request.mount_id();
   TouchMount(mount_id);
@@ -204,7 +204,8 @@ absl::StatusOr<proto::Inode> Namespace::FinishRecovery(
   segment->set_sealed(true);
   if (result->epoch != 0) segment->set_epoch(result->epoch);
   segment->clear_replicas();
-  for (uint64_t server_id : result->kept_server_ids) segment->add_replicas()->set_server_id(server_id);
+  for (uint64_t server_id : result->kept_server_ids)
+    segment->add_replicas()->set_server_id(server_id);
   UpdateOffsets(inode);
   PassLease(ino, inode, txn);
   absl::Status committed = txn.Commit();
@@ -218,70 +219,72 @@ absl::StatusOr<proto::Inode> Namespace::FinishRecovery(
 
 absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequest& request) {
   const uint64_t ino = request.ino();
-  absl::MutexLock lock(&mu_);
-  TouchMount(request.mount_id());
-  ReportServersFailing(request.failed_servers());
-  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kSealSegment));
-  if (recorded.has_value()) {
-    // Applied before meta restarted: the writer goes on with the segment
-    // it was given, so it takes its lease back as an unanswered seal's
-    // writer would (below), unless somebody else holds it by now or it
-    // passed to another holder since (lease_epoch).
-    // The record holds no reply: the inode as it is now is the answer
-    // (the writer holds the lease, so nothing has changed it since), and
-    // a record per seal stays small however long the segment list grows.
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::Inode> {
+    TouchMount(request.mount_id());
+    ReportServersFailing(request.failed_servers());
+    ASSIGN_OR_RETURN(auto recorded,
+                     RecordedReply(request.call(), format::MessageType::kSealSegment));
+    if (recorded.has_value()) {
+      // Applied before meta restarted: the writer goes on with the segment
+      // it was given, so it takes its lease back as an unanswered seal's
+      // writer would (below), unless somebody else holds it by now or it
+      // passed to another holder since (lease_epoch).
+      // The record holds no reply: the inode as it is now is the answer
+      // (the writer holds the lease, so nothing has changed it since), and
+      // a record per seal stays small however long the segment list grows.
+      Txn txn(db_);
+      ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+      if (!request.close() && LiveLeaseHolder(ino) == 0 &&
+          request.lease_epoch() == inode->lease_epoch()) {
+        leases_[ino] = request.mount_id();
+      }
+      return ReplyInode(*inode);
+    }
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
-    if (!request.close() && LiveLeaseHolder(ino) == 0 &&
-        request.lease_epoch() == inode->lease_epoch()) {
-      leases_[ino] = request.mount_id();
-    }
-    return ReplyInode(*inode);
-  }
-  Txn txn(db_);
-  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
-  RETURN_IF_ERROR(CheckRegular(*inode));
-  RETURN_IF_ERROR(TakeSealLease(request, *inode));
-  RETURN_IF_ERROR(ApplySeal(request, txn, inode));
-  auto reply_bytes = [] { return std::string(); };  // replayed from the inode
-  if (!request.close() && request.keep_lease()) {
-    // Sealed at a flush (close(2) of a descriptor): the writer keeps its
-    // lease and asks for a new segment only if it writes again.
-    RecordCall(txn, request.call(), format::MessageType::kSealSegment, reply_bytes);
-    RETURN_IF_ERROR(txn.Commit());
-    return ReplyInode(*inode);
-  }
-  if (!request.close() && request.segment_id() == 0 && request.continue_below_bytes() > 0 &&
-      ContinueLastSegment(txn, inode, request.continue_below_bytes(), request.avoid_servers())) {
-    RecordCall(txn, request.call(), format::MessageType::kSealSegment, reply_bytes);
-    RETURN_IF_ERROR(txn.Commit());
-    return ReplyInode(*inode);
-  }
-  if (!request.close()) {
-    std::vector<uint64_t> excluded(request.failed_servers().begin(),
-                                   request.failed_servers().end());
-    std::vector<uint64_t> avoided(request.avoid_servers().begin(), request.avoid_servers().end());
-    absl::Status appended = AppendSegment(txn, inode, excluded, avoided);
-    if (!appended.ok()) {
-      // Keep the seal: the writer may retry with segment_id 0.
+    RETURN_IF_ERROR(CheckRegular(*inode));
+    RETURN_IF_ERROR(TakeSealLease(request, *inode));
+    RETURN_IF_ERROR(ApplySeal(request, txn, inode));
+    auto reply_bytes = [] { return std::string(); };  // replayed from the inode
+    if (!request.close() && request.keep_lease()) {
+      // Sealed at a flush (close(2) of a descriptor): the writer keeps its
+      // lease and asks for a new segment only if it writes again.
+      RecordCall(txn, request.call(), format::MessageType::kSealSegment, reply_bytes);
       RETURN_IF_ERROR(txn.Commit());
-      return appended;
+      return ReplyInode(*inode);
     }
+    if (!request.close() && request.segment_id() == 0 && request.continue_below_bytes() > 0 &&
+        ContinueLastSegment(txn, inode, request.continue_below_bytes(), request.avoid_servers())) {
+      RecordCall(txn, request.call(), format::MessageType::kSealSegment, reply_bytes);
+      RETURN_IF_ERROR(txn.Commit());
+      return ReplyInode(*inode);
+    }
+    if (!request.close()) {
+      std::vector<uint64_t> excluded(request.failed_servers().begin(),
+                                     request.failed_servers().end());
+      std::vector<uint64_t> avoided(request.avoid_servers().begin(), request.avoid_servers().end());
+      absl::Status appended = AppendSegment(txn, inode, excluded, avoided);
+      if (!appended.ok()) {
+        // Keep the seal: the writer may retry with segment_id 0.
+        RETURN_IF_ERROR(txn.Commit());
+        return appended;
+      }
+      RecordCall(txn, request.call(), format::MessageType::kSealSegment, reply_bytes);
+      RETURN_IF_ERROR(txn.Commit());
+      return ReplyInode(*inode);
+    }
+    int64_t now = NowNs();
+    inode->mutable_attr()->set_mtime_ns(request.mtime_ns() != 0 ? request.mtime_ns() : now);
+    inode->mutable_attr()->set_ctime_ns(now);
+    txn.Put(inode);
     RecordCall(txn, request.call(), format::MessageType::kSealSegment, reply_bytes);
     RETURN_IF_ERROR(txn.Commit());
-    return ReplyInode(*inode);
-  }
-  int64_t now = NowNs();
-  inode->mutable_attr()->set_mtime_ns(request.mtime_ns() != 0 ? request.mtime_ns() : now);
-  inode->mutable_attr()->set_ctime_ns(now);
-  txn.Put(inode);
-  RecordCall(txn, request.call(), format::MessageType::kSealSegment, reply_bytes);
-  RETURN_IF_ERROR(txn.Commit());
-  leases_.erase(ino);
-  Unpin(ino, request.mount_id());
-  proto::Inode reply = ReplyInode(*inode);
-  RETURN_IF_ERROR(MaybeDeleteOrphan(ino));
-  return reply;
+    leases_.erase(ino);
+    Unpin(ino, request.mount_id());
+    proto::Inode reply = ReplyInode(*inode);
+    RETURN_IF_ERROR(MaybeDeleteOrphan(ino));
+    return reply;
+  });
 }
 
 bool Namespace::ContinueLastSegment(Txn& txn, proto::Inode* inode, uint64_t below,
@@ -329,8 +332,8 @@ absl::Status Namespace::TakeSealLease(const proto::SealSegmentRequest& request,
                        sealed_length == request.sealed_file_length() &&
                        request.lease_epoch() == inode.lease_epoch();
   if (!readopt) {
-    return PosixError(EBUSY,
-                      absl::StrCat("mount ", request.mount_id(), " holds no lease on ", request.ino()));
+    return PosixError(
+        EBUSY, absl::StrCat("mount ", request.mount_id(), " holds no lease on ", request.ino()));
   }
   leases_[request.ino()] = request.mount_id();
   return absl::OkStatus();
@@ -341,8 +344,8 @@ absl::Status Namespace::ApplySeal(const proto::SealSegmentRequest& request, Txn&
   const proto::Segment* open = OpenLastSegment(*inode);
   if (request.segment_id() == 0) {
     if (open == nullptr) return absl::OkStatus();
-    return PosixError(ESTALE,
-                      absl::StrCat("segment ", open->id(), " of ", request.ino(), " is open: seal it by id"));
+    return PosixError(ESTALE, absl::StrCat("segment ", open->id(), " of ", request.ino(),
+                                           " is open: seal it by id"));
   }
   const proto::Segment* last =
       inode->segments_size() > 0 ? &inode->segments(inode->segments_size() - 1) : nullptr;
@@ -402,8 +405,8 @@ bool SegmentSealed(const proto::Inode& inode, uint64_t segment_id) {
 
 absl::StatusOr<proto::Inode> Namespace::RecoverLease(uint64_t ino, bool only_if_unleased) {
   RecoveryPlan plan;
-  {
-    absl::MutexLock lock(&mu_);
+  bool recovering = false;
+  auto done = Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::Inode> {
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
     RETURN_IF_ERROR(CheckRegular(*inode));
@@ -422,33 +425,37 @@ absl::StatusOr<proto::Inode> Namespace::RecoverLease(uint64_t ino, bool only_if_
     // Keep other mounts out while the replicas are sealed.
     TouchMount(kRecoveryMountId);
     leases_[ino] = kRecoveryMountId;
-  }
+    recovering = true;
+    return proto::Inode();
+  });
+  if (!done.ok() || !recovering) return done;
   absl::StatusOr<RecoveryResult> result = RecoverSegment(*segment_servers_, plan);
-  absl::MutexLock lock(&mu_);
-  proto::OpenWriteRequest as_recovery;
-  as_recovery.set_ino(ino);
-  as_recovery.set_mount_id(kRecoveryMountId);
-  auto inode = FinishRecovery(as_recovery, plan, result);
-  if (!inode.ok() && AttachedErrno(inode.status()) == EPERM) {
-    // A sealed block file: recovered all the same (OpenWrite's EPERM).
-    Txn txn(db_);
-    ASSIGN_OR_RETURN(proto::Inode * sealed, txn.Get(ino));
-    inode = ReplyInode(*sealed);
-  }
-  // Recovery keeps neither the lease nor the pin FinishRecovery took.
-  auto lease = leases_.find(ino);
-  if (lease != leases_.end() && lease->second == kRecoveryMountId) leases_.erase(lease);
-  if (inode.ok()) Unpin(ino, kRecoveryMountId);
-  const int err = inode.ok() ? 0 : AttachedErrno(inode.status());
-  if (err == EBUSY || err == EAGAIN) {
-    // Another recovery of this file (meta's own after a lapsed lease, or a
-    // second `logfs recover`) sealed the segment first and dropped the
-    // recovery lease: the file is recovered all the same.
-    Txn txn(db_);
-    auto current = txn.Get(ino);
-    if (current.ok() && SegmentSealed(**current, plan.segment_id)) inode = ReplyInode(**current);
-  }
-  return inode;
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::Inode> {
+    proto::OpenWriteRequest as_recovery;
+    as_recovery.set_ino(ino);
+    as_recovery.set_mount_id(kRecoveryMountId);
+    auto inode = FinishRecovery(as_recovery, plan, result);
+    if (!inode.ok() && AttachedErrno(inode.status()) == EPERM) {
+      // A sealed block file: recovered all the same (OpenWrite's EPERM).
+      Txn txn(db_);
+      ASSIGN_OR_RETURN(proto::Inode * sealed, txn.Get(ino));
+      inode = ReplyInode(*sealed);
+    }
+    // Recovery keeps neither the lease nor the pin FinishRecovery took.
+    auto lease = leases_.find(ino);
+    if (lease != leases_.end() && lease->second == kRecoveryMountId) leases_.erase(lease);
+    if (inode.ok()) Unpin(ino, kRecoveryMountId);
+    const int err = inode.ok() ? 0 : AttachedErrno(inode.status());
+    if (err == EBUSY || err == EAGAIN) {
+      // Another recovery of this file (meta's own after a lapsed lease, or a
+      // second `logfs recover`) sealed the segment first and dropped the
+      // recovery lease: the file is recovered all the same.
+      Txn txn(db_);
+      auto current = txn.Get(ino);
+      if (current.ok() && SegmentSealed(**current, plan.segment_id)) inode = ReplyInode(**current);
+    }
+    return inode;
+  });
 }
 
 }  // namespace logfs::meta

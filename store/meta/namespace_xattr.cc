@@ -13,14 +13,13 @@
 #include "absl/strings/strip.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
-#include "store/meta/namespace.h"
-#include "store/meta/internal/namespace_txn.h"
 #include "store/format/file_type.h"
 #include "store/format/xattr_names.h"
+#include "store/meta/internal/namespace_txn.h"
+#include "store/meta/namespace.h"
 
 namespace logfs::meta {
 namespace {
-
 
 // setxattr flags (sys/xattr.h).
 constexpr uint32_t kXattrCreate = 1;
@@ -33,17 +32,17 @@ absl::Status CheckSettingsChangeable(const proto::Inode& inode) {
   uint32_t mode = inode.attr().mode();
   if (S_ISDIR(mode)) return absl::OkStatus();
   if (!S_ISREG(mode)) return PosixError(EPERM, "logfs settings apply to files and directories");
-  bool open_segment = inode.segments_size() > 0 &&
-                      !inode.segments(inode.segments_size() - 1).sealed();
+  bool open_segment =
+      inode.segments_size() > 0 && !inode.segments(inode.segments_size() - 1).sealed();
   if (inode.attr().size() > 0 || open_segment) {
     return PosixError(EPERM, "logfs settings of a file with data cannot change");
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint32_t> ParseCount(const std::string& name, const std::string& raw,
-                                    uint32_t max) {
-  absl::string_view value = absl::StripAsciiWhitespace(absl::StripSuffix(raw, std::string(1, '\0')));
+absl::StatusOr<uint32_t> ParseCount(const std::string& name, const std::string& raw, uint32_t max) {
+  absl::string_view value =
+      absl::StripAsciiWhitespace(absl::StripSuffix(raw, std::string(1, '\0')));
   uint32_t count = 0;
   if (!absl::SimpleAtoi(value, &count) || count < 1 || count > max) {
     return PosixError(EINVAL, absl::StrCat(name, " must be 1..", max, ", not '", raw, "'"));
@@ -126,75 +125,78 @@ absl::Status Namespace::SetXattr(const proto::SetXattrRequest& request) {
   const std::string& value = request.value();
   RETURN_IF_ERROR(CheckXattrName(name));
   RETURN_IF_ERROR(CheckNotAcl(name));
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kSetXattr));
-  if (recorded.has_value()) return absl::OkStatus();
-  Txn txn(db_);
-  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
-  if (absl::StartsWith(name, format::kLogfsXattrPrefix)) {
-    if (name == format::kSegmentsXattr || name == format::kDurableLengthXattr) {
-      return PosixError(EPERM, absl::StrCat(name, " is read-only"));
-    }
-    if (name != format::kKindXattr && name != format::kReplicationXattr &&
-        name != format::kAckQuorumXattr) {
-      return PosixError(EPERM, absl::StrCat(name, ": user.logfs.* is reserved"));
-    }
-    RETURN_IF_ERROR(CheckSettingsChangeable(*inode));
-    if (name == format::kKindXattr) {
-      absl::string_view kind = absl::StripAsciiWhitespace(absl::StripSuffix(value, std::string(1, '\0')));
-      if (kind == "wal") {
-        inode->mutable_attr()->set_kind(proto::KIND_WAL);
-      } else if (kind == "block") {
-        inode->mutable_attr()->set_kind(proto::KIND_BLOCK);
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kSetXattr));
+    if (recorded.has_value()) return absl::OkStatus();
+    Txn txn(db_);
+    ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
+    if (absl::StartsWith(name, format::kLogfsXattrPrefix)) {
+      if (name == format::kSegmentsXattr || name == format::kDurableLengthXattr) {
+        return PosixError(EPERM, absl::StrCat(name, " is read-only"));
+      }
+      if (name != format::kKindXattr && name != format::kReplicationXattr &&
+          name != format::kAckQuorumXattr) {
+        return PosixError(EPERM, absl::StrCat(name, ": user.logfs.* is reserved"));
+      }
+      RETURN_IF_ERROR(CheckSettingsChangeable(*inode));
+      if (name == format::kKindXattr) {
+        absl::string_view kind =
+            absl::StripAsciiWhitespace(absl::StripSuffix(value, std::string(1, '\0')));
+        if (kind == "wal") {
+          inode->mutable_attr()->set_kind(proto::KIND_WAL);
+        } else if (kind == "block") {
+          inode->mutable_attr()->set_kind(proto::KIND_BLOCK);
+        } else {
+          return PosixError(EINVAL, absl::StrCat("kind must be wal or block, not '", value, "'"));
+        }
+      } else if (name == format::kReplicationXattr) {
+        ASSIGN_OR_RETURN(uint32_t replication, ParseCount(name, value, format::kReplicationMax));
+        if (replication > servers_.size()) {
+          return PosixError(EINVAL,
+                            absl::StrCat("replication ", replication, " needs that many ",
+                                         "segment servers; ", servers_.size(), " are registered"));
+        }
+        if (inode->ack_quorum() > replication) {
+          return PosixError(EINVAL, absl::StrCat("replication ", replication,
+                                                 " is below ack_quorum ", inode->ack_quorum()));
+        }
+        inode->set_replication(replication);
       } else {
-        return PosixError(EINVAL, absl::StrCat("kind must be wal or block, not '", value, "'"));
+        ASSIGN_OR_RETURN(uint32_t ack_quorum, ParseCount(name, value, Replication(*inode)));
+        inode->set_ack_quorum(ack_quorum);
       }
-    } else if (name == format::kReplicationXattr) {
-      ASSIGN_OR_RETURN(uint32_t replication, ParseCount(name, value, format::kReplicationMax));
-      if (replication > servers_.size()) {
-        return PosixError(EINVAL, absl::StrCat("replication ", replication, " needs that many ",
-                                               "segment servers; ", servers_.size(),
-                                               " are registered"));
-      }
-      if (inode->ack_quorum() > replication) {
-        return PosixError(EINVAL, absl::StrCat("replication ", replication, " is below ack_quorum ",
-                                               inode->ack_quorum()));
-      }
-      inode->set_replication(replication);
     } else {
-      ASSIGN_OR_RETURN(uint32_t ack_quorum, ParseCount(name, value, Replication(*inode)));
-      inode->set_ack_quorum(ack_quorum);
+      if (value.size() > format::kXattrValueBytesMax) {
+        return PosixError(E2BIG,
+                          absl::StrCat("xattr value larger than ", format::kXattrValueBytesMax));
+      }
+      bool exists = inode->xattrs().count(name) != 0;
+      if ((request.flags() & kXattrCreate) && exists) {
+        return PosixError(EEXIST, absl::StrCat("xattr ", name, " exists"));
+      }
+      if ((request.flags() & kXattrReplace) && !exists) {
+        return PosixError(ENODATA, absl::StrCat("no xattr ", name));
+      }
+      RETURN_IF_ERROR(CheckXattrRoom(*inode, ListedXattrNames(*inode), name, value));
+      (*inode->mutable_xattrs())[name] = value;
     }
-  } else {
-    if (value.size() > format::kXattrValueBytesMax) {
-      return PosixError(E2BIG,
-                        absl::StrCat("xattr value larger than ", format::kXattrValueBytesMax));
-    }
-    bool exists = inode->xattrs().count(name) != 0;
-    if ((request.flags() & kXattrCreate) && exists) {
-      return PosixError(EEXIST, absl::StrCat("xattr ", name, " exists"));
-    }
-    if ((request.flags() & kXattrReplace) && !exists) {
-      return PosixError(ENODATA, absl::StrCat("no xattr ", name));
-    }
-    RETURN_IF_ERROR(CheckXattrRoom(*inode, ListedXattrNames(*inode), name, value));
-    (*inode->mutable_xattrs())[name] = value;
-  }
-  inode->mutable_attr()->set_ctime_ns(NowNs());
-  txn.Put(inode);
-  RecordCall(txn, request.call(), format::MessageType::kSetXattr, [] { return std::string(); });
-  return txn.Commit();
+    inode->mutable_attr()->set_ctime_ns(NowNs());
+    txn.Put(inode);
+    RecordCall(txn, request.call(), format::MessageType::kSetXattr, [] { return std::string(); });
+    return txn.Commit();
+  });
 }
 
 absl::StatusOr<std::string> Namespace::GetXattr(uint64_t ino, const std::string& name) {
   RETURN_IF_ERROR(CheckXattrName(name));
   RETURN_IF_ERROR(CheckNotAcl(name));
   absl::MutexLock lock(&mu_);
-  Txn txn(db_);
+  Txn txn(db_, MetadataDb::View::kDurable);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
   if (format::IsSpecialFile(inode->attr().mode()) &&
       absl::StartsWith(name, format::kLogfsXattrPrefix)) {
-    return PosixError(ENODATA, absl::StrCat("no xattr ", name, ": a special file has no logfs settings"));
+    return PosixError(ENODATA,
+                      absl::StrCat("no xattr ", name, ": a special file has no logfs settings"));
   }
   if (name == format::kKindXattr) return inode->attr().kind() == proto::KIND_WAL ? "wal" : "block";
   if (name == format::kReplicationXattr) return absl::StrCat(Replication(*inode));
@@ -206,29 +208,30 @@ absl::StatusOr<std::string> Namespace::GetXattr(uint64_t ino, const std::string&
 
 absl::StatusOr<std::vector<std::string>> Namespace::ListXattr(uint64_t ino) {
   absl::MutexLock lock(&mu_);
-  Txn txn(db_);
+  Txn txn(db_, MetadataDb::View::kDurable);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
   return ListedXattrNames(*inode);
 }
 
 absl::Status Namespace::RemoveXattr(uint64_t ino, const std::string& name,
-                                   const proto::CallId& call) {
+                                    const proto::CallId& call) {
   RETURN_IF_ERROR(CheckXattrName(name));
   if (absl::StartsWith(name, format::kLogfsXattrPrefix)) {
     return PosixError(EPERM, absl::StrCat(name, " cannot be removed"));
   }
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(auto recorded, RecordedReply(call, format::MessageType::kRemoveXattr));
-  if (recorded.has_value()) return absl::OkStatus();
-  Txn txn(db_);
-  ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
-  if (inode->mutable_xattrs()->erase(name) == 0) {
-    return PosixError(ENODATA, absl::StrCat("no xattr ", name));
-  }
-  inode->mutable_attr()->set_ctime_ns(NowNs());
-  txn.Put(inode);
-  RecordCall(txn, call, format::MessageType::kRemoveXattr, [] { return std::string(); });
-  return txn.Commit();
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    ASSIGN_OR_RETURN(auto recorded, RecordedReply(call, format::MessageType::kRemoveXattr));
+    if (recorded.has_value()) return absl::OkStatus();
+    Txn txn(db_);
+    ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+    if (inode->mutable_xattrs()->erase(name) == 0) {
+      return PosixError(ENODATA, absl::StrCat("no xattr ", name));
+    }
+    inode->mutable_attr()->set_ctime_ns(NowNs());
+    txn.Put(inode);
+    RecordCall(txn, call, format::MessageType::kRemoveXattr, [] { return std::string(); });
+    return txn.Commit();
+  });
 }
 
 }  // namespace logfs::meta

@@ -1,8 +1,10 @@
 // Private to store/meta/namespace*.cc: the inodes one namespace call reads and
-// changes, written back with the call's other mutations in one synced
-// MetadataDb batch. Reading an inode twice gives the same object, so a call
-// that touches one directory in two roles (rename within a directory)
-// sees its own changes. Not thread-safe; used under Namespace::mu_.
+// changes, staged with the call's other mutations as one MetadataDb batch
+// (durable once Namespace::Change's wait returns). Reading an inode twice
+// gives the same object, so a call that touches one directory in two roles
+// (rename within a directory) sees its own changes. A change reads the
+// latest view (every staged change); a read that answers a client reads
+// the durable view. Not thread-safe; used under Namespace::mu_.
 #pragma once
 
 #include <cerrno>
@@ -29,7 +31,8 @@ inline const proto::Segment* OpenLastSegment(const proto::Inode& inode) {
 
 class Namespace::Txn {
  public:
-  explicit Txn(MetadataDb* db) : db_(db) {}
+  explicit Txn(MetadataDb* db, MetadataDb::View view = MetadataDb::View::kLatest)
+      : db_(db), view_(view) {}
 
   // The inode, loaded once. ESTALE when absent or deleted in this txn:
   // inode numbers are never reused, so a caller naming a missing one holds
@@ -40,7 +43,7 @@ class Namespace::Txn {
     if (deleted_.count(ino) != 0) return PosixError(ESTALE, absl::StrCat("no inode ", ino));
     auto it = inodes_.find(ino);
     if (it != inodes_.end()) return &it->second;
-    auto loaded = db_->GetInode(ino);
+    auto loaded = db_->GetInode(ino, view_);
     if (absl::IsNotFound(loaded.status())) {
       return PosixError(ESTALE, absl::StrCat("no inode ", ino));
     }
@@ -79,7 +82,9 @@ class Namespace::Txn {
     call_reply_ = std::move(reply);
   }
 
-  // Writes everything in one synced batch.
+  // Stages everything as one batch (MetadataDb::Stage): visible to later
+  // changes at once, durable when Namespace::Change's wait returns. A
+  // durable-view Txn never commits.
   absl::Status Commit() {
     for (uint64_t ino : dirty_) {
       proto::Inode& inode = inodes_[ino];
@@ -89,15 +94,20 @@ class Namespace::Txn {
     if (call_reply_) {
       call_record_.set_reply(call_reply_());
       batch_.PutCallRecord(call_, call_record_);
-      if (call_.seq() > call_keep_) batch_.DeleteCallRecord(call_.mount_id(), call_.seq() - call_keep_);
+      if (call_.seq() > call_keep_)
+        batch_.DeleteCallRecord(call_.mount_id(), call_.seq() - call_keep_);
     }
     for (uint64_t ino : deleted_) batch_.DeleteInode(ino);
     if (batch_.count() == 0) return absl::OkStatus();
-    return db_->Write(batch_);
+    if (view_ != MetadataDb::View::kLatest) {
+      return absl::InternalError("a change decided on the durable view");
+    }
+    return db_->Stage(batch_).status();
   }
 
  private:
   MetadataDb* const db_;
+  const MetadataDb::View view_;
   std::map<uint64_t, proto::Inode> inodes_;
   std::set<uint64_t> dirty_;
   std::set<uint64_t> deleted_;
