@@ -193,8 +193,7 @@ void Mount::GetAttrAsync(uint64_t ino, AttrDone done) {
   WithLiveSizeAsync(meta_.GetAttr(ino), /*wait_durable=*/true, std::move(done));
 }
 
-void Mount::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durable,
-                              AttrDone done) {
+void Mount::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durable, AttrDone done) {
   if (!attr.ok() || !S_ISREG(attr->mode())) {
     done(std::move(attr));
     return;
@@ -277,14 +276,12 @@ void Mount::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
   if (change == SizeChange::kNone) return set(std::move(done));
   // Emptying or cutting the file waits for the writer's roll or recovery
   // in progress, or for its replicas: on the waiting pool.
-  asio::post(waiting_pool_, [set = std::move(set), done = std::move(done)]() mutable {
-    set(std::move(done));
-  });
+  asio::post(waiting_pool_,
+             [set = std::move(set), done = std::move(done)]() mutable { set(std::move(done)); });
 }
 
-absl::StatusOr<proto::Attr> Mount::Create(uint64_t parent, const std::string& name,
-                                          uint32_t mode, uid_t uid, gid_t gid,
-                                          const std::string& symlink_target,
+absl::StatusOr<proto::Attr> Mount::Create(uint64_t parent, const std::string& name, uint32_t mode,
+                                          uid_t uid, gid_t gid, const std::string& symlink_target,
                                           uint64_t rdev) {
   proto::CreateRequest request;
   request.set_parent(parent);
@@ -339,8 +336,9 @@ absl::StatusOr<std::string> Mount::FormatSegments(const proto::Inode& inode, int
     return std::move(pages[page]);
   }
   if (pages.size() == 1) return std::move(pages[0]);
-  return absl::StrCat(inode.segments_size(), " segments in ", pages.size(), " pages: ",
-                      kSegmentsXattr, ".0 to ", kSegmentsXattr, ".", pages.size() - 1, "\n");
+  return absl::StrCat(inode.segments_size(), " segments in ", pages.size(),
+                      " pages: ", kSegmentsXattr, ".0 to ", kSegmentsXattr, ".", pages.size() - 1,
+                      "\n");
 }
 
 std::string Mount::FormatStats() {
@@ -350,8 +348,7 @@ std::string Mount::FormatStats() {
   absl::StrAppend(&out, " short_circuit_reads=", r.short_circuit_reads,
                   " short_circuit_bytes=", r.short_circuit_bytes,
                   " short_circuit_failures=", r.short_circuit_failures,
-                  " remote_reads=", r.remote_reads,
-                  " replica_cache_hits=", r.replica_cache.hits,
+                  " remote_reads=", r.remote_reads, " replica_cache_hits=", r.replica_cache.hits,
                   " replica_cache_opens=", r.replica_cache.opens,
                   " replica_cache_evictions=", r.replica_cache.evictions(),
                   " replica_cache_open_replicas=", r.replica_cache.open_replicas,
@@ -402,11 +399,11 @@ void Mount::GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done)
   if (!HasOpenSegment(*inode)) return done(format(*inode, SealedLength(*inode)));
   // The open segment's acked length comes from its replicas: asked from
   // the waiting pool, as GetAttrAsync does.
-  asio::post(waiting_pool_, [this, inode = *std::move(inode), format,
-                             done = std::move(done)]() mutable {
-    const uint64_t durable = LiveLength(inode);
-    done(format(inode, durable));
-  });
+  asio::post(waiting_pool_,
+             [this, inode = *std::move(inode), format, done = std::move(done)]() mutable {
+               const uint64_t durable = LiveLength(inode);
+               done(format(inode, durable));
+             });
 }
 
 absl::Status Mount::SetXattr(uint64_t ino, const std::string& name, const std::string& value,
@@ -434,8 +431,7 @@ void Mount::WaitUntilNotClosing(uint64_t ino) {
   mu_.Await(absl::Condition(&not_closing));
 }
 
-absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t ino,
-                                                                      bool truncate) {
+absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t ino, bool truncate) {
   std::shared_ptr<wal::FileWriter> existing;
   {
     absl::MutexLock lock(&mu_);
@@ -474,9 +470,14 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t i
     writers_.erase(ino);
     return opened.status();
   }
+  return NewWriterLocked(std::move(*opened));
+}
+
+std::shared_ptr<wal::FileWriter> Mount::NewWriterLocked(proto::Inode opened) {
+  const uint64_t ino = opened.attr().ino();
   wal::FileWriterOptions options;
   options.mount_id = meta_.mount_id();
-  bool wal = opened->attr().kind() == proto::KIND_WAL;
+  bool wal = opened.attr().kind() == proto::KIND_WAL;
   options.segment_bytes = wal ? options_.wal_segment_bytes : options_.block_segment_bytes;
   options.continue_below_bytes =
       wal && options_.continue_wal_segments ? options_.wal_segment_bytes : 0;
@@ -494,9 +495,32 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t i
   options.run_waiting = [this](std::function<void()> job) {
     asio::post(waiting_pool_, std::move(job));
   };
-  auto writer = wal::FileWriter::Create(options, std::move(*opened), &meta_, &segd_);
+  auto writer = wal::FileWriter::Create(options, std::move(opened), &meta_, &segd_);
   writers_[ino] = WriterRef{writer, 1, false, false};
   return writer;
+}
+
+absl::StatusOr<std::unique_ptr<OpenFile>> Mount::CreateForWrite(uint64_t parent,
+                                                                const std::string& name,
+                                                                uint32_t mode, uid_t uid, gid_t gid,
+                                                                int flags, proto::Attr* attr) {
+  proto::CreateRequest request;
+  request.set_parent(parent);
+  request.set_name(name);
+  request.set_mode(mode);
+  request.set_uid(uid);
+  request.set_gid(gid);
+  ASSIGN_OR_RETURN(proto::Inode opened, meta_.CreateForWrite(std::move(request)));
+  *attr = opened.attr();
+  auto file = std::make_unique<OpenFile>();
+  file->ino = opened.attr().ino();
+  file->writable = true;
+  file->append = (flags & O_APPEND) != 0;
+  file->kind = opened.attr().kind();
+  absl::MutexLock lock(&mu_);
+  // A new inode: no other handle of this mount can know it yet.
+  file->writer = NewWriterLocked(std::move(opened));
+  return file;
 }
 
 absl::StatusOr<std::unique_ptr<OpenFile>> Mount::Open(uint64_t ino, int flags) {
@@ -530,8 +554,7 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Mount::Open(uint64_t ino, int flags) {
   return file;
 }
 
-absl::StatusOr<cache::ReadBuffer> Mount::Read(OpenFile& file, uint64_t offset,
-                                               uint64_t size) {
+absl::StatusOr<cache::ReadBuffer> Mount::Read(OpenFile& file, uint64_t offset, uint64_t size) {
   return ReadInternal(file, offset, size, cache::ReadMode::kAny);
 }
 

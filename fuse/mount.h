@@ -184,6 +184,15 @@ class Mount {
   // Files. Open takes the writer lease for writable handles (EBUSY if
   // another mount writes the file); O_TRUNC of a sealed block file: EPERM.
   absl::StatusOr<std::unique_ptr<OpenFile>> Open(uint64_t ino, int flags);
+  // A new regular file `name` in `parent`, open with `flags` (write
+  // access): created with this mount's writer lease in one meta change
+  // (MetaClient::CreateForWrite), so that open(O_CREAT) + close of a new
+  // file costs one durable change at meta. Its attr goes to *attr.
+  // Create's errors.
+  absl::StatusOr<std::unique_ptr<OpenFile>> CreateForWrite(uint64_t parent,
+                                                           const std::string& name,
+                                                           uint32_t mode, uid_t uid, gid_t gid,
+                                                           int flags, proto::Attr* attr);
   // Bytes [offset, offset + size) (fewer at end of file), sealed segments
   // through the block cache. EIO when no replica can serve a segment.
   absl::StatusOr<cache::ReadBuffer> Read(OpenFile& file, uint64_t offset, uint64_t size);
@@ -245,6 +254,10 @@ class Mount {
   void WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durable, AttrDone done);
   absl::StatusOr<std::shared_ptr<wal::FileWriter>> AcquireWriter(uint64_t ino, bool truncate)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // The writer of the file meta opened for this mount as `opened` (its
+  // lease held), with one handle, in writers_.
+  std::shared_ptr<wal::FileWriter> NewWriterLocked(proto::Inode opened)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::shared_ptr<wal::FileWriter> FindWriter(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   void WaitUntilNotClosing(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until every byte written to `writer` so far is durable on its

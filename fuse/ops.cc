@@ -3,6 +3,7 @@
 // here.
 #include "fuse/ops.h"
 
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <glog/logging.h>
 #include <limits.h>
@@ -316,14 +317,22 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   Mount& mount = M(req);
   const fuse_ctx ctx = *fuse_req_ctx(req);
   RequestPtr r = Begin(req, FuseOp::kCreate);
-  auto attr =
-      mount.Create(parent, name, (mode & ~ctx.umask & 07777) | S_IFREG, ctx.uid, ctx.gid, "", 0);
-  if (!attr.ok()) return ReplyStatus(r, attr.status());
-  auto file = mount.Open(attr->ino(), fi->flags);
+  const uint32_t file_mode = (mode & ~ctx.umask & 07777) | S_IFREG;
+  proto::Attr attr;
+  absl::StatusOr<std::unique_ptr<OpenFile>> file;
+  if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+    // Created with the writer lease: one change at meta, not two.
+    file = mount.CreateForWrite(parent, name, file_mode, ctx.uid, ctx.gid, fi->flags, &attr);
+  } else {
+    auto created = mount.Create(parent, name, file_mode, ctx.uid, ctx.gid, "", 0);
+    if (!created.ok()) return ReplyStatus(r, created.status());
+    attr = *std::move(created);
+    file = mount.Open(attr.ino(), fi->flags);
+  }
   if (!file.ok()) return ReplyStatus(r, file.status());
   SetOpenFlags(**file, fi);
   SetHandle(fi, *std::move(file));
-  const fuse_entry_param e = EntryOf(*attr, /*attr_timeout=*/0);
+  const fuse_entry_param e = EntryOf(attr, /*attr_timeout=*/0);
   ReplyOpened(mount, r, fi,
               [fi, &e](fuse_req_t claimed) { return fuse_reply_create(claimed, &e, fi); });
 }
@@ -482,8 +491,8 @@ void ReplyXattrValue(const RequestPtr& r, const std::string& value, size_t size)
   }
 }
 
-void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
-                size_t size, int flags) noexcept {
+void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size,
+                int flags) noexcept {
   Mount& mount = M(req);
   const uid_t uid = fuse_req_ctx(req)->uid;
   RequestPtr r = Begin(req, FuseOp::kSetxattr);
@@ -523,8 +532,7 @@ void OpRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) noexcept {
   ReplyStatus(r, mount.RemoveXattr(ino, name));
 }
 
-void OpFallocate(fuse_req_t req, fuse_ino_t, int mode, off_t, off_t,
-                 fuse_file_info*) noexcept {
+void OpFallocate(fuse_req_t req, fuse_ino_t, int mode, off_t, off_t, fuse_file_info*) noexcept {
   // DESIGN §2: FALLOC_FL_KEEP_SIZE is a hint that needs no work; anything
   // that would change the size or contents is not supported.
   ReplyErr(Begin(req, FuseOp::kFallocate),

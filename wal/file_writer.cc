@@ -51,7 +51,10 @@ FileWriter::FileWriter(FileWriterOptions options, proto::Inode inode,
                                                      : std::make_shared<SlowServers>()),
       sealed_(inode.segments().begin(), inode.segments().end()),
       tail_(SegmentsLength(inode)),
-      mtime_ns_(inode.attr().mtime_ns()) {}
+      mtime_ns_(inode.attr().mtime_ns()),
+      opened_length_(SegmentsLength(inode)),
+      opened_segments_(inode.segments_size()),
+      opened_mtime_ns_(inode.attr().mtime_ns()) {}
 
 FileWriter::~FileWriter() {
   absl::MutexLock lock(&mu_);

@@ -478,6 +478,11 @@ class FileWriter final : public ReplicaReplyHandler,
   int64_t mtime_ns_ ABSL_GUARDED_BY(mu_) = 0;             // of the last write
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   absl::Status last_replica_error_ ABSL_GUARDED_BY(mu_);  // why a replica last failed
+  // The file as this writer opened it: a close that finds it so changed
+  // nothing (MetaSealCall.unchanged).
+  const uint64_t opened_length_;
+  const size_t opened_segments_;
+  const int64_t opened_mtime_ns_;
 };
 
 }  // namespace logfs::wal

@@ -126,6 +126,7 @@ class RpcWriterDeps final : public WriterDeps {
     request.set_segment_id(call.segment_id);
     request.set_sealed_length(call.sealed_length);
     request.set_close(call.close);
+    request.set_unchanged(call.unchanged);
     request.set_keep_lease(call.keep_lease);
     request.set_mtime_ns(call.mtime_ns);
     for (uint64_t id : call.failed_servers) request.add_failed_servers(id);

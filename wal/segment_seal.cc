@@ -262,6 +262,8 @@ absl::Status FileWriter::CloseInternal() {
     call = MetaSealCallLocked(seal.segment_id, seal.length, replicas_.FailedServerIds());
     call.close = true;
     call.mtime_ns = mtime_ns_;
+    call.unchanged = seal.segment_id == 0 && seal.status.ok() && tail_.length() == opened_length_ &&
+                     sealed_.size() == opened_segments_ && mtime_ns_ == opened_mtime_ns_;
   }
   absl::StatusOr<proto::Inode> inode = MetaSealAndWait(call);
   absl::MutexLock lock(&mu_);

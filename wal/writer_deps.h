@@ -64,6 +64,9 @@ struct MetaSealCall {
   // continue_below_bytes); 0: a new one.
   uint64_t continue_below_bytes = 0;
   std::optional<proto::CallId> call;     // makes retries exactly-once
+  // With `close` and segment_id 0: the writer changed nothing since it
+  // opened the file (SealSegmentRequest.unchanged).
+  bool unchanged = false;
 };
 
 // Where a replica's answer to an Append or a Sync goes.

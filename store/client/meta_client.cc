@@ -138,6 +138,17 @@ absl::StatusOr<proto::Attr> MetaClient::Create(proto::CreateRequest request) {
   return std::move(*response.mutable_attr());
 }
 
+absl::StatusOr<proto::Inode> MetaClient::CreateForWrite(proto::CreateRequest request) {
+  StampCall(request.mutable_call());
+  request.set_open_for_write_mount_id(mount_id());
+  proto::AttrResponse response;
+  RETURN_IF_ERROR(Call(MessageType::kCreate, request, &response, Attempts::kRetry));
+  if (!response.has_inode()) {
+    return absl::InternalError("meta answered a create for write without the inode");
+  }
+  return std::move(*response.mutable_inode());
+}
+
 absl::Status MetaClient::Unlink(proto::UnlinkRequest request) {
   StampCall(request.mutable_call());
   proto::Empty response;

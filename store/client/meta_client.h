@@ -93,6 +93,10 @@ class MetaClient {
   absl::StatusOr<proto::Inode> GetInode(uint64_t ino);
   absl::StatusOr<proto::Attr> SetAttr(proto::SetAttrRequest request);
   absl::StatusOr<proto::Attr> Create(proto::CreateRequest request);
+  // A regular file created with this mount's writer lease
+  // (CreateRequest.open_for_write_mount_id): the inode as OpenWrite
+  // returns it, from one durable change. Create's errors.
+  absl::StatusOr<proto::Inode> CreateForWrite(proto::CreateRequest request);
   absl::Status Unlink(proto::UnlinkRequest request);
   absl::Status Rename(proto::RenameRequest request);
   absl::StatusOr<std::string> Readlink(uint64_t ino);

@@ -141,6 +141,13 @@ void CollectMetaMetrics(Namespace* ns, const Rereplicator::Progress* progress,
   out.AddGauge("logfs_meta_leases", "Writer leases held (files open for write).", g.leases);
   out.AddGauge("logfs_meta_lapsed_leases",
                "Writer leases whose mount went silent, awaiting lease recovery.", g.lapsed_leases);
+  out.AddCounter("logfs_meta_commit_groups_total",
+                 "Group commits: synced RocksDB writes (and journal appends) of namespace changes.",
+                 g.commit_groups);
+  out.AddCounter("logfs_meta_committed_changes_total",
+                 "Namespace changes made durable; over logfs_meta_commit_groups_total, the mean "
+                 "group size.",
+                 g.committed_changes);
 }
 
 }  // namespace logfs::meta

@@ -132,9 +132,18 @@ MetaService::Reply MetaService::HandleNames(const format::Frame& frame) {
         return TEST_AfterChange(q.call(), AttrReply(ns.SetAttr(q)));
       });
     case format::MessageType::kCreate:
-      return Serve<proto::CreateRequest>(frame, [&](const auto& q) {
-        return TEST_AfterChange(q.call(), AttrReply(ns.Create(q)));
-      });
+      return Serve<proto::CreateRequest>(
+          frame, [&](const auto& q) -> absl::StatusOr<proto::AttrResponse> {
+            if (q.open_for_write_mount_id() == 0) {
+              return TEST_AfterChange(q.call(), AttrReply(ns.Create(q)));
+            }
+            absl::StatusOr<proto::Inode> inode = ns.CreateForWrite(q);
+            if (!inode.ok()) return TEST_AfterChange(q.call(), inode.status());
+            proto::AttrResponse response;
+            *response.mutable_attr() = inode->attr();
+            *response.mutable_inode() = std::move(*inode);
+            return TEST_AfterChange(q.call(), response);
+          });
     case format::MessageType::kUnlink:
       return Serve<proto::UnlinkRequest>(frame, [&](const auto& q) {
         return TEST_AfterChange(q.call(),

@@ -13,55 +13,12 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "store/format/error_codec.h"
+#include "store/meta/internal/gated_journal.h"
 #include "store/meta/metadata_db.h"
 
 namespace logfs::meta {
 namespace {
-
-// Keeps what is appended, one call per group; Append blocks while `held`
-// and fails with `fail_with` while it is set.
-class GatedJournal : public MetaJournal {
- public:
-  absl::Status Append(uint64_t first_seq, absl::Span<const std::string> batches) override {
-    absl::MutexLock lock(&mu);
-    ++waiting;
-    mu.Await(absl::Condition(+[](bool* held) { return !*held; }, &held));
-    --waiting;
-    if (!fail_with.ok()) return fail_with;
-    group_sizes.push_back(batches.size());
-    for (const std::string& batch : batches) {
-      proto::MetaJournalRecord record;
-      record.set_seq(first_seq++);
-      record.set_batch(batch);
-      records.push_back(std::move(record));
-    }
-    return absl::OkStatus();
-  }
-  absl::StatusOr<std::vector<proto::MetaJournalRecord>> Read(uint64_t, size_t) override {
-    return std::vector<proto::MetaJournalRecord>{};
-  }
-  absl::Status Trim(uint64_t) override { return absl::OkStatus(); }
-  absl::StatusOr<uint64_t> TrimmedThrough() override { return 0; }
-
-  void Hold(bool on) {
-    absl::MutexLock lock(&mu);
-    held = on;
-  }
-  // Waits until an Append is held.
-  void AwaitHeldAppend() {
-    absl::MutexLock lock(&mu);
-    mu.Await(absl::Condition(+[](int* n) { return *n > 0; }, &waiting));
-  }
-
-  absl::Mutex mu;
-  bool held ABSL_GUARDED_BY(mu) = false;
-  int waiting ABSL_GUARDED_BY(mu) = 0;
-  absl::Status fail_with ABSL_GUARDED_BY(mu);
-  std::vector<size_t> group_sizes ABSL_GUARDED_BY(mu);
-  std::vector<proto::MetaJournalRecord> records ABSL_GUARDED_BY(mu);
-};
 
 class MetadataDbGroupCommitTest : public testing::Test {
  protected:

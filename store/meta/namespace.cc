@@ -222,6 +222,24 @@ absl::StatusOr<proto::ReaddirResponse> Namespace::Readdir(uint64_t ino,
 }
 
 absl::StatusOr<proto::Attr> Namespace::Create(const proto::CreateRequest& request) {
+  if (request.open_for_write_mount_id() != 0) {
+    return PosixError(EINVAL, "a create open for write is CreateForWrite");
+  }
+  ASSIGN_OR_RETURN(proto::Inode created, CreateInode(request));
+  return std::move(*created.mutable_attr());
+}
+
+absl::StatusOr<proto::Inode> Namespace::CreateForWrite(const proto::CreateRequest& request) {
+  if (request.open_for_write_mount_id() == 0) {
+    return PosixError(EINVAL, "a create open for write names its mount");
+  }
+  if ((request.mode() & S_IFMT) != S_IFREG) {
+    return PosixError(EINVAL, "only a regular file is created open for write");
+  }
+  return CreateInode(request);
+}
+
+absl::StatusOr<proto::Inode> Namespace::CreateInode(const proto::CreateRequest& request) {
   RETURN_IF_ERROR(ValidateNewName(request.name()));
   uint32_t type = request.mode() & S_IFMT;
   const bool special = format::IsSpecialFile(type);
@@ -238,9 +256,24 @@ absl::StatusOr<proto::Attr> Namespace::Create(const proto::CreateRequest& reques
     return PosixError(ENAMETOOLONG, absl::StrCat("symlink target longer than ",
                                                  format::kSymlinkTargetBytesMax, " bytes"));
   }
-  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::Attr> {
+  const uint64_t writer = request.open_for_write_mount_id();
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::Inode> {
     ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kCreate));
-    if (recorded.has_value()) return RecordedAttr(*recorded);
+    if (recorded.has_value()) {
+      proto::AttrResponse reply;
+      if (!reply.ParseFromString(*recorded))
+        return absl::DataLossError("unparseable recorded reply");
+      proto::Inode inode = reply.has_inode() ? reply.inode() : proto::Inode();
+      *inode.mutable_attr() = reply.attr();
+      if (writer != 0 && LiveLeaseHolder(inode.attr().ino()) == 0) {
+        // Created before meta restarted (leases live in memory): the
+        // writer goes on with the lease it was given.
+        TouchMount(writer);
+        leases_[inode.attr().ino()] = writer;
+        ++pins_[inode.attr().ino()][writer];
+      }
+      return inode;
+    }
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, request.parent()));
     auto existing = db_->GetDirEntry(request.parent(), request.name());
@@ -285,13 +318,28 @@ absl::StatusOr<proto::Attr> Namespace::Create(const proto::CreateRequest& reques
     parent->mutable_attr()->set_ctime_ns(now);
     txn.Put(parent);
     proto::Inode* added = txn.Add(std::move(inode));
+    const uint64_t ino = added->attr().ino();
+    if (writer != 0) {
+      // The lease as OpenWrite would pass it (lease_epoch 1), in this
+      // change: a create + close of a file costs no OpenWrite.
+      PassLease(ino, added, txn);
+      TouchMount(writer);
+      leases_[ino] = writer;
+    }
     RecordCall(txn, request.call(), format::MessageType::kCreate,
-               [this, added]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-                 return AttrReplyBytes(ReplyAttr(*added));
+               [this, added, writer]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                 proto::AttrResponse reply;
+                 *reply.mutable_attr() = ReplyAttr(*added);
+                 if (writer != 0) *reply.mutable_inode() = ReplyInode(*added);
+                 return reply.SerializeAsString();
                });
-    RETURN_IF_ERROR(txn.Commit());
+    if (absl::Status staged = txn.Commit(); !staged.ok()) {
+      if (writer != 0) leases_.erase(ino);
+      return staged;
+    }
     ++inode_count_;
-    return ReplyAttr(*added);
+    if (writer != 0) ++pins_[ino][writer];
+    return ReplyInode(*added);
   });
 }
 
@@ -347,6 +395,9 @@ Namespace::Gauges Namespace::TableGauges() const {
   g.mounts = mount_seen_ns_.size();
   g.leases = leases_.size();
   g.lapsed_leases = lapsed_leases_.size();
+  const MetadataDb::GroupCommitStats stats = db_->group_commit_stats();
+  g.commit_groups = stats.groups;
+  g.committed_changes = stats.changes;
   return g;
 }
 

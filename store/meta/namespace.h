@@ -142,6 +142,8 @@ class Namespace {
     uint64_t mounts = 0;         // mounts heard from (not yet expired)
     uint64_t leases = 0;         // files open for write (writer leases)
     uint64_t lapsed_leases = 0;  // leases whose mount went silent, awaiting recovery
+    uint64_t commit_groups = 0;  // MetadataDb::GroupCommitStats since Open
+    uint64_t committed_changes = 0;
   };
   Gauges TableGauges() const ABSL_LOCKS_EXCLUDED(mu_);
   // Drops the pins and leases of mounts silent for lease_timeout_ms (or
@@ -166,6 +168,14 @@ class Namespace {
   absl::StatusOr<proto::Attr> SetAttr(const proto::SetAttrRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<proto::Attr> Create(const proto::CreateRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // Create of a regular file with request.open_for_write_mount_id() set:
+  // the file is created with that mount's writer lease and pin (as
+  // OpenWrite gives them) in one durable change, and the reply is the
+  // inode OpenWrite would return. Create's errors; EINVAL without a mount
+  // id or for another file type. A retry (same call id) gets the recorded
+  // inode and takes the lease again if nobody holds it.
+  absl::StatusOr<proto::Inode> CreateForWrite(const proto::CreateRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Unlink(uint64_t parent, const std::string& name, bool directory,
                       const proto::CallId& call = proto::CallId::default_instance())
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -326,6 +336,10 @@ class Namespace {
     std::string unreachable;
   };
   Namespace(MetadataDb* db, SegmentServerApi* segment_servers, NamespaceOptions options);
+  // Create and CreateForWrite: the new inode as ReplyInode gives it (only
+  // its attr for a recorded plain Create).
+  absl::StatusOr<proto::Inode> CreateInode(const proto::CreateRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Runs `decide` under the mutex (it stages its change, if any, with
   // Txn::Commit) and then, without the mutex, waits until every change
@@ -334,14 +348,28 @@ class Namespace {
   // place. `decide` returns absl::Status or absl::StatusOr<T>.
   template <typename Decide>
   auto Change(Decide&& decide) ABSL_LOCKS_EXCLUDED(mu_) -> decltype(decide()) {
+    return DecideAndWait(std::forward<Decide>(decide), /*always=*/true);
+  }
+  // Change for a decision that reads only what lives in memory (pins,
+  // leases) unless it stages a change itself: it waits only when it
+  // staged one, so it adds no wait to a call that changed nothing durable.
+  template <typename Decide>
+  auto ChangeIfStaged(Decide&& decide) ABSL_LOCKS_EXCLUDED(mu_) -> decltype(decide()) {
+    return DecideAndWait(std::forward<Decide>(decide), /*always=*/false);
+  }
+  template <typename Decide>
+  auto DecideAndWait(Decide&& decide, bool always) ABSL_LOCKS_EXCLUDED(mu_) -> decltype(decide()) {
     using Result = decltype(decide());
     std::optional<Result> result;
+    uint64_t before = 0;
     uint64_t staged = 0;
     {
       absl::MutexLock lock(&mu_);
+      before = db_->staged_seq();
       result.emplace(decide());
       staged = db_->staged_seq();
     }
+    if (!always && staged == before) return std::move(*result);
     absl::Status durable = db_->WaitDurable(staged);
     if (!durable.ok()) return Result(durable);
     return std::move(*result);

@@ -110,7 +110,7 @@ absl::StatusOr<proto::Inode> Namespace::Open(uint64_t ino, uint64_t mount_id) {
 }
 
 absl::Status Namespace::Release(uint64_t ino, uint64_t mount_id) {
-  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+  return ChangeIfStaged([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
     if (!Unpin(ino, mount_id)) return absl::OkStatus();  // nothing held: idempotent
     // A writer that goes away without SealSegment(close) (a lock file never
     // written) gives its lease up with its last pin.
@@ -273,12 +273,18 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
       RETURN_IF_ERROR(txn.Commit());
       return ReplyInode(*inode);
     }
-    int64_t now = NowNs();
-    inode->mutable_attr()->set_mtime_ns(request.mtime_ns() != 0 ? request.mtime_ns() : now);
-    inode->mutable_attr()->set_ctime_ns(now);
-    txn.Put(inode);
-    RecordCall(txn, request.call(), format::MessageType::kSealSegment, reply_bytes);
-    RETURN_IF_ERROR(txn.Commit());
+    // A writer that changed nothing (an empty file created and closed)
+    // leaves the file as it is: its close is no durable change.
+    const bool unchanged =
+        request.unchanged() && request.segment_id() == 0 && OpenLastSegment(*inode) == nullptr;
+    if (!unchanged) {
+      int64_t now = NowNs();
+      inode->mutable_attr()->set_mtime_ns(request.mtime_ns() != 0 ? request.mtime_ns() : now);
+      inode->mutable_attr()->set_ctime_ns(now);
+      txn.Put(inode);
+      RecordCall(txn, request.call(), format::MessageType::kSealSegment, reply_bytes);
+      RETURN_IF_ERROR(txn.Commit());
+    }
     leases_.erase(ino);
     Unpin(ino, request.mount_id());
     proto::Inode reply = ReplyInode(*inode);
