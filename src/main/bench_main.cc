@@ -1,5 +1,5 @@
-// `logfs bench wal|read|cache-replay ...`: see bench/wal_bench.h,
-// bench/read_bench.h and bench/cache_replay.h.
+// `logfs bench wal|read|meta|cache-replay ...`: see bench/wal_bench.h,
+// bench/read_bench.h, bench/meta_bench.h and bench/cache_replay.h.
 // `logfs bench plot-ratios --table=FILE.md` (bench/compare.sh runs it):
 // one SVG chart per workload of the table's ratios to ext4, FILE-A.svg,
 // FILE-B.svg, FILE-C.svg next to the table (bench/svg_plot.h).
@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/cache_replay.h"
+#include "bench/meta_bench.h"
 #include "bench/read_bench.h"
 #include "bench/svg_plot.h"
 #include "bench/wal_bench.h"
@@ -27,10 +28,16 @@
 #include "store/format/xattr_names.h"
 
 DEFINE_string(dir, "", "bench: directory to work in (a logfs mount, ext4, ...)");
-DECLARE_string(meta);  // src/main/server_main.cc; bench wal: through the client library
+DECLARE_string(meta);  // src/main/server_main.cc; bench wal, meta: through the client library
 DECLARE_string(cluster_secret_file);  // src/main/server_main.cc
-DEFINE_int32(threads, 1, "bench: threads");
-DEFINE_int32(files, 1, "bench wal: WAL files (1 = all threads share one); bench read: files");
+DEFINE_int32(threads, 1, "bench: threads (bench meta: workers)");
+DEFINE_int32(files, 1,
+             "bench wal: WAL files (1 = all threads share one); bench read: files; bench meta: "
+             "files per worker (default 1000)");
+DEFINE_bool(shared_dir, false, "bench meta: every worker in one shared directory");
+DEFINE_bool(processes, false,
+            "bench meta: workers are processes (fork), not threads (FUSE serializes some calls "
+            "per process)");
 DEFINE_uint64(record_bytes, 512, "bench wal: bytes per append");
 DEFINE_uint64(records, 0, "bench wal: appends per thread (default 1000 unless --seconds)");
 DEFINE_double(seconds, 0,
@@ -139,11 +146,14 @@ int BenchMain(int argc, char** argv) {
       "--record_bytes=B --records=N | --seconds=S --sync_every=N]\n"
       "logfs bench read --dir=PATH [--files=N --file_bytes=B --read_bytes=B "
       "--scan_bytes=B --threads=N --ops=N | --seconds=S --cache=cold|warm|block|both|all --keep]\n"
-      "  both: [--plot=FILE.svg]\n"
+      "logfs bench meta (--dir=PATH | --meta=HOST:PORT) [--threads=N --files=N --shared_dir "
+      "--processes]\n"
+      "  wal, read: [--plot=FILE.svg]\n"
       "logfs bench plot-ratios --table=FILE.md\n"
       "logfs bench cache-replay [--trace=FILE,...|scan_hot --capacity_mib=N,...]";
   InitProcess(&argc, &argv, kUsage,
-              {{"bench:", "bench wal:", "bench read:", "bench plot-ratios:", "bench cache-replay:"},
+              {{"bench:", "bench wal:", "bench read:", "bench meta:", "bench plot-ratios:",
+                "bench cache-replay:"},
                {"meta", "seconds"}});
   if (!AtMostArgs(argc, argv, 1, kUsage)) return 1;
   std::string workload = argc == 2 ? argv[1] : "";
@@ -178,6 +188,21 @@ int BenchMain(int argc, char** argv) {
     options.keep = FLAGS_keep;
     options.plot = FLAGS_plot;
     report = bench::RunReadBench(options);
+  } else if (workload == "meta") {
+    if (!FLAGS_plot.empty()) {
+      std::fprintf(stderr, "logfs bench meta: --plot is for bench wal and bench read\n");
+      return 1;
+    }
+    bench::MetaBenchOptions options;
+    options.dir = FLAGS_dir;
+    options.meta = FLAGS_meta;
+    options.workers = FLAGS_threads;
+    // --files means another thing to bench wal, whose default is 1.
+    options.files =
+        gflags::GetCommandLineFlagInfoOrDie("files").is_default ? 1000 : FLAGS_files;
+    options.shared_dir = FLAGS_shared_dir;
+    options.processes = FLAGS_processes;
+    report = bench::RunMetaBench(options);
   } else if (workload == "cache-replay") {
     bench::CacheReplayOptions options;
     options.traces = absl::StrSplit(FLAGS_trace, ',', absl::SkipEmpty());
@@ -193,7 +218,8 @@ int BenchMain(int argc, char** argv) {
     }
     report = bench::RunCacheReplay(options);
   } else {
-    std::fprintf(stderr, "logfs bench: expected a workload: wal, read, cache-replay or plot-ratios\n");
+    std::fprintf(stderr, "logfs bench: expected a workload: wal, read, meta, cache-replay or "
+                 "plot-ratios\n");
     return 1;
   }
   if (!report.ok()) {
