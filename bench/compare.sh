@@ -5,6 +5,9 @@
 #                disk, compiled at run time from libfuse3-dev's examples
 #   logfs        the embedded 3-replica cluster (`logfs mount --data_dir=...`)
 #   gluster      (--with-gluster) GlusterFS replica 3, three bricks on this host
+#   logfs-ha     (--targets=...,logfs-ha; row M only) logfs with three meta
+#                replicas journaling to a three-member etcd, three segds and a
+#                mount, all on loopback (bench/meta_ha_cluster.sh)
 # and prints one markdown table: the median figure per target and its ratio
 # to ext4, with the targets from the issue. Workloads:
 #   A  fio sequential append, write + fdatasync per write, new files,
@@ -15,6 +18,8 @@
 #      fillrandom, readrandom warm and after dropping the kernel caches: ops/s
 #   D  fio sequential throughput in a block dir: 1 MiB writes of a 1 GiB
 #      file with an fsync at the end, then a cold 1 MiB read of it: MB/s
+#   M  `logfs bench meta`: 1 and 16 processes, each in a directory of its
+#      own, 1000 empty files each: create, stat, rename, unlink ops/s
 # --rows and --targets pick rows and targets. With --baseline_bin=PATH the
 # logfs target is measured with two binaries, PATH and LOGFS_BIN, back to
 # back in every row (see usage): an A/B of two builds.
@@ -39,23 +44,25 @@ usage: bench/compare.sh [flags]
   --db_keys=N      keys fillrandom loads for readrandom (default 400000)
   --out=FILE       markdown output (default build/compare.md); with ext4 among
                    the targets also one SVG chart per workload of the ratios
-                   to ext4 next to it (FILE-A.svg ... FILE-D.svg:
+                   to ext4 next to it (FILE-A.svg ... FILE-D.svg, FILE-M.svg:
                    `logfs bench plot-ratios --table=FILE`)
-  --only=A,B,C,D   run a subset of the workloads
+  --only=A,B,C,D,M run a subset of the workloads
   --rows=LIST      run only these rows (comma-separated, any case; a workload
-                   letter A, B or C stands for all its rows):
+                   letter A, B, C, D or M stands for all its rows):
                      A512x1 A512x16 A4kx1 A4kx16   fio, block size x jobs
                      B4kx1 B4kx10 B64kx1 B64kx10   bench read, read size x
                                                    threads (cold and warm)
                      fillseq fillrandom readwarm readcold   db_bench
                      seqwrite seqread               fio, 1 MiB sequential
+                     Mx1 Mx16                       bench meta, processes
                    seqread also runs seqwrite (it reads its file).
                    readwarm and readcold also run fillrandom (it loads their
                    DB). With --only, a row runs if both select it.
   --targets=LIST   the file systems to measure, of ext4, passthrough, logfs,
-                   gluster (default ext4,passthrough,logfs; gluster is the
-                   same as --with-gluster). Without ext4 the table has no
-                   ratios to ext4 and no target check.
+                   logfs-ha, gluster (default ext4,passthrough,logfs; gluster
+                   is the same as --with-gluster; logfs-ha, meta on three
+                   replicas and etcd, is measured in row M only). Without
+                   ext4 the table has no ratios to ext4 and no target check.
   --baseline_bin=PATH
                    A/B of two builds: measure the logfs target with PATH too,
                    in a column "logfs (baseline)" next to "logfs" (LOGFS_BIN),
@@ -65,7 +72,8 @@ usage: bench/compare.sh [flags]
                    lives for that row only (never two clusters at once; C's
                    fillrandom, readwarm and readcold share one cluster, the DB
                    they read). The baseline goes first in odd runs, LOGFS_BIN
-                   in even runs. B reads with LOGFS_BIN's bench read on both.
+                   in even runs. B reads with LOGFS_BIN's bench read on both,
+                   and M runs its bench meta on both.
                    Without it, one logfs cluster serves the whole run.
   --with-gluster   also GlusterFS replica 3 on three bricks on this host
   --work_dir=DIR   where the targets live (default: a new directory on the
@@ -79,7 +87,7 @@ The check of two builds on the WAL rows, 3 runs each:
 EOF
 }
 
-RUNS='' SECS='' DB_KEYS='' OUT='' ONLY=A,B,C,D WITH_GLUSTER=0 WORK='' KEEP=0 QUICK=0
+RUNS='' SECS='' DB_KEYS='' OUT='' ONLY=A,B,C,D,M WITH_GLUSTER=0 WORK='' KEEP=0 QUICK=0
 ROWS='' TARGET_LIST=ext4,passthrough,logfs BASE_BIN=''
 for arg in "$@"; do
   case "$arg" in
@@ -101,37 +109,37 @@ for arg in "$@"; do
 done
 if [ "$QUICK" = 1 ]; then
   : "${RUNS:=1}" "${SECS:=1}" "${DB_KEYS:=20000}"
-  B_FILES=2 B_FILE_BYTES=$((4 << 20)) FILLSEQ_PER_SEC=2000 SEQ_BYTES=$((64 << 20))
+  B_FILES=2 B_FILE_BYTES=$((4 << 20)) FILLSEQ_PER_SEC=2000 SEQ_BYTES=$((64 << 20)) M_FILES=100
 else
   : "${RUNS:=3}" "${SECS:=5}" "${DB_KEYS:=400000}"
-  B_FILES=4 B_FILE_BYTES=$((64 << 20)) FILLSEQ_PER_SEC=6000 SEQ_BYTES=$((1 << 30))
+  B_FILES=4 B_FILE_BYTES=$((64 << 20)) FILLSEQ_PER_SEC=6000 SEQ_BYTES=$((1 << 30)) M_FILES=1000
 fi
 : "${OUT:=$REPO/build/compare.md}"
 for v in runs:RUNS seconds:SECS db_keys:DB_KEYS; do
   name=${v#*:}
   [[ ${!name} =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --${v%%:*} must be a positive integer" >&2; exit 2; }
 done
-DO_A=0 DO_B=0 DO_C=0 DO_D=0
+DO_A=0 DO_B=0 DO_C=0 DO_D=0 DO_M=0
 declare -A ONLY_ON
 IFS=, read -ra only_list <<<"$ONLY"
 for w in "${only_list[@]}"; do
   case "${w^^}" in
-    A|B|C|D) ONLY_ON[${w^^}]=1 ;;
-    *) echo "compare.sh: --only takes A, B, C, D (got '$w')" >&2; exit 2 ;;
+    A|B|C|D|M) ONLY_ON[${w^^}]=1 ;;
+    *) echo "compare.sh: --only takes A, B, C, D, M (got '$w')" >&2; exit 2 ;;
   esac
 done
 # The rows, named as in --rows; ROW_ON[name]=1 for each one that runs.
 ALL_ROWS=(A512x1 A512x16 A4kx1 A4kx16 B4kx1 B4kx10 B64kx1 B64kx10 fillseq fillrandom readwarm readcold
-          seqwrite seqread)
-row_workload() { case "$1" in A*) echo A ;; B*) echo B ;; seq*) echo D ;; *) echo C ;; esac; }
+          seqwrite seqread Mx1 Mx16)
+row_workload() { case "$1" in A*) echo A ;; B*) echo B ;; seq*) echo D ;; M*) echo M ;; *) echo C ;; esac; }
 declare -A ROW_ON
-IFS=, read -ra rows_list <<<"${ROWS:-A,B,C,D}"
+IFS=, read -ra rows_list <<<"${ROWS:-A,B,C,D,M}"
 for w in "${rows_list[@]}"; do
   found=0
   for r in "${ALL_ROWS[@]}"; do
     if [ "${w,,}" = "${r,,}" ]; then
       ROW_ON[$r]=1 found=1
-    elif [[ $w =~ ^[ABCDabcd]$ ]] && [ "${w^^}" = "$(row_workload "$r")" ]; then
+    elif [[ $w =~ ^[ABCDMabcdm]$ ]] && [ "${w^^}" = "$(row_workload "$r")" ]; then
       ROW_ON[$r]=1 found=1
     fi
   done
@@ -145,7 +153,7 @@ done
 [ ${#ROW_ON[@]} -gt 0 ] || { echo "compare.sh: --only and --rows select no row" >&2; exit 2; }
 row_on() { [ -n "${ROW_ON[$1]:-}" ]; }
 for r in "${!ROW_ON[@]}"; do
-  case "$(row_workload "$r")" in A) DO_A=1 ;; B) DO_B=1 ;; C) DO_C=1 ;; D) DO_D=1 ;; esac
+  case "$(row_workload "$r")" in A) DO_A=1 ;; B) DO_B=1 ;; C) DO_C=1 ;; D) DO_D=1 ;; M) DO_M=1 ;; esac
 done
 # The targets in table order; with --baseline_bin "baseline" (the logfs
 # target on BASE_BIN) comes right before "logfs".
@@ -153,14 +161,14 @@ declare -A TARGET_ON
 IFS=, read -ra target_list <<<"$TARGET_LIST"
 for w in "${target_list[@]}"; do
   case "${w,,}" in
-    ext4|passthrough|logfs) TARGET_ON[${w,,}]=1 ;;
+    ext4|passthrough|logfs|logfs-ha) TARGET_ON[${w,,}]=1 ;;
     gluster) WITH_GLUSTER=1 ;;
-    *) echo "compare.sh: --targets takes ext4, passthrough, logfs, gluster (got '$w')" >&2; exit 2 ;;
+    *) echo "compare.sh: --targets takes ext4, passthrough, logfs, logfs-ha, gluster (got '$w')" >&2; exit 2 ;;
   esac
 done
 if [ -n "$BASE_BIN" ] && [ -n "${TARGET_ON[logfs]:-}" ]; then TARGET_ON[baseline]=1; fi
 TARGETS=()
-for t in ext4 passthrough baseline logfs; do
+for t in ext4 passthrough baseline logfs logfs-ha; do
   [ -z "${TARGET_ON[$t]:-}" ] || TARGETS+=("$t")
 done
 [ ${#TARGETS[@]} -gt 0 ] || [ "$WITH_GLUSTER" = 1 ] || { echo "compare.sh: --targets is empty" >&2; exit 2; }
@@ -188,6 +196,11 @@ groups=(bench)
 for tool in fio db_bench python3 gcc pkg-config fusermount3 setfattr; do
   command -v "$tool" >/dev/null || die "$tool not found after install-deps"
 done
+if [ -n "${TARGET_ON[logfs-ha]:-}" ]; then
+  for tool in etcd etcdctl; do
+    command -v "$tool" >/dev/null || die "$tool not found (packaging/install-deps.sh installs etcd-server and etcd-client)"
+  done
+fi
 
 LOGFS_BIN=${LOGFS_BIN:-$REPO/build/logfs}
 if [ ! -x "$LOGFS_BIN" ]; then
@@ -221,7 +234,7 @@ if [ -z "$WORK" ]; then
 else
   mkdir -p "$WORK"
   WORK=$(cd "$WORK" && pwd)
-  for d in ext4 pt-back pt-mnt logfs-data logfs-mnt gl-bricks gl-mnt; do
+  for d in ext4 pt-back pt-mnt logfs-data logfs-mnt logfs-ha gl-bricks gl-mnt; do
     [ ! -e "$WORK/$d" ] || die "--work_dir=$WORK already has $d/ (from an earlier run?); use an empty dir"
   done
 fi
@@ -235,7 +248,7 @@ LOCAL_FS=${MNT_TYPE:-$STATFS_TYPE}
 case "$STATFS_TYPE" in tmpfs|ramfs) log "WARNING: work dir $WORK is on $STATFS_TYPE, not a disk" ;; esac
 
 # ---------------------------------------------------------------- cleanup
-PT_PID='' PT_MNT='' LOGFS_MNT='' LOGFS_MNT_BIN='' GL_MNT='' GL_VOL='' GL_NS='' GLUSTERD_PID='' FAILED=1 CELLS_FAILED=0
+PT_PID='' PT_MNT='' LOGFS_MNT='' LOGFS_MNT_BIN='' HA_ROOT='' HA_MOUNTED='' GL_MNT='' GL_VOL='' GL_NS='' GLUSTERD_PID='' FAILED=1 CELLS_FAILED=0
 pids_mentioning() {  # live pids whose command line contains $1 (a path unique to this run)
   local f pid args
   for f in /proc/[0-9]*/cmdline; do
@@ -288,6 +301,17 @@ stop_logfs() {
     find "$WORK/logfs-data" -maxdepth 2 -name '*.log' -type f -exec cp {} "$1/" \; 2>/dev/null || true
   fi
 }
+# Unmounts logfs-ha and stops its etcd, meta replicas, segds and mount
+# daemon (every process whose command line names its root); keeps their
+# logs in $LOGS/logfs-ha.
+stop_logfs_ha() {
+  [ -n "$HA_ROOT" ] || return 0
+  if [ -n "$HA_MOUNTED" ]; then unmount_fuse "$HA_MOUNTED"; fi
+  # shellcheck disable=SC2046
+  stop_pids $(pids_mentioning "$HA_ROOT/")
+  mkdir -p "$LOGS/logfs-ha"
+  cp "$HA_ROOT"/*.log "$LOGS/logfs-ha/" 2>/dev/null || true
+}
 cleanup() {
   local rc=$?
   set +e
@@ -305,18 +329,19 @@ cleanup() {
   if [ -n "$GLUSTERD_PID" ]; then stop_pids "$GLUSTERD_PID"; fi
   if [ -n "$GL_NS" ]; then ip netns del "$GL_NS" 2>/dev/null; fi
   stop_logfs "$LOGS/logfs"
+  stop_logfs_ha
   if [ -n "$PT_MNT" ]; then unmount_fuse "$PT_MNT"; fi
   if [ -n "$PT_PID" ]; then stop_pids "$PT_PID"; fi
   if [ "$KEEP" = 1 ]; then
     log "kept the work dir $WORK"
   elif [ $rc -ne 0 ] || [ "$FAILED" = 1 ] || [ "$CELLS_FAILED" != 0 ]; then
     # keep the logs for a post-mortem, drop the data
-    rm -rf "$WORK"/{ext4,pt-back,pt-mnt,logfs-data,logfs-mnt,gl-bricks,gl-mnt} 2>/dev/null
+    rm -rf "$WORK"/{ext4,pt-back,pt-mnt,logfs-data,logfs-mnt,logfs-ha,gl-bricks,gl-mnt} 2>/dev/null
     log "logs kept in $LOGS"
   elif [ "$OWN_WORK" = 1 ]; then
     rm -rf "$WORK"
   else
-    rm -rf "$WORK"/{ext4,pt-back,pt-mnt,logfs-data,logfs-mnt,gl-bricks,gl-mnt,passthrough,logs,raw.tsv}
+    rm -rf "$WORK"/{ext4,pt-back,pt-mnt,logfs-data,logfs-mnt,logfs-ha,gl-bricks,gl-mnt,passthrough,logs,raw.tsv}
   fi
   exit $rc
 }
@@ -391,6 +416,31 @@ setup_logfs() {
   BLOCK_ROOT[logfs]=$LOGFS_MNT/block
 }
 
+# logfs-ha: meta as three replicas journaling to a three-member etcd, three
+# segment servers and a mount of LOGFS_BIN, all on loopback under
+# $WORK/logfs-ha, set up as bench/meta_ha_cost.sh does (the functions of
+# bench/meta_ha_cluster.sh), with a `wal` and a `block` directory like the
+# logfs target's. It lives for the whole run; only row M measures it.
+setup_logfs_ha() {
+  # shellcheck source=bench/meta_ha_cluster.sh
+  . "$REPO/bench/meta_ha_cluster.sh"
+  HA_ROOT=$WORK/logfs-ha
+  mkdir -p "$HA_ROOT"
+  ha_start_etcd "$HA_ROOT" >>"$LOGS/logfs-ha-setup.log" 2>&1 ||
+    die "logfs-ha: etcd did not come up: $LOGS/logfs-ha-setup.log"
+  ha_start_cluster "$LOGFS_BIN" "$HA_ROOT" ha 3 >>"$LOGS/logfs-ha-setup.log" 2>&1 ||
+    die "logfs-ha: the cluster or its mount did not come up: $LOGS/logfs-ha-setup.log"
+  HA_MOUNTED=$HA_MNT
+  wait_mounted "$HA_MOUNTED" || die "logfs-ha is not mounted at $HA_MOUNTED"
+  if ! { mkdir "$HA_MOUNTED/wal" "$HA_MOUNTED/block" &&
+    setfattr -n user.logfs.kind -v wal "$HA_MOUNTED/wal" &&
+    setfattr -n user.logfs.kind -v block "$HA_MOUNTED/block"; }; then
+    die "making the wal and block dirs in $HA_MOUNTED failed"
+  fi
+  WAL_ROOT[logfs-ha]=$HA_MOUNTED/wal
+  BLOCK_ROOT[logfs-ha]=$HA_MOUNTED/block
+}
+
 # With --baseline_bin the two logfs targets take turns on one mount point:
 # each cell mounts a fresh cluster of its binary, and drops it afterwards.
 declare -A BIN_OF=([logfs]=$LOGFS_BIN [baseline]=$BASE_BIN)
@@ -449,6 +499,10 @@ elif [ -n "${TARGET_ON[logfs]:-}" ]; then
   log "mounting logfs ($LOGFS_BIN)"
   setup_logfs
 fi
+if [ -n "${TARGET_ON[logfs-ha]:-}" ]; then
+  log "starting logfs-ha: etcd x3, meta x3, segd x3 and a mount ($LOGFS_BIN)"
+  setup_logfs_ha
+fi
 GL_HOST=
 if [ "$WITH_GLUSTER" = 1 ]; then
   log "setting up GlusterFS replica 3"
@@ -477,6 +531,7 @@ TIMEOUT=$((SECS * 40 + 600))
 measure() {
   local t=$1 run=$2 cell=$3
   shift 3
+  if [ "$t" = logfs-ha ] && [[ $cell != M* ]]; then return 0; fi  # row M only
   if [ "$FRESH" != 1 ] || ! is_logfs "$t"; then
     "$@"
     return 0
@@ -677,6 +732,42 @@ run_seq() {  # target run
   sync
 }
 
+# ---------------------------------------------------------------- M: bench meta
+# `logfs bench meta` prints one line per phase:
+#   phase=create ops=N seconds=S ops_per_s=X p50_ns=N p99_ns=N
+# (create, stat, readdir, rename, unlink; the row takes all but readdir).
+# Each cell works in a new directory of its own under the block dir, which
+# the bench removes.
+M_SUPPORTED=0
+M_PHASES=(create stat rename unlink)
+probe_bench_meta() {
+  if timeout --foreground -k 5 60 "$LOGFS_BIN" bench meta --dir="$WORK/ext4" --files=2 \
+      >"$LOGS/bench-meta-probe.log" 2>&1 &&
+    grep -qE '^phase=unlink ops=2 ' "$LOGS/bench-meta-probe.log"; then
+    M_SUPPORTED=1
+  else
+    log "WARNING: '$(basename "$LOGFS_BIN") bench meta' is not available or failed; M cells are n/a" \
+      "($(head -c 300 "$LOGS/bench-meta-probe.log" | tr '\n' ' '))"
+  fi
+}
+run_bench_meta() {  # target processes run
+  local t=$1 procs=$2 run=$3 id out phase ops figures=''
+  id=M.$procs
+  out=$LOGS/$id.$t.r$run.log
+  if cluster_down "$t" "$run" "${M_PHASES[@]/#/$id.}"; then return 0; fi
+  if ! timeout --foreground -k 10 "$TIMEOUT" "$LOGFS_BIN" bench meta --dir="${BLOCK_ROOT[$t]}" --processes \
+      --threads="$procs" --files="$M_FILES" >"$out" 2>&1; then
+    cell_failed "run $run M x$procs $t: FAILED (see $out)" "$out" "$t"
+  fi
+  for phase in "${M_PHASES[@]}"; do
+    ops=$(sed -nE "s/^phase=$phase ops=[0-9]+ .*ops_per_s=([0-9.]+) .*/\1/p" "$out" | tail -1)
+    record "$id.$phase" "$t" "$run" "${ops:-nan}"
+    figures+=" $phase ${ops:-?}"
+  done
+  log "run $run M x$procs $t (ops/s):$figures"
+  sync
+}
+
 # ---------------------------------------------------------------- runs
 # The targets take turns on each row. With --baseline_bin the two logfs
 # targets swap places in even runs, so that neither always goes first.
@@ -696,6 +787,7 @@ run_db_steps() {  # target run step...: C's steps in order, on one cluster
 }
 START=$(date +%s)
 [ "$DO_B" = 1 ] && probe_bench_read
+[ "$DO_M" = 1 ] && probe_bench_meta
 for run in $(seq 1 "$RUNS"); do
   run_order "$run"
   log "=== run $run of $RUNS (targets: ${ORDER[*]})"
@@ -744,6 +836,12 @@ for run in $(seq 1 "$RUNS"); do
   if [ "$DO_D" = 1 ]; then
     for t in "${ORDER[@]}"; do measure "$t" "$run" "D" run_seq "$t" "$run"; done
   fi
+  if [ "$M_SUPPORTED" = 1 ]; then
+    for procs in 1 16; do
+      row_on "Mx$procs" || continue
+      for t in "${ORDER[@]}"; do measure "$t" "$run" "Mx$procs" run_bench_meta "$t" "$procs" "$run"; done
+    done
+  fi
 done
 ELAPSED=$(($(date +%s) - START))
 
@@ -755,7 +853,7 @@ versions="fio $(fio --version 2>/dev/null); db_bench $(db_bench --version 2>/dev
 [ "$WITH_GLUSTER" = 1 ] && versions+="; $(gluster --version 2>/dev/null | sed -n 1p || true)"
 export CMP_RAW=$RAW CMP_TARGETS="${TARGETS[*]}" CMP_LOCAL="$LOCAL_FS" CMP_STATFS="$STATFS_TYPE" \
   CMP_WORK="$WORK" CMP_CMDLINE="$CMDLINE" CMP_RUNS="$RUNS" CMP_SECS="$SECS" CMP_MEM="$mem_gib" \
-  CMP_DO="$DO_A$DO_B$DO_C$DO_D" CMP_B_SUPPORTED="$B_SUPPORTED" CMP_LOGFS_BIN="$LOGFS_BIN" CMP_GIT="$git_rev" \
+  CMP_DO="$DO_A$DO_B$DO_C$DO_D$DO_M" CMP_B_SUPPORTED="$B_SUPPORTED" CMP_M_SUPPORTED="$M_SUPPORTED" CMP_M_FILES="$M_FILES" CMP_LOGFS_BIN="$LOGFS_BIN" CMP_GIT="$git_rev" \
   CMP_ELAPSED="$ELAPSED" CMP_DB_KEYS="$DB_KEYS" CMP_FILLSEQ=$((FILLSEQ_PER_SEC * SECS)) \
   CMP_B_FILES="$B_FILES" CMP_B_FILE_BYTES="$B_FILE_BYTES" CMP_GL_HOST="$GL_HOST" \
   CMP_VERSIONS="$versions" CMP_ROWS="${!ROW_ON[*]}" CMP_BASE_BIN="$BASE_BIN" \
@@ -824,8 +922,12 @@ seq_mib = int(E["CMP_SEQ_BYTES"]) >> 20
 # Sequential writes: each byte is written three times on this one disk.
 rows.append(("seqwrite", "D fio sequential", "1 MiB writes, %d MiB, fsync at end" % seq_mib, "MB/s", "D.write", "rate", (">=", 0.8 / 3, "0.8 / 3")))
 rows.append(("seqread", "D fio sequential", "1 MiB reads of it, cold", "MB/s", "D.read", "rate", (">=", 0.9)))
+for j in (1, 16):
+    for ph in ("create", "stat", "rename", "unlink"):
+        rows.append(("Mx%d" % j, "M logfs bench meta", "%s, %d process%s" % (ph, j, "es" if j > 1 else ""),
+                     "ops/s", "M.%d.%s" % (j, ph), "rate", None))
 rows = [r[1:] for r in rows if r[0] in on]
-do_a, do_b, do_c, do_d = (c == "1" for c in E["CMP_DO"])
+do_a, do_b, do_c, do_d, do_m = (c == "1" for c in E["CMP_DO"])
 
 def cell(i, t):
     if i == "B.ratio":
@@ -853,6 +955,9 @@ if "baseline" in targets:
       "its binary that lives for that row only (C's fillrandom and readrandoms share one), the two binaries back to "
       "back in each row, the baseline first in odd runs, logfs first in even runs; `logfs/baseline` = logfs / "
       "logfs (baseline)" % (E["CMP_BASE_BIN"], sha_base, sha_logfs))
+if "logfs-ha" in targets:
+    w("- logfs-ha: `%s` with meta as three replicas journaling to a three-member etcd, 3 segd and a mount, all on "
+      "loopback (bench/meta_ha_cluster.sh, as bench/meta_ha_cost.sh); measured in row M only" % E["CMP_LOGFS_BIN"])
 if "passthrough" in targets:
     w("- passthrough: libfuse example passthrough_ll, compiled at run time, its defaults "
       "(cache=auto: entry/attr timeout 1 s, no writeback cache, max_threads 10), over a dir on the same disk")
@@ -874,6 +979,13 @@ if do_c: w("- C: `db_bench --compression_type=none`; readrandom warm = a new pro
 if do_d: w("- D: `fio --rw=write|read --bs=1M --ioengine=sync --size=%d MiB`, one job, one file in a block dir; "
   "the write with `--end_fsync=1`; the read after `drop_caches` (and, on logfs, `user.logfs.drop_block_cache`); "
   "MB/s = bytes / wall time of the fio command" % seq_mib)
+if do_m:
+    if E["CMP_M_SUPPORTED"] == "1":
+        w("- M: `logfs bench meta --processes --threads=1|16 --files=%s`, each process in a directory of its own "
+          "(under the block dir on logfs): ops/s of each phase over all processes, by the phase's wall clock; "
+          "create = open(O_CREAT|O_EXCL) + close of an empty file" % E["CMP_M_FILES"])
+    else:
+        w("- M: **n/a**: this logfs binary has no working `bench meta` subcommand")
 if ref:
     w("- ratio = target / %s of the same figure: higher is better for syncs/s and ops/s, lower for p50 latency; "
       "\"met\" checks logfs against the issue's target" % label["ext4"])
