@@ -274,10 +274,32 @@ class MetaServerImpl : public MetaServer {
   // On an io thread: takes the request to a handler thread, where a
   // change may wait for its group commit.
   void Dispatch(format::Frame frame, rpc::Responder responder) {
-    if (frame.type == format::MessageType::kMetaState) return Handle(frame, responder);
+    if (AnsweredInline(frame.type)) return Handle(frame, responder);
     asio::post(handler_pool_, [this, frame = std::move(frame), responder = std::move(responder)] {
       Handle(frame, responder);
     });
+  }
+
+  // Calls that never wait (reads of the durable view, in-memory liveness):
+  // answered on the io thread, without a hand-off to the pool.
+  static bool AnsweredInline(format::MessageType type) {
+    using format::MessageType;
+    switch (type) {
+      case MessageType::kMetaState:
+      case MessageType::kLookup:
+      case MessageType::kGetAttr:
+      case MessageType::kGetInode:
+      case MessageType::kReadlink:
+      case MessageType::kReaddir:
+      case MessageType::kGetXattr:
+      case MessageType::kListXattr:
+      case MessageType::kStatFs:
+      case MessageType::kOpen:
+      case MessageType::kMountHeartbeat:
+        return true;
+      default:
+        return false;
+    }
   }
 
   void Handle(const format::Frame& frame, const rpc::Responder& responder) {

@@ -322,12 +322,18 @@ uint64_t MetadataDb::staged_seq() const {
 
 absl::Status MetadataDb::WaitDurable(uint64_t seq) {
   absl::MutexLock lock(&write_mu_);
+  // absl::Mutex evaluates each waiter's condition when the lock is
+  // released, so a group's end wakes only the waiters it made durable and
+  // one to lead the next group, not every waiter.
+  auto settled = [this, seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_) {
+    return applied_seq_ >= seq || !journal_failure_.ok() || committing_ == nullptr;
+  };
   while (applied_seq_ < seq) {
     if (!journal_failure_.ok()) return journal_failure_;
     if (committing_ == nullptr) {
       CommitGroupLocked();
     } else {
-      durable_cv_.Wait(&write_mu_);
+      write_mu_.Await(absl::Condition(&settled));
     }
   }
   return absl::OkStatus();
@@ -371,7 +377,6 @@ void MetadataDb::CommitGroupLocked() {
     FailJournalLocked(applied);
   }
   committing_.reset();
-  durable_cv_.SignalAll();
 }
 
 void MetadataDb::FailJournalLocked(const absl::Status& why) {

@@ -256,7 +256,6 @@ class MetadataDb {
   LocalMetaJournal local_journal_;
 
   mutable absl::Mutex write_mu_;
-  absl::CondVar durable_cv_;  // durable_seq_ moved, a group ended, or writes stopped
   MetaJournal* journal_ ABSL_GUARDED_BY(write_mu_) = &local_journal_;
   uint64_t applied_seq_ ABSL_GUARDED_BY(write_mu_) = 0;  // durable
   uint64_t staged_seq_ ABSL_GUARDED_BY(write_mu_) = 0;
