@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,20 +48,26 @@ constexpr int kMountRpcTimeoutMs = 3000;
 const absl::Duration kStalledActiveFailover =
     absl::Milliseconds(kLeaseTtlMs + kMountRpcTimeoutMs) + absl::Seconds(2);
 
-// create+write+close f<i>, rename it to g<i>, and unlink every third; each
-// step's outcome is kept in memory and appended to a log file outside
-// logfs. A step that fails ends that file's steps.
+// `workers` threads at once (the namespace load of issue 31: changes that
+// meet in meta's commit groups), each going through its own files i
+// (i % workers == its number): create+write+close f<i>, rename it to g<i>,
+// and unlink every third; each step's outcome is kept in memory and
+// appended to a log file outside logfs. A step that fails ends that
+// file's steps.
 class NamespaceWorkload {
  public:
-  explicit NamespaceWorkload(std::string dir, std::string log)
-      : dir_(std::move(dir)), log_(std::move(log)) {}
+  static constexpr int kWorkers = 16;
+  NamespaceWorkload(std::string dir, std::string log, int workers = kWorkers)
+      : dir_(std::move(dir)), log_(std::move(log)), workers_(workers) {}
 
   void Start() {
-    thread_ = std::thread([this] { Run(); });
+    log_stream_.open(log_, std::ios::app);
+    for (int w = 0; w < workers_; ++w) threads_.emplace_back([this, w] { Run(w); });
   }
   void Stop() {
     stop_.store(true);
-    if (thread_.joinable()) thread_.join();
+    for (auto& thread : threads_) thread.join();
+    threads_.clear();
   }
 
   struct File {
@@ -70,7 +77,7 @@ class NamespaceWorkload {
     std::string failure;  // the step that failed, with its errno
   };
   // Every file started, by index.
-  std::vector<File> files() const {
+  std::map<size_t, File> files() const {
     std::lock_guard<std::mutex> lock(mu_);
     return files_;
   }
@@ -84,24 +91,24 @@ class NamespaceWorkload {
   std::string F(size_t i) const { return absl::StrCat(dir_, "/f", i); }
   std::string G(size_t i) const { return absl::StrCat(dir_, "/g", i); }
 
-  void Ack(size_t i, const char* step, std::ofstream& log) {
+  void Ack(size_t i, const char* step) {
     std::lock_guard<std::mutex> lock(mu_);
     acks_.push_back(absl::Now());
-    log << i << " " << step << "\n" << std::flush;
+    log_stream_ << i << " " << step << "\n" << std::flush;
   }
-  void Fail(size_t i, const char* step, std::ofstream& log) {
+  void Fail(size_t i, const char* step) {
+    const int err = errno;
     std::lock_guard<std::mutex> lock(mu_);
-    files_[i].failure = absl::StrCat(step, ": ", std::strerror(errno));
-    log << i << " " << step << " failed " << files_[i].failure << "\n" << std::flush;
+    files_[i].failure = absl::StrCat(step, ": ", std::strerror(err));
+    log_stream_ << i << " " << step << " failed " << files_[i].failure << "\n" << std::flush;
   }
 
-  void Run() {
-    std::ofstream log(log_, std::ios::app);
+  void Run(int worker) {
     // Bounded: at most this many files, and Stop ends it sooner.
-    for (size_t i = 0; i < 100000 && !stop_.load(); ++i) {
+    for (size_t i = worker; i < 100000 && !stop_.load(); i += workers_) {
       {
         std::lock_guard<std::mutex> lock(mu_);
-        files_.emplace_back();
+        files_.emplace(i, File());
       }
       const std::string content = absl::StrCat(i, "\n");
       int fd = open(F(i).c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
@@ -109,24 +116,24 @@ class NamespaceWorkload {
                 write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
       if (fd >= 0 && close(fd) != 0) ok = false;
       if (!ok) {
-        Fail(i, "create", log);
+        Fail(i, "create");
         continue;
       }
       Mark(i, &File::created);
-      Ack(i, "create", log);
+      Ack(i, "create");
       if (rename(F(i).c_str(), G(i).c_str()) != 0) {
-        Fail(i, "rename", log);
+        Fail(i, "rename");
         continue;
       }
       Mark(i, &File::renamed);
-      Ack(i, "rename", log);
+      Ack(i, "rename");
       if (i % 3 != 0) continue;
       if (unlink(G(i).c_str()) != 0) {
-        Fail(i, "unlink", log);
+        Fail(i, "unlink");
         continue;
       }
       Mark(i, &File::unlinked);
-      Ack(i, "unlink", log);
+      Ack(i, "unlink");
     }
   }
   void Mark(size_t i, bool File::*step) {
@@ -136,11 +143,13 @@ class NamespaceWorkload {
 
   const std::string dir_;
   const std::string log_;
+  const int workers_;
   std::atomic<bool> stop_{false};
   mutable std::mutex mu_;
-  std::vector<File> files_;
+  std::ofstream log_stream_;  // under mu_
+  std::map<size_t, File> files_;
   std::vector<absl::Time> acks_;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 class MetaHaFaultTest : public ::testing::Test {
@@ -250,10 +259,9 @@ class MetaHaFaultTest : public ::testing::Test {
   // and no step failed (a retried change answered as applied twice would:
   // ENOENT for a rename or unlink whose first application was lost to the
   // client). Returns the files whose state is wrong.
-  int CheckNamespace(const std::vector<NamespaceWorkload::File>& files) {
+  int CheckNamespace(const std::map<size_t, NamespaceWorkload::File>& files) {
     int wrong = 0;
-    for (size_t i = 0; i < files.size(); ++i) {
-      const auto& f = files[i];
+    for (const auto& [i, f] : files) {
       EXPECT_EQ("", f.failure) << "file " << i;
       const std::string fpath = cluster_->Path(absl::StrCat("ns/f", i));
       const std::string gpath = cluster_->Path(absl::StrCat("ns/g", i));

@@ -115,8 +115,12 @@ TEST_F(MetricsTest, EveryProcessServesLintCleanMetricsThatMove) {
         EXPECT_GE(MetricSample(again, "logfs_wal_sync_group_waiters_count"), 1);
       } else if (name == "meta") {
         EXPECT_GE(MetricSample(again, "logfs_meta_call_duration_seconds_count{op=\"create\"}"), 1);
-        EXPECT_GE(MetricSample(again, "logfs_meta_call_duration_seconds_count{op=\"open_write\"}"),
+        // The file was created open for write (no OpenWrite) and sealed.
+        EXPECT_GE(MetricSample(again, "logfs_meta_call_duration_seconds_count{op=\"seal_segment\"}"),
                   1);
+        EXPECT_GE(MetricSample(again, "logfs_meta_commit_groups_total"), 1);
+        EXPECT_GE(MetricSample(again, "logfs_meta_committed_changes_total"),
+                  MetricSample(again, "logfs_meta_commit_groups_total"));
         EXPECT_EQ(MetricSample(again, "logfs_meta_servers{state=\"live\"}"), 3);
         EXPECT_EQ(MetricSample(again, "logfs_meta_serving"), 1);
         EXPECT_EQ(MetricSample(again, "logfs_meta_mounts"), 1);

@@ -189,7 +189,7 @@ int Serve(const char* what, Server& server, const sigset_t& signals, rpc::IoThre
 // socket, RocksDB's lock), as if restarted by its supervisor but without
 // waiting for one.
 [[noreturn]] void ReExecMeta(const std::vector<std::string>& args, const std::string& why) {
-  LOG(ERROR) << "meta replica restarts as a standby: " << why;
+  LOG(ERROR) << "meta restarts (a replica as a standby): " << why;
   google::FlushLogFiles(google::GLOG_INFO);
   if (DIR* fds = opendir("/proc/self/fd"); fds != nullptr) {
     const int own = dirfd(fds);

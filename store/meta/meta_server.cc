@@ -88,6 +88,12 @@ class MetaServerImpl : public MetaServer {
                      rpc::AdvertisedAddress(options_.listen_address, server_->bound_address(),
                                             options_.advertise_address));
     if (options_.etcd_endpoints.empty()) {
+      // A failed group commit stops writes (store/meta/metadata_db.h): a
+      // lone meta starts again (--step_down re-executes `logfs meta`),
+      // reopening RocksDB as it was, and writes again once it can.
+      db_->SetJournalFailureHandler([this](const absl::Status& why) {
+        StepDown(absl::StrCat("a metadata write failed: ", why.message()));
+      });
       RETURN_IF_ERROR(Promote(0, nullptr));
       LOG(INFO) << "meta serving " << server_->bound_address() << " (advertised as "
                 << advertised_address_ << ") from " << options_.data_dir;
@@ -214,11 +220,12 @@ class MetaServerImpl : public MetaServer {
     expire_timer_.expires_after(std::chrono::milliseconds(interval_ms));
     expire_timer_.async_wait([this](asio::error_code ec) {
       if (ec || stopped_.load()) return;
-      absl::Status s = ns_->ExpireMounts();
-      if (!s.ok()) LOG(WARNING) << "expiring mounts: " << s;
-      // Off this thread, which meta's handlers wait on for segd calls: the
-      // scan (at most once a minute) may cover many records.
+      // Off this thread, which meta's handlers wait on for segd calls:
+      // orphans deleted wait for their group commit, and the scan of call
+      // records (at most once a minute) may cover many records.
       asio::post(maintenance_pool_, [this] {
+        absl::Status s = ns_->ExpireMounts();
+        if (!s.ok()) LOG(WARNING) << "expiring mounts: " << s;
         absl::Status expired = ns_->ExpireCallRecords();
         if (!expired.ok()) LOG(WARNING) << "expiring records of applied changes: " << expired;
       });

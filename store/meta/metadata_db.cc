@@ -152,7 +152,7 @@ std::string EncodeSeq(uint64_t seq) {
 }  // namespace
 
 absl::StatusOr<std::string> MetadataDb::ReadKey(const std::string& key, absl::string_view what,
-                                                View view) {
+                                                View view, const Snapshot* at) {
   if (view == View::kLatest) {
     std::string value;
     absl::MutexLock lock(&write_mu_);
@@ -171,7 +171,10 @@ absl::StatusOr<std::string> MetadataDb::ReadKey(const std::string& key, absl::st
   // Not staged: RocksDB has the latest value. A group the leader writes
   // meanwhile holds only what its layer (just looked at) held.
   std::string value;
-  rocksdb::Status s = rep_->db->Get(rocksdb::ReadOptions(), key, &value);
+  rocksdb::ReadOptions read_options;
+  read_options.snapshot =
+      at != nullptr ? static_cast<const rocksdb::Snapshot*>(at->snapshot_) : nullptr;
+  rocksdb::Status s = rep_->db->Get(read_options, key, &value);
   if (s.IsNotFound()) return absl::NotFoundError(absl::StrCat(what, " not found"));
   if (!s.ok()) return FromRocks(s, what);
   return value;
@@ -179,19 +182,26 @@ absl::StatusOr<std::string> MetadataDb::ReadKey(const std::string& key, absl::st
 
 template <typename Fn>
 absl::Status MetadataDb::ScanKeys(const std::string& prefix, const std::string& start, View view,
-                                  Fn fn) {
+                                  Fn fn, const Snapshot* at) {
   auto scan = [&](rocksdb::Iterator* it) {
     for (it->Seek(start); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       if (!fn(it->key().ToString(), it->value().ToString())) break;
     }
     return FromRocks(it->status(), "scan");
   };
-  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(rocksdb::ReadOptions()));
-  if (view == View::kDurable) return scan(it.get());
+  rocksdb::ReadOptions read_options;
+  read_options.snapshot =
+      at != nullptr ? static_cast<const rocksdb::Snapshot*>(at->snapshot_) : nullptr;
+  if (view == View::kDurable) {
+    std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(read_options));
+    return scan(it.get());
+  }
+  // RocksDB's iterator is made under the lock, with the layers: a group
+  // the leader wrote is either in the iterator's view or still in
+  // committing_ (dropped under the lock, after its write), never in
+  // neither.
   absl::MutexLock lock(&write_mu_);
-  // The layers are taken after RocksDB's iterator: a group written to
-  // RocksDB after that is still in committing_ (dropped only after its
-  // write), so nothing staged is missed.
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(read_options));
   if (committing_ != nullptr) it.reset(committing_->index.NewIteratorWithBase(it.release()));
   it.reset(staged_->index.NewIteratorWithBase(it.release()));
   return scan(it.get());
@@ -292,6 +302,14 @@ MetadataDb::MetadataDb(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 
 MetadataDb::~MetadataDb() {
   if (rep_->db != nullptr) rep_->db->Close().PermitUncheckedError();  // best effort at exit
+}
+
+MetadataDb::Snapshot::~Snapshot() {
+  db_->rep_->db->ReleaseSnapshot(static_cast<const rocksdb::Snapshot*>(snapshot_));
+}
+
+std::unique_ptr<MetadataDb::Snapshot> MetadataDb::DurableSnapshot() {
+  return std::unique_ptr<Snapshot>(new Snapshot(this, rep_->db->GetSnapshot()));
 }
 
 absl::StatusOr<uint64_t> MetadataDb::Stage(Batch& batch) {
@@ -457,15 +475,15 @@ MetadataDb::GroupCommitStats MetadataDb::group_commit_stats() const {
 
 absl::Status MetadataDb::SyncWal() { return FromRocks(rep_->db->SyncWAL(), "sync wal"); }
 
-absl::StatusOr<proto::Inode> MetadataDb::GetInode(uint64_t ino, View view) {
-  auto value = ReadKey(InodeKey(ino), absl::StrCat("inode ", ino), view);
+absl::StatusOr<proto::Inode> MetadataDb::GetInode(uint64_t ino, View view, const Snapshot* at) {
+  auto value = ReadKey(InodeKey(ino), absl::StrCat("inode ", ino), view, at);
   if (!value.ok()) return value.status();
   return Parse<proto::Inode>(*value, "inode");
 }
 
 absl::StatusOr<proto::DirEntry> MetadataDb::GetDirEntry(uint64_t parent, const std::string& name,
-                                                        View view) {
-  auto value = ReadKey(DirEntryKey(parent, name), absl::StrCat("entry '", name, "'"), view);
+                                                        View view, const Snapshot* at) {
+  auto value = ReadKey(DirEntryKey(parent, name), absl::StrCat("entry '", name, "'"), view, at);
   if (!value.ok()) return value.status();
   return Parse<proto::DirEntry>(*value, "directory entry");
 }
@@ -589,7 +607,7 @@ absl::StatusOr<uint64_t> MetadataDb::DeleteCallRecordsBefore(int64_t time_ns) {
   std::vector<std::string> expired;
   absl::Status parse_status;
   absl::Status s = ScanKeys(std::string(1, kCallRecordPrefix), std::string(1, kCallRecordPrefix),
-                            View::kLatest, [&](const std::string& k, const std::string& v) {
+                            View::kDurable, [&](const std::string& k, const std::string& v) {
                               auto record = Parse<proto::CallRecord>(v, "call record");
                               if (!record.ok()) {
                                 parse_status = record.status();
@@ -600,7 +618,9 @@ absl::StatusOr<uint64_t> MetadataDb::DeleteCallRecordsBefore(int64_t time_ns) {
                             });
   RETURN_IF_ERROR(s);
   RETURN_IF_ERROR(parse_status);
-  // Through Write, so that the journal carries the deletions; in batches
+  // The durable view (no lock held across the scan): a record only staged
+  // is newer than any cutoff. Through Write, so that the journal carries
+  // the deletions; in batches
   // small enough for one journal record.
   uint64_t deleted = 0;
   while (deleted < expired.size()) {

@@ -131,6 +131,25 @@ class MetadataDb {
   // durable is visible to no client).
   enum class View { kLatest, kDurable };
 
+  // One point of the durable view (a rocksdb::Snapshot): reads given it
+  // see RocksDB as it was when it was taken, so that a read of several
+  // keys (a lookup's entry, then its inode) sees no group land in
+  // between. Released when destroyed; must not outlive the database.
+  // Thread-compatible.
+  class Snapshot {
+   public:
+    ~Snapshot();
+    Snapshot(const Snapshot&) = delete;
+    Snapshot& operator=(const Snapshot&) = delete;
+
+   private:
+    friend class MetadataDb;
+    Snapshot(MetadataDb* db, const void* snapshot) : db_(db), snapshot_(snapshot) {}
+    MetadataDb* const db_;
+    const void* const snapshot_;  // a const rocksdb::Snapshot*
+  };
+  std::unique_ptr<Snapshot> DurableSnapshot();
+
   // Stages `batch` as the next change (see the class comment) and returns
   // its seq: visible to kLatest reads at once, durable after
   // WaitDurable(seq). Stage in the order the changes were decided (meta
@@ -183,11 +202,14 @@ class MetadataDb {
   // Makes every applied record durable (RocksDB's SyncWAL).
   absl::Status SyncWal();
 
-  // The reads below see the latest view unless told otherwise.
-  // kNotFound (without an errno) when absent.
-  absl::StatusOr<proto::Inode> GetInode(uint64_t ino, View view = View::kLatest);
+  // The reads below see the latest view unless told otherwise; `at`, with
+  // kDurable, reads at that snapshot. kNotFound (without an errno) when
+  // absent.
+  absl::StatusOr<proto::Inode> GetInode(uint64_t ino, View view = View::kLatest,
+                                        const Snapshot* at = nullptr);
   absl::StatusOr<proto::DirEntry> GetDirEntry(uint64_t parent, const std::string& name,
-                                              View view = View::kLatest);
+                                              View view = View::kLatest,
+                                              const Snapshot* at = nullptr);
 
   // One page of the entries of `parent` in name (byte) order: those after
   // `start_after` (from the first when empty), at most `max_entries` of
@@ -243,14 +265,14 @@ class MetadataDb {
   void CommitGroupLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // The value of `key` in `view`; kNotFound ("<what> not found") when
   // absent.
-  absl::StatusOr<std::string> ReadKey(const std::string& key, absl::string_view what, View view)
-      ABSL_LOCKS_EXCLUDED(write_mu_);
+  absl::StatusOr<std::string> ReadKey(const std::string& key, absl::string_view what, View view,
+                                      const Snapshot* at = nullptr) ABSL_LOCKS_EXCLUDED(write_mu_);
   // Calls fn(key, value) for each key >= `start` that starts with
   // `prefix`, in key order, until fn returns false. A kLatest scan holds
   // write_mu_ throughout (fn must not call back into the database).
   template <typename Fn>
-  absl::Status ScanKeys(const std::string& prefix, const std::string& start, View view, Fn fn)
-      ABSL_LOCKS_EXCLUDED(write_mu_);
+  absl::Status ScanKeys(const std::string& prefix, const std::string& start, View view, Fn fn,
+                        const Snapshot* at = nullptr) ABSL_LOCKS_EXCLUDED(write_mu_);
 
   std::unique_ptr<Rep> rep_;
   LocalMetaJournal local_journal_;

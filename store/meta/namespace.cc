@@ -169,7 +169,7 @@ absl::StatusOr<proto::Attr> Namespace::Lookup(uint64_t parent, const std::string
     ASSIGN_OR_RETURN(proto::Inode * up, txn.Get(dir->parent() != 0 ? dir->parent() : kRootIno));
     return ReplyAttr(*up);
   }
-  auto entry = db_->GetDirEntry(parent, name, MetadataDb::View::kDurable);
+  auto entry = db_->GetDirEntry(parent, name, MetadataDb::View::kDurable, txn.snapshot());
   if (absl::IsNotFound(entry.status())) {
     return PosixError(ENOENT, absl::StrCat("no entry '", name, "' in ", parent));
   }
@@ -265,14 +265,24 @@ absl::StatusOr<proto::Inode> Namespace::CreateInode(const proto::CreateRequest& 
         return absl::DataLossError("unparseable recorded reply");
       proto::Inode inode = reply.has_inode() ? reply.inode() : proto::Inode();
       *inode.mutable_attr() = reply.attr();
-      if (writer != 0 && LiveLeaseHolder(inode.attr().ino()) == 0) {
-        // Created before meta restarted (leases live in memory): the
-        // writer goes on with the lease it was given.
-        TouchMount(writer);
-        leases_[inode.attr().ino()] = writer;
-        ++pins_[inode.attr().ino()][writer];
+      if (writer == 0) return inode;
+      // Created before meta restarted or failed over (leases live in
+      // memory): the writer goes on with the lease it was given, if the
+      // file is still as created (nobody wrote it or took the lease since).
+      const uint64_t ino = inode.attr().ino();
+      Txn txn(db_);
+      ASSIGN_OR_RETURN(proto::Inode * now, txn.Get(ino));
+      const uint64_t holder = LiveLeaseHolder(ino);
+      if ((holder != 0 && holder != writer) || now->lease_epoch() != inode.lease_epoch() ||
+          now->segments_size() != 0) {
+        return PosixError(EBUSY, absl::StrCat("file ", ino, " was opened for write since"));
       }
-      return inode;
+      TouchMount(writer);
+      if (holder == 0) {
+        leases_[ino] = writer;
+        ++pins_[ino][writer];
+      }
+      return ReplyInode(*now);
     }
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, request.parent()));

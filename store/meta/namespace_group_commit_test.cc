@@ -132,5 +132,35 @@ TEST_F(NamespaceTest, TheCloseOfAWriterThatChangedNothingIsNoDurableChange) {
   EXPECT_EQ(12345, closed->attr().mtime_ns());
 }
 
+TEST_F(NamespaceTest, AnOpenDoesNotPinAFileWhoseDeletionIsStaged) {
+  const uint64_t f = File(kRootIno, "f");
+  GatedJournal journal;
+  db_->SetJournal(&journal);
+  journal.Hold(true);
+  absl::Status unlinked;
+  std::thread unlinker([&] { unlinked = ns_->Unlink(kRootIno, "f", /*directory=*/false); });
+  journal.AwaitHeldAppend();
+  // The deletion is staged, not durable: the durable view still has the
+  // inode, but an open must not pin it back to life.
+  EXPECT_TRUE(ns_->GetAttr(f).ok());
+  EXPECT_EQ(ESTALE, AttachedErrno(ns_->Open(f, 1).status()));
+  journal.Hold(false);
+  unlinker.join();
+  ASSERT_TRUE(unlinked.ok()) << unlinked;
+  EXPECT_EQ(ESTALE, AttachedErrno(ns_->GetAttr(f).status()));
+}
+
+TEST_F(NamespaceTest, ARetriedCreateForWriteDoesNotTakeBackALeaseThatMovedOn) {
+  ASSERT_TRUE(ns_->NewMount().ok());
+  proto::CreateRequest request = CreateRequest(kRootIno, "f", 1);
+  request.mutable_call()->set_mount_id(1);
+  request.mutable_call()->set_seq(9);
+  auto first = ns_->CreateForWrite(request);
+  ASSERT_TRUE(first.ok()) << first.status();
+  Reopen();  // leases are gone; another mount opens the file for write
+  ASSERT_TRUE(OpenWrite(first->attr().ino(), 2).ok());
+  EXPECT_EQ(EBUSY, AttachedErrno(ns_->CreateForWrite(request).status()));
+}
+
 }  // namespace
 }  // namespace logfs::meta

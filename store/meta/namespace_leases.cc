@@ -70,7 +70,7 @@ absl::Status Namespace::MountHeartbeat(uint64_t mount_id,
 }
 
 absl::Status Namespace::ExpireMounts() {
-  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+  return ChangeIfStaged([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
     const int64_t now = NowNs();
     for (auto it = leases_.begin(); it != leases_.end();) {
       if (MountLive(it->second)) {

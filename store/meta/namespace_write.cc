@@ -102,6 +102,11 @@ absl::Status Namespace::AppendSegment(Txn& txn, proto::Inode* inode,
 
 absl::StatusOr<proto::Inode> Namespace::Open(uint64_t ino, uint64_t mount_id) {
   absl::MutexLock lock(&mu_);
+  // Answered from the durable view, but the pin is a decision: a file
+  // whose deletion is staged (an unlink nobody pinned against) is not
+  // pinned back to life.
+  Txn latest(db_);
+  RETURN_IF_ERROR(latest.Get(ino).status());
   Txn txn(db_, MetadataDb::View::kDurable);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
   TouchMount(mount_id);
@@ -243,7 +248,14 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
     RETURN_IF_ERROR(CheckRegular(*inode));
-    RETURN_IF_ERROR(TakeSealLease(request, *inode));
+    if (absl::Status leased = TakeSealLease(request, *inode); !leased.ok()) {
+      // A close that changed nothing and lost its lease meanwhile (a
+      // retry after its reply was lost and another writer came): what it
+      // asked, that this mount let go, holds.
+      if (!request.close() || !request.unchanged() || request.segment_id() != 0) return leased;
+      Unpin(ino, request.mount_id());
+      return ReplyInode(*inode);
+    }
     RETURN_IF_ERROR(ApplySeal(request, txn, inode));
     auto reply_bytes = [] { return std::string(); };  // replayed from the inode
     if (!request.close() && request.keep_lease()) {

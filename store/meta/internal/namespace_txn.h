@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -31,8 +32,16 @@ inline const proto::Segment* OpenLastSegment(const proto::Inode& inode) {
 
 class Namespace::Txn {
  public:
+  // A durable-view Txn reads at one snapshot (MetadataDb::Snapshot).
   explicit Txn(MetadataDb* db, MetadataDb::View view = MetadataDb::View::kLatest)
-      : db_(db), view_(view) {}
+      : db_(db),
+        view_(view),
+        snapshot_(view == MetadataDb::View::kDurable ? db->DurableSnapshot() : nullptr) {}
+
+  MetadataDb::View view() const { return view_; }
+  // Where this Txn reads (null for the latest view): for the caller's own
+  // reads of other keys.
+  const MetadataDb::Snapshot* snapshot() const { return snapshot_.get(); }
 
   // The inode, loaded once. ESTALE when absent or deleted in this txn:
   // inode numbers are never reused, so a caller naming a missing one holds
@@ -43,7 +52,7 @@ class Namespace::Txn {
     if (deleted_.count(ino) != 0) return PosixError(ESTALE, absl::StrCat("no inode ", ino));
     auto it = inodes_.find(ino);
     if (it != inodes_.end()) return &it->second;
-    auto loaded = db_->GetInode(ino, view_);
+    auto loaded = db_->GetInode(ino, view_, snapshot_.get());
     if (absl::IsNotFound(loaded.status())) {
       return PosixError(ESTALE, absl::StrCat("no inode ", ino));
     }
@@ -108,6 +117,7 @@ class Namespace::Txn {
  private:
   MetadataDb* const db_;
   const MetadataDb::View view_;
+  const std::unique_ptr<MetadataDb::Snapshot> snapshot_;
   std::map<uint64_t, proto::Inode> inodes_;
   std::set<uint64_t> dirty_;
   std::set<uint64_t> deleted_;
