@@ -163,6 +163,12 @@ std::shared_ptr<wal::FileWriter> Mount::FindWriter(uint64_t ino) {
   return it == writers_.end() ? nullptr : it->second.writer;
 }
 
+bool Mount::WriterClosing(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  auto it = writers_.find(ino);
+  return it != writers_.end() && it->second.closing;
+}
+
 uint64_t Mount::LiveLength(proto::Inode& inode) {
   if (!HasOpenSegment(inode)) return SealedLength(inode);
   proto::Segment& open = *inode.mutable_segments()->rbegin();
@@ -242,6 +248,17 @@ void Mount::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durabl
 }
 
 void Mount::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
+  if ((in.to_set() & format::kSetAttrSize) != 0 && WriterClosing(in.ino())) {
+    // The kernel sends RELEASE after close(2) has returned, so a truncate
+    // right after a close can find that close's writer still sealing: the
+    // seal decides the length the truncate changes. Wait for it off the
+    // FUSE worker, then decide against what the close left.
+    asio::post(waiting_pool_, [this, in, done = std::move(done)]() mutable {
+      WaitUntilNotClosing(in.ino());
+      SetAttrAsync(in, std::move(done));
+    });
+    return;
+  }
   proto::SetAttrRequest request = in;
   request.set_mount_id(meta_.mount_id());
   auto writer = FindWriter(request.ino());

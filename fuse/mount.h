@@ -259,6 +259,9 @@ class Mount {
   std::shared_ptr<wal::FileWriter> NewWriterLocked(proto::Inode opened)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::shared_ptr<wal::FileWriter> FindWriter(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether this mount's writer of `ino` is being closed (sealed, its
+  // lease released) right now.
+  bool WriterClosing(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   void WaitUntilNotClosing(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until every byte written to `writer` so far is durable on its
   // ack quorum (a Sync); the writer's sticky error (EIO) otherwise.

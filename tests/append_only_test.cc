@@ -103,7 +103,7 @@ TEST_F(AppendOnlyTest, WalReopensForAppendAndTruncatesToZero) {
   EXPECT_EQ(1, std::count(segments, segments + strlen(segments), '\n')) << segments;
   EXPECT_EQ(-1, truncate(P("wal/r1").c_str(), 2));
   EXPECT_EQ(EPERM, errno);
-  ASSERT_EQ(0, truncate(P("wal/r1").c_str(), 0));
+  ASSERT_EQ(0, truncate(P("wal/r1").c_str(), 0)) << strerror(errno);
   struct stat st;
   ASSERT_EQ(0, stat(P("wal/r1").c_str(), &st));
   EXPECT_EQ(0, st.st_size);
