@@ -35,6 +35,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -347,19 +348,20 @@ class Namespace {
   // result, or the durability failure (MetadataDb::WaitDurable) in its
   // place. `decide` returns absl::Status or absl::StatusOr<T>.
   template <typename Decide>
-  auto Change(Decide&& decide) ABSL_LOCKS_EXCLUDED(mu_) -> decltype(decide()) {
+  std::invoke_result_t<Decide&> Change(Decide&& decide) ABSL_LOCKS_EXCLUDED(mu_) {
     return DecideAndWait(std::forward<Decide>(decide), /*always=*/true);
   }
   // Change for a decision that reads only what lives in memory (pins,
   // leases) unless it stages a change itself: it waits only when it
   // staged one, so it adds no wait to a call that changed nothing durable.
   template <typename Decide>
-  auto ChangeIfStaged(Decide&& decide) ABSL_LOCKS_EXCLUDED(mu_) -> decltype(decide()) {
+  std::invoke_result_t<Decide&> ChangeIfStaged(Decide&& decide) ABSL_LOCKS_EXCLUDED(mu_) {
     return DecideAndWait(std::forward<Decide>(decide), /*always=*/false);
   }
   template <typename Decide>
-  auto DecideAndWait(Decide&& decide, bool always) ABSL_LOCKS_EXCLUDED(mu_) -> decltype(decide()) {
-    using Result = decltype(decide());
+  std::invoke_result_t<Decide&> DecideAndWait(Decide&& decide, bool always)
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    using Result = std::invoke_result_t<Decide&>;
     std::optional<Result> result;
     uint64_t before = 0;
     uint64_t staged = 0;
