@@ -297,15 +297,23 @@ void Mount::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
              [set = std::move(set), done = std::move(done)]() mutable { set(std::move(done)); });
 }
 
-absl::StatusOr<proto::Attr> Mount::Create(uint64_t parent, const std::string& name, uint32_t mode,
-                                          uid_t uid, gid_t gid, const std::string& symlink_target,
-                                          uint64_t rdev) {
+namespace {
+proto::CreateRequest CreateRequestOf(uint64_t parent, const std::string& name, uint32_t mode,
+                                     uid_t uid, gid_t gid) {
   proto::CreateRequest request;
   request.set_parent(parent);
   request.set_name(name);
   request.set_mode(mode);
   request.set_uid(uid);
   request.set_gid(gid);
+  return request;
+}
+}  // namespace
+
+absl::StatusOr<proto::Attr> Mount::Create(uint64_t parent, const std::string& name, uint32_t mode,
+                                          uid_t uid, gid_t gid, const std::string& symlink_target,
+                                          uint64_t rdev) {
+  proto::CreateRequest request = CreateRequestOf(parent, name, mode, uid, gid);
   request.set_symlink_target(symlink_target);
   request.set_rdev(rdev);
   return meta_.Create(std::move(request));
@@ -521,13 +529,8 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Mount::CreateForWrite(uint64_t parent,
                                                                 const std::string& name,
                                                                 uint32_t mode, uid_t uid, gid_t gid,
                                                                 int flags, proto::Attr* attr) {
-  proto::CreateRequest request;
-  request.set_parent(parent);
-  request.set_name(name);
-  request.set_mode(mode);
-  request.set_uid(uid);
-  request.set_gid(gid);
-  ASSIGN_OR_RETURN(proto::Inode opened, meta_.CreateForWrite(std::move(request)));
+  ASSIGN_OR_RETURN(proto::Inode opened,
+                   meta_.CreateForWrite(CreateRequestOf(parent, name, mode, uid, gid)));
   *attr = opened.attr();
   auto file = std::make_unique<OpenFile>();
   file->ino = opened.attr().ino();

@@ -55,10 +55,7 @@ TEST_F(NamespaceTest, AChangeIsVisibleToReadsOnlyOnceDurableAndReadsDoNotWaitFor
 TEST_F(NamespaceTest, AFailedGroupFailsTheChangeAndLeavesNoTrace) {
   GatedJournal journal;
   db_->SetJournal(&journal);
-  {
-    absl::MutexLock lock(&journal.mu);
-    journal.fail_with = absl::UnavailableError("etcd is gone");
-  }
+  journal.Fail(absl::UnavailableError("etcd is gone"));
   auto created = ns_->Create(CreateRequest(kRootIno, "f"));
   EXPECT_FALSE(created.ok());
   EXPECT_EQ(ENOENT, AttachedErrno(ns_->Lookup(kRootIno, "f").status()));

@@ -1,6 +1,6 @@
 // Test only: a MetaJournal in memory whose Append can be held and failed,
 // to see group commit (store/meta/metadata_db.h) group by group
-// (metadata_db_group_commit_test.cc, namespace_group_commit_test.cc).
+// (metadata_db_journal_test.cc, namespace_group_commit_test.cc).
 // Thread-safe.
 #pragma once
 
@@ -15,12 +15,13 @@
 
 namespace logfs::meta {
 
-// Keeps what is appended, one call per group; Append blocks while `held`
-// and fails with `fail_with` while it is set.
+// Keeps what is appended, one call per group; Append blocks while held
+// (Hold) and fails with the failure set (Fail) while it is set.
 class GatedJournal : public MetaJournal {
  public:
   absl::Status Append(uint64_t first_seq, absl::Span<const std::string> batches) override {
     absl::MutexLock lock(&mu);
+    ++appends;
     ++waiting;
     mu.Await(absl::Condition(
         +[](bool* held) { return !*held; }, &held));
@@ -35,11 +36,42 @@ class GatedJournal : public MetaJournal {
     }
     return absl::OkStatus();
   }
-  absl::StatusOr<std::vector<proto::MetaJournalRecord>> Read(uint64_t, size_t) override {
-    return std::vector<proto::MetaJournalRecord>{};
+  absl::StatusOr<std::vector<proto::MetaJournalRecord>> Read(uint64_t from,
+                                                             size_t max_records) override {
+    absl::MutexLock lock(&mu);
+    std::vector<proto::MetaJournalRecord> out;
+    for (const auto& r : records) {
+      if (r.seq() >= from && out.size() < max_records) out.push_back(r);
+    }
+    return out;
   }
   absl::Status Trim(uint64_t) override { return absl::OkStatus(); }
   absl::StatusOr<uint64_t> TrimmedThrough() override { return 0; }
+  size_t RecordBytesMax() const override {
+    absl::MutexLock lock(&mu);
+    return record_bytes_max;
+  }
+
+  void Fail(absl::Status why) {
+    absl::MutexLock lock(&mu);
+    fail_with = std::move(why);
+  }
+  void SetRecordBytesMax(size_t bytes) {
+    absl::MutexLock lock(&mu);
+    record_bytes_max = bytes;
+  }
+  std::vector<proto::MetaJournalRecord> Records() const {
+    absl::MutexLock lock(&mu);
+    return records;
+  }
+  std::vector<size_t> GroupSizes() const {
+    absl::MutexLock lock(&mu);
+    return group_sizes;
+  }
+  int Appends() const {
+    absl::MutexLock lock(&mu);
+    return appends;
+  }
 
   void Hold(bool on) {
     absl::MutexLock lock(&mu);
@@ -52,8 +84,10 @@ class GatedJournal : public MetaJournal {
         +[](int* n) { return *n > 0; }, &waiting));
   }
 
-  absl::Mutex mu;
+  mutable absl::Mutex mu;
   bool held ABSL_GUARDED_BY(mu) = false;
+  int appends ABSL_GUARDED_BY(mu) = 0;
+  size_t record_bytes_max ABSL_GUARDED_BY(mu) = 1 << 20;
   int waiting ABSL_GUARDED_BY(mu) = 0;
   absl::Status fail_with ABSL_GUARDED_BY(mu);
   std::vector<size_t> group_sizes ABSL_GUARDED_BY(mu);
