@@ -144,7 +144,9 @@ absl::StatusOr<proto::Inode> MetaClient::CreateForWrite(proto::CreateRequest req
   proto::AttrResponse response;
   RETURN_IF_ERROR(Call(MessageType::kCreate, request, &response, Attempts::kRetry));
   if (!response.has_inode()) {
-    return absl::InternalError("meta answered a create for write without the inode");
+    // A meta from before open_for_write_mount_id created the file without
+    // the lease: take it as before.
+    return OpenWrite(response.attr().ino(), /*truncate=*/false);
   }
   return std::move(*response.mutable_inode());
 }

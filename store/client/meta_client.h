@@ -95,7 +95,8 @@ class MetaClient {
   absl::StatusOr<proto::Attr> Create(proto::CreateRequest request);
   // A regular file created with this mount's writer lease
   // (CreateRequest.open_for_write_mount_id): the inode as OpenWrite
-  // returns it, from one durable change. Create's errors.
+  // returns it, from one durable change (from a Create and an OpenWrite
+  // with a meta that predates the field). Create's and OpenWrite's errors.
   absl::StatusOr<proto::Inode> CreateForWrite(proto::CreateRequest request);
   absl::Status Unlink(proto::UnlinkRequest request);
   absl::Status Rename(proto::RenameRequest request);

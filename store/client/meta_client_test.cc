@@ -138,6 +138,26 @@ TEST_F(MetaClientTest, ChangesCarryFreshCallIdsOfTheMount) {
   EXPECT_EQ(3u, client->NextCallId().seq());
 }
 
+TEST_F(MetaClientTest, CreateForWriteNamesTheMountAndFallsBackToOpenWriteOnAnOlderMeta) {
+  // Goal: CreateForWrite sends a Create naming this mount as the writer
+  // and returns the inode meta answers with; a meta from before the field
+  // answers with the attr alone (AnswerAll), and the client then takes the
+  // lease with OpenWrite of the new inode, as before.
+  FakeServer meta(AnswerAll);
+  auto client = ClientOf(meta.address(), absl::Seconds(10));
+  ASSERT_TRUE(client->NewMount("host1").ok());
+  proto::CreateRequest create;
+  create.set_parent(1);
+  create.set_name("f");
+  auto opened = client->CreateForWrite(create);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ(42u, opened->attr().ino());
+  auto created = Parse<proto::CreateRequest>(meta.requests(MessageType::kCreate)[0]);
+  EXPECT_EQ(7u, created.open_for_write_mount_id());
+  ASSERT_EQ(1u, meta.requests(MessageType::kOpenWrite).size());
+  EXPECT_EQ(42u, Parse<proto::OpenWriteRequest>(meta.requests(MessageType::kOpenWrite)[0]).ino());
+}
+
 TEST_F(MetaClientTest, MetaErrorIsFinalAndKeepsItsErrno) {
   FakeServer meta([](const format::Frame&, rpc::Responder responder) {
     responder.ReplyError(PosixError(ENOENT, "no such name"));
