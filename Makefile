@@ -22,7 +22,7 @@ PKGS := libsystemd fuse3 rocksdb libglog gflags protobuf absl_status absl_status
 # pkg-config runs only after the dependency step, so a fresh machine works.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
-# gRPC, for the etcd client (store/etcd/). Its cflags go to store/etcd/ and
+# gRPC, for the etcd client (store/meta/ha/etcd/). Its cflags go to store/meta/ha/etcd/ and
 # the generated etcd code only; everything links it (Debian's libgrpc++-dev
 # ships grpc++.pc; the fallback is the libraries it names).
 GRPC_CFLAGS = $(shell pkg-config --cflags grpc++ 2>/dev/null)
@@ -61,7 +61,7 @@ PROTO_OBJ := $(BUILDDIR)/obj/gen/store/format/logfs.pb.o
 # etcd v3's gRPC API, generated from the .proto files Debian ships
 # (golang-etcd-server-dev, and their imports from golang-github-gogo-protobuf-dev
 # and golang-github-gogo-googleapis-dev) into $(ETCD_GEN), which only
-# store/etcd/*.cc see (-isystem: generated code is not held to our warnings).
+# store/meta/ha/etcd/*.cc see (-isystem: generated code is not held to our warnings).
 # The import paths are those the files use ("etcd/mvcc/mvccpb/kv.proto",
 # "gogoproto/gogo.proto", "google/api/annotations.proto").
 ETCD_GEN := $(BUILDDIR)/gen/etcdpb
@@ -282,7 +282,7 @@ $(TEST_PCH).gch: pch/lib.h
 $(TEST_PCH).gch: OPT = $(TEST_OPT)
 $(BUILDDIR)/obj/%.o: PCH_FLAGS = -include $(LIB_PCH) -Winvalid-pch
 $(TEST_MAIN_OBJ) $(UNIT_TEST_OBJS) $(INTEGRATION_TEST_OBJS): PCH_FLAGS = -include $(TEST_PCH) -Winvalid-pch
-$(filter-out $(PROTO_OBJ) $(ETCD_PB_OBJS) $(BUILDDIR)/obj/store/etcd/%,$(LIB_OBJS)) $(MAIN_OBJS) \
+$(filter-out $(PROTO_OBJ) $(ETCD_PB_OBJS) $(BUILDDIR)/obj/store/meta/ha/etcd/%,$(LIB_OBJS)) $(MAIN_OBJS) \
   $(MICRO_OBJS): $(LIB_PCH).gch
 $(TEST_MAIN_OBJ) $(UNIT_TEST_OBJS) $(INTEGRATION_TEST_OBJS): $(TEST_PCH).gch
 endif
@@ -292,8 +292,8 @@ $(BUILDDIR)/obj/%.o: %.cc $(PROTO_H)
 	@echo "CXX $<"
 	@$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(WARN) $(PKG_CFLAGS) $(PCH_FLAGS) -c $< -o $@
 
-# store/etcd/ alone also sees gRPC and the generated etcd API.
-$(BUILDDIR)/obj/store/etcd/%.o: store/etcd/%.cc $(PROTO_H) $(ETCD_PB_H)
+# store/meta/ha/etcd/ alone also sees gRPC and the generated etcd API.
+$(BUILDDIR)/obj/store/meta/ha/etcd/%.o: store/meta/ha/etcd/%.cc $(PROTO_H) $(ETCD_PB_H)
 	@mkdir -p $(dir $@)
 	@echo "CXX $<"
 	@$(CXX) $(CPPFLAGS) -isystem $(ETCD_GEN) $(CXXFLAGS) $(WARN) $(PKG_CFLAGS) $(GRPC_CFLAGS) \

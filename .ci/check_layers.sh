@@ -3,12 +3,14 @@
 #   src/{util,status,env,cluster} <- store/format <- store/rpc <- store/client
 #   <- {store/segd, store/meta, store/admin, cache, wal} <- fuse <- {bench, fuzz} <- src/main,
 #   and bench/micro (micro-benchmarks) over store/segd, cache, wal and below
-#   and src/{util,status} <- store/etcd <- store/meta (the etcd client)
+#   and inside store/meta: store/meta/db (RocksDB, the journal interface)
+#   <- {store/meta/namespace, store/meta/ha} <- store/meta (the server),
+#   and src/{util,status} <- store/meta/ha/etcd (the etcd client) <- store/meta/ha
 #   and src/{util,status} <- src/metrics <- {store/segd, store/meta, cache, wal} (histograms)
 # segd and meta never include each other; an internal/ folder is private to
-# its parent; RocksDB only in store/meta/metadata_db*.cc (metadata_db.cc
+# its parent; RocksDB only in store/meta/db/metadata_db*.cc (metadata_db.cc
 # and its checkpoints in metadata_db_checkpoint.cc), gRPC and the
-# generated etcd API only in store/etcd/*.cc, libfuse only in fuse/, gflags
+# generated etcd API only in store/meta/ha/etcd/*.cc, libfuse only in fuse/, gflags
 # only in src/main/. tests/ may include anything, and a
 # *_test.cc anywhere may include tests/fakes/. There is no
 # list of exceptions: move the code down instead.
@@ -25,17 +27,21 @@ declare -A allowed=(
   [store/format]="src/env src/status src/util"
   [store/rpc]="store/format src/env src/status src/util"
   [store/client]="store/rpc store/format src/env src/status src/util"
-  [store/etcd]="src/status src/util"
+  [store/meta/ha/etcd]="src/status src/util"
   [src/metrics]="src/status src/util"
 )
 base_client="store/client store/rpc store/format src/env src/status src/util"
-for f in store/segd store/meta store/admin cache wal; do allowed[$f]="$base_client"; done
-for f in store/segd store/meta cache wal; do allowed[$f]+=" src/metrics"; done
-allowed[store/meta]+=" store/etcd"
+meta_parts="store/meta/db store/meta/namespace store/meta/ha"
+for f in store/segd store/meta $meta_parts store/admin cache wal; do allowed[$f]="$base_client"; done
+for f in store/segd store/meta $meta_parts cache wal; do allowed[$f]+=" src/metrics"; done
+# meta's parts: the database below the namespace and HA, the server above all.
+allowed[store/meta/namespace]+=" store/meta/db"
+allowed[store/meta/ha]+=" store/meta/db store/meta/ha/etcd"
+allowed[store/meta]+=" $meta_parts store/meta/ha/etcd"
 allowed[fuse]="wal cache src/metrics $base_client"
 allowed[bench]="fuse wal cache store/admin src/cluster src/metrics $base_client"
 # fuzz/: the libFuzzer targets, each of one decoder or server's handlers.
-allowed[fuzz]="store/segd store/meta $base_client"
+allowed[fuzz]="store/segd store/meta $meta_parts $base_client"
 # bench/micro/: micro-benchmarks of the hot paths of each layer.
 allowed[bench/micro]="store/segd cache wal src/metrics $base_client"
 
@@ -48,9 +54,9 @@ while IFS= read -r file; do
   [[ "$file" == src/main/* ]] && main=1 || main=0
   while IFS= read -r inc; do
     case "$inc" in
-      rocksdb/*|\"rocksdb/*) [[ "$file" == store/meta/metadata_db*.cc ]] || report "$file" "RocksDB ($inc)" ;;
+      rocksdb/*|\"rocksdb/*) [[ "$file" == store/meta/db/metadata_db*.cc ]] || report "$file" "RocksDB ($inc)" ;;
       grpc/*|grpcpp/*|grpc++/*|\"etcd/*|etcd/*|\"gogoproto/*|\"google/api/*)
-        [[ "$file" == store/etcd/*.cc ]] || report "$file" "gRPC or the etcd API ($inc)" ;;
+        [[ "$file" == store/meta/ha/etcd/*.cc ]] || report "$file" "gRPC or the etcd API ($inc)" ;;
       fuse_*.h|fuse.h|fuse3/*) [[ "$owner" == fuse ]] || report "$file" "libfuse ($inc)" ;;
       gflags/*|\"gflags/*) ((main)) || report "$file" "gflags ($inc)" ;;
       \"*/*)

@@ -29,11 +29,11 @@
 #include "store/format/limits.h"
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
-#include "store/meta/checkpoint_service.h"
+#include "store/meta/ha/checkpoint_service.h"
 #include "store/meta/meta_service.h"
-#include "store/meta/metadata_db.h"
-#include "store/meta/namespace.h"
-#include "store/meta/segd_api.h"
+#include "store/meta/db/metadata_db.h"
+#include "store/meta/namespace/namespace.h"
+#include "store/meta/namespace/segd_api.h"
 
 namespace logfs::fuzz {
 namespace {

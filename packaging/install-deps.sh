@@ -23,7 +23,7 @@ PACKAGES=(
   libasio-dev
   libssl-dev
   protobuf-compiler libprotobuf-dev
-  # The etcd client (store/etcd/): gRPC C++ and etcd 3.4's .proto files with
+  # The etcd client (store/meta/ha/etcd/): gRPC C++ and etcd 3.4's .proto files with
   # their imports; etcd itself for meta high availability and its tests.
   libgrpc++-dev protobuf-compiler-grpc
   golang-etcd-server-dev golang-github-gogo-protobuf-dev golang-github-gogo-googleapis-dev

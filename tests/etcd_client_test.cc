@@ -1,10 +1,10 @@
-// The etcd client (store/etcd/etcd_client.h) against a real 3-member etcd
+// The etcd client (store/meta/ha/etcd/etcd_client.h) against a real 3-member etcd
 // (src/cluster/etcd_cluster.h, Debian's /usr/bin/etcd on loopback): leases
 // and their expiry, a Txn guarded by the leader key's create_revision (the
 // meta epoch of issue 14), Range/DeleteRange/Compact, etcd's refusals, and
 // member failures: a killed member is skipped, a cluster without quorum fails
 // calls within the call deadline and serves again once members return.
-#include "store/etcd/etcd_client.h"
+#include "store/meta/ha/etcd/etcd_client.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -12,8 +12,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "store/meta/metadata_db.h"
-#include "store/meta/namespace.h"
+#include "store/meta/db/metadata_db.h"
+#include "store/meta/namespace/namespace.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {

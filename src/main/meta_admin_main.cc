@@ -12,7 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "src/main/subcommands.h"
 #include "store/admin/meta_backup.h"
-#include "store/meta/metadata_db.h"
+#include "store/meta/db/metadata_db.h"
 
 DECLARE_string(meta);           // src/main/server_main.cc
 DECLARE_string(data_dir);       // src/main/server_main.cc

@@ -1,4 +1,4 @@
-// Fetches a checkpoint of meta's database (store/meta/checkpoint_service.h)
+// Fetches a checkpoint of meta's database (store/meta/ha/checkpoint_service.h)
 // into a local directory, for `logfs meta backup` and `bootstrap`
 // (store/admin/meta_backup.h): asks the meta at an address for a new
 // checkpoint (Checkpoint, id 0), reads each file it lists in chunks of

@@ -6,7 +6,7 @@
 // address nothing ever moves: a lone meta behaves as it always did.
 //
 // No reply needs an epoch check here: an active stops answering before
-// etcd can elect the next one (store/meta/meta_ha.h), so no answer of a
+// etcd can elect the next one (store/meta/ha/meta_ha.h), so no answer of a
 // deposed active is sent once a higher epoch exists. Segment servers, which
 // get commands in heartbeat answers, check the meta epoch themselves.
 //

@@ -1,6 +1,6 @@
 // A segment server's failure domain: a path of levels, outermost first
 // ("rack/host", or just "host"), given by `segd --failure_domain`. Meta's
-// placement (store/meta/placement.h) spreads a segment's replicas over
+// placement (store/meta/namespace/placement.h) spreads a segment's replicas over
 // distinct domains at the highest level that has enough of them, as HDFS's
 // rack-aware placement and Ceph's CRUSH failure-domain rule do; `logfs fsck`
 // uses the same rule to report segments whose replicas share a domain they

@@ -6,7 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "src/metrics/histogram.h"
-#include "store/meta/namespace.h"
+#include "store/meta/namespace/namespace.h"
 
 namespace logfs::meta {
 namespace {

@@ -18,14 +18,14 @@
 #include "store/format/limits.h"
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
-#include "store/meta/checkpoint_service.h"
-#include "store/meta/meta_ha.h"
+#include "store/meta/ha/checkpoint_service.h"
+#include "store/meta/ha/meta_ha.h"
 #include "store/meta/meta_metrics.h"
 #include "store/meta/meta_service.h"
-#include "store/meta/metadata_db.h"
-#include "store/meta/namespace.h"
+#include "store/meta/db/metadata_db.h"
+#include "store/meta/namespace/namespace.h"
 #include "store/meta/rereplicator.h"
-#include "store/meta/segd_api.h"
+#include "store/meta/namespace/segd_api.h"
 #include "store/rpc/endpoint.h"
 #include "store/rpc/rpc_server.h"
 
@@ -88,7 +88,7 @@ class MetaServerImpl : public MetaServer {
                      rpc::AdvertisedAddress(options_.listen_address, server_->bound_address(),
                                             options_.advertise_address));
     if (options_.etcd_endpoints.empty()) {
-      // A failed group commit stops writes (store/meta/metadata_db.h): a
+      // A failed group commit stops writes (store/meta/db/metadata_db.h): a
       // lone meta starts again (--step_down re-executes `logfs meta`),
       // reopening RocksDB as it was, and writes again once it can.
       db_->SetJournalFailureHandler([this](const absl::Status& why) {

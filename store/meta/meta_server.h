@@ -4,7 +4,7 @@
 // registry. State lives in RocksDB under its data dir; every namespace
 // change is durable before its reply, and changes that arrive together
 // share one synced RocksDB write (and one journal append): group commit,
-// store/meta/metadata_db.h.
+// store/meta/db/metadata_db.h.
 //
 // Thread-safe: requests are taken off the caller's io threads and served
 // on a pool of handler threads (a change waits there for its group, never
@@ -51,7 +51,7 @@ struct MetaServerOptions {
   int64_t replica_report_interval_ms = 600000;
   int64_t stray_replica_grace_ms = 300000;
 
-  // High availability (docs/meta_ha.md, store/meta/meta_ha.h). Empty: a
+  // High availability (docs/meta_ha.md, store/meta/ha/meta_ha.h). Empty: a
   // lone meta, active at epoch 0, as before. Else one replica of the
   // cluster `cluster`: a standby until etcd elects it.
   std::vector<std::string> etcd_endpoints;

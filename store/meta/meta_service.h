@@ -19,7 +19,7 @@
 #include "google/protobuf/message_lite.h"
 #include "store/format/frame.h"
 #include "store/format/logfs.pb.h"
-#include "store/meta/namespace.h"
+#include "store/meta/namespace/namespace.h"
 
 namespace logfs::meta {
 

@@ -11,7 +11,7 @@
 #include "store/format/frame.h"
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
-#include "store/meta/internal/namespace_fixture.h"
+#include "store/meta/namespace/namespace_fixture.h"
 
 namespace logfs::meta {
 namespace {

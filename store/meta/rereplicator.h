@@ -21,8 +21,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "store/meta/namespace.h"
-#include "store/meta/rereplication_task.h"
+#include "store/meta/namespace/namespace.h"
+#include "store/meta/namespace/rereplication_task.h"
 
 namespace logfs::meta {
 
