@@ -19,6 +19,11 @@ uint64_t MountTable::LiveHolder(uint64_t ino, int64_t now_ns) const {
   return holder != 0 && Live(holder, now_ns) ? holder : 0;
 }
 
+bool MountTable::HeldBy(uint64_t ino, uint64_t mount_id) const {
+  auto it = leases_.find(ino);
+  return it != leases_.end() && it->second == mount_id;
+}
+
 bool MountTable::RevokeIfHeldBy(uint64_t ino, uint64_t mount_id) {
   auto it = leases_.find(ino);
   if (it == leases_.end() || it->second != mount_id) return false;

@@ -43,8 +43,11 @@ class MountTable {
   void Disconnect(uint64_t mount_id) { seen_ns_.erase(mount_id); }
 
   // ---- writer leases
-  // The holder of `ino`'s lease whether live or not, or 0.
+  // The holder of `ino`'s lease whether live or not, or 0 (also when the
+  // holder's id is 0: a bogus request's; Leased and HeldBy tell them apart).
   uint64_t Holder(uint64_t ino) const;
+  bool Leased(uint64_t ino) const { return leases_.count(ino) != 0; }
+  bool HeldBy(uint64_t ino, uint64_t mount_id) const;
   // The holder of `ino`'s lease if it is live, else 0.
   uint64_t LiveHolder(uint64_t ino, int64_t now_ns) const;
   // `mount_id` holds the lease of `ino` from now on (replaces any holder).

@@ -48,6 +48,19 @@ TEST(MountTableTest, OnlyALiveHolderCountsAsHoldingTheLease) {
   EXPECT_EQ(0u, table.leases());
 }
 
+TEST(MountTableTest, ALeaseHeldUnderIdZeroIsStillALease) {
+  // Mount ids start at 1; a request with 0 is bogus, but what it was
+  // granted must still be found and revoked.
+  MountTable table(Timeouts());
+  table.Grant(10, 0);
+  EXPECT_TRUE(table.Leased(10));
+  EXPECT_TRUE(table.HeldBy(10, 0));
+  EXPECT_FALSE(table.HeldBy(10, 1));
+  EXPECT_FALSE(table.HeldBy(11, 0));
+  EXPECT_TRUE(table.RevokeIfHeldBy(10, 0));
+  EXPECT_FALSE(table.Leased(10));
+}
+
 TEST(MountTableTest, PinsCountPerMountAndGoOneByOne) {
   MountTable table(Timeouts());
   table.Pin(10, 1);

@@ -115,7 +115,7 @@ absl::StatusOr<RereplicationPlan> Namespace::PlanRereplication(uint64_t start_in
     ++scanned;
     if (!S_ISREG(inode.attr().mode())) continue;
     const uint64_t ino = inode.attr().ino();
-    if (OpenLastSegment(inode) != nullptr && mounts_.Holder(ino) == 0 && !mounts_.Lapsed(ino)) {
+    if (OpenLastSegment(inode) != nullptr && !mounts_.Leased(ino) && !mounts_.Lapsed(ino)) {
       // An open segment nobody holds a lease on: its writer died while
       // meta was down (leases live in memory), or is alive and claims it
       // by heartbeat within a lease timeout; else meta recovers it.

@@ -184,7 +184,7 @@ absl::StatusOr<proto::Inode> Namespace::FinishRecovery(
     const proto::OpenWriteRequest& request, const RecoveryPlan& plan,
     const absl::StatusOr<RecoveryResult>& result) {
   const uint64_t ino = request.ino();
-  const bool have_lease = request.mount_id() != 0 && mounts_.Holder(ino) == request.mount_id();
+  const bool have_lease = mounts_.HeldBy(ino, request.mount_id());
   auto give_up = [&](absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (have_lease) mounts_.Revoke(ino);
     return status;
