@@ -77,7 +77,8 @@ ETCD_PB_CC := $(ETCD_PROTOS:%.proto=$(ETCD_GEN)/%.pb.cc) $(ETCD_GRPC).cc
 ETCD_PB_H := $(ETCD_PB_CC:.cc=.h)
 ETCD_PB_OBJS := $(ETCD_PB_CC:$(BUILDDIR)/gen/%.cc=$(BUILDDIR)/obj/gen/%.o)
 
-SRC_DIRS := src/util src/status src/metrics src/env $(shell find store -type d) wal cache fuse src/cluster bench
+SRC_DIRS := src/util src/status src/metrics src/env $(shell find store -type d) wal cache fsclient fuse \
+            src/cluster bench
 ALL_SRCS := $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.cc))
 LIB_SRCS := $(filter-out %_test.cc,$(ALL_SRCS)) $(FLAVOUR_SRCS)
 # Unit tests: the *_test.cc next to the code. They need no root, no

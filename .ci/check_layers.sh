@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Includes go down the stack only (README "Layout"; STYLE §1):
 #   src/{util,status,env,cluster} <- store/format <- store/rpc <- store/client
-#   <- {store/segd, store/meta, store/admin, cache, wal} <- fuse <- {bench, fuzz} <- src/main,
+#   <- {store/segd, store/meta, store/admin, cache, wal} <- fsclient (the client
+#   library) <- fuse <- {bench, fuzz} <- src/main,
 #   and bench/micro (micro-benchmarks) over store/segd, cache, wal and below
 #   and inside store/meta: store/meta/db (RocksDB, the journal interface)
 #   <- {store/meta/namespace, store/meta/ha} <- store/meta (the server),
@@ -38,8 +39,9 @@ for f in store/segd store/meta $meta_parts cache wal; do allowed[$f]+=" src/metr
 allowed[store/meta/namespace]+=" store/meta/db"
 allowed[store/meta/ha]+=" store/meta/db store/meta/ha/etcd"
 allowed[store/meta]+=" $meta_parts store/meta/ha/etcd"
-allowed[fuse]="wal cache src/metrics $base_client"
-allowed[bench]="fuse wal cache store/admin src/cluster src/metrics $base_client"
+allowed[fsclient]="wal cache src/metrics $base_client"
+allowed[fuse]="fsclient wal cache src/metrics $base_client"
+allowed[bench]="fuse fsclient wal cache store/admin src/cluster src/metrics $base_client"
 # fuzz/: the libFuzzer targets, each of one decoder or server's handlers.
 allowed[fuzz]="store/segd store/meta $meta_parts $base_client"
 # bench/micro/: micro-benchmarks of the hot paths of each layer.
@@ -62,7 +64,7 @@ while IFS= read -r file; do
       \"*/*)
         ((main)) && continue
         inc=${inc#\"}
-        case "${inc%%/*}" in src|store|wal|cache|fuse|bench|fuzz|tests) ;; *) continue ;; esac
+        case "${inc%%/*}" in src|store|wal|cache|fsclient|fuse|bench|fuzz|tests) ;; *) continue ;; esac
         # A unit test next to its code may use the fakes (STYLE §5, §10).
         [[ "$file" == *_test.cc && "$inc" == tests/fakes/* ]] && continue
         idir=$(dirname "$inc")

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "fuse/mount.h"
+#include "fsclient/client.h"
 #include "src/status/syscall_error.h"
 
 namespace logfs::bench {
@@ -101,7 +101,7 @@ absl::Status Prefixed(const absl::Status& status, absl::string_view what) {
 
 class LibraryNamespaceOps : public NamespaceOps {
  public:
-  explicit LibraryNamespaceOps(const fuse::MountOptions& options)
+  explicit LibraryNamespaceOps(const fsclient::ClientOptions& options)
       : meta_(options.meta_address), mount_(options) {}
   ~LibraryNamespaceOps() override { mount_.Shutdown(); }
 
@@ -160,7 +160,7 @@ class LibraryNamespaceOps : public NamespaceOps {
 
  private:
   const std::string meta_;
-  fuse::Mount mount_;  // internally synchronized
+  fsclient::Client mount_;  // internally synchronized
 };
 
 }  // namespace
@@ -171,7 +171,7 @@ std::unique_ptr<NamespaceOps> NewPosixNamespaceOps(const std::string& dir) {
 
 absl::StatusOr<std::unique_ptr<NamespaceOps>> ConnectLibraryNamespaceOps(
     const std::string& meta_address) {
-  fuse::MountOptions options;
+  fsclient::ClientOptions options;
   options.meta_address = meta_address;
   auto ops = std::make_unique<LibraryNamespaceOps>(options);
   if (absl::Status s = ops->Connect(); !s.ok()) return s;

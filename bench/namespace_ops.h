@@ -3,7 +3,7 @@
 //                            file system: ext4, a FUSE passthrough, a
 //                            logfs mount);
 //   ConnectLibraryNamespaceOps  meta's namespace RPCs through the logfs
-//                            client library (fuse::Mount without FUSE).
+//                            client library (fsclient::Client without FUSE).
 // Every call is thread-safe: workers on threads share one object. The
 // POSIX target holds no state, so forked worker processes use their copy.
 // Errors carry the errno (src/status/posix_error.h AttachedErrno): a

@@ -18,7 +18,7 @@
 #include "bench/bench_util.h"
 #include "bench/latency_histogram.h"
 #include "bench/svg_plot.h"
-#include "fuse/mount.h"
+#include "fsclient/client.h"
 #include "src/status/macros.h"
 #include "src/status/syscall_error.h"
 #include "store/format/xattr_names.h"
@@ -88,10 +88,10 @@ class PosixTarget : public WalTarget {
   const std::string dir_;
 };
 
-// Through fuse::Mount, the client library the FUSE layer wraps.
+// Through fsclient::Client, the client library the FUSE layer wraps.
 class LibraryFile : public WalFile {
  public:
-  LibraryFile(fuse::Mount* mount, std::unique_ptr<fuse::OpenFile> file)
+  LibraryFile(fsclient::Client* mount, std::unique_ptr<fsclient::OpenFile> file)
       : mount_(mount), file_(std::move(file)) {}
   ~LibraryFile() override { mount_->Release(std::move(file_)).IgnoreError(); }
   absl::Status Append(absl::string_view data) override {
@@ -109,14 +109,14 @@ class LibraryFile : public WalFile {
   }
 
  private:
-  fuse::Mount* const mount_;
-  std::unique_ptr<fuse::OpenFile> file_;
+  fsclient::Client* const mount_;
+  std::unique_ptr<fsclient::OpenFile> file_;
 };
 
 class LibraryTarget : public WalTarget {
  public:
   static absl::StatusOr<std::unique_ptr<LibraryTarget>> Connect(const std::string& meta) {
-    fuse::MountOptions options;
+    fsclient::ClientOptions options;
     options.meta_address = meta;
     auto target = std::unique_ptr<LibraryTarget>(new LibraryTarget(options));
     absl::Status status = target->mount_.Connect();
@@ -149,11 +149,11 @@ class LibraryTarget : public WalTarget {
   bool in_process() const override { return true; }
 
  private:
-  explicit LibraryTarget(const fuse::MountOptions& options)
+  explicit LibraryTarget(const fsclient::ClientOptions& options)
       : meta_(options.meta_address), mount_(options) {}
 
   const std::string meta_;
-  fuse::Mount mount_;
+  fsclient::Client mount_;
   uint64_t dir_ino_ = 0;
   std::string dir_name_;
   std::vector<std::string> files_;

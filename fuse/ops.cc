@@ -1,4 +1,4 @@
-// The FUSE low-level operations: each decodes its request, calls Mount,
+// The FUSE low-level operations: each decodes its request, calls the client library (fsclient::Client),
 // and replies once (fuse/request.h). No logic beyond translation lives
 // here.
 #include "fuse/ops.h"
@@ -22,7 +22,7 @@
 #include "absl/time/time.h"
 #include "fuse/dir_stream.h"
 #include "fuse/errno_map.h"
-#include "fuse/mount.h"
+#include "fsclient/client.h"
 #include "fuse/op_metrics.h"
 #include "fuse/request.h"
 #include "store/format/limits.h"
@@ -51,8 +51,9 @@ constexpr double kEntryTimeoutSeconds = 1.0;
 // op may block: once a dying caller's request is answered (fuse/request.h)
 // libfuse may free `req`, and an op reaches it only through Claim().
 OpsContext& Context(fuse_req_t req) { return *static_cast<OpsContext*>(fuse_req_userdata(req)); }
-Mount& M(fuse_req_t req) { return *Context(req).mount; }
+fsclient::Client& M(fuse_req_t req) { return *Context(req).mount; }
 
+using fsclient::OpenFile;
 using RequestPtr = std::shared_ptr<Request>;
 
 RequestPtr Begin(fuse_req_t req, FuseOp op) {
@@ -158,7 +159,7 @@ void ReplyData(const RequestPtr& r, const cache::ReadBuffer& data) {
 // (answered as interrupted, or the kernel refused the reply), nobody will
 // release the handle, so it is released here.
 template <typename ReplyFn>
-void ReplyOpened(Mount& mount, const RequestPtr& r, fuse_file_info* fi, ReplyFn reply) {
+void ReplyOpened(fsclient::Client& mount, const RequestPtr& r, fuse_file_info* fi, ReplyFn reply) {
   fuse_req_t req = r->Claim();
   const int result = req != nullptr ? reply(req) : -EINTR;
   if (req != nullptr) r->Replied(result, 0);
@@ -185,7 +186,7 @@ void OpInit(void* userdata, fuse_conn_info* conn) noexcept {
 // at once by the interrupt watcher; the op's own answer then goes nowhere.
 
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kLookup);
   mount.LookupAsync(parent, name, [r](absl::StatusOr<proto::Attr> attr) { ReplyEntry(r, attr); });
 }
@@ -197,14 +198,14 @@ void OpForget(fuse_req_t req, fuse_ino_t, uint64_t) noexcept {
 }
 
 void OpGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kGetAttr);
   mount.GetAttrAsync(ino, [r](absl::StatusOr<proto::Attr> attr) { ReplyAttr(r, attr); });
 }
 
 void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
                fuse_file_info*) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kSetAttr);
   proto::SetAttrRequest request;
   request.set_ino(ino);
@@ -228,7 +229,7 @@ void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
 }
 
 void OpReadlink(fuse_req_t req, fuse_ino_t ino) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kReadlink);
   auto target = mount.Readlink(ino);
   if (!target.ok()) return ReplyStatus(r, target.status());
@@ -239,7 +240,7 @@ void OpReadlink(fuse_req_t req, fuse_ino_t ino) noexcept {
 
 void CreateNode(fuse_req_t req, FuseOp op, fuse_ino_t parent, const char* name, mode_t mode,
                 const std::string& target, dev_t rdev = 0) {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   const fuse_ctx ctx = *fuse_req_ctx(req);
   RequestPtr r = Begin(req, op);
   mode_t umasked = mode & ~ctx.umask;
@@ -265,20 +266,20 @@ void OpSymlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* 
 }
 
 void OpUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kUnlink);
   ReplyStatus(r, mount.Unlink(parent, name, false));
 }
 
 void OpRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kRmdir);
   ReplyStatus(r, mount.Unlink(parent, name, true));
 }
 
 void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent,
               const char* new_name, unsigned int flags) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kRename);
   ReplyStatus(r, mount.Rename(parent, name, new_parent, new_name, flags));
 }
@@ -303,7 +304,7 @@ void SetOpenFlags(const OpenFile& file, fuse_file_info* fi) {
 }
 
 void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kOpen);
   auto file = mount.Open(ino, fi->flags);
   if (!file.ok()) return ReplyStatus(r, file.status());
@@ -314,7 +315,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
 
 void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
               fuse_file_info* fi) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   const fuse_ctx ctx = *fuse_req_ctx(req);
   RequestPtr r = Begin(req, FuseOp::kCreate);
   const uint32_t file_mode = (mode & ~ctx.umask & 07777) | S_IFREG;
@@ -342,7 +343,7 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 // the caller may exit, and its RELEASE free the handle on another worker.
 
 void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   FileHandle file = Handle(fi);
   RequestPtr r = Begin(req, FuseOp::kRead);
   mount.ReadAsync(std::move(file), static_cast<uint64_t>(off), size,
@@ -356,7 +357,7 @@ void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* 
 
 void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
              fuse_file_info* fi) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   const FileHandle file = Handle(fi);
   RequestPtr r = Begin(req, FuseOp::kWrite);
   mount.WriteAsync(*file, static_cast<uint64_t>(off), buf, size, [r, size](absl::Status s) {
@@ -366,21 +367,21 @@ void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off
 }
 
 void OpFlush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   const FileHandle file = Handle(fi);
   RequestPtr r = Begin(req, FuseOp::kFlush);
   mount.Flush(*file, [r](absl::Status s) { ReplyStatus(r, s); });
 }
 
 void OpFsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   const FileHandle file = Handle(fi);
   RequestPtr r = Begin(req, FuseOp::kFsync);
   mount.Sync(*file, [r](absl::Status s) { ReplyStatus(r, s); });
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kRelease);
   mount.ReleaseAsync(TakeHandle(fi), [r, ino](absl::Status s) {
     if (!s.ok()) LOG(ERROR) << "release of inode " << ino << ": " << s;
@@ -392,7 +393,7 @@ void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
 // readdir on one open directory, but a handle shared by threads of a
 // process may still be read twice at once: the mutex orders them.
 struct DirHandle {
-  DirHandle(Mount& mount, fuse_ino_t ino)
+  DirHandle(fsclient::Client& mount, fuse_ino_t ino)
       : stream(ino, [&mount, ino](const std::string& start_after) {
           return mount.Readdir(ino, start_after);
         }) {}
@@ -401,7 +402,7 @@ struct DirHandle {
 };
 
 void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kOpendir);
   auto dir = std::make_unique<DirHandle>(mount, ino);
   absl::Status opened;
@@ -461,7 +462,7 @@ void OpFsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) noexcept {
 }
 
 void OpStatfs(fuse_req_t req, fuse_ino_t) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kStatfs);
   auto fs = mount.StatFs();
   if (!fs.ok()) return ReplyStatus(r, fs.status());
@@ -493,7 +494,7 @@ void ReplyXattrValue(const RequestPtr& r, const std::string& value, size_t size)
 
 void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size,
                 int flags) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   const uid_t uid = fuse_req_ctx(req)->uid;
   RequestPtr r = Begin(req, FuseOp::kSetxattr);
   if (name == std::string_view(format::kDropBlockCacheXattr) && uid != 0) {
@@ -503,9 +504,9 @@ void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* va
 }
 
 // getxattr replies from the waiting pool when it asks replicas
-// (Mount::GetXattrAsync).
+// (fsclient::Client::GetXattrAsync).
 void OpGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kGetxattr);
   mount.GetXattrAsync(ino, name, [r, size](absl::StatusOr<std::string> value) {
     if (!value.ok()) return ReplyStatus(r, value.status());
@@ -514,7 +515,7 @@ void OpGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) n
 }
 
 void OpListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kListxattr);
   auto names = mount.ListXattr(ino);
   if (!names.ok()) return ReplyStatus(r, names.status());
@@ -527,7 +528,7 @@ void OpListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) noexcept {
 }
 
 void OpRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) noexcept {
-  Mount& mount = M(req);
+  fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kRemovexattr);
   ReplyStatus(r, mount.RemoveXattr(ino, name));
 }

@@ -4,7 +4,7 @@
 
 #include <fuse_lowlevel.h>
 
-#include "fuse/mount.h"
+#include "fsclient/client.h"
 #include "fuse/request.h"
 
 namespace logfs::fuse {
@@ -13,7 +13,7 @@ namespace logfs::fuse {
 // answers interrupted requests of dying callers (fuse/request.h). Both
 // must outlive the session and every request it holds.
 struct OpsContext {
-  Mount* mount = nullptr;
+  fsclient::Client* mount = nullptr;
   InterruptWatcher* interrupts = nullptr;
 };
 

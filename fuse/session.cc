@@ -13,7 +13,7 @@
 
 namespace logfs::fuse {
 
-absl::Status RunSession(Mount& mount, const SessionOptions& options,
+absl::Status RunSession(fsclient::Client& mount, const SessionOptions& options,
                         const std::function<void()>& on_ready) {
   // fuse_opt splits options at commas; a backslash keeps one in the value.
   std::string fsname;

@@ -1,4 +1,4 @@
-// Runs a FUSE low-level session for a Mount: mounts `mountpoint`, serves
+// Runs a FUSE low-level session for a client (fsclient::Client): mounts `mountpoint`, serves
 // requests on a multithreaded loop until unmounted or signalled, then
 // unmounts. Blocks. The mount is always nodev,nosuid and
 // default_permissions (the kernel checks mode bits).
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "fuse/mount.h"
+#include "fsclient/client.h"
 
 namespace logfs::fuse {
 
@@ -30,7 +30,7 @@ struct SessionOptions {
 // reports readiness, e.g. to a waiting parent). Returns when the file
 // system is unmounted, after `mount.Shutdown()`: every request the mount
 // still held has replied by then. kFailedPrecondition if mounting fails.
-absl::Status RunSession(Mount& mount, const SessionOptions& options,
+absl::Status RunSession(fsclient::Client& mount, const SessionOptions& options,
                         const std::function<void()>& on_ready);
 
 }  // namespace logfs::fuse

@@ -90,7 +90,7 @@ struct FileWriterOptions {
   // own, from the same sequence.
   std::function<proto::CallId()> next_call_id;
   // Runs a blocking job (a recovery) off the network threads. The owner
-  // must finish every job before it tears down the client pool (Mount
+  // must finish every job before it tears down the client pool (the client
   // joins its thread pool first), and must not run it inline. Unset: a
   // detached thread per job.
   std::function<void(std::function<void()>)> run_blocking;

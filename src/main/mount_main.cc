@@ -29,7 +29,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache/block_trace.h"
-#include "fuse/mount.h"
+#include "fsclient/client.h"
+#include "fuse/op_metrics.h"
 #include "fuse/session.h"
 #include "src/cluster/local_cluster.h"
 #include "src/cluster/process.h"
@@ -324,8 +325,8 @@ void ClearDeadMount(const std::string& path) {
 }
 
 // The mount's options from its flags, with meta at `meta`.
-fuse::MountOptions MountOptionsFromFlags(const std::string& meta) {
-  fuse::MountOptions options;
+fsclient::ClientOptions ClientOptionsFromFlags(const std::string& meta) {
+  fsclient::ClientOptions options;
   options.meta_address = meta;
   options.wal_segment_bytes = FLAGS_wal_segment_bytes;
   options.continue_wal_segments = FLAGS_continue_wal_segments;
@@ -423,7 +424,7 @@ int RunMount(const std::string& mountpoint_arg) {
   // Declared before `mount`, so it outlives it and writes out the last
   // lookups when the mount is gone.
   std::unique_ptr<cache::BlockTraceWriter> trace;
-  fuse::MountOptions options = MountOptionsFromFlags(meta);
+  fsclient::ClientOptions options = ClientOptionsFromFlags(meta);
   // Told to tools on the mount (user.logfs.cluster_secret_file), so that
   // `logfs bench wal --dir` reaches the segment servers without the flag.
   options.cluster_secret_file = FLAGS_cluster_secret_file.empty() && local != nullptr
@@ -438,12 +439,15 @@ int RunMount(const std::string& mountpoint_arg) {
     trace = std::move(*created);
     options.block_cache_tracer = trace.get();
   }
-  fuse::Mount mount(options);
+  fsclient::Client mount(options);
   absl::Status connected = mount.Connect();
   if (!connected.ok()) return ready.Report(std::string(connected.message())), 1;
   // Stops (its destructor) before `mount` goes: scrapes read the mount.
   auto metrics = StartMetricsServer(
-      "mount", [&mount](metrics::FamilyList& out) { mount.CollectMetrics(out); });
+      "mount", [&mount](metrics::FamilyList& out) {
+        fuse::CollectFuseOpMetrics(out);
+        mount.CollectMetrics(out);
+      });
   if (!metrics.ok()) return ready.Report(std::string(metrics.status().message())), 1;
   fuse::SessionOptions session;
   session.mountpoint = mountpoint;

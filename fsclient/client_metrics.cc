@@ -1,10 +1,10 @@
-// Mount::CollectMetrics: the mount's /metrics families. Counter names map
-// one to one onto user.logfs.stats keys where both exist (same atomics).
-#include "fuse/mount.h"
-#include "fuse/op_metrics.h"
+// Client::CollectMetrics: the client's /metrics families (its writers and
+// its read path). Counter names map one to one onto user.logfs.stats keys
+// where both exist (same atomics).
+#include "fsclient/client.h"
 #include "wal/writer_counters.h"
 
-namespace logfs::fuse {
+namespace logfs::fsclient {
 namespace {
 
 void CollectWriterMetrics(metrics::FamilyList& out) {
@@ -39,8 +39,7 @@ void CollectWriterMetrics(metrics::FamilyList& out) {
 
 }  // namespace
 
-void Mount::CollectMetrics(metrics::FamilyList& out) const {
-  CollectFuseOpMetrics(out);
+void Client::CollectMetrics(metrics::FamilyList& out) const {
   CollectWriterMetrics(out);
   const cache::SegmentReaderStats r = segment_reader_->stats();
   out.AddCounter("logfs_read_short_circuit_total",
@@ -94,4 +93,4 @@ void Mount::CollectMetrics(metrics::FamilyList& out) const {
                b.reserved_bytes);
 }
 
-}  // namespace logfs::fuse
+}  // namespace logfs::fsclient

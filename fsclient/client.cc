@@ -1,4 +1,4 @@
-#include "fuse/mount.h"
+#include "fsclient/client.h"
 
 #include <fcntl.h>
 #include <glog/logging.h>
@@ -21,7 +21,7 @@
 #include "store/rpc/rpc_client.h"
 #include "wal/writer_counters.h"
 
-namespace logfs::fuse {
+namespace logfs::fsclient {
 namespace {
 
 using format::kClusterSecretFileXattr;
@@ -44,14 +44,14 @@ uint64_t SealedLength(const proto::Inode& inode) {
 
 }  // namespace
 
-client::MetaClientOptions Mount::MetaOptions(const MountOptions& options) {
+client::MetaClientOptions Client::MetaOptions(const ClientOptions& options) {
   client::MetaClientOptions meta;
   meta.timeout = options.rpc_timeout;
   meta.retry_window = options.meta_retry;
   return meta;
 }
 
-Mount::Mount(MountOptions options)
+Client::Client(ClientOptions options)
     : options_(std::move(options)),
       pool_(io_),
       local_routes_(options_.local_transport == rpc::Transport::kUnix
@@ -77,9 +77,9 @@ Mount::Mount(MountOptions options)
   }
 }
 
-Mount::~Mount() { Shutdown(); }
+Client::~Client() { Shutdown(); }
 
-absl::Status Mount::Connect() {
+absl::Status Client::Connect() {
   work_.emplace(asio::make_work_guard(io_));
   for (int i = 0; i < options_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
   char host[256] = {0};
@@ -93,7 +93,7 @@ absl::Status Mount::Connect() {
 // The first contact with meta: while it is down, starting or electing, the
 // mount waits for it as an NFS mount retries its first MNT call (mount.nfs
 // "retry="), rather than failing a boot that raced meta.
-absl::StatusOr<uint64_t> Mount::NewMountWithin(const std::string& host) {
+absl::StatusOr<uint64_t> Client::NewMountWithin(const std::string& host) {
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + options_.connect_wait;
   for (int attempt = 1;; ++attempt) {
@@ -123,7 +123,7 @@ absl::StatusOr<uint64_t> Mount::NewMountWithin(const std::string& host) {
   }
 }
 
-void Mount::Shutdown() {
+void Client::Shutdown() {
   if (!stopping_.HasBeenNotified()) stopping_.Notify();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   // Waiting FUSE calls and writers' recoveries use the client pool and
@@ -139,7 +139,7 @@ void Mount::Shutdown() {
 }
 
 // Also trims the short-circuit replica cache.
-void Mount::HeartbeatLoop() {
+void Client::HeartbeatLoop() {
   proto::MountHeartbeatRequest request;
   request.set_mount_id(meta_.mount_id());
   while (!stopping_.WaitForNotificationWithTimeout(options_.heartbeat_interval)) {
@@ -157,19 +157,19 @@ void Mount::HeartbeatLoop() {
   }
 }
 
-std::shared_ptr<wal::FileWriter> Mount::FindWriter(uint64_t ino) {
+std::shared_ptr<wal::FileWriter> Client::FindWriter(uint64_t ino) {
   absl::MutexLock lock(&mu_);
   auto it = writers_.find(ino);
   return it == writers_.end() ? nullptr : it->second.writer;
 }
 
-bool Mount::WriterClosing(uint64_t ino) {
+bool Client::WriterClosing(uint64_t ino) {
   absl::MutexLock lock(&mu_);
   auto it = writers_.find(ino);
   return it != writers_.end() && it->second.closing;
 }
 
-uint64_t Mount::LiveLength(proto::Inode& inode) {
+uint64_t Client::LiveLength(proto::Inode& inode) {
   if (!HasOpenSegment(inode)) return SealedLength(inode);
   proto::Segment& open = *inode.mutable_segments()->rbegin();
   if (inode.attr().kind() == proto::KIND_BLOCK) {
@@ -185,7 +185,7 @@ uint64_t Mount::LiveLength(proto::Inode& inode) {
 
 // ---------------------------------------------------------------- namespace
 
-void Mount::LookupAsync(uint64_t parent, const std::string& name, AttrDone done) {
+void Client::LookupAsync(uint64_t parent, const std::string& name, AttrDone done) {
   // Meta's answer names the inode and its attributes at once: asking for
   // them again by inode would race with a rename that replaces the name.
   // The kernel holds the parent directory's lock through a lookup: it
@@ -195,11 +195,11 @@ void Mount::LookupAsync(uint64_t parent, const std::string& name, AttrDone done)
   WithLiveSizeAsync(meta_.Lookup(parent, name), /*wait_durable=*/false, std::move(done));
 }
 
-void Mount::GetAttrAsync(uint64_t ino, AttrDone done) {
+void Client::GetAttrAsync(uint64_t ino, AttrDone done) {
   WithLiveSizeAsync(meta_.GetAttr(ino), /*wait_durable=*/true, std::move(done));
 }
 
-void Mount::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durable, AttrDone done) {
+void Client::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durable, AttrDone done) {
   if (!attr.ok() || !S_ISREG(attr->mode())) {
     done(std::move(attr));
     return;
@@ -247,7 +247,7 @@ void Mount::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durabl
   });
 }
 
-void Mount::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
+void Client::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
   if ((in.to_set() & format::kSetAttrSize) != 0 && WriterClosing(in.ino())) {
     // The kernel sends RELEASE after close(2) has returned, so a truncate
     // right after a close can find that close's writer still sealing: the
@@ -310,7 +310,7 @@ proto::CreateRequest CreateRequestOf(uint64_t parent, const std::string& name, u
 }
 }  // namespace
 
-absl::StatusOr<proto::Attr> Mount::Create(uint64_t parent, const std::string& name, uint32_t mode,
+absl::StatusOr<proto::Attr> Client::Create(uint64_t parent, const std::string& name, uint32_t mode,
                                           uid_t uid, gid_t gid, const std::string& symlink_target,
                                           uint64_t rdev) {
   proto::CreateRequest request = CreateRequestOf(parent, name, mode, uid, gid);
@@ -319,7 +319,7 @@ absl::StatusOr<proto::Attr> Mount::Create(uint64_t parent, const std::string& na
   return meta_.Create(std::move(request));
 }
 
-absl::Status Mount::Unlink(uint64_t parent, const std::string& name, bool directory) {
+absl::Status Client::Unlink(uint64_t parent, const std::string& name, bool directory) {
   proto::UnlinkRequest request;
   request.set_parent(parent);
   request.set_name(name);
@@ -327,7 +327,7 @@ absl::Status Mount::Unlink(uint64_t parent, const std::string& name, bool direct
   return meta_.Unlink(std::move(request));
 }
 
-absl::Status Mount::Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
+absl::Status Client::Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
                            const std::string& new_name, uint32_t flags) {
   proto::RenameRequest request;
   request.set_parent(parent);
@@ -340,7 +340,7 @@ absl::Status Mount::Rename(uint64_t parent, const std::string& name, uint64_t ne
 
 // ---------------------------------------------------------------- xattrs
 
-absl::StatusOr<std::string> Mount::FormatSegments(const proto::Inode& inode, int64_t page) {
+absl::StatusOr<std::string> Client::FormatSegments(const proto::Inode& inode, int64_t page) {
   // Lines packed into pages of at most kSegmentsXattrBytesMax bytes.
   std::vector<std::string> pages(1);
   for (const auto& s : inode.segments()) {
@@ -366,7 +366,7 @@ absl::StatusOr<std::string> Mount::FormatSegments(const proto::Inode& inode, int
                       "\n");
 }
 
-std::string Mount::FormatStats() {
+std::string Client::FormatStats() {
   std::string out = wal::FormatWriterCounters();
   out.pop_back();  // the newline
   const cache::SegmentReaderStats r = segment_reader_->stats();
@@ -393,7 +393,7 @@ std::string Mount::FormatStats() {
   return out;
 }
 
-void Mount::GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done) {
+void Client::GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done) {
   if (name == kMountPidXattr && ino == 1) return done(std::to_string(getpid()));
   if (name == kMetaAddressXattr) return done(options_.meta_address);
   if (name == kClusterSecretFileXattr) {
@@ -431,7 +431,7 @@ void Mount::GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done)
              });
 }
 
-absl::Status Mount::SetXattr(uint64_t ino, const std::string& name, const std::string& value,
+absl::Status Client::SetXattr(uint64_t ino, const std::string& name, const std::string& value,
                              int flags) {
   if (name == kDropBlockCacheXattr) {
     if (block_cache_ != nullptr) block_cache_->Clear();
@@ -447,7 +447,7 @@ absl::Status Mount::SetXattr(uint64_t ino, const std::string& name, const std::s
 
 // ---------------------------------------------------------------- files
 
-void Mount::WaitUntilNotClosing(uint64_t ino) {
+void Client::WaitUntilNotClosing(uint64_t ino) {
   absl::MutexLock lock(&mu_);
   auto not_closing = [this, ino]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = writers_.find(ino);
@@ -456,7 +456,7 @@ void Mount::WaitUntilNotClosing(uint64_t ino) {
   mu_.Await(absl::Condition(&not_closing));
 }
 
-absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t ino, bool truncate) {
+absl::StatusOr<std::shared_ptr<wal::FileWriter>> Client::AcquireWriter(uint64_t ino, bool truncate) {
   std::shared_ptr<wal::FileWriter> existing;
   {
     absl::MutexLock lock(&mu_);
@@ -498,7 +498,7 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Mount::AcquireWriter(uint64_t i
   return NewWriterLocked(std::move(*opened));
 }
 
-std::shared_ptr<wal::FileWriter> Mount::NewWriterLocked(proto::Inode opened) {
+std::shared_ptr<wal::FileWriter> Client::NewWriterLocked(proto::Inode opened) {
   const uint64_t ino = opened.attr().ino();
   wal::FileWriterOptions options;
   options.mount_id = meta_.mount_id();
@@ -525,7 +525,7 @@ std::shared_ptr<wal::FileWriter> Mount::NewWriterLocked(proto::Inode opened) {
   return writer;
 }
 
-absl::StatusOr<std::unique_ptr<OpenFile>> Mount::CreateForWrite(uint64_t parent,
+absl::StatusOr<std::unique_ptr<OpenFile>> Client::CreateForWrite(uint64_t parent,
                                                                 const std::string& name,
                                                                 uint32_t mode, uid_t uid, gid_t gid,
                                                                 int flags, proto::Attr* attr) {
@@ -543,7 +543,7 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Mount::CreateForWrite(uint64_t parent,
   return file;
 }
 
-absl::StatusOr<std::unique_ptr<OpenFile>> Mount::Open(uint64_t ino, int flags) {
+absl::StatusOr<std::unique_ptr<OpenFile>> Client::Open(uint64_t ino, int flags) {
   auto file = std::make_unique<OpenFile>();
   file->ino = ino;
   file->writable = (flags & O_ACCMODE) != O_RDONLY;
@@ -574,11 +574,11 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Mount::Open(uint64_t ino, int flags) {
   return file;
 }
 
-absl::StatusOr<cache::ReadBuffer> Mount::Read(OpenFile& file, uint64_t offset, uint64_t size) {
+absl::StatusOr<cache::ReadBuffer> Client::Read(OpenFile& file, uint64_t offset, uint64_t size) {
   return ReadInternal(file, offset, size, cache::ReadMode::kAny);
 }
 
-void Mount::ReadAsync(std::shared_ptr<OpenFile> file, uint64_t offset, uint64_t size,
+void Client::ReadAsync(std::shared_ptr<OpenFile> file, uint64_t offset, uint64_t size,
                       ReadDone done) {
   absl::StatusOr<cache::ReadBuffer> read =
       ReadInternal(*file, offset, size, cache::ReadMode::kCachedOnly);
@@ -591,7 +591,7 @@ void Mount::ReadAsync(std::shared_ptr<OpenFile> file, uint64_t offset, uint64_t 
   });
 }
 
-absl::StatusOr<cache::ReadBuffer> Mount::ReadInternal(OpenFile& file, uint64_t offset,
+absl::StatusOr<cache::ReadBuffer> Client::ReadInternal(OpenFile& file, uint64_t offset,
                                                       uint64_t size, cache::ReadMode mode) {
   std::vector<proto::Segment> segments;
   uint64_t length;
@@ -644,7 +644,7 @@ absl::StatusOr<cache::ReadBuffer> Mount::ReadInternal(OpenFile& file, uint64_t o
   return out;
 }
 
-absl::Status Mount::WaitUntilDurable(wal::FileWriter& writer) {
+absl::Status Client::WaitUntilDurable(wal::FileWriter& writer) {
   struct Wait {
     absl::Notification done;
     absl::Status status;
@@ -662,7 +662,7 @@ absl::Status Mount::WaitUntilDurable(wal::FileWriter& writer) {
   return wait->status;
 }
 
-absl::Status Mount::Write(OpenFile& file, uint64_t offset, const char* data, size_t size) {
+absl::Status Client::Write(OpenFile& file, uint64_t offset, const char* data, size_t size) {
   if (file.write_denied || file.writer == nullptr) {
     return PosixError(EPERM, "sealed block files are immutable");
   }
@@ -671,7 +671,7 @@ absl::Status Mount::Write(OpenFile& file, uint64_t offset, const char* data, siz
   return file.writer->Write(at, absl::string_view(data, size));
 }
 
-void Mount::WriteAsync(OpenFile& file, uint64_t offset, const char* data, size_t size,
+void Client::WriteAsync(OpenFile& file, uint64_t offset, const char* data, size_t size,
                        std::function<void(absl::Status)> done) {
   if (file.write_denied || file.writer == nullptr) {
     done(PosixError(EPERM, "sealed block files are immutable"));
@@ -682,7 +682,7 @@ void Mount::WriteAsync(OpenFile& file, uint64_t offset, const char* data, size_t
   file.writer->WriteAsync(at, absl::string_view(data, size), std::move(done));
 }
 
-void Mount::Sync(OpenFile& file, std::function<void(absl::Status)> done) {
+void Client::Sync(OpenFile& file, std::function<void(absl::Status)> done) {
   if (file.writer == nullptr) {
     done(absl::OkStatus());
     return;
@@ -690,7 +690,7 @@ void Mount::Sync(OpenFile& file, std::function<void(absl::Status)> done) {
   file.writer->Sync(std::move(done));
 }
 
-void Mount::Flush(OpenFile& file, std::function<void(absl::Status)> done) {
+void Client::Flush(OpenFile& file, std::function<void(absl::Status)> done) {
   if (file.writer == nullptr) {
     done(absl::OkStatus());
     return;
@@ -698,7 +698,7 @@ void Mount::Flush(OpenFile& file, std::function<void(absl::Status)> done) {
   file.writer->SealAsync(std::move(done));
 }
 
-absl::Status Mount::Release(std::shared_ptr<OpenFile> file) {
+absl::Status Client::Release(std::shared_ptr<OpenFile> file) {
   absl::Notification released;
   absl::Status status;
   ReleaseAsync(std::move(file), [&](absl::Status s) {
@@ -709,7 +709,7 @@ absl::Status Mount::Release(std::shared_ptr<OpenFile> file) {
   return status;
 }
 
-void Mount::ReleaseAsync(std::shared_ptr<OpenFile> file, std::function<void(absl::Status)> done) {
+void Client::ReleaseAsync(std::shared_ptr<OpenFile> file, std::function<void(absl::Status)> done) {
   if (file->writer == nullptr) {
     done(meta_.Release(file->ino));
     return;
@@ -733,4 +733,4 @@ void Mount::ReleaseAsync(std::shared_ptr<OpenFile> file, std::function<void(absl
   });
 }
 
-}  // namespace logfs::fuse
+}  // namespace logfs::fsclient

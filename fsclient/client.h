@@ -1,9 +1,15 @@
-// The client side of one logfs mount: translates VFS-level calls into meta
-// calls and segment reads/writes. The FUSE low-level callbacks (fuse/ops.cc)
-// are thin wrappers over this class; errno leaves only through
-// fuse/errno_map.h.
+// The logfs client library, what a process links to use logfs (as HDFS's
+// DFSClient or Ceph's libcephfs): inodes and the namespace calls, open,
+// read, append, sync and close through the WAL writer (wal/), the block
+// cache and short-circuit reads (cache/). One Client is one session with
+// meta, which meta calls a mount (its mount id, leases and pins), whether
+// it serves a FUSE mount (fuse/ is a thin adapter over it, as libfuse's
+// passthrough_ll is over syscalls) or runs inside an application
+// (`logfs bench wal --meta`). Errors are absl::Status with the errno
+// attached (src/status/posix_error.h); fuse/errno_map.h maps them for the
+// kernel.
 //
-// Thread-safe: FUSE worker threads call in concurrently. Namespace calls
+// Thread-safe: callers (FUSE worker threads) call in concurrently. Namespace calls
 // block on meta (one round trip); reads block on a replica; writes block
 // only when the replica queue is full or a segment rolls; syncs never block.
 #pragma once
@@ -37,9 +43,9 @@
 #include "store/rpc/stream_socket.h"
 #include "wal/file_writer.h"
 
-namespace logfs::fuse {
+namespace logfs::fsclient {
 
-struct MountOptions {
+struct ClientOptions {
   std::string meta_address;  // "host:port", or a list of meta replicas "h1:p,h2:p,..."
   // Where the cluster secret this mount uses lives (empty: none), told to
   // tools as user.logfs.cluster_secret_file; the mount reads no file.
@@ -109,13 +115,13 @@ struct OpenFile {
   uint64_t inode_ticket ABSL_GUARDED_BY(mu) = 0;
 };
 
-class Mount {
+class Client {
  public:
-  explicit Mount(MountOptions options);
-  ~Mount();
+  explicit Client(ClientOptions options);
+  ~Client();
 
   // Connects to meta and gets a mount id, retrying within
-  // MountOptions::connect_wait; starts the lease heartbeat. kUnavailable
+  // ClientOptions::connect_wait; starts the lease heartbeat. kUnavailable
   // "cannot reach meta at ADDR ..." with the last failure if meta was not
   // reached in time; meta's own refusal (e.g. a bad cluster secret) at once.
   absl::Status Connect();
@@ -230,9 +236,9 @@ class Mount {
 
   uint64_t mount_id() const { return meta_.mount_id(); }
 
-  // This mount's metrics for /metrics (fuse/mount_metrics.cc): the FUSE
-  // ops, the writers' counters and the read path's, from the same counters
-  // user.logfs.stats reads. Thread-safe (a scrape thread calls it).
+  // This client's metrics for /metrics (client_metrics.cc): the writers'
+  // counters and the read path's, from the same counters user.logfs.stats
+  // reads. Thread-safe (a scrape thread calls it).
   void CollectMetrics(metrics::FamilyList& out) const;
 
  private:
@@ -285,10 +291,10 @@ class Mount {
 
   // Every meta call of the mount but NewMount and the heartbeat rides out a
   // meta restart within options.meta_retry (store/client/meta_client.h).
-  static client::MetaClientOptions MetaOptions(const MountOptions& options);
+  static client::MetaClientOptions MetaOptions(const ClientOptions& options);
 
   // Immutable after construction / Connect.
-  const MountOptions options_;
+  const ClientOptions options_;
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> io_threads_;
@@ -320,4 +326,4 @@ class Mount {
   absl::flat_hash_map<uint64_t, WriterRef> writers_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace logfs::fuse
+}  // namespace logfs::fsclient
