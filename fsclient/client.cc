@@ -53,13 +53,14 @@ client::MetaClientOptions Client::MetaOptions(const ClientOptions& options) {
 
 Client::Client(ClientOptions options)
     : options_(std::move(options)),
-      pool_(io_),
+      executors_(Executors::Options{.io_threads = options_.io_threads}),
+      pool_(executors_.io()),
       local_routes_(options_.local_transport == rpc::Transport::kUnix
                         ? std::make_unique<client::LocalRoutes>(
                               pool_, client::LocalRoutes::Options{options_.host_id})
                         : nullptr),
       segd_(pool_),
-      meta_(io_, client::MetaEndpoints::OverPool(pool_, options_.meta_address),
+      meta_(executors_.io(), client::MetaEndpoints::OverPool(pool_, options_.meta_address),
             MetaOptions(options_)) {
   segd_.set_local_routes(local_routes_.get());
   cache::SegmentReaderOptions reader_options;
@@ -80,13 +81,12 @@ Client::Client(ClientOptions options)
 Client::~Client() { Shutdown(); }
 
 absl::Status Client::Connect() {
-  work_.emplace(asio::make_work_guard(io_));
-  for (int i = 0; i < options_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
+  executors_.StartIo();
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   absl::StatusOr<uint64_t> mount_id = NewMountWithin(host);
   if (!mount_id.ok()) return mount_id.status();
-  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+  executors_.StartHeartbeat([this] { HeartbeatLoop(); });
   return absl::OkStatus();
 }
 
@@ -125,17 +125,12 @@ absl::StatusOr<uint64_t> Client::NewMountWithin(const std::string& host) {
 
 void Client::Shutdown() {
   if (!stopping_.HasBeenNotified()) stopping_.Notify();
-  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
-  // Waiting FUSE calls and writers' recoveries use the client pool and
-  // finish within their deadlines: wait for them before the pool and the
-  // io threads go (the calls first: they may wait for a recovery).
-  waiting_pool_.join();
-  recovery_pool_.join();
+  // Waiting calls and writers' recoveries use the client pool and finish
+  // within their deadlines: wait for them before the pool and the io
+  // threads go.
+  executors_.JoinPools();
   pool_.ShutdownAll();
-  work_.reset();
-  io_.stop();
-  for (auto& t : io_threads_) t.join();
-  io_threads_.clear();
+  executors_.StopIo();
 }
 
 // Also trims the short-circuit replica cache.
@@ -161,12 +156,6 @@ std::shared_ptr<wal::FileWriter> Client::FindWriter(uint64_t ino) {
   absl::MutexLock lock(&mu_);
   auto it = writers_.find(ino);
   return it == writers_.end() ? nullptr : it->second.writer;
-}
-
-bool Client::WriterClosing(uint64_t ino) {
-  absl::MutexLock lock(&mu_);
-  auto it = writers_.find(ino);
-  return it != writers_.end() && it->second.closing;
 }
 
 uint64_t Client::LiveLength(proto::Inode& inode) {
@@ -218,7 +207,7 @@ void Client::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durab
       done(std::move(attr));
       return;
     }
-    asio::post(waiting_pool_, [this, writer = std::move(writer), attr = *std::move(attr),
+    executors_.PostWaiting([this, writer = std::move(writer), attr = *std::move(attr),
                                done = std::move(done)]() mutable {
       // A failure leaves the acked length, which is what the size then is.
       WaitUntilDurable(*writer).IgnoreError();
@@ -235,7 +224,7 @@ void Client::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durab
   // recovered it yet: the size is what the ack quorum holds (DESIGN §2),
   // never less than what a read returns. A stalled replica must not hold
   // a FUSE worker, so the replicas are asked from the waiting pool.
-  asio::post(waiting_pool_, [this, attr = *std::move(attr), done = std::move(done)]() mutable {
+  executors_.PostWaiting([this, attr = *std::move(attr), done = std::move(done)]() mutable {
     absl::StatusOr<proto::Inode> inode = meta_.GetInode(attr.ino());
     if (!inode.ok()) {
       done(inode.status());
@@ -248,16 +237,19 @@ void Client::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durab
 }
 
 void Client::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
-  if ((in.to_set() & format::kSetAttrSize) != 0 && WriterClosing(in.ino())) {
+  if ((in.to_set() & format::kSetAttrSize) != 0) {
     // The kernel sends RELEASE after close(2) has returned, so a truncate
     // right after a close can find that close's writer still sealing: the
-    // seal decides the length the truncate changes. Wait for it off the
-    // FUSE worker, then decide against what the close left.
-    asio::post(waiting_pool_, [this, in, done = std::move(done)]() mutable {
-      WaitUntilNotClosing(in.ino());
-      SetAttrAsync(in, std::move(done));
-    });
-    return;
+    // seal decides the length the truncate changes. It runs once the close
+    // has ended (on the close's thread), against what the close left; no
+    // thread waits for it (the close itself runs on the waiting pool).
+    absl::MutexLock lock(&mu_);
+    auto it = writers_.find(in.ino());
+    if (it != writers_.end() && it->second.closing) {
+      it->second.after_close.push_back(
+          [this, in, done = std::move(done)]() mutable { SetAttrAsync(in, std::move(done)); });
+      return;
+    }
   }
   proto::SetAttrRequest request = in;
   request.set_mount_id(meta_.mount_id());
@@ -293,7 +285,7 @@ void Client::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
   if (change == SizeChange::kNone) return set(std::move(done));
   // Emptying or cutting the file waits for the writer's roll or recovery
   // in progress, or for its replicas: on the waiting pool.
-  asio::post(waiting_pool_,
+  executors_.PostWaiting(
              [set = std::move(set), done = std::move(done)]() mutable { set(std::move(done)); });
 }
 
@@ -424,7 +416,7 @@ void Client::GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done
   if (!HasOpenSegment(*inode)) return done(format(*inode, SealedLength(*inode)));
   // The open segment's acked length comes from its replicas: asked from
   // the waiting pool, as GetAttrAsync does.
-  asio::post(waiting_pool_,
+  executors_.PostWaiting(
              [this, inode = *std::move(inode), format, done = std::move(done)]() mutable {
                const uint64_t durable = LiveLength(inode);
                done(format(inode, durable));
@@ -448,6 +440,7 @@ absl::Status Client::SetXattr(uint64_t ino, const std::string& name, const std::
 // ---------------------------------------------------------------- files
 
 void Client::WaitUntilNotClosing(uint64_t ino) {
+  Executors::CheckMayWaitOn(Executor::kWaiting, "a writer's close");
   absl::MutexLock lock(&mu_);
   auto not_closing = [this, ino]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = writers_.find(ino);
@@ -458,6 +451,7 @@ void Client::WaitUntilNotClosing(uint64_t ino) {
 
 absl::StatusOr<std::shared_ptr<wal::FileWriter>> Client::AcquireWriter(uint64_t ino, bool truncate) {
   std::shared_ptr<wal::FileWriter> existing;
+  Executors::CheckMayWaitOn(Executor::kWaiting, "another open or a close of the file");
   {
     absl::MutexLock lock(&mu_);
     // Wait while another open of this file takes the lease, or a writer of
@@ -515,13 +509,16 @@ std::shared_ptr<wal::FileWriter> Client::NewWriterLocked(proto::Inode opened) {
   options.slow_servers = slow_servers_;
   options.next_call_id = [this] { return meta_.NextCallId(); };
   options.run_blocking = [this](std::function<void()> job) {
-    asio::post(recovery_pool_, std::move(job));
+    executors_.PostRecovery(std::move(job));
   };
   options.run_waiting = [this](std::function<void()> job) {
-    asio::post(waiting_pool_, std::move(job));
+    executors_.PostWaiting(std::move(job));
   };
   auto writer = wal::FileWriter::Create(options, std::move(opened), &meta_, &segd_);
-  writers_[ino] = WriterRef{writer, 1, false, false};
+  WriterRef ref;  // replaces the placeholder of the open
+  ref.writer = writer;
+  ref.handles = 1;
+  writers_[ino] = std::move(ref);
   return writer;
 }
 
@@ -586,7 +583,7 @@ void Client::ReadAsync(std::shared_ptr<OpenFile> file, uint64_t offset, uint64_t
     done(std::move(read));
     return;
   }
-  asio::post(waiting_pool_, [this, file = std::move(file), offset, size, done = std::move(done)] {
+  executors_.PostWaiting([this, file = std::move(file), offset, size, done = std::move(done)] {
     done(ReadInternal(*file, offset, size, cache::ReadMode::kAny));
   });
 }
@@ -645,6 +642,7 @@ absl::StatusOr<cache::ReadBuffer> Client::ReadInternal(OpenFile& file, uint64_t 
 }
 
 absl::Status Client::WaitUntilDurable(wal::FileWriter& writer) {
+  Executors::CheckMayWaitOn(Executor::kRecovery, "a writer's sync");
   struct Wait {
     absl::Notification done;
     absl::Status status;
@@ -699,6 +697,7 @@ void Client::Flush(OpenFile& file, std::function<void(absl::Status)> done) {
 }
 
 absl::Status Client::Release(std::shared_ptr<OpenFile> file) {
+  Executors::CheckMayWaitOn(Executor::kWaiting, "a writer's close");
   absl::Notification released;
   absl::Status status;
   ReleaseAsync(std::move(file), [&](absl::Status s) {
@@ -725,11 +724,15 @@ void Client::ReleaseAsync(std::shared_ptr<OpenFile> file, std::function<void(abs
   }
   std::shared_ptr<wal::FileWriter> writer = file->writer;
   writer->CloseAsync([this, file = std::move(file), done = std::move(done)](absl::Status status) {
+    std::vector<std::function<void()>> after_close;
     {
       absl::MutexLock lock(&mu_);
+      auto it = writers_.find(file->ino);
+      if (it != writers_.end()) after_close = std::move(it->second.after_close);
       writers_.erase(file->ino);
     }
     done(std::move(status));
+    for (auto& call : after_close) call();
   });
 }
 

@@ -9,9 +9,16 @@
 // attached (src/status/posix_error.h); fuse/errno_map.h maps them for the
 // kernel.
 //
-// Thread-safe: callers (FUSE worker threads) call in concurrently. Namespace calls
-// block on meta (one round trip); reads block on a replica; writes block
-// only when the replica queue is full or a segment rolls; syncs never block.
+// Thread-safe: callers (FUSE workers, an application's threads) call in
+// concurrently. What blocks a caller: namespace calls block on meta (one
+// round trip); the blocking Read on a replica; Write only when the replica
+// queue is full or a segment rolls; Open and CreateForWrite while another
+// open or a close of the same file is in progress; Release on the
+// writer's close. The *Async calls never wait for a segment server on the
+// caller's thread: that part runs on the waiting pool. The client's own
+// threads and what each may wait on are in executors.h; the waits above
+// state theirs (Executors::CheckMayWaitOn), so a call made from a thread
+// that may not wait that way fails a CHECK instead of deadlocking.
 #pragma once
 
 #include <sys/types.h>
@@ -34,6 +41,7 @@
 #include "cache/file_read.h"
 #include "cache/replica_cache.h"
 #include "cache/segment_reader.h"
+#include "fsclient/executors.h"
 #include "src/metrics/family_list.h"
 #include "store/client/local_routes.h"
 #include "store/client/meta_client.h"
@@ -247,6 +255,9 @@ class Client {
     int handles = 0;
     bool closing = false;  // last handle released, Close in progress
     bool opening = false;  // OpenWrite in flight; `writer` is still null
+    // Run once the close in progress has ended and the writer is gone (on
+    // the thread that ends it): calls that must see what the close left.
+    std::vector<std::function<void()>> after_close;
   };
 
   // Meta's NewMount, retried as Connect() says.
@@ -265,9 +276,6 @@ class Client {
   std::shared_ptr<wal::FileWriter> NewWriterLocked(proto::Inode opened)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::shared_ptr<wal::FileWriter> FindWriter(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
-  // Whether this mount's writer of `ino` is being closed (sealed, its
-  // lease released) right now.
-  bool WriterClosing(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   void WaitUntilNotClosing(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until every byte written to `writer` so far is durable on its
   // ack quorum (a Sync); the writer's sticky error (EIO) otherwise.
@@ -295,29 +303,20 @@ class Client {
 
   // Immutable after construction / Connect.
   const ClientOptions options_;
-  asio::io_context io_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  std::vector<std::thread> io_threads_;
+  // Every thread of the client (executors.h): the io threads, the waiting
+  // pool (what callers hand over instead of waiting for a segment server:
+  // ReadAsync, WriteAsync, ReleaseAsync, and the live sizes of
+  // LookupAsync, GetAttrAsync and GetXattrAsync), the writers'
+  // recoveries and the heartbeat. Shutdown joins the pools before pool_
+  // closes its connections, then stops the io threads.
+  Executors executors_;
   rpc::ClientPool pool_;
   // Null with local_transport kTcp.
   std::unique_ptr<client::LocalRoutes> local_routes_;
   client::SegdClient segd_;
   client::MetaClient meta_;
-  // Writers' recoveries (blocking calls, never on io threads); joined by
-  // Shutdown before pool_ shuts down.
-  asio::thread_pool recovery_pool_{2};
-  // What the FUSE calls hand over instead of waiting for a segment server
-  // on a FUSE worker (ReadAsync, WriteAsync, ReleaseAsync, and the live
-  // sizes of LookupAsync, GetAttrAsync, SetAttrAsync and GetXattrAsync);
-  // its jobs may wait for a recovery (recovery_pool_), never the other
-  // way round.
-  // Joined by Shutdown first. Each job holds a thread while it waits, so
-  // more than kWaitingThreads waits at once queue here, not in the kernel.
-  static constexpr int kWaitingThreads = 16;
-  asio::thread_pool waiting_pool_{kWaitingThreads};
   std::unique_ptr<cache::BlockCache> block_cache_;  // null when disabled
   std::unique_ptr<cache::SegmentReader> segment_reader_;
-  std::thread heartbeat_thread_;
   absl::Notification stopping_;
   // Servers the mount's writers found slow: their new segments avoid them.
   const std::shared_ptr<wal::SlowServers> slow_servers_ = std::make_shared<wal::SlowServers>();
