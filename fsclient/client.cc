@@ -142,9 +142,7 @@ void Client::HeartbeatLoop() {
     {
       // A meta that restarted lost its leases: these take them back.
       absl::MutexLock lock(&mu_);
-      for (const auto& [ino, ref] : writers_) {
-        if (ref.writer != nullptr) request.add_writing_inos(ino);
-      }
+      for (uint64_t ino : writers_.WritingInos()) request.add_writing_inos(ino);
     }
     absl::Status s = meta_.MountHeartbeat(request);
     if (!s.ok()) LOG(WARNING) << "mount heartbeat to meta failed: " << s;
@@ -154,8 +152,7 @@ void Client::HeartbeatLoop() {
 
 std::shared_ptr<wal::FileWriter> Client::FindWriter(uint64_t ino) {
   absl::MutexLock lock(&mu_);
-  auto it = writers_.find(ino);
-  return it == writers_.end() ? nullptr : it->second.writer;
+  return writers_.Find(ino);
 }
 
 uint64_t Client::LiveLength(proto::Inode& inode) {
@@ -244,10 +241,10 @@ void Client::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
     // has ended (on the close's thread), against what the close left; no
     // thread waits for it (the close itself runs on the waiting pool).
     absl::MutexLock lock(&mu_);
-    auto it = writers_.find(in.ino());
-    if (it != writers_.end() && it->second.closing) {
-      it->second.after_close.push_back(
-          [this, in, done = std::move(done)]() mutable { SetAttrAsync(in, std::move(done)); });
+    if (writers_.Closing(in.ino())) {
+      writers_.RunAfterClose(in.ino(), [this, in, done = std::move(done)]() mutable {
+        SetAttrAsync(in, std::move(done));
+      });
       return;
     }
   }
@@ -443,8 +440,7 @@ void Client::WaitUntilNotClosing(uint64_t ino) {
   Executors::CheckMayWaitOn(Executor::kWaiting, "a writer's close");
   absl::MutexLock lock(&mu_);
   auto not_closing = [this, ino]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto it = writers_.find(ino);
-    return it == writers_.end() || !it->second.closing;
+    return !writers_.Closing(ino);
   };
   mu_.Await(absl::Condition(&not_closing));
 }
@@ -457,17 +453,10 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Client::AcquireWriter(uint64_t 
     // Wait while another open of this file takes the lease, or a writer of
     // it is being closed (sealed, lease released); other files go on.
     auto settled = [this, ino]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      auto it = writers_.find(ino);
-      return it == writers_.end() || (!it->second.closing && !it->second.opening);
+      return writers_.Settled(ino);
     };
     mu_.Await(absl::Condition(&settled));
-    auto it = writers_.find(ino);
-    if (it != writers_.end()) {
-      ++it->second.handles;
-      existing = it->second.writer;
-    } else {
-      writers_[ino].opening = true;  // a placeholder: FindWriter sees no writer
-    }
+    existing = writers_.Acquire(ino);  // null: a placeholder while meta is asked
   }
   if (existing != nullptr) {
     absl::Status status;
@@ -478,7 +467,7 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Client::AcquireWriter(uint64_t 
     }
     if (!status.ok()) {
       absl::MutexLock lock(&mu_);
-      --writers_[ino].handles;  // others still hold it: it was >= 1 before
+      writers_.DropHandle(ino);
       return status;
     }
     return existing;
@@ -486,7 +475,7 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Client::AcquireWriter(uint64_t 
   absl::StatusOr<proto::Inode> opened = meta_.OpenWrite(ino, truncate);
   absl::MutexLock lock(&mu_);
   if (!opened.ok()) {
-    writers_.erase(ino);
+    writers_.Abandon(ino);
     return opened.status();
   }
   return NewWriterLocked(std::move(*opened));
@@ -515,10 +504,7 @@ std::shared_ptr<wal::FileWriter> Client::NewWriterLocked(proto::Inode opened) {
     executors_.PostWaiting(std::move(job));
   };
   auto writer = wal::FileWriter::Create(options, std::move(opened), &meta_, &segd_);
-  WriterRef ref;  // replaces the placeholder of the open
-  ref.writer = writer;
-  ref.handles = 1;
-  writers_[ino] = std::move(ref);
+  writers_.Install(ino, writer);
   return writer;
 }
 
@@ -715,21 +701,17 @@ void Client::ReleaseAsync(std::shared_ptr<OpenFile> file, std::function<void(abs
   }
   {
     absl::MutexLock lock(&mu_);
-    auto it = writers_.find(file->ino);
-    if (it == writers_.end() || --it->second.handles > 0) {
+    if (!writers_.Release(file->ino)) {  // other handles still write
       done(absl::OkStatus());
       return;
     }
-    it->second.closing = true;
   }
   std::shared_ptr<wal::FileWriter> writer = file->writer;
   writer->CloseAsync([this, file = std::move(file), done = std::move(done)](absl::Status status) {
     std::vector<std::function<void()>> after_close;
     {
       absl::MutexLock lock(&mu_);
-      auto it = writers_.find(file->ino);
-      if (it != writers_.end()) after_close = std::move(it->second.after_close);
-      writers_.erase(file->ino);
+      after_close = writers_.Closed(file->ino);
     }
     done(std::move(status));
     for (auto& call : after_close) call();

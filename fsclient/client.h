@@ -42,6 +42,7 @@
 #include "cache/replica_cache.h"
 #include "cache/segment_reader.h"
 #include "fsclient/executors.h"
+#include "fsclient/writer_table.h"
 #include "src/metrics/family_list.h"
 #include "store/client/local_routes.h"
 #include "store/client/meta_client.h"
@@ -250,16 +251,6 @@ class Client {
   void CollectMetrics(metrics::FamilyList& out) const;
 
  private:
-  struct WriterRef {
-    std::shared_ptr<wal::FileWriter> writer;
-    int handles = 0;
-    bool closing = false;  // last handle released, Close in progress
-    bool opening = false;  // OpenWrite in flight; `writer` is still null
-    // Run once the close in progress has ended and the writer is gone (on
-    // the thread that ends it): calls that must see what the close left.
-    std::vector<std::function<void()>> after_close;
-  };
-
   // Meta's NewMount, retried as Connect() says.
   absl::StatusOr<uint64_t> NewMountWithin(const std::string& host);
   // `attr` from meta with the size a reader on this mount sees, to `done`:
@@ -322,7 +313,7 @@ class Client {
   const std::shared_ptr<wal::SlowServers> slow_servers_ = std::make_shared<wal::SlowServers>();
 
   absl::Mutex mu_;
-  absl::flat_hash_map<uint64_t, WriterRef> writers_ ABSL_GUARDED_BY(mu_);
+  WriterTable<wal::FileWriter> writers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace logfs::fsclient
