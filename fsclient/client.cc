@@ -466,8 +466,14 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Client::AcquireWriter(uint64_t 
                    : existing->TruncateToZero();
     }
     if (!status.ok()) {
-      absl::MutexLock lock(&mu_);
-      writers_.DropHandle(ino);
+      bool last;
+      {
+        absl::MutexLock lock(&mu_);
+        last = writers_.Release(ino);
+      }
+      // The other handles were released while the truncate ran: nobody
+      // else will close the writer.
+      if (last) CloseWriter(ino, std::move(existing), [](absl::Status) {});
       return status;
     }
     return existing;
@@ -699,19 +705,32 @@ void Client::ReleaseAsync(std::shared_ptr<OpenFile> file, std::function<void(abs
     done(meta_.Release(file->ino));
     return;
   }
+  bool last;
   {
     absl::MutexLock lock(&mu_);
-    if (!writers_.Release(file->ino)) {  // other handles still write
-      done(absl::OkStatus());
-      return;
-    }
+    last = writers_.Release(file->ino);
   }
+  if (!last) {  // other handles still write
+    done(absl::OkStatus());
+    return;
+  }
+  const uint64_t ino = file->ino;
   std::shared_ptr<wal::FileWriter> writer = file->writer;
-  writer->CloseAsync([this, file = std::move(file), done = std::move(done)](absl::Status status) {
+  CloseWriter(ino, std::move(writer),
+              [file = std::move(file), done = std::move(done)](absl::Status status) {
+                done(std::move(status));
+              });
+}
+
+void Client::CloseWriter(uint64_t ino, std::shared_ptr<wal::FileWriter> writer,
+                         std::function<void(absl::Status)> done) {
+  wal::FileWriter& closing = *writer;
+  closing.CloseAsync([this, ino, writer = std::move(writer),
+                      done = std::move(done)](absl::Status status) {
     std::vector<std::function<void()>> after_close;
     {
       absl::MutexLock lock(&mu_);
-      after_close = writers_.Closed(file->ino);
+      after_close = writers_.Closed(ino);
     }
     done(std::move(status));
     for (auto& call : after_close) call();

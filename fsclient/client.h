@@ -268,6 +268,12 @@ class Client {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::shared_ptr<wal::FileWriter> FindWriter(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   void WaitUntilNotClosing(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+  // Closes `writer` of `ino`, whose last handle went (WriterTable::Release
+  // said so): seals it and releases the lease on the waiting pool, drops
+  // it from writers_, then runs `done` and the calls queued after the close
+  // there.
+  void CloseWriter(uint64_t ino, std::shared_ptr<wal::FileWriter> writer,
+                   std::function<void(absl::Status)> done) ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until every byte written to `writer` so far is durable on its
   // ack quorum (a Sync); the writer's sticky error (EIO) otherwise.
   absl::Status WaitUntilDurable(wal::FileWriter& writer);

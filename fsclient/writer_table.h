@@ -66,15 +66,10 @@ class WriterTable {
     auto it = refs_.find(ino);
     if (it != refs_.end() && it->second.opening) refs_.erase(it);
   }
-  // An open that got the writer from Acquire failed after it (a refused
-  // truncate): its handle goes, the writer stays with the others'.
-  void DropHandle(uint64_t ino) {
-    auto it = refs_.find(ino);
-    CHECK(it != refs_.end() && it->second.handles > 1) << "inode " << ino;
-    --it->second.handles;
-  }
-  // A handle is released: true if it was the last, and the writer is now
-  // closing (the caller closes it, then calls Closed).
+  // A handle is released, also that of an open that failed after Acquire
+  // gave it the writer (a refused truncate; the other handles may have
+  // been released meanwhile): true if it was the last, and the writer is
+  // now closing (the caller closes it, then calls Closed).
   bool Release(uint64_t ino) {
     auto it = refs_.find(ino);
     if (it == refs_.end() || --it->second.handles > 0) return false;

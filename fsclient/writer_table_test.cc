@@ -46,7 +46,7 @@ TEST(WriterTableTest, HandlesShareOneWriterAndOnlyTheLastReleaseCloses) {
   ASSERT_NE(nullptr, second);
   EXPECT_EQ(1, second->id);
   EXPECT_NE(nullptr, table.Acquire(7));  // a third handle
-  table.DropHandle(7);  // the third's truncate was refused
+  EXPECT_FALSE(table.Release(7));        // the third's truncate was refused
   EXPECT_FALSE(table.Release(7));
   EXPECT_FALSE(table.Closing(7));
   EXPECT_TRUE(table.Release(7));  // the last handle
@@ -55,6 +55,15 @@ TEST(WriterTableTest, HandlesShareOneWriterAndOnlyTheLastReleaseCloses) {
   EXPECT_TRUE(table.Closed(7).empty());
   EXPECT_TRUE(table.Settled(7));
   EXPECT_EQ(nullptr, table.Find(7));
+}
+
+TEST(WriterTableTest, AnOpenThatFailsAfterTheOthersWereReleasedClosesTheWriter) {
+  WriterTable<FakeWriter> table;
+  table.Install(7, std::make_shared<FakeWriter>(FakeWriter{1}));
+  EXPECT_NE(nullptr, table.Acquire(7));  // an O_TRUNC open, truncating
+  EXPECT_FALSE(table.Release(7));        // meanwhile the first handle goes
+  EXPECT_TRUE(table.Release(7));         // the truncate fails: last handle
+  EXPECT_TRUE(table.Closing(7));
 }
 
 TEST(WriterTableTest, CallsQueuedDuringACloseComeBackOnceItEnds) {
