@@ -23,15 +23,12 @@
 
 #include <sys/types.h>
 
-#include <asio.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"

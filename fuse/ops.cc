@@ -1,6 +1,6 @@
-// The FUSE low-level operations: each decodes its request, calls the client library (fsclient::Client),
-// and replies once (fuse/request.h). No logic beyond translation lives
-// here.
+// The FUSE low-level operations: each decodes its request, calls the
+// client library (fsclient::Client), and replies once (fuse/request.h). No
+// logic beyond translation lives here.
 #include "fuse/ops.h"
 
 #include <fcntl.h>
@@ -20,9 +20,9 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "fsclient/client.h"
 #include "fuse/dir_stream.h"
 #include "fuse/errno_map.h"
-#include "fsclient/client.h"
 #include "fuse/op_metrics.h"
 #include "fuse/request.h"
 #include "store/format/limits.h"
