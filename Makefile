@@ -50,7 +50,10 @@ WARN := -Wall -Wextra -Werror -Wno-unused-parameter $(FLAVOUR_WARN)
 # alloc-dealloc-mismatch). One choice for every translation unit:
 CPPFLAGS += -I. -I$(BUILDDIR)/gen -DFUSE_USE_VERSION=314 -DASIO_STANDALONE -DASIO_NO_DEPRECATED \
             -DASIO_HAS_STD_ALIGNED_ALLOC=1
-CXXFLAGS += -std=c++17 $(OPT) $(FLAVOUR_FLAGS) -MMD -MP -pthread
+# -fPIC: the RocksDB plugin (a shared library) links the same objects as the
+# binaries; -fno-semantic-interposition keeps calls within it direct, so
+# position-independent code costs the binaries nothing measurable.
+CXXFLAGS += -std=c++17 $(OPT) $(FLAVOUR_FLAGS) -MMD -MP -pthread -fPIC -fno-semantic-interposition
 LDLIBS += $(GRPC_LIBS) $(PKG_LIBS) -pthread
 
 PROTO := store/format/logfs.proto
@@ -78,7 +81,7 @@ ETCD_PB_H := $(ETCD_PB_CC:.cc=.h)
 ETCD_PB_OBJS := $(ETCD_PB_CC:$(BUILDDIR)/gen/%.cc=$(BUILDDIR)/obj/gen/%.o)
 
 SRC_DIRS := src/util src/status src/metrics src/env $(shell find store -type d) wal cache fsclient fuse \
-            src/cluster bench
+            rocksdb_fs src/cluster bench
 ALL_SRCS := $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.cc))
 LIB_SRCS := $(filter-out %_test.cc,$(ALL_SRCS)) $(FLAVOUR_SRCS)
 # Unit tests: the *_test.cc next to the code. They need no root, no
@@ -124,8 +127,18 @@ VERSION_H := $(BUILDDIR)/gen/src/util/version_gen.h
 
 # logfs_unit holds the unit tests alone; logfs_test holds every test, so one
 # --gtest_filter reaches any suite.
+# The RocksDB FileSystem plugin (docs/rocksdb.md): the client library and
+# rocksdb_fs/ as a shared library, with rocksdb_fs/plugin/ (the registration
+# when it is loaded) and none of the servers, FUSE or gflags.
+PLUGIN := $(BUILDDIR)/liblogfs_rocksdb.so
+PLUGIN_DIRS := src/util src/status src/metrics src/env store/format store/rpc store/client cache wal \
+               fsclient rocksdb_fs rocksdb_fs/plugin
+PLUGIN_OBJS := $(PROTO_OBJ) $(patsubst %.cc,$(BUILDDIR)/obj/%.o, \
+                 $(filter-out %_test.cc,$(foreach d,$(PLUGIN_DIRS),$(wildcard $(d)/*.cc))))
+PLUGIN_MAP := rocksdb_fs/plugin/exports.map
+
 BINARIES := $(BUILDDIR)/logfs $(BUILDDIR)/logfs_unit $(BUILDDIR)/logfs_test \
-            $(BUILDDIR)/logfs_microbench
+            $(BUILDDIR)/logfs_microbench $(PLUGIN)
 
 .PHONY: all deps deps-clang bin build test unit faults microbench tsa tsan asan fuzz fuzz-build \
         clean help install check-layers deb FORCE
@@ -135,7 +148,7 @@ BINARIES := $(BUILDDIR)/logfs $(BUILDDIR)/logfs_unit $(BUILDDIR)/logfs_test \
 all: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) bin
 
-bin: $(BUILDDIR)/logfs
+bin: $(BUILDDIR)/logfs $(PLUGIN)
 
 build: $(BINARIES)
 
@@ -147,7 +160,8 @@ deps-clang:
 
 # The micro-benchmarks are not built here (make tsa builds them in CI).
 test: deps check-layers
-	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILDDIR)/logfs $(BUILDDIR)/logfs_unit $(BUILDDIR)/logfs_test
+	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILDDIR)/logfs $(BUILDDIR)/logfs_unit $(BUILDDIR)/logfs_test \
+	  $(PLUGIN)
 	@$(MAKE) --no-print-directory deb
 	LOGFS_BIN=$(abspath $(BUILDDIR)/logfs) tests/run_tests.sh $(BUILDDIR)/logfs_test $(TEST_ARGS)
 
@@ -284,7 +298,7 @@ $(TEST_PCH).gch: OPT = $(TEST_OPT)
 $(BUILDDIR)/obj/%.o: PCH_FLAGS = -include $(LIB_PCH) -Winvalid-pch
 $(TEST_MAIN_OBJ) $(UNIT_TEST_OBJS) $(INTEGRATION_TEST_OBJS): PCH_FLAGS = -include $(TEST_PCH) -Winvalid-pch
 $(filter-out $(PROTO_OBJ) $(ETCD_PB_OBJS) $(BUILDDIR)/obj/store/meta/ha/etcd/%,$(LIB_OBJS)) $(MAIN_OBJS) \
-  $(MICRO_OBJS): $(LIB_PCH).gch
+  $(MICRO_OBJS) $(filter-out $(PROTO_OBJ),$(PLUGIN_OBJS)): $(LIB_PCH).gch
 $(TEST_MAIN_OBJ) $(UNIT_TEST_OBJS) $(INTEGRATION_TEST_OBJS): $(TEST_PCH).gch
 endif
 # Every object may include the generated header.
@@ -313,6 +327,13 @@ $(BUILDDIR)/logfs_test: $(TEST_MAIN_OBJ) $(UNIT_TEST_OBJS) $(INTEGRATION_TEST_OB
 	@echo "LINK $@"
 	@$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS) -lgmock -lgtest $(shell pkg-config --libs zlib)
 
+# Only the registration is exported ($(PLUGIN_MAP)): the library's own
+# symbols stay inside it, whatever else the process links.
+$(PLUGIN): $(PLUGIN_OBJS) $(PLUGIN_MAP)
+	@echo "LINK $@"
+	@$(CXX) $(CXXFLAGS) -shared -Wl,--no-undefined -Wl,--as-needed -Wl,--version-script=$(PLUGIN_MAP) \
+	  -o $@ $(PLUGIN_OBJS) $(PKG_LIBS) -pthread
+
 $(BUILDDIR)/logfs_microbench: $(MICRO_OBJS) $(LIB_OBJS)
 	@echo "LINK $@"
 	@$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS) -lbenchmark
@@ -330,6 +351,7 @@ $(BUILDDIR)/%_fuzzer: $(BUILDDIR)/obj/fuzz/%_fuzzer.o $(FUZZ_HELPER_OBJS) $(BUIL
 # PREFIX other than /usr needs SBINDIR=/usr/sbin for mount -t fuse.logfs.
 install: all
 	install -D -m 0755 $(BUILDDIR)/logfs $(DESTDIR)$(PREFIX)/bin/logfs
+	install -D -m 0644 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/logfs/liblogfs_rocksdb.so
 	install -d $(DESTDIR)$(SBINDIR)
 	ln -sfr $(DESTDIR)$(PREFIX)/bin/logfs $(DESTDIR)$(SBINDIR)/mount.fuse.logfs
 
@@ -338,7 +360,7 @@ clean:
 
 help:
 	@echo "targets:"
-	@echo "  all (default)  build build/logfs"
+	@echo "  all (default)  build build/logfs and the RocksDB plugin build/liblogfs_rocksdb.so"
 	@echo "  build          build/logfs, the test binaries (build/logfs_unit, build/logfs_test) and"
 	@echo "                 the micro-benchmarks (build/logfs_microbench)"
 	@echo "  microbench     run the micro-benchmarks (MICROBENCH_ARGS=--benchmark_filter=...)"

@@ -2,7 +2,8 @@
 # Includes go down the stack only (README "Layout"; STYLE §1):
 #   src/{util,status,env,cluster} <- store/format <- store/rpc <- store/client
 #   <- {store/segd, store/meta, store/admin, cache, wal} <- fsclient (the client
-#   library) <- fuse <- {bench, fuzz} <- src/main,
+#   library) <- {fuse, rocksdb_fs (the RocksDB FileSystem plugin, and its
+#   rocksdb_fs/plugin registration)} <- {bench, fuzz} <- src/main,
 #   and bench/micro (micro-benchmarks) over store/segd, cache, wal and below
 #   and inside store/meta: store/meta/db (RocksDB, the journal interface)
 #   <- {store/meta/namespace, store/meta/ha} <- store/meta (the server),
@@ -10,7 +11,7 @@
 #   and src/{util,status} <- src/metrics <- {store/segd, store/meta, cache, wal} (histograms)
 # segd and meta never include each other; an internal/ folder is private to
 # its parent; RocksDB only in store/meta/db/metadata_db*.cc (metadata_db.cc
-# and its checkpoints in metadata_db_checkpoint.cc), gRPC and the
+# and its checkpoints in metadata_db_checkpoint.cc) and rocksdb_fs/, gRPC and the
 # generated etcd API only in store/meta/ha/etcd/*.cc, libfuse only in fuse/, gflags
 # only in src/main/. tests/ may include anything, and a
 # *_test.cc anywhere may include tests/fakes/. There is no
@@ -41,6 +42,8 @@ allowed[store/meta/ha]+=" store/meta/db store/meta/ha/etcd"
 allowed[store/meta]+=" $meta_parts store/meta/ha/etcd"
 allowed[fsclient]="wal cache src/metrics $base_client"
 allowed[fuse]="fsclient wal cache src/metrics $base_client"
+allowed[rocksdb_fs]="fsclient wal cache src/metrics $base_client"
+allowed[rocksdb_fs/plugin]="rocksdb_fs"
 allowed[bench]="fuse fsclient wal cache store/admin src/cluster src/metrics $base_client"
 # fuzz/: the libFuzzer targets, each of one decoder or server's handlers.
 allowed[fuzz]="store/segd store/meta $meta_parts $base_client"
@@ -56,7 +59,9 @@ while IFS= read -r file; do
   [[ "$file" == src/main/* ]] && main=1 || main=0
   while IFS= read -r inc; do
     case "$inc" in
-      rocksdb/*|\"rocksdb/*) [[ "$file" == store/meta/db/metadata_db*.cc ]] || report "$file" "RocksDB ($inc)" ;;
+      rocksdb/*|\"rocksdb/*)
+        [[ "$file" == store/meta/db/metadata_db*.cc || "$file" == rocksdb_fs/* ]] ||
+          report "$file" "RocksDB ($inc)" ;;
       grpc/*|grpcpp/*|grpc++/*|\"etcd/*|etcd/*|\"gogoproto/*|\"google/api/*)
         [[ "$file" == store/meta/ha/etcd/*.cc ]] || report "$file" "gRPC or the etcd API ($inc)" ;;
       fuse_*.h|fuse.h|fuse3/*) [[ "$owner" == fuse ]] || report "$file" "libfuse ($inc)" ;;
@@ -64,7 +69,7 @@ while IFS= read -r file; do
       \"*/*)
         ((main)) && continue
         inc=${inc#\"}
-        case "${inc%%/*}" in src|store|wal|cache|fsclient|fuse|bench|fuzz|tests) ;; *) continue ;; esac
+        case "${inc%%/*}" in src|store|wal|cache|fsclient|fuse|rocksdb_fs|bench|fuzz|tests) ;; *) continue ;; esac
         # A unit test next to its code may use the fakes (STYLE §5, §10).
         [[ "$file" == *_test.cc && "$inc" == tests/fakes/* ]] && continue
         idir=$(dirname "$inc")

@@ -54,7 +54,8 @@ client::MetaClientOptions Client::MetaOptions(const ClientOptions& options) {
 Client::Client(ClientOptions options)
     : options_(std::move(options)),
       executors_(Executors::Options{.io_threads = options_.io_threads}),
-      pool_(executors_.io()),
+      pool_(executors_.io(), options_.cluster_key != nullptr ? options_.cluster_key
+                                                             : rpc::ProcessClusterKey()),
       local_routes_(options_.local_transport == rpc::Transport::kUnix
                         ? std::make_unique<client::LocalRoutes>(
                               pool_, client::LocalRoutes::Options{options_.host_id})
@@ -514,12 +515,12 @@ std::shared_ptr<wal::FileWriter> Client::NewWriterLocked(proto::Inode opened) {
   return writer;
 }
 
-absl::StatusOr<std::unique_ptr<OpenFile>> Client::CreateForWrite(uint64_t parent,
-                                                                const std::string& name,
-                                                                uint32_t mode, uid_t uid, gid_t gid,
-                                                                int flags, proto::Attr* attr) {
-  ASSIGN_OR_RETURN(proto::Inode opened,
-                   meta_.CreateForWrite(CreateRequestOf(parent, name, mode, uid, gid)));
+absl::StatusOr<std::unique_ptr<OpenFile>> Client::CreateForWrite(
+    uint64_t parent, const std::string& name, uint32_t mode, uid_t uid, gid_t gid, int flags,
+    proto::Attr* attr, std::optional<proto::FileKind> kind) {
+  proto::CreateRequest request = CreateRequestOf(parent, name, mode, uid, gid);
+  if (kind.has_value()) request.set_kind(*kind);
+  ASSIGN_OR_RETURN(proto::Inode opened, meta_.CreateForWrite(std::move(request)));
   *attr = opened.attr();
   auto file = std::make_unique<OpenFile>();
   file->ino = opened.attr().ino();

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,7 @@
 #include "store/client/segd_client.h"
 #include "store/format/logfs.pb.h"
 #include "store/rpc/client_pool.h"
+#include "store/rpc/frame_auth.h"
 #include "store/rpc/stream_socket.h"
 #include "wal/file_writer.h"
 
@@ -56,6 +58,10 @@ struct ClientOptions {
   // Where the cluster secret this mount uses lives (empty: none), told to
   // tools as user.logfs.cluster_secret_file; the mount reads no file.
   std::string cluster_secret_file;
+  // What the client authenticates with (rpc::ClusterKey::FromFile); null:
+  // the process's key (rpc::ProcessClusterKey, which main sets from
+  // --cluster_secret_file), which is none in a process that set none.
+  rpc::ClusterKeyPtr cluster_key;
   uint64_t wal_segment_bytes = 64ull << 20;
   // A WAL file reopened for append continues its last segment while that
   // is shorter than wal_segment_bytes (wal::FileWriterOptions::
@@ -200,11 +206,11 @@ class Client {
   // access): created with this mount's writer lease in one meta change
   // (MetaClient::CreateForWrite), so that open(O_CREAT) + close of a new
   // file costs one durable change at meta. Its attr goes to *attr.
-  // Create's errors.
-  absl::StatusOr<std::unique_ptr<OpenFile>> CreateForWrite(uint64_t parent,
-                                                           const std::string& name,
-                                                           uint32_t mode, uid_t uid, gid_t gid,
-                                                           int flags, proto::Attr* attr);
+  // `kind`, if set, is the file's kind instead of its directory's
+  // (CreateRequest.kind). Create's errors.
+  absl::StatusOr<std::unique_ptr<OpenFile>> CreateForWrite(
+      uint64_t parent, const std::string& name, uint32_t mode, uid_t uid, gid_t gid, int flags,
+      proto::Attr* attr, std::optional<proto::FileKind> kind = std::nullopt);
   // Bytes [offset, offset + size) (fewer at end of file), sealed segments
   // through the block cache. EIO when no replica can serve a segment.
   absl::StatusOr<cache::ReadBuffer> Read(OpenFile& file, uint64_t offset, uint64_t size);

@@ -460,15 +460,8 @@ bool AtMostArgs(int argc, char** argv, int max_args, const char* usage) {
 }
 
 absl::Status LoadClusterSecret(const std::string& path, const std::string& program) {
-  auto secret = env::ReadSecretFile(path);
-  if (!secret.ok()) return secret.status();
   // "logfs segd" -> "segd@host": who this process is, in peers' logs.
-  const size_t space = program.rfind(' ');
-  char host[256] = {};
-  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-  std::string id =
-      absl::StrCat(space == std::string::npos ? program : program.substr(space + 1), "@", host);
-  auto key = rpc::ClusterKey::Create(std::move(*secret), std::move(id));
+  auto key = rpc::ClusterKey::FromFile(path, program);
   if (!key.ok()) return key.status();
   rpc::SetProcessClusterKey(std::move(*key));
   return absl::OkStatus();

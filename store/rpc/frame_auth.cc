@@ -7,6 +7,8 @@
 #include <openssl/modes.h>
 #include <openssl/rand.h>
 
+#include <unistd.h>
+
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -71,6 +73,18 @@ absl::StatusOr<ClusterKeyPtr> ClusterKey::Create(std::string secret, std::string
   }
   if (local_id.size() > kAuthIdBytesMax) local_id.resize(kAuthIdBytesMax);
   return ClusterKeyPtr(new ClusterKey(std::move(secret), std::move(local_id)));
+}
+
+absl::StatusOr<ClusterKeyPtr> ClusterKey::FromFile(const std::string& secret_file,
+                                                   const std::string& program) {
+  auto secret = env::ReadSecretFile(secret_file);
+  if (!secret.ok()) return secret.status();
+  const size_t space = program.rfind(' ');
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  return Create(std::move(*secret),
+                absl::StrCat(space == std::string::npos ? program : program.substr(space + 1), "@",
+                             host));
 }
 
 ClusterKey::~ClusterKey() { OPENSSL_cleanse(const_cast<char*>(secret_.data()), secret_.size()); }

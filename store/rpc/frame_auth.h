@@ -47,6 +47,11 @@ class ClusterKey {
   // kAuthIdBytesMax bytes are sent).
   static absl::StatusOr<std::shared_ptr<const ClusterKey>> Create(std::string secret,
                                                                   std::string local_id);
+  // Create with the secret in `secret_file` (env::ReadSecretFile: its
+  // errors, e.g. a file others may read) and `program@hostname` as the
+  // local id ("logfs segd" -> "segd@host").
+  static absl::StatusOr<std::shared_ptr<const ClusterKey>> FromFile(const std::string& secret_file,
+                                                                    const std::string& program);
   const std::string& secret() const { return secret_; }
   const std::string& local_id() const { return local_id_; }
   ~ClusterKey();  // wipes the secret (OPENSSL_cleanse)

@@ -308,8 +308,9 @@ absl::StatusOr<proto::Inode> Namespace::CreateInode(const proto::CreateRequest& 
       // Metadata only: no kind, no settings, never a segment or a lease.
       attr->set_rdev(request.rdev());
     } else {
-      attr->set_kind(parent->attr().kind() == proto::KIND_WAL ? proto::KIND_WAL
-                                                              : proto::KIND_BLOCK);
+      const proto::FileKind kind =
+          request.has_kind() && type == S_IFREG ? request.kind() : parent->attr().kind();
+      attr->set_kind(kind == proto::KIND_WAL ? proto::KIND_WAL : proto::KIND_BLOCK);
       // Only explicitly set values are stored; 0 means "the kind's default".
       inode.set_replication(parent->replication());
       inode.set_ack_quorum(parent->ack_quorum());

@@ -30,6 +30,29 @@ TEST_F(NamespaceTest, OrphanLeftAtRestartIsDeletedAtOpen) {
   EXPECT_EQ(std::vector<uint64_t>{segment_id}, Deletions(servers[1]));
 }
 
+// CreateRequest.kind (the RocksDB plugin's WAL and MANIFEST files): a
+// regular file takes the kind asked for, whatever its directory's; a
+// directory ignores it and still inherits.
+TEST_F(NamespaceTest, CreateWithAKindOverridesTheDirectorys) {
+  uint64_t wal_dir = Dir(kRootIno, "wal");
+  ASSERT_EQ(0, SetXattrErrno(wal_dir, "user.logfs.kind", "wal"));
+  auto create = [&](uint64_t parent, const std::string& name, uint32_t mode,
+                    proto::FileKind kind) {
+    proto::CreateRequest request;
+    request.set_parent(parent);
+    request.set_name(name);
+    request.set_mode(mode);
+    request.set_kind(kind);
+    auto attr = ns_->Create(request);
+    EXPECT_TRUE(attr.ok()) << attr.status();
+    return attr.ok() ? attr->kind() : proto::KIND_UNSPECIFIED;
+  };
+  EXPECT_EQ(proto::KIND_WAL, create(kRootIno, "000007.log", S_IFREG | 0644, proto::KIND_WAL));
+  EXPECT_EQ(proto::KIND_BLOCK, create(wal_dir, "000008.sst", S_IFREG | 0644, proto::KIND_BLOCK));
+  EXPECT_EQ(proto::KIND_WAL, create(wal_dir, "sub", S_IFDIR | 0755, proto::KIND_BLOCK));
+  EXPECT_EQ(proto::KIND_BLOCK, ns_->GetAttr(File(kRootIno, "plain"))->kind());
+}
+
 TEST_F(NamespaceTest, KindInheritanceAndXattrErrors) {
   uint64_t wal_dir = Dir(kRootIno, "wal");
   ASSERT_EQ(0, SetXattrErrno(wal_dir, "user.logfs.kind", "wal"));
