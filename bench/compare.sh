@@ -5,6 +5,9 @@
 #                disk, compiled at run time from libfuse3-dev's examples
 #   logfs        the embedded 3-replica cluster (`logfs mount --data_dir=...`)
 #   gluster      (--with-gluster) GlusterFS replica 3, three bricks on this host
+#   logfs-plugin (--targets=...,logfs-plugin; row C only) db_bench on the
+#                logfs target's cluster through the RocksDB plugin
+#                (build/liblogfs_rocksdb.so, docs/rocksdb.md): no FUSE
 #   logfs-ha     (--targets=...,logfs-ha; row M only) logfs with three meta
 #                replicas journaling to a three-member etcd, three segds and a
 #                mount, all on loopback (bench/meta_ha_cluster.sh)
@@ -15,7 +18,10 @@
 #   B  `logfs bench read`: random reads of 4 KiB and 64 KiB, 1 and 10
 #      threads, cold and warm: p50 latency and ops/s
 #   C  RocksDB db_bench (--db and --wal_dir on the target): fillseq --sync=1,
-#      fillrandom, readrandom warm and after dropping the kernel caches: ops/s
+#      fillrandom, readrandom warm and after dropping the kernel caches: ops/s;
+#      fillseq's p99; and the floor of a synced WAL on a quorum of two
+#      replicas on this one disk: fio, 2 jobs appending 4 KiB + fdatasync at
+#      once on ext4, syncs/s per job
 #   D  fio sequential throughput in a block dir: 1 MiB writes of a 1 GiB
 #      file with an fsync at the end, then a cold 1 MiB read of it: MB/s
 #   M  `logfs bench meta`: 1 and 16 processes, each in a directory of its
@@ -59,9 +65,12 @@ usage: bench/compare.sh [flags]
                    readwarm and readcold also run fillrandom (it loads their
                    DB). With --only, a row runs if both select it.
   --targets=LIST   the file systems to measure, of ext4, passthrough, logfs,
-                   logfs-ha, gluster (default ext4,passthrough,logfs; gluster
-                   is the same as --with-gluster; logfs-ha, meta on three
-                   replicas and etcd, is measured in row M only). Without
+                   logfs-plugin, logfs-ha, gluster (default
+                   ext4,passthrough,logfs; gluster is the same as
+                   --with-gluster; logfs-plugin, db_bench through the RocksDB
+                   plugin on the logfs target's cluster, runs in row C only
+                   and needs logfs and no --baseline_bin; logfs-ha, meta on
+                   three replicas and etcd, is measured in row M only). Without
                    ext4 the table has no ratios to ext4 and no target check.
   --baseline_bin=PATH
                    A/B of two builds: measure the logfs target with PATH too,
@@ -161,16 +170,20 @@ declare -A TARGET_ON
 IFS=, read -ra target_list <<<"$TARGET_LIST"
 for w in "${target_list[@]}"; do
   case "${w,,}" in
-    ext4|passthrough|logfs|logfs-ha) TARGET_ON[${w,,}]=1 ;;
+    ext4|passthrough|logfs|logfs-plugin|logfs-ha) TARGET_ON[${w,,}]=1 ;;
     gluster) WITH_GLUSTER=1 ;;
-    *) echo "compare.sh: --targets takes ext4, passthrough, logfs, logfs-ha, gluster (got '$w')" >&2; exit 2 ;;
+    *) echo "compare.sh: --targets takes ext4, passthrough, logfs, logfs-plugin, logfs-ha, gluster (got '$w')" >&2; exit 2 ;;
   esac
 done
 if [ -n "$BASE_BIN" ] && [ -n "${TARGET_ON[logfs]:-}" ]; then TARGET_ON[baseline]=1; fi
 TARGETS=()
-for t in ext4 passthrough baseline logfs logfs-ha; do
+for t in ext4 passthrough baseline logfs logfs-plugin logfs-ha; do
   [ -z "${TARGET_ON[$t]:-}" ] || TARGETS+=("$t")
 done
+if [ -n "${TARGET_ON[logfs-plugin]:-}" ] && { [ -z "${TARGET_ON[logfs]:-}" ] || [ -n "$BASE_BIN" ]; }; then
+  echo "compare.sh: logfs-plugin runs on the logfs target's cluster: it needs logfs in --targets and no --baseline_bin" >&2
+  exit 2
+fi
 [ ${#TARGETS[@]} -gt 0 ] || [ "$WITH_GLUSTER" = 1 ] || { echo "compare.sh: --targets is empty" >&2; exit 2; }
 FRESH=0  # 1: each logfs cell gets a fresh cluster of its binary (--baseline_bin)
 if [ -n "$BASE_BIN" ]; then
@@ -207,6 +220,11 @@ if [ ! -x "$LOGFS_BIN" ]; then
   [ "$LOGFS_BIN" = "$REPO/build/logfs" ] || die "LOGFS_BIN=$LOGFS_BIN is not executable"
   log "building $LOGFS_BIN (make -C $REPO)"
   make -C "$REPO" >&2
+fi
+# logfs-plugin: the RocksDB plugin next to the logfs binary (make builds both).
+PLUGIN=${LOGFS_PLUGIN:-$(dirname "$LOGFS_BIN")/liblogfs_rocksdb.so}
+if [ -n "${TARGET_ON[logfs-plugin]:-}" ] && [ ! -f "$PLUGIN" ]; then
+  die "logfs-plugin: $PLUGIN is missing (make builds it; or set LOGFS_PLUGIN)"
 fi
 
 # ---------------------------------------------------------------- work dir
@@ -499,6 +517,19 @@ elif [ -n "${TARGET_ON[logfs]:-}" ]; then
   log "mounting logfs ($LOGFS_BIN)"
   setup_logfs
 fi
+# logfs-plugin: db_bench with the plugin preloaded, its files under /plugin
+# of the logfs target's cluster (so its mount can make and remove them).
+if [ -n "${TARGET_ON[logfs-plugin]:-}" ]; then
+  PLUGIN_META=$(getfattr --only-values -n user.logfs.meta_address "$LOGFS_MNT") ||
+    die "logfs-plugin: cannot read user.logfs.meta_address of $LOGFS_MNT"
+  PLUGIN_SECRET=$(getfattr --only-values -n user.logfs.cluster_secret_file "$LOGFS_MNT" 2>/dev/null || true)
+  PLUGIN_URI="id=logfs://$PLUGIN_META"
+  [ -z "$PLUGIN_SECRET" ] || PLUGIN_URI+=";cluster_secret_file=$PLUGIN_SECRET"
+  mkdir -p "$LOGFS_MNT/plugin" || die "logfs-plugin: mkdir $LOGFS_MNT/plugin failed"
+  WAL_ROOT[logfs-plugin]=$LOGFS_MNT/plugin
+  BLOCK_ROOT[logfs-plugin]=$LOGFS_MNT/plugin
+  log "logfs-plugin: $PLUGIN with --fs_uri='$PLUGIN_URI'"
+fi
 if [ -n "${TARGET_ON[logfs-ha]:-}" ]; then
   log "starting logfs-ha: etcd x3, meta x3, segd x3 and a mount ($LOGFS_BIN)"
   setup_logfs_ha
@@ -532,6 +563,7 @@ measure() {
   local t=$1 run=$2 cell=$3
   shift 3
   if [ "$t" = logfs-ha ] && [[ $cell != M* ]]; then return 0; fi  # row M only
+  if [ "$t" = logfs-plugin ] && [[ $cell != C* ]]; then return 0; fi  # row C only
   if [ "$FRESH" != 1 ] || ! is_logfs "$t"; then
     "$@"
     return 0
@@ -655,7 +687,7 @@ run_db_step() {  # target run step
       db=$db-seq wal=$wal-seq
       mkdir -p "$db" "$wal"
       bench=fillseq
-      set -- --benchmarks=fillseq --sync=1 --num=$((FILLSEQ_PER_SEC * SECS)) ;;
+      set -- --benchmarks=fillseq --sync=1 --num=$((FILLSEQ_PER_SEC * SECS)) --histogram=1 ;;
     fillrandom)
       mkdir -p "$db" "$wal"
       bench=fillrandom
@@ -678,8 +710,19 @@ run_db_step() {  # target run step
       return 0
     fi
   fi
-  timeout --foreground -k 10 "$TIMEOUT" db_bench --db="$db" --wal_dir="$wal" "${DB_COMMON[@]}" "$@" >"$out" 2>&1 || rc=$?
+  if [ "$t" = logfs-plugin ]; then
+    # The same directories, named as the plugin sees them (its root is the
+    # cluster's).
+    timeout --foreground -k 10 "$TIMEOUT" env LD_PRELOAD="$PLUGIN" db_bench --fs_uri="$PLUGIN_URI" \
+      --db="${db#"$LOGFS_MNT"}" --wal_dir="${wal#"$LOGFS_MNT"}" "${DB_COMMON[@]}" "$@" >"$out" 2>&1 || rc=$?
+  else
+    timeout --foreground -k 10 "$TIMEOUT" db_bench --db="$db" --wal_dir="$wal" "${DB_COMMON[@]}" "$@" >"$out" 2>&1 || rc=$?
+  fi
   ops=$(db_bench_ops "$out" "$bench")
+  if [ "$step" = fillseq ]; then
+    # --histogram=1: "Percentiles: P50: 77.20 P75: 98.30 P99: 150.10 ..." (us)
+    record "C.fillseq.p99" "$t" "$run" "$(sed -nE 's/^Percentiles: .* P99: ([0-9.]+) .*/\1/p' "$out" | tail -1 | grep . || echo nan)"
+  fi
   if [ $rc -ne 0 ] || [ -z "$ops" ]; then
     cell_failed "run $run C $step $t: FAILED (exit $rc, see $out)" "$out" "$t"
     ops=nan
@@ -780,6 +823,30 @@ run_order() {  # run -> ORDER, the targets in the order they take turns
     done
   fi
 }
+# The floor of a synced WAL on a quorum of two replicas on this machine's
+# one disk: two jobs appending 4 KiB + fdatasync at once on ext4; syncs/s
+# per job.
+run_floor() {  # run
+  local run=$1 dir=$WORK/ext4/C-floor-r$1 json=$LOGS/C.floor.r$1.json iops
+  mkdir -p "$dir"
+  if timeout --foreground -k 10 "$TIMEOUT" fio --name=floor --directory="$dir" --rw=write --bs=4k \
+      --ioengine=sync --fdatasync=1 --fallocate=none --overwrite=0 --size=$((4096 * 200000 * SECS)) \
+      --time_based --runtime="$SECS" --numjobs=2 --group_reporting --output-format=json --output="$json" \
+      >"$LOGS/C.floor.r$run.log" 2>&1 &&
+    iops=$(python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))["jobs"][0]
+if j["error"]: sys.exit("fio error %d" % j["error"])
+print("%.1f" % (j["write"]["iops"] / 2))' "$json" 2>>"$LOGS/C.floor.r$run.log"); then
+    record C.floor ext4 "$run" "$iops"
+    log "run $run C floor: $iops syncs/s per job, 2 jobs at once on ext4"
+  else
+    record C.floor ext4 "$run" nan
+    cell_failed "run $run C floor: FAILED (see $LOGS/C.floor.r$run.log)" "$LOGS/C.floor.r$run.log" ext4
+  fi
+  rm -rf "$dir"
+  sync
+}
 run_db_steps() {  # target run step...: C's steps in order, on one cluster
   local t=$1 run=$2 step
   shift 2
@@ -825,6 +892,7 @@ for run in $(seq 1 "$RUNS"); do
       done
       [ ${#chain[@]} = 0 ] || units+=("${chain[*]}")
     fi
+    if row_on fillseq && [ -n "${TARGET_ON[ext4]:-}" ]; then run_floor "$run"; fi
     for unit in "${units[@]}"; do
       read -ra unit_steps <<<"$unit"
       for t in "${ORDER[@]}"; do
@@ -857,7 +925,7 @@ export CMP_RAW=$RAW CMP_TARGETS="${TARGETS[*]}" CMP_LOCAL="$LOCAL_FS" CMP_STATFS
   CMP_ELAPSED="$ELAPSED" CMP_DB_KEYS="$DB_KEYS" CMP_FILLSEQ=$((FILLSEQ_PER_SEC * SECS)) \
   CMP_B_FILES="$B_FILES" CMP_B_FILE_BYTES="$B_FILE_BYTES" CMP_GL_HOST="$GL_HOST" \
   CMP_VERSIONS="$versions" CMP_ROWS="${!ROW_ON[*]}" CMP_BASE_BIN="$BASE_BIN" \
-  CMP_SEQ_BYTES="$SEQ_BYTES"
+  CMP_SEQ_BYTES="$SEQ_BYTES" CMP_PLUGIN="$PLUGIN"
 if [ "$FRESH" = 1 ]; then
   CMP_BIN_SHA="$(sha256sum "$BASE_BIN" | cut -c1-12) $(sha256sum "$LOGFS_BIN" | cut -c1-12)"
   export CMP_BIN_SHA
@@ -915,6 +983,9 @@ for rb, rbl in (("4096", "4 KiB"), ("65536", "64 KiB")):
 if {"B4kx1", "B4kx10"} <= on:
     rows.append(("B4kx10", "B logfs bench read", "4 KiB warm, p50 10 thr / 1 thr", "ratio", "B.ratio", "ratio", ("<=", 1.5)))
 rows.append(("fillseq", "C db_bench", "fillseq --sync=1 (%s keys)" % E["CMP_FILLSEQ"], "ops/s", "C.fillseq", "rate", (">=", 0.7)))
+rows.append(("fillseq", "C db_bench", "fillseq --sync=1, p99", "us", "C.fillseq.p99", "lat", None))
+rows.append(("fillseq", "C db_bench", "floor: fio 4 KiB append+fdatasync, 2 jobs at once, per job", "syncs/s",
+             "C.floor", "rate", None))
 rows.append(("fillrandom", "C db_bench", "fillrandom (%s keys)" % E["CMP_DB_KEYS"], "ops/s", "C.fillrandom", "rate", (">=", 0.5)))
 rows.append(("readwarm", "C db_bench", "readrandom warm", "ops/s", "C.warm", "rate", (">=", 0.9)))
 rows.append(("readcold", "C db_bench", "readrandom after drop_caches", "ops/s", "C.cold", "rate", (">=", 0.95 * 0.97, "0.95 x 0.97")))
@@ -955,6 +1026,9 @@ if "baseline" in targets:
       "its binary that lives for that row only (C's fillrandom and readrandoms share one), the two binaries back to "
       "back in each row, the baseline first in odd runs, logfs first in even runs; `logfs/baseline` = logfs / "
       "logfs (baseline)" % (E["CMP_BASE_BIN"], sha_base, sha_logfs))
+if "logfs-plugin" in targets:
+    w("- logfs-plugin: db_bench with `LD_PRELOAD=%s --fs_uri=id=logfs://META` on the logfs target's cluster "
+      "(row C only): the RocksDB plugin, in-process, no FUSE; its WAL and MANIFEST are WAL files by name" % E["CMP_PLUGIN"])
 if "logfs-ha" in targets:
     w("- logfs-ha: `%s` with meta as three replicas journaling to a three-member etcd, 3 segd and a mount, all on "
       "loopback (bench/meta_ha_cluster.sh, as bench/meta_ha_cost.sh); measured in row M only" % E["CMP_LOGFS_BIN"])
@@ -1037,6 +1111,32 @@ for wl, var, metric, i, kind, tgt in rows:
     else:
         line += ["", ""]
     w("| " + " | ".join(line) + " |")
+if "logfs-plugin" in targets and ref and do_c:
+    # Issue 32's targets for RocksDB through the plugin.
+    w("")
+    w("logfs-plugin against its targets (medians):")
+    w("")
+    w("| check | value | target | met |")
+    w("|---|--:|---|---|")
+    def check_row(name, value, text, ok):
+        w("| %s | %s | %s | %s |" % (name, "n/a" if value is None else "%.3f" % value, text,
+                                      "n/a" if value is None else ("yes" if ok else "**no**")))
+    def plugin_ratio(i):
+        x, _, _ = med(i, "logfs-plugin")
+        b, _, _ = med(i, "ext4")
+        return x / b if x is not None and b else None
+    if "fillrandom" in on:
+        r = plugin_ratio("C.fillrandom"); check_row("fillrandom / ext4", r, ">= 0.8", r is not None and r >= 0.8)
+    if "fillseq" in on:
+        x, _, _ = med("C.fillseq", "logfs-plugin")
+        f, _, _ = med("C.floor", "ext4")
+        r = x / f if x is not None and f else None
+        check_row("fillseq --sync=1 / floor", r, ">= 0.9", r is not None and r >= 0.9)
+        r = plugin_ratio("C.fillseq.p99")
+        check_row("fillseq p99 / ext4's", r, "<= 2", r is not None and r <= 2)
+    for row, i in (("readwarm", "C.warm"), ("readcold", "C.cold")):
+        if row in on:
+            r = plugin_ratio(i); check_row("%s / ext4" % row, r, ">= 0.95", r is not None and r >= 0.95)
 if runs > 1:
     w("")
     w("Per-run values (run 1, 2, ...):")
