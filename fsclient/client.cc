@@ -14,7 +14,6 @@
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
 #include "store/client/meta_retry.h"
-#include "store/client/replica_reader.h"
 #include "store/format/error_codec.h"
 #include "store/format/setattr_bits.h"
 #include "store/format/xattr_names.h"
@@ -44,32 +43,12 @@ uint64_t SealedLength(const proto::Inode& inode) {
 
 }  // namespace
 
-client::MetaClientOptions Client::MetaOptions(const ClientOptions& options) {
-  client::MetaClientOptions meta;
-  meta.timeout = options.rpc_timeout;
-  meta.retry_window = options.meta_retry;
-  return meta;
-}
+Client::Client(ClientOptions options) : Client(std::move(options), NewRpcClientDeps) {}
 
-Client::Client(ClientOptions options)
+Client::Client(ClientOptions options, const DepsFactory& deps)
     : options_(std::move(options)),
       executors_(Executors::Options{.io_threads = options_.io_threads}),
-      pool_(executors_.io(), options_.cluster_key != nullptr ? options_.cluster_key
-                                                             : rpc::ProcessClusterKey()),
-      local_routes_(options_.local_transport == rpc::Transport::kUnix
-                        ? std::make_unique<client::LocalRoutes>(
-                              pool_, client::LocalRoutes::Options{options_.host_id})
-                        : nullptr),
-      segd_(pool_),
-      meta_(executors_.io(), client::MetaEndpoints::OverPool(pool_, options_.meta_address),
-            MetaOptions(options_)) {
-  segd_.set_local_routes(local_routes_.get());
-  cache::SegmentReaderOptions reader_options;
-  reader_options.short_circuit = options_.short_circuit;
-  reader_options.host_id = options_.host_id;
-  reader_options.timeout = options_.rpc_timeout;
-  reader_options.replica_cache = options_.replica_cache;
-  segment_reader_ = std::make_unique<cache::SegmentReader>(segd_, reader_options);
+      deps_(deps(options_, executors_)) {
   if (options_.block_cache_bytes > 0) {
     cache::BlockCacheOptions cache_options;
     cache_options.capacity_bytes = options_.block_cache_bytes;
@@ -98,7 +77,7 @@ absl::StatusOr<uint64_t> Client::NewMountWithin(const std::string& host) {
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + options_.connect_wait;
   for (int attempt = 1;; ++attempt) {
-    absl::StatusOr<uint64_t> mount_id = meta_.NewMount(host);
+    absl::StatusOr<uint64_t> mount_id = deps_->NewMount(host);
     if (mount_id.ok()) {
       if (attempt > 1) LOG(INFO) << "meta reached after " << attempt << " attempts";
       return mount_id;
@@ -130,14 +109,14 @@ void Client::Shutdown() {
   // within their deadlines: wait for them before the pool and the io
   // threads go.
   executors_.JoinPools();
-  pool_.ShutdownAll();
+  deps_->Shutdown();
   executors_.StopIo();
 }
 
 // Also trims the short-circuit replica cache.
 void Client::HeartbeatLoop() {
   proto::MountHeartbeatRequest request;
-  request.set_mount_id(meta_.mount_id());
+  request.set_mount_id(deps_->mount_id());
   while (!stopping_.WaitForNotificationWithTimeout(options_.heartbeat_interval)) {
     request.clear_writing_inos();
     {
@@ -145,9 +124,9 @@ void Client::HeartbeatLoop() {
       absl::MutexLock lock(&mu_);
       for (uint64_t ino : writers_.WritingInos()) request.add_writing_inos(ino);
     }
-    absl::Status s = meta_.MountHeartbeat(request);
+    absl::Status s = deps_->MountHeartbeat(request);
     if (!s.ok()) LOG(WARNING) << "mount heartbeat to meta failed: " << s;
-    segment_reader_->Trim();  // closes replicas idle past their limit
+    deps_->TrimReplicas();  // closes replicas idle past their limit
   }
 }
 
@@ -166,7 +145,7 @@ uint64_t Client::LiveLength(proto::Inode& inode) {
     return SealedLength(inode);
   }
   uint32_t quorum = open.ack_quorum() != 0 ? open.ack_quorum() : inode.ack_quorum();
-  open.set_length(client::AckedLengthOfOpenSegment(segd_, open, quorum, options_.rpc_timeout));
+  open.set_length(deps_->AckedLengthOfOpenSegment(open, quorum));
   return SealedLength(inode);
 }
 
@@ -179,11 +158,11 @@ void Client::LookupAsync(uint64_t parent, const std::string& name, AttrDone done
   // never waits here for written bytes to become durable (the size is the
   // acked length, and the attributes expire at once: the stat that
   // follows asks with a getattr, which waits).
-  WithLiveSizeAsync(meta_.Lookup(parent, name), /*wait_durable=*/false, std::move(done));
+  WithLiveSizeAsync(deps_->Lookup(parent, name), /*wait_durable=*/false, std::move(done));
 }
 
 void Client::GetAttrAsync(uint64_t ino, AttrDone done) {
-  WithLiveSizeAsync(meta_.GetAttr(ino), /*wait_durable=*/true, std::move(done));
+  WithLiveSizeAsync(deps_->GetAttr(ino), /*wait_durable=*/true, std::move(done));
 }
 
 void Client::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durable, AttrDone done) {
@@ -223,7 +202,7 @@ void Client::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durab
   // never less than what a read returns. A stalled replica must not hold
   // a FUSE worker, so the replicas are asked from the waiting pool.
   executors_.PostWaiting([this, attr = *std::move(attr), done = std::move(done)]() mutable {
-    absl::StatusOr<proto::Inode> inode = meta_.GetInode(attr.ino());
+    absl::StatusOr<proto::Inode> inode = deps_->GetInode(attr.ino());
     if (!inode.ok()) {
       done(inode.status());
       return;
@@ -250,7 +229,7 @@ void Client::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
     }
   }
   proto::SetAttrRequest request = in;
-  request.set_mount_id(meta_.mount_id());
+  request.set_mount_id(deps_->mount_id());
   auto writer = FindWriter(request.ino());
   if (writer != nullptr && (request.to_set() & format::kSetAttrMtime) != 0) {
     writer->SetMtime(request.mtime_ns());  // or the writer's close overwrites it
@@ -277,7 +256,7 @@ void Client::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
     } else if (change == SizeChange::kCut) {
       if (absl::Status s = writer->CutTo(request.size()); !s.ok()) return done(std::move(s));
     }
-    if (absl::Status s = meta_.SetAttr(request).status(); !s.ok()) return done(std::move(s));
+    if (absl::Status s = deps_->SetAttr(request).status(); !s.ok()) return done(std::move(s));
     GetAttrAsync(request.ino(), std::move(done));
   };
   if (change == SizeChange::kNone) return set(std::move(done));
@@ -306,7 +285,7 @@ absl::StatusOr<proto::Attr> Client::Create(uint64_t parent, const std::string& n
   proto::CreateRequest request = CreateRequestOf(parent, name, mode, uid, gid);
   request.set_symlink_target(symlink_target);
   request.set_rdev(rdev);
-  return meta_.Create(std::move(request));
+  return deps_->Create(std::move(request));
 }
 
 absl::Status Client::Unlink(uint64_t parent, const std::string& name, bool directory) {
@@ -314,7 +293,7 @@ absl::Status Client::Unlink(uint64_t parent, const std::string& name, bool direc
   request.set_parent(parent);
   request.set_name(name);
   request.set_directory(directory);
-  return meta_.Unlink(std::move(request));
+  return deps_->Unlink(std::move(request));
 }
 
 absl::Status Client::Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
@@ -325,7 +304,7 @@ absl::Status Client::Rename(uint64_t parent, const std::string& name, uint64_t n
   request.set_new_parent(new_parent);
   request.set_new_name(new_name);
   request.set_flags(flags);
-  return meta_.Rename(std::move(request));
+  return deps_->Rename(std::move(request));
 }
 
 // ---------------------------------------------------------------- xattrs
@@ -359,7 +338,7 @@ absl::StatusOr<std::string> Client::FormatSegments(const proto::Inode& inode, in
 std::string Client::FormatStats() {
   std::string out = wal::FormatWriterCounters();
   out.pop_back();  // the newline
-  const cache::SegmentReaderStats r = segment_reader_->stats();
+  const cache::SegmentReaderStats r = deps_->ReaderStats();
   absl::StrAppend(&out, " short_circuit_reads=", r.short_circuit_reads,
                   " short_circuit_bytes=", r.short_circuit_bytes,
                   " short_circuit_failures=", r.short_circuit_failures,
@@ -377,8 +356,7 @@ std::string Client::FormatStats() {
                     " block_cache_reserved_bytes=", c.reserved_bytes);
   }
   // Segment servers found on this host with an RPC Unix socket.
-  absl::StrAppend(
-      &out, " local_rpc_servers=", local_routes_ != nullptr ? local_routes_->local_servers() : 0);
+  absl::StrAppend(&out, " local_rpc_servers=", deps_->LocalServers());
   out += "\n";
   return out;
 }
@@ -397,8 +375,8 @@ void Client::GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done
   const bool is_page = absl::StartsWith(name, page_prefix) &&
                        absl::SimpleAtoi(name.substr(page_prefix.size()), &page) && page >= 0;
   const bool segments = name == kSegmentsXattr || is_page;
-  if (!segments && name != kDurableLengthXattr) return done(meta_.GetXattr(ino, name));
-  absl::StatusOr<proto::Inode> inode = meta_.GetInode(ino);
+  if (!segments && name != kDurableLengthXattr) return done(deps_->GetXattr(ino, name));
+  absl::StatusOr<proto::Inode> inode = deps_->GetInode(ino);
   if (!inode.ok()) return done(inode.status());
   if (!S_ISREG(inode->attr().mode())) return done(PosixError(ENODATA, "not a regular file"));
   auto format = [this, segments, page](const proto::Inode& inode,
@@ -432,7 +410,7 @@ absl::Status Client::SetXattr(uint64_t ino, const std::string& name, const std::
   request.set_name(name);
   request.set_value(value);
   request.set_flags(flags);
-  return meta_.SetXattr(std::move(request));
+  return deps_->SetXattr(std::move(request));
 }
 
 // ---------------------------------------------------------------- files
@@ -479,7 +457,7 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Client::AcquireWriter(uint64_t 
     }
     return existing;
   }
-  absl::StatusOr<proto::Inode> opened = meta_.OpenWrite(ino, truncate);
+  absl::StatusOr<proto::Inode> opened = deps_->OpenWrite(ino, truncate);
   absl::MutexLock lock(&mu_);
   if (!opened.ok()) {
     writers_.Abandon(ino);
@@ -491,7 +469,7 @@ absl::StatusOr<std::shared_ptr<wal::FileWriter>> Client::AcquireWriter(uint64_t 
 std::shared_ptr<wal::FileWriter> Client::NewWriterLocked(proto::Inode opened) {
   const uint64_t ino = opened.attr().ino();
   wal::FileWriterOptions options;
-  options.mount_id = meta_.mount_id();
+  options.mount_id = deps_->mount_id();
   bool wal = opened.attr().kind() == proto::KIND_WAL;
   options.segment_bytes = wal ? options_.wal_segment_bytes : options_.block_segment_bytes;
   options.continue_below_bytes =
@@ -503,14 +481,14 @@ std::shared_ptr<wal::FileWriter> Client::NewWriterLocked(proto::Inode opened) {
   options.fsync_timeout = options_.fsync_timeout;
   options.slow_replica = options_.slow_replica;
   options.slow_servers = slow_servers_;
-  options.next_call_id = [this] { return meta_.NextCallId(); };
+  options.next_call_id = [this] { return deps_->NextCallId(); };
   options.run_blocking = [this](std::function<void()> job) {
     executors_.PostRecovery(std::move(job));
   };
   options.run_waiting = [this](std::function<void()> job) {
     executors_.PostWaiting(std::move(job));
   };
-  auto writer = wal::FileWriter::Create(options, std::move(opened), &meta_, &segd_);
+  auto writer = deps_->NewWriter(std::move(options), std::move(opened));
   writers_.Install(ino, writer);
   return writer;
 }
@@ -520,7 +498,7 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Client::CreateForWrite(
     proto::Attr* attr, std::optional<proto::FileKind> kind) {
   proto::CreateRequest request = CreateRequestOf(parent, name, mode, uid, gid);
   if (kind.has_value()) request.set_kind(*kind);
-  ASSIGN_OR_RETURN(proto::Inode opened, meta_.CreateForWrite(std::move(request)));
+  ASSIGN_OR_RETURN(proto::Inode opened, deps_->CreateForWrite(std::move(request)));
   *attr = opened.attr();
   auto file = std::make_unique<OpenFile>();
   file->ino = opened.attr().ino();
@@ -541,7 +519,7 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Client::Open(uint64_t ino, int flags) 
   bool truncate = (flags & O_TRUNC) != 0;
   if (file->writable) {
     WaitUntilNotClosing(ino);  // a sealing writer decides what this open finds
-    ASSIGN_OR_RETURN(proto::Inode inode, meta_.GetInode(ino));
+    ASSIGN_OR_RETURN(proto::Inode inode, deps_->GetInode(ino));
     if (S_ISDIR(inode.attr().mode())) return PosixError(EISDIR, "is a directory");
     file->kind = inode.attr().kind();
     bool sealed_block = file->kind == proto::KIND_BLOCK && SealedLength(inode) > 0 &&
@@ -554,7 +532,7 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Client::Open(uint64_t ino, int flags) 
     if (truncate) return PosixError(EPERM, "sealed block files are immutable");
     file->write_denied = true;
   }
-  ASSIGN_OR_RETURN(proto::Inode inode, meta_.Open(ino));
+  ASSIGN_OR_RETURN(proto::Inode inode, deps_->Open(ino));
   file->kind = inode.attr().kind();
   file->growing =
       inode.attr().open_for_write() || HasOpenSegment(inode) || FindWriter(ino) != nullptr;
@@ -617,7 +595,7 @@ absl::StatusOr<cache::ReadBuffer> Client::ReadInternal(OpenFile& file, uint64_t 
       // worker, and with no lock held, so that other reads of this handle
       // do not wait behind a stalled server.
       if (mode == cache::ReadMode::kCachedOnly) return cache::RemoteReadNeeded();
-      ASSIGN_OR_RETURN(proto::Inode inode, meta_.GetInode(file.ino));
+      ASSIGN_OR_RETURN(proto::Inode inode, deps_->GetInode(file.ino));
       length = LiveLength(inode);
       segments.assign(inode.segments().begin(), inode.segments().end());
       absl::MutexLock lock(&file.mu);
@@ -629,8 +607,8 @@ absl::StatusOr<cache::ReadBuffer> Client::ReadInternal(OpenFile& file, uint64_t 
     }
   }
   cache::ReadBuffer out;
-  RETURN_IF_ERROR(cache::ReadFile(block_cache_.get(), *segment_reader_, segments, length, offset,
-                                  size, {&meta_, file.ino}, mode, &out));
+  RETURN_IF_ERROR(deps_->ReadSegments(block_cache_.get(), file.ino, segments, length, offset,
+                                      size, mode, &out));
   return out;
 }
 
@@ -703,7 +681,7 @@ absl::Status Client::Release(std::shared_ptr<OpenFile> file) {
 
 void Client::ReleaseAsync(std::shared_ptr<OpenFile> file, std::function<void(absl::Status)> done) {
   if (file->writer == nullptr) {
-    done(meta_.Release(file->ino));
+    done(deps_->Release(file->ino));
     return;
   }
   bool last;

@@ -39,14 +39,11 @@
 #include "cache/file_read.h"
 #include "cache/replica_cache.h"
 #include "cache/segment_reader.h"
+#include "fsclient/client_deps.h"
 #include "fsclient/executors.h"
 #include "fsclient/writer_table.h"
 #include "src/metrics/family_list.h"
-#include "store/client/local_routes.h"
-#include "store/client/meta_client.h"
-#include "store/client/segd_client.h"
 #include "store/format/logfs.pb.h"
-#include "store/rpc/client_pool.h"
 #include "store/rpc/frame_auth.h"
 #include "store/rpc/stream_socket.h"
 #include "wal/file_writer.h"
@@ -129,7 +126,13 @@ struct OpenFile {
 
 class Client {
  public:
+  // Over the cluster in options.meta_address (NewRpcClientDeps).
   explicit Client(ClientOptions options);
+  // Over the deps `deps` makes, on this client's executors (a unit test's
+  // fake: fsclient/client_test.cc).
+  using DepsFactory =
+      std::function<std::unique_ptr<ClientDeps>(const ClientOptions&, Executors&)>;
+  Client(ClientOptions options, const DepsFactory& deps);
   ~Client();
 
   // Connects to meta and gets a mount id, retrying within
@@ -173,13 +176,13 @@ class Client {
   absl::Status Unlink(uint64_t parent, const std::string& name, bool directory);
   absl::Status Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
                       const std::string& new_name, uint32_t flags);
-  absl::StatusOr<std::string> Readlink(uint64_t ino) { return meta_.Readlink(ino); }
+  absl::StatusOr<std::string> Readlink(uint64_t ino) { return deps_->Readlink(ino); }
   // One page of directory `ino` after `start_after` ("" for the first),
   // as meta's Readdir returns it (bounded; `more` says if others follow).
   absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino, const std::string& start_after) {
-    return meta_.Readdir(ino, start_after);
+    return deps_->Readdir(ino, start_after);
   }
-  absl::StatusOr<proto::StatFsResponse> StatFs() { return meta_.StatFs(); }
+  absl::StatusOr<proto::StatFsResponse> StatFs() { return deps_->StatFs(); }
 
   // Xattrs; user.logfs.segments / durable_length / mount_pid / stats /
   // meta_address / cluster_secret_file are answered here; setting
@@ -192,11 +195,13 @@ class Client {
   // segments or durable_length of a file that is not regular.
   using XattrDone = std::function<void(absl::StatusOr<std::string>)>;
   void GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done);
-  absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino) { return meta_.ListXattr(ino); }
+  absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino) {
+    return deps_->ListXattr(ino);
+  }
   absl::Status SetXattr(uint64_t ino, const std::string& name, const std::string& value,
                         int flags);
   absl::Status RemoveXattr(uint64_t ino, const std::string& name) {
-    return meta_.RemoveXattr(ino, name);
+    return deps_->RemoveXattr(ino, name);
   }
 
   // Files. Open takes the writer lease for writable handles (EBUSY if
@@ -246,7 +251,7 @@ class Client {
   // Last handle of a writer: sync, seal, release the lease.
   absl::Status Release(std::shared_ptr<OpenFile> file);
 
-  uint64_t mount_id() const { return meta_.mount_id(); }
+  uint64_t mount_id() const { return deps_->mount_id(); }
 
   // This client's metrics for /metrics (client_metrics.cc): the writers'
   // counters and the read path's, from the same counters user.logfs.stats
@@ -297,26 +302,19 @@ class Client {
   std::string FormatStats();
   void HeartbeatLoop();
 
-  // Every meta call of the mount but NewMount and the heartbeat rides out a
-  // meta restart within options.meta_retry (store/client/meta_client.h).
-  static client::MetaClientOptions MetaOptions(const ClientOptions& options);
-
   // Immutable after construction / Connect.
   const ClientOptions options_;
   // Every thread of the client (executors.h): the io threads, the waiting
   // pool (what callers hand over instead of waiting for a segment server:
   // ReadAsync, WriteAsync, ReleaseAsync, and the live sizes of
   // LookupAsync, GetAttrAsync and GetXattrAsync), the writers'
-  // recoveries and the heartbeat. Shutdown joins the pools before pool_
+  // recoveries and the heartbeat. Shutdown joins the pools before deps_
   // closes its connections, then stops the io threads.
   Executors executors_;
-  rpc::ClientPool pool_;
-  // Null with local_transport kTcp.
-  std::unique_ptr<client::LocalRoutes> local_routes_;
-  client::SegdClient segd_;
-  client::MetaClient meta_;
+  // Meta, the segment servers and new writers (client_deps.h); its
+  // connections close in Shutdown, after the pools are joined.
+  std::unique_ptr<ClientDeps> deps_;
   std::unique_ptr<cache::BlockCache> block_cache_;  // null when disabled
-  std::unique_ptr<cache::SegmentReader> segment_reader_;
   absl::Notification stopping_;
   // Servers the mount's writers found slow: their new segments avoid them.
   const std::shared_ptr<wal::SlowServers> slow_servers_ = std::make_shared<wal::SlowServers>();

@@ -41,7 +41,7 @@ void CollectWriterMetrics(metrics::FamilyList& out) {
 
 void Client::CollectMetrics(metrics::FamilyList& out) const {
   CollectWriterMetrics(out);
-  const cache::SegmentReaderStats r = segment_reader_->stats();
+  const cache::SegmentReaderStats r = deps_->ReaderStats();
   out.AddCounter("logfs_read_short_circuit_total",
                  "Segment reads served from a local replica file.", r.short_circuit_reads);
   out.AddCounter("logfs_read_short_circuit_bytes_total", "Bytes of those reads.",

@@ -8,12 +8,14 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,7 +34,9 @@
 #include "rocksdb/utilities/object_registry.h"
 #include "rocksdb_fs/logfs_file_system.h"
 #include "src/util/crc32c.h"
+#include "src/cluster/etcd_cluster.h"
 #include "tests/fault_row.h"
+#include "tests/meta_ha_cluster.h"
 #include "tests/mounted_cluster.h"
 
 namespace logfs::testing {
@@ -113,13 +117,17 @@ TEST(RocksdbPluginWriter, DISABLED_Child) {
 
 class RocksdbPluginFaultTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  virtual MountedClusterOptions ClusterOptions() {
     MountedClusterOptions options;
     options.segment_servers = 5;
     options.meta_flags = {"--dead_server_ms=2000", "--lease_timeout_ms=3000",
                           "--lease_recovery_delay_ms=500"};
     options.segd_flags = {"--heartbeat_interval_ms=250"};
-    auto mc = MountedCluster::Start(options);
+    return options;
+  }
+
+  void SetUp() override {
+    auto mc = MountedCluster::Start(ClusterOptions());
     ASSERT_TRUE(mc.ok()) << mc.status();
     cluster_ = std::move(*mc);
     uri_ = absl::StrCat("logfs://", cluster_->cluster().meta_address());
@@ -252,6 +260,52 @@ TEST_F(RocksdbPluginFaultTest, KillAndRestartMeta) {
   const int status = WaitWriter(writer);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   Verify("rocksdb-restart-meta", WriteErrors());
+}
+
+// Meta as three replicas on a three-member etcd: the plugin's client
+// follows the active through the meta list in its URI, as a mount does.
+class RocksdbPluginHaFaultTest : public RocksdbPluginFaultTest {
+ protected:
+  MountedClusterOptions ClusterOptions() override {
+    MountedClusterOptions options = RocksdbPluginFaultTest::ClusterOptions();
+    options.etcd_endpoints = etcd_->endpoints();
+    options.meta_replicas = 3;
+    options.meta_flags.push_back("--meta_lease_ttl_ms=2000");
+    return options;
+  }
+  void SetUp() override {
+    char tmpl[] = "/tmp/logfs-etcd-XXXXXX";
+    ASSERT_NE(nullptr, ::mkdtemp(tmpl));
+    etcd_dir_ = tmpl;
+    cluster::EtcdClusterOptions etcd_options;
+    etcd_options.dir = etcd_dir_;
+    auto etcd = cluster::EtcdCluster::Start(etcd_options);
+    ASSERT_TRUE(etcd.ok()) << etcd.status();
+    etcd_ = std::move(*etcd);
+    RocksdbPluginFaultTest::SetUp();
+  }
+  void TearDown() override {
+    cluster_.reset();
+    etcd_.reset();
+    std::error_code error;
+    std::filesystem::remove_all(etcd_dir_, error);
+  }
+
+  std::string etcd_dir_;
+  std::unique_ptr<cluster::EtcdCluster> etcd_;
+};
+
+TEST_F(RocksdbPluginHaFaultTest, KillTheActiveMeta) {
+  auto active = WaitForActiveMeta(cluster_->cluster(), absl::Seconds(20));
+  ASSERT_TRUE(active.ok()) << active.status();
+  const pid_t writer = StartWriter(TrialSeconds() + 4);
+  ASSERT_TRUE(WaitForAcks(100)) << ReadFile(cluster_->root() + "/writer.out").value_or("");
+  cluster_->cluster().KillMeta(*active, SIGKILL);
+  auto next = WaitForActiveMeta(cluster_->cluster(), absl::Seconds(20), *active);
+  ASSERT_TRUE(next.ok()) << next.status();
+  const int status = WaitWriter(writer);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  Verify("rocksdb-kill-active-meta", WriteErrors());
 }
 
 }  // namespace
