@@ -2,7 +2,7 @@
 // writer process (this binary, re-run as the DISABLED_ child test below)
 // puts numbered, checksummed values with WriteOptions::sync through the
 // plugin's FileSystem and logs, to a file outside logfs, every key whose
-// Put returned OK; a real fault hits a real process; afterwards the DB,
+// Put returned OK (and how long that Put took); a real fault hits a real process; afterwards the DB,
 // opened again through the plugin, must hold every logged key with its
 // value. Prints the "fault=" rows tests/faults.sh tabulates.
 #include <fcntl.h>
@@ -101,13 +101,15 @@ TEST(RocksdbPluginWriter, DISABLED_Child) {
     }
     std::unique_ptr<rocksdb::DB> db(raw);
     while (absl::Now() < deadline) {
+      const absl::Time start = absl::Now();
       s = db->Put(synced, KeyOf(seq), ValueOf(seq));
       if (!s.ok()) {
         std::fprintf(stderr, "put %llu: %s\n", static_cast<unsigned long long>(seq),
                      s.ToString().c_str());
         break;
       }
-      const std::string line = absl::StrCat(seq, "\n");
+      const std::string line =
+          absl::StrCat(seq, " ", absl::ToInt64Microseconds(absl::Now() - start), "\n");
       ASSERT_EQ(static_cast<ssize_t>(line.size()), ::write(ack_fd, line.data(), line.size()));
       ++seq;
     }
@@ -154,7 +156,8 @@ class RocksdbPluginFaultTest : public ::testing::Test {
   bool WaitForAcks(size_t count) {
     for (const absl::Time deadline = absl::Now() + absl::Seconds(60); absl::Now() < deadline;) {
       auto acks = ReadFile(acks_);
-      if (acks.ok() && static_cast<size_t>(std::count(acks->begin(), acks->end(), '\n')) >= count) {
+      if (acks.ok() &&
+          static_cast<size_t>(std::count(acks->begin(), acks->end(), '\n')) >= count) {
         return true;
       }
       absl::SleepFor(absl::Milliseconds(20));
@@ -169,10 +172,16 @@ class RocksdbPluginFaultTest : public ::testing::Test {
     auto acks = ReadFile(acks_);
     ASSERT_TRUE(acks.ok());
     std::vector<uint64_t> acked;
+    int64_t longest_put_us = 0;
     for (absl::string_view line : absl::StrSplit(*acks, '\n', absl::SkipEmpty())) {
+      std::vector<absl::string_view> fields = absl::StrSplit(line, ' ');
       uint64_t seq;
-      ASSERT_TRUE(absl::SimpleAtoi(line, &seq)) << line;
+      int64_t put_us;
+      ASSERT_TRUE(fields.size() == 2 && absl::SimpleAtoi(fields[0], &seq) &&
+                  absl::SimpleAtoi(fields[1], &put_us))
+          << line;
       acked.push_back(seq);
+      longest_put_us = std::max(longest_put_us, put_us);
     }
     ASSERT_FALSE(acked.empty()) << ReadFile(cluster_->root() + "/writer.out").value_or("");
     std::shared_ptr<rocksdb::FileSystem> fs = PluginFs(uri_);
@@ -205,6 +214,7 @@ class RocksdbPluginFaultTest : public ::testing::Test {
     row.acked_bytes = acked.size() * kValueBytes;
     row.acked_bytes_lost = lost * kValueBytes;
     row.write_errors = write_errors;
+    row.longest_fsync = absl::Microseconds(longest_put_us);  // the longest synced Put
     row.extra = absl::StrCat(" acked_puts=", acked.size());
     PrintFaultRow(row);
     EXPECT_EQ(0u, lost);
