@@ -48,9 +48,12 @@ IOStatus Closed(const std::string& path) {
 
 class LogfsSequentialFile : public rocksdb::FSSequentialFile {
  public:
-  LogfsSequentialFile(fsclient::PathClient* paths, std::string path,
+  LogfsSequentialFile(std::shared_ptr<LogfsSession> session, std::string path,
                       std::shared_ptr<fsclient::OpenFile> file)
-      : paths_(*paths), path_(std::move(path)), file_(std::move(file)) {}
+      : session_(std::move(session)),
+        paths_(session_->paths()),
+        path_(std::move(path)),
+        file_(std::move(file)) {}
   ~LogfsSequentialFile() override { paths_.Close(std::move(file_)).IgnoreError(); }
 
   IOStatus Read(size_t n, const IOOptions& options, Slice* result, char* scratch,
@@ -72,6 +75,7 @@ class LogfsSequentialFile : public rocksdb::FSSequentialFile {
   }
 
  private:
+  const std::shared_ptr<LogfsSession> session_;  // keeps the client up while the file lives
   fsclient::PathClient& paths_;
   const std::string path_;
   std::shared_ptr<fsclient::OpenFile> file_;
@@ -80,9 +84,12 @@ class LogfsSequentialFile : public rocksdb::FSSequentialFile {
 
 class LogfsRandomAccessFile : public rocksdb::FSRandomAccessFile {
  public:
-  LogfsRandomAccessFile(fsclient::PathClient* paths, std::string path,
+  LogfsRandomAccessFile(std::shared_ptr<LogfsSession> session, std::string path,
                         std::shared_ptr<fsclient::OpenFile> file)
-      : paths_(*paths), path_(std::move(path)), file_(std::move(file)) {}
+      : session_(std::move(session)),
+        paths_(session_->paths()),
+        path_(std::move(path)),
+        file_(std::move(file)) {}
   ~LogfsRandomAccessFile() override { paths_.Close(std::move(file_)).IgnoreError(); }
 
   IOStatus Read(uint64_t offset, size_t n, const IOOptions& /*options*/, Slice* result,
@@ -129,6 +136,7 @@ class LogfsRandomAccessFile : public rocksdb::FSRandomAccessFile {
   }
 
  private:
+  const std::shared_ptr<LogfsSession> session_;  // keeps the client up while the file lives
   fsclient::PathClient& paths_;
   const std::string path_;
   std::shared_ptr<fsclient::OpenFile> file_;
@@ -136,9 +144,13 @@ class LogfsRandomAccessFile : public rocksdb::FSRandomAccessFile {
 
 class LogfsWritableFile : public rocksdb::FSWritableFile {
  public:
-  LogfsWritableFile(fsclient::PathClient* paths, std::string path,
+  LogfsWritableFile(std::shared_ptr<LogfsSession> session, std::string path,
                     std::shared_ptr<fsclient::OpenFile> file, uint64_t size)
-      : paths_(*paths), path_(std::move(path)), file_(std::move(file)), size_(size) {}
+      : session_(std::move(session)),
+        paths_(session_->paths()),
+        path_(std::move(path)),
+        file_(std::move(file)),
+        size_(size) {}
   // RocksDB closes its files before dropping them; one it drops open is
   // closed here (sealed, its lease released), its error dropped as posix's.
   ~LogfsWritableFile() override {
@@ -200,7 +212,19 @@ class LogfsWritableFile : public rocksdb::FSWritableFile {
     return size_;
   }
 
+  // Appends `data` without ever blocking the caller (Client::WriteAsync:
+  // a full queue or a roll waits on the client's waiting pool); appends
+  // are taken in call order. Its error is dropped: for the info log.
+  void AppendInBackground(std::string data) {
+    if (file_ == nullptr) return;
+    auto kept = std::make_shared<const std::string>(std::move(data));
+    size_ += kept->size();
+    session_->client().WriteAsync(*file_, 0, kept->data(), kept->size(),
+                                  [kept](absl::Status) {});
+  }
+
  private:
+  const std::shared_ptr<LogfsSession> session_;  // keeps the client up while the file lives
   fsclient::PathClient& paths_;
   const std::string path_;
   std::shared_ptr<fsclient::OpenFile> file_;  // null once closed
@@ -221,9 +245,11 @@ class LogfsDirectory : public rocksdb::FSDirectory {
 
 // RocksDB's info log: one line per call, "YYYY/MM/DD-HH:MM:SS.uuuuuu TID
 // message", as RocksDB's own loggers write it.
+// RocksDB logs while it holds its DB mutex, so a line never waits for a
+// replica: it is appended in the background (AppendInBackground).
 class LogfsLogger : public rocksdb::Logger {
  public:
-  LogfsLogger(std::unique_ptr<rocksdb::FSWritableFile> file, rocksdb::InfoLogLevel level)
+  LogfsLogger(std::unique_ptr<LogfsWritableFile> file, rocksdb::InfoLogLevel level)
       : rocksdb::Logger(level), file_(std::move(file)) {}
   ~LogfsLogger() override {
     if (!closed_) {
@@ -257,7 +283,7 @@ class LogfsLogger : public rocksdb::Logger {
     if (line.empty() || line.back() != '\n') line.push_back('\n');
     absl::MutexLock lock(&mu_);
     if (file_ == nullptr) return;
-    file_->Append(line, IOOptions(), nullptr).PermitUncheckedError();  // a log line is best effort
+    file_->AppendInBackground(std::move(line));
   }
 
  protected:
@@ -271,13 +297,15 @@ class LogfsLogger : public rocksdb::Logger {
 
  private:
   absl::Mutex mu_;
-  std::unique_ptr<rocksdb::FSWritableFile> file_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<LogfsWritableFile> file_ ABSL_GUARDED_BY(mu_);
 };
 
 class LogfsLock : public rocksdb::FileLock {
  public:
-  LogfsLock(std::string path, std::shared_ptr<fsclient::OpenFile> file)
-      : path(std::move(path)), file(std::move(file)) {}
+  LogfsLock(std::shared_ptr<LogfsSession> session, std::string path,
+            std::shared_ptr<fsclient::OpenFile> file)
+      : session(std::move(session)), path(std::move(path)), file(std::move(file)) {}
+  const std::shared_ptr<LogfsSession> session;
   const std::string path;
   std::shared_ptr<fsclient::OpenFile> file;
 };
@@ -295,15 +323,17 @@ const std::unordered_map<std::string, rocksdb::OptionTypeInfo>& OptionsTypeInfo(
 
 }  // namespace
 
+LogfsSession::LogfsSession(std::unique_ptr<fsclient::Client> client)
+    : client_(std::move(client)), paths_(client_.get()) {}
+
+LogfsSession::~LogfsSession() { client_->Shutdown(); }
+
 LogfsFileSystem::LogfsFileSystem(Uri uri) : uri_(std::move(uri)) {
   RegisterOptions("LogfsFsOptions", &options_, &OptionsTypeInfo());
 }
 
-LogfsFileSystem::~LogfsFileSystem() {
-  absl::MutexLock lock(&connect_mu_);
-  paths_.reset();
-  if (client_ != nullptr) client_->Shutdown();
-}
+// The session closes when the last file, logger or lock of it goes.
+LogfsFileSystem::~LogfsFileSystem() = default;
 
 bool LogfsFileSystem::IsInstanceOf(const std::string& id) const {
   return id == kClassName() || absl::StartsWith(id, "logfs://") || FileSystem::IsInstanceOf(id);
@@ -312,14 +342,21 @@ bool LogfsFileSystem::IsInstanceOf(const std::string& id) const {
 rocksdb::Status LogfsFileSystem::PrepareOptions(const rocksdb::ConfigOptions& options) {
   rocksdb::Status status = FileSystem::PrepareOptions(options);
   if (!status.ok()) return status;
-  fsclient::PathClient* paths;
-  return Connected(&paths);
+  std::shared_ptr<LogfsSession> session;
+  return Connected(&session);
 }
 
-IOStatus LogfsFileSystem::Connected(fsclient::PathClient** paths) {
+IOStatus LogfsFileSystem::Connected(std::shared_ptr<LogfsSession>* session) {
+  {
+    absl::ReaderMutexLock lock(&connect_mu_);
+    if (session_ != nullptr) {
+      *session = session_;
+      return IOStatus::OK();
+    }
+  }
   absl::MutexLock lock(&connect_mu_);
-  if (paths_ != nullptr) {
-    *paths = paths_.get();
+  if (session_ != nullptr) {  // another caller connected meanwhile
+    *session = session_;
     return IOStatus::OK();
   }
   fsclient::ClientOptions client_options;
@@ -343,17 +380,13 @@ IOStatus LogfsFileSystem::Connected(fsclient::PathClient** paths) {
     return IOStatus::IOError(absl::StrCat("logfs: cannot connect to meta at ", uri_.meta, ": ",
                                           status.message()));
   }
-  auto path_client = std::make_unique<fsclient::PathClient>(client.get());
+  auto connected = std::make_shared<LogfsSession>(std::move(client));
   if (uri_.root != "/") {
-    status = path_client->MakeDirs(uri_.root, 0755);
-    if (!status.ok()) {
-      client->Shutdown();
-      return ToIOStatus(status, absl::StrCat("logfs: the root ", uri_.root));
-    }
+    status = connected->paths().MakeDirs(uri_.root, 0755);
+    if (!status.ok()) return ToIOStatus(status, absl::StrCat("logfs: the root ", uri_.root));
   }
-  client_ = std::move(client);
-  paths_ = std::move(path_client);
-  *paths = paths_.get();
+  session_ = connected;
+  *session = std::move(connected);
   return IOStatus::OK();
 }
 
@@ -361,11 +394,12 @@ IOStatus LogfsFileSystem::NewSequentialFile(const std::string& fname,
                                             const rocksdb::FileOptions& /*options*/,
                                             std::unique_ptr<rocksdb::FSSequentialFile>* result,
                                             IODebugContext* /*dbg*/) {
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  fsclient::PathClient* paths = &session->paths();
   auto file = paths->Open(Path(fname), O_RDONLY);
   if (!file.ok()) return ToIOStatus(file.status(), absl::StrCat("open ", fname));
-  *result = std::make_unique<LogfsSequentialFile>(paths, fname, std::move(*file));
+  *result = std::make_unique<LogfsSequentialFile>(session, fname, std::move(*file));
   return IOStatus::OK();
 }
 
@@ -373,18 +407,20 @@ IOStatus LogfsFileSystem::NewRandomAccessFile(const std::string& fname,
                                               const rocksdb::FileOptions& /*options*/,
                                               std::unique_ptr<rocksdb::FSRandomAccessFile>* result,
                                               IODebugContext* /*dbg*/) {
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  fsclient::PathClient* paths = &session->paths();
   auto file = paths->Open(Path(fname), O_RDONLY);
   if (!file.ok()) return ToIOStatus(file.status(), absl::StrCat("open ", fname));
-  *result = std::make_unique<LogfsRandomAccessFile>(paths, fname, std::move(*file));
+  *result = std::make_unique<LogfsRandomAccessFile>(session, fname, std::move(*file));
   return IOStatus::OK();
 }
 
 IOStatus LogfsFileSystem::OpenForWrite(const std::string& fname, bool replace,
                                        std::unique_ptr<rocksdb::FSWritableFile>* result) {
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  fsclient::PathClient* paths = &session->paths();
   const std::string path = Path(fname);
   // Create, else replace or append; another client may create or remove
   // the name between two steps, so a few rounds.
@@ -392,7 +428,7 @@ IOStatus LogfsFileSystem::OpenForWrite(const std::string& fname, bool replace,
   for (int round = 0; round < 3; ++round) {
     auto created = paths->Create(path, 0644, O_WRONLY | O_APPEND, KindOf(path));
     if (created.ok()) {
-      *result = std::make_unique<LogfsWritableFile>(paths, fname, std::move(*created), 0);
+      *result = std::make_unique<LogfsWritableFile>(session, fname, std::move(*created), 0);
       return IOStatus::OK();
     }
     status = created.status();
@@ -402,10 +438,16 @@ IOStatus LogfsFileSystem::OpenForWrite(const std::string& fname, bool replace,
       if (!status.ok() && AttachedErrno(status) != ENOENT) break;
       continue;
     }
-    auto attr = paths->Stat(path);
-    auto opened = attr.ok() ? paths->Open(path, O_WRONLY | O_APPEND) : attr.status();
+    auto opened = paths->Open(path, O_WRONLY | O_APPEND);
+    if (opened.ok() && (*opened)->writer == nullptr) {  // a sealed block file
+      status = paths->Close(std::move(*opened));
+      return IOStatus::IOError(absl::StrCat(
+          "reopen ", fname, " for append: a sealed block file takes no more appends"));
+    }
     if (opened.ok()) {
-      *result = std::make_unique<LogfsWritableFile>(paths, fname, std::move(*opened), attr->size());
+      // The writer's length: every byte appended, durable or not.
+      const uint64_t size = (*opened)->writer->length();
+      *result = std::make_unique<LogfsWritableFile>(session, fname, std::move(*opened), size);
       return IOStatus::OK();
     }
     status = opened.status();
@@ -440,18 +482,23 @@ IOStatus LogfsFileSystem::NewDirectory(const std::string& name, const IOOptions&
 
 IOStatus LogfsFileSystem::FileExists(const std::string& fname, const IOOptions& /*options*/,
                                      IODebugContext* /*dbg*/) {
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  fsclient::PathClient* paths = &session->paths();
   auto attr = paths->Stat(Path(fname));
+  // RocksDB: NotFound for a missing file and for a name that cannot exist.
   const int error = AttachedErrno(attr.status());
-  if (error == ENOENT || error == ENOTDIR) return IOStatus::NotFound(fname);
+  if (error == ENOENT || error == ENOTDIR || error == EINVAL || error == ENAMETOOLONG) {
+    return IOStatus::NotFound(fname);
+  }
   return ToIOStatus(attr.status(), absl::StrCat("stat ", fname));
 }
 
 IOStatus LogfsFileSystem::GetChildren(const std::string& dir, const IOOptions& /*options*/,
                                       std::vector<std::string>* result, IODebugContext* /*dbg*/) {
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  fsclient::PathClient* paths = &session->paths();
   auto names = paths->List(Path(dir));
   if (!names.ok()) return ToIOStatus(names.status(), absl::StrCat("list ", dir));
   *result = std::move(*names);
@@ -460,39 +507,44 @@ IOStatus LogfsFileSystem::GetChildren(const std::string& dir, const IOOptions& /
 
 IOStatus LogfsFileSystem::DeleteFile(const std::string& fname, const IOOptions& /*options*/,
                                      IODebugContext* /*dbg*/) {
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  fsclient::PathClient* paths = &session->paths();
   return ToIOStatus(paths->Remove(Path(fname), /*directory=*/false),
                     absl::StrCat("delete ", fname));
 }
 
 IOStatus LogfsFileSystem::CreateDir(const std::string& dirname, const IOOptions& /*options*/,
                                     IODebugContext* /*dbg*/) {
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  fsclient::PathClient* paths = &session->paths();
   return ToIOStatus(paths->MakeDir(Path(dirname), 0755), absl::StrCat("mkdir ", dirname));
 }
 
 IOStatus LogfsFileSystem::CreateDirIfMissing(const std::string& dirname,
                                              const IOOptions& /*options*/,
                                              IODebugContext* /*dbg*/) {
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  fsclient::PathClient* paths = &session->paths();
   return ToIOStatus(paths->MakeDirs(Path(dirname), 0755), absl::StrCat("mkdir -p ", dirname));
 }
 
 IOStatus LogfsFileSystem::DeleteDir(const std::string& dirname, const IOOptions& /*options*/,
                                     IODebugContext* /*dbg*/) {
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  fsclient::PathClient* paths = &session->paths();
   return ToIOStatus(paths->Remove(Path(dirname), /*directory=*/true),
                     absl::StrCat("rmdir ", dirname));
 }
 
 IOStatus LogfsFileSystem::GetFileSize(const std::string& fname, const IOOptions& /*options*/,
                                       uint64_t* file_size, IODebugContext* /*dbg*/) {
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  fsclient::PathClient* paths = &session->paths();
   auto attr = paths->Stat(Path(fname));
   if (!attr.ok()) return ToIOStatus(attr.status(), absl::StrCat("stat ", fname));
   *file_size = attr->size();
@@ -502,8 +554,9 @@ IOStatus LogfsFileSystem::GetFileSize(const std::string& fname, const IOOptions&
 IOStatus LogfsFileSystem::GetFileModificationTime(const std::string& fname,
                                                   const IOOptions& /*options*/,
                                                   uint64_t* file_mtime, IODebugContext* /*dbg*/) {
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  fsclient::PathClient* paths = &session->paths();
   auto attr = paths->Stat(Path(fname));
   if (!attr.ok()) return ToIOStatus(attr.status(), absl::StrCat("stat ", fname));
   *file_mtime = static_cast<uint64_t>(attr->mtime_ns()) / 1000000000;  // seconds, as posix's
@@ -512,8 +565,9 @@ IOStatus LogfsFileSystem::GetFileModificationTime(const std::string& fname,
 
 IOStatus LogfsFileSystem::RenameFile(const std::string& src, const std::string& target,
                                      const IOOptions& /*options*/, IODebugContext* /*dbg*/) {
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  fsclient::PathClient* paths = &session->paths();
   return ToIOStatus(paths->Rename(Path(src), Path(target)),
                     absl::StrCat("rename ", src, " to ", target));
 }
@@ -521,8 +575,9 @@ IOStatus LogfsFileSystem::RenameFile(const std::string& src, const std::string& 
 IOStatus LogfsFileSystem::LockFile(const std::string& fname, const IOOptions& /*options*/,
                                    rocksdb::FileLock** lock, IODebugContext* /*dbg*/) {
   *lock = nullptr;
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  fsclient::PathClient* paths = &session->paths();
   const std::string path = Path(fname);
   {
     absl::MutexLock guard(&locks_mu_);
@@ -535,6 +590,12 @@ IOStatus LogfsFileSystem::LockFile(const std::string& fname, const IOOptions& /*
   absl::StatusOr<std::shared_ptr<fsclient::OpenFile>> file =
       paths->Create(path, 0644, O_WRONLY, proto::KIND_BLOCK);
   if (AttachedErrno(file.status()) == EEXIST) file = paths->Open(path, O_WRONLY);
+  if (file.ok() && (*file)->writer == nullptr) {
+    // A sealed block file with data opens for write without a lease (it
+    // takes no appends): it cannot serve as a lock.
+    paths->Close(std::move(*file)).IgnoreError();
+    file = PosixError(EPERM, "the lock file is a sealed block file with data: not a lock");
+  }
   if (!file.ok()) {
     absl::MutexLock guard(&locks_mu_);
     locked_.erase(path);
@@ -544,16 +605,14 @@ IOStatus LogfsFileSystem::LockFile(const std::string& fname, const IOOptions& /*
     }
     return ToIOStatus(file.status(), absl::StrCat("lock ", fname));
   }
-  *lock = new LogfsLock(path, std::move(*file));
+  *lock = new LogfsLock(std::move(session), path, std::move(*file));
   return IOStatus::OK();
 }
 
 IOStatus LogfsFileSystem::UnlockFile(rocksdb::FileLock* lock, const IOOptions& /*options*/,
                                      IODebugContext* /*dbg*/) {
   std::unique_ptr<LogfsLock> held(static_cast<LogfsLock*>(lock));
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
-  absl::Status status = paths->Close(std::move(held->file));
+  absl::Status status = held->session->paths().Close(std::move(held->file));
   absl::MutexLock guard(&locks_mu_);
   locked_.erase(held->path);
   return ToIOStatus(status, absl::StrCat("unlock ", held->path));
@@ -570,7 +629,9 @@ IOStatus LogfsFileSystem::NewLogger(const std::string& fname, const IOOptions& /
                                     IODebugContext* /*dbg*/) {
   std::unique_ptr<rocksdb::FSWritableFile> file;
   RETURN_IF_ERROR_IO(OpenForWrite(fname, /*replace=*/true, &file));
-  *result = std::make_shared<LogfsLogger>(std::move(file), rocksdb::InfoLogLevel::INFO_LEVEL);
+  // OpenForWrite makes LogfsWritableFiles.
+  std::unique_ptr<LogfsWritableFile> log(static_cast<LogfsWritableFile*>(file.release()));
+  *result = std::make_shared<LogfsLogger>(std::move(log), rocksdb::InfoLogLevel::INFO_LEVEL);
   return IOStatus::OK();
 }
 
@@ -583,8 +644,9 @@ IOStatus LogfsFileSystem::GetAbsolutePath(const std::string& db_path,
 
 IOStatus LogfsFileSystem::IsDirectory(const std::string& path, const IOOptions& /*options*/,
                                       bool* is_dir, IODebugContext* /*dbg*/) {
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  fsclient::PathClient* paths = &session->paths();
   auto attr = paths->Stat(Path(path));
   if (!attr.ok()) return ToIOStatus(attr.status(), absl::StrCat("stat ", path));
   *is_dir = S_ISDIR(attr->mode());
@@ -593,8 +655,9 @@ IOStatus LogfsFileSystem::IsDirectory(const std::string& path, const IOOptions& 
 
 IOStatus LogfsFileSystem::GetFreeSpace(const std::string& path, const IOOptions& /*options*/,
                                        uint64_t* diskfree, IODebugContext* /*dbg*/) {
-  fsclient::PathClient* paths;
-  RETURN_IF_ERROR_IO(Connected(&paths));
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  fsclient::PathClient* paths = &session->paths();
   auto stats = paths->client().StatFs();
   if (!stats.ok()) return ToIOStatus(stats.status(), absl::StrCat("statfs ", path));
   *diskfree = stats->free_bytes();

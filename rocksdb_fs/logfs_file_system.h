@@ -7,8 +7,9 @@
 // One LogfsFileSystem is one client session with meta (a "mount" to meta:
 // its writer leases, its pins), so a file it writes is EBUSY to every
 // mount's writer and the reverse, and a process that dies has its files
-// recovered like a dead mount's. It connects on first use (or in
-// PrepareOptions), with the options RocksDB configured on it:
+// recovered like a dead mount's. It connects in PrepareOptions, which
+// FileSystem::CreateFromString runs once the options below are set (else
+// on its first call), with those options:
 //
 //   logfs://META_LIST[/ROOT]                      (rocksdb_fs/names.h)
 //   id=logfs://META_LIST[/ROOT];cluster_secret_file=PATH;block_cache_mb=N;connect_wait_ms=N
@@ -50,6 +51,23 @@ struct LogfsFsOptions {
   std::string cluster_secret_file;  // empty: the process's key (none)
   uint64_t block_cache_mb = 256;    // the client's block cache; 0: none
   uint64_t connect_wait_ms = 10000; // ClientOptions::connect_wait
+};
+
+// One client session with meta, shared by the FileSystem and by every
+// file, logger and lock it hands out: the last of them to go shuts the
+// client down, so a file RocksDB drops after the FileSystem still closes
+// (seals, releases its lease) cleanly.
+class LogfsSession {
+ public:
+  // `client` is connected.
+  explicit LogfsSession(std::unique_ptr<fsclient::Client> client);
+  ~LogfsSession();  // Client::Shutdown
+  fsclient::Client& client() { return *client_; }
+  fsclient::PathClient& paths() { return paths_; }
+
+ private:
+  const std::unique_ptr<fsclient::Client> client_;
+  fsclient::PathClient paths_;
 };
 
 class LogfsFileSystem : public rocksdb::FileSystem {
@@ -132,9 +150,10 @@ class LogfsFileSystem : public rocksdb::FileSystem {
                                  uint64_t* diskfree, rocksdb::IODebugContext* dbg) override;
 
  private:
-  // The connected client, connecting on the first call (again after a
-  // failed attempt); the connection's error otherwise.
-  rocksdb::IOStatus Connected(fsclient::PathClient** paths) ABSL_LOCKS_EXCLUDED(connect_mu_);
+  // The session, connecting on the first call (and again on the next call
+  // after a failed attempt); the connection's error otherwise.
+  rocksdb::IOStatus Connected(std::shared_ptr<LogfsSession>* session)
+      ABSL_LOCKS_EXCLUDED(connect_mu_);
   // Opens `fname` for write: created with its kind (KindOf) if missing,
   // replaced first if `replace`, appended to otherwise.
   rocksdb::IOStatus OpenForWrite(const std::string& fname, bool replace,
@@ -145,8 +164,7 @@ class LogfsFileSystem : public rocksdb::FileSystem {
   LogfsFsOptions options_;  // set by RocksDB's Configure before the first call
 
   absl::Mutex connect_mu_;
-  std::unique_ptr<fsclient::Client> client_ ABSL_GUARDED_BY(connect_mu_);
-  std::unique_ptr<fsclient::PathClient> paths_ ABSL_GUARDED_BY(connect_mu_);
+  std::shared_ptr<LogfsSession> session_ ABSL_GUARDED_BY(connect_mu_);
 
   // Paths locked by LockFile in this process: leases are per client, so
   // a second LockFile of this process would get the lease it holds.

@@ -33,7 +33,8 @@ std::string UnderRoot(const std::string& root, absl::string_view path);
 // (file/filename.h): write-ahead logs ("NNNNNN.log"), MANIFEST-NNNNNN and
 // the info log (LOG) are append-only logs that RocksDB syncs record by
 // record, so WAL files (each append fanned out at once, ack quorum 2 of
-// 3); everything else (SSTs, blob files, CURRENT, OPTIONS, IDENTITY,
+// 3; LOG.old.* are renamed LOGs, and keep the kind); everything else
+// RocksDB creates (SSTs, blob files, CURRENT, OPTIONS, IDENTITY,
 // temporary files) is written once and then read at random: block files.
 proto::FileKind KindOf(absl::string_view path);
 

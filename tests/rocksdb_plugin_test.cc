@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -183,6 +184,69 @@ TEST_F(RocksdbPluginTest, APluginDbAndAMountExcludeEachOther) {
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
   for (it->SeekToFirst(); it->Valid(); it->Next()) ++keys;
   EXPECT_EQ(101, keys);
+}
+
+// The FileSystem calls themselves, as RocksDB's contract states them.
+TEST_F(RocksdbPluginTest, FileCallsKeepRocksdbsContract) {
+  auto c = MountedCluster::Start({});
+  ASSERT_TRUE(c.ok()) << c.status();
+  MountedCluster& cluster = **c;
+  std::shared_ptr<rocksdb::FileSystem> fs = PluginFileSystem(FsUri(cluster, "/calls"));
+  ASSERT_NE(nullptr, fs);
+  const rocksdb::IOOptions io;
+  const rocksdb::FileOptions fo;
+  auto write = [&](const std::string& name, const std::string& data) {
+    std::unique_ptr<rocksdb::FSWritableFile> file;
+    ASSERT_TRUE(fs->NewWritableFile(name, fo, &file, nullptr).ok()) << name;
+    ASSERT_TRUE(file->Append(data, io, nullptr).ok());
+    ASSERT_TRUE(file->Sync(io, nullptr).ok());
+    ASSERT_TRUE(file->Close(io, nullptr).ok());
+  };
+  write("/000009.log", "abc");
+  // ReopenWritableFile appends to a WAL file, from its length.
+  std::unique_ptr<rocksdb::FSWritableFile> reopened;
+  ASSERT_TRUE(fs->ReopenWritableFile("/000009.log", fo, &reopened, nullptr).ok());
+  EXPECT_EQ(3u, reopened->GetFileSize(io, nullptr));
+  ASSERT_TRUE(reopened->Append("de", io, nullptr).ok());
+  EXPECT_TRUE(reopened->PositionedAppend("x", 0, io, nullptr).IsNotSupported());
+  ASSERT_TRUE(reopened->Close(io, nullptr).ok());
+  auto log = ReadFile(cluster.Path("calls/000009.log"));
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ("abcde", *log);
+  // A sealed block file takes no appends; NewWritableFile replaces it.
+  write("/000010.sst", "table");
+  EXPECT_TRUE(fs->ReopenWritableFile("/000010.sst", fo, &reopened, nullptr).IsIOError());
+  write("/000010.sst", "new");
+  EXPECT_EQ("new", ReadFile(cluster.Path("calls/000010.sst")).value_or(""));
+  // FileExists: NotFound for a missing file and a name that cannot exist.
+  EXPECT_TRUE(fs->FileExists("/000010.sst", io, nullptr).ok());
+  EXPECT_TRUE(fs->FileExists("/missing", io, nullptr).IsNotFound());
+  EXPECT_TRUE(fs->FileExists("/000010.sst/below", io, nullptr).IsNotFound());
+  EXPECT_TRUE(fs->FileExists("/a/../b", io, nullptr).IsNotFound());
+  uint64_t size = 0;
+  EXPECT_TRUE(fs->GetFileSize("/missing", io, &size, nullptr).IsPathNotFound());
+  std::vector<std::string> children;
+  ASSERT_TRUE(fs->GetChildren("/", io, &children, nullptr).ok());
+  std::sort(children.begin(), children.end());
+  EXPECT_EQ((std::vector<std::string>{"000009.log", "000010.sst"}), children);
+  // A LOCK that is a sealed block file with data holds no lease: refused.
+  write("/LOCK", "not empty");
+  rocksdb::FileLock* lock = nullptr;
+  EXPECT_TRUE(fs->LockFile("/LOCK", io, &lock, nullptr).IsIOError());
+  EXPECT_EQ(nullptr, lock);
+  ASSERT_TRUE(fs->DeleteFile("/LOCK", io, nullptr).ok());
+  ASSERT_TRUE(fs->LockFile("/LOCK", io, &lock, nullptr).ok());
+  rocksdb::FileLock* again = nullptr;
+  EXPECT_TRUE(fs->LockFile("/LOCK", io, &again, nullptr).IsIOError());  // this process holds it
+  ASSERT_TRUE(fs->UnlockFile(lock, io, nullptr).ok());
+  // A file that outlives its FileSystem still closes (seals) cleanly.
+  std::unique_ptr<rocksdb::FSWritableFile> last;
+  ASSERT_TRUE(fs->NewWritableFile("/000011.log", fo, &last, nullptr).ok());
+  ASSERT_TRUE(last->Append("tail", io, nullptr).ok());
+  fs.reset();
+  ASSERT_TRUE(last->Close(io, nullptr).ok());
+  last.reset();
+  EXPECT_EQ("tail", ReadFile(cluster.Path("calls/000011.log")).value_or(""));
 }
 
 // A plugin process killed with its DB open: its lock lease lapses like a

@@ -34,6 +34,7 @@ SERIAL_SUITES=(
   BenchTest             # benchmarks
   EtcdClientTest        # failover within 3 s
   MetaHaFaultTest       # failover within the lease TTL + 2 s
+  RocksdbPluginHaFaultTest  # etcd x3, meta x3, segd x5 and a RocksDB writer
   MetaHaCutOffFaultTest
   PartitionFaultTest    # fsync bounded by its timeout
   FuseWorkersTest       # stat within 1 s

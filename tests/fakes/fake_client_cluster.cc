@@ -47,9 +47,15 @@ void FakeClientCluster::Shutdown() {
   }
   wake_.notify_all();
   network_.join();
-  std::lock_guard<std::mutex> lock(mu_);
-  answers_.clear();  // they hold writers
-  timers_.clear();
+  // They hold writers: dropped with the lock released, as a writer's
+  // destructor may call back.
+  std::deque<std::function<void()>> answers;
+  std::multimap<absl::Time, std::function<void()>> timers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    answers.swap(answers_);
+    timers.swap(timers_);
+  }
 }
 
 void FakeClientCluster::Post(std::function<void()> answer) {
@@ -79,6 +85,7 @@ void FakeClientCluster::RunNetwork() {
     }
     lock.unlock();
     job();
+    job = nullptr;  // with the lock released (it may hold the last share of a writer)
     lock.lock();
   }
 }
@@ -95,12 +102,17 @@ uint64_t FakeClientCluster::LeaseHolder(uint64_t ino) {
   return inodes_[ino].lease;
 }
 
-void FakeClientCluster::AddOpenSegmentWrittenElsewhere(uint64_t ino, const std::string& bytes) {
+void FakeClientCluster::AddOpenSegmentWrittenElsewhere(uint64_t ino,
+                                                       const std::vector<std::string>& bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   proto::Inode& inode = inodes_[ino].inode;
   AddSegmentLocked(inode);
   const proto::Segment& open = *inode.segments().rbegin();
-  for (const auto& r : open.replicas()) replicas_[{open.id(), r.address()}].bytes = bytes;
+  for (int i = 0; i < open.replicas_size() && i < static_cast<int>(bytes.size()); ++i) {
+    Replica& r = replicas_[{open.id(), open.replicas(i).address()}];
+    r.bytes = bytes[i];
+    r.durable = r.bytes.size();
+  }
 }
 
 proto::Inode FakeClientCluster::InodeOf(uint64_t ino) {
@@ -141,6 +153,8 @@ proto::Inode FakeClientCluster::ReplyLocked(const Entry& entry) const {
 }
 
 absl::StatusOr<uint64_t> FakeClientCluster::NewMount(const std::string& host) {
+  std::lock_guard<std::mutex> lock(mu_);
+  connected_ = true;
   return kMountId;
 }
 
@@ -148,7 +162,10 @@ absl::Status FakeClientCluster::MountHeartbeat(const proto::MountHeartbeatReques
   return absl::OkStatus();
 }
 
-uint64_t FakeClientCluster::mount_id() const { return kMountId; }
+uint64_t FakeClientCluster::mount_id() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return connected_ ? kMountId : 0;
+}
 
 absl::StatusOr<proto::Attr> FakeClientCluster::Lookup(uint64_t parent, const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -340,7 +357,7 @@ uint64_t FakeClientCluster::AckedLengthOfOpenSegment(const proto::Segment& open,
   std::vector<uint64_t> lengths;
   for (const auto& r : open.replicas()) {
     auto it = replicas_.find({open.id(), r.address()});
-    lengths.push_back(it == replicas_.end() ? 0 : it->second.bytes.size());
+    lengths.push_back(it == replicas_.end() ? 0 : it->second.durable);
   }
   if (lengths.size() < quorum || quorum == 0) return 0;
   std::sort(lengths.rbegin(), lengths.rend());
@@ -377,7 +394,8 @@ absl::Status FakeClientCluster::ReadSegments(cache::BlockCache* block_cache, uin
 
 std::shared_ptr<wal::FileWriter> FakeClientCluster::NewWriter(wal::FileWriterOptions options,
                                                               proto::Inode inode) {
-  // Not owned: the fake outlives the client and so its writers.
+  // Not owned: the client owns the fake, and drops its writers (writers_)
+  // before it (deps_); Shutdown drops the answers that hold them.
   std::shared_ptr<wal::WriterDeps> deps(std::shared_ptr<void>(), this);
   return wal::FileWriter::Create(std::move(options), std::move(inode), std::move(deps));
 }
@@ -411,8 +429,11 @@ void FakeClientCluster::Append(const std::string& address, const wal::AppendCall
   } else if (call.offset != r.bytes.size()) {
     durable = absl::OutOfRangeError("append not at the end");
   } else {
+    // As a segment server: the answer is the replica's durable length,
+    // which an append with `sync` brings up to what it holds.
     r.bytes += *data;
-    durable = r.bytes.size();
+    if (call.sync) r.durable = r.bytes.size();
+    durable = r.durable;
   }
   Post([handler, call, durable] {
     handler->OnReplicaReply(call.segment.id, call.replica, false, durable);
@@ -424,7 +445,9 @@ void FakeClientCluster::SyncReplica(const std::string& address, wal::SegmentRef 
                                     const std::shared_ptr<wal::ReplicaReplyHandler>& handler,
                                     rpc::CallBatch*) {
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t durable = replicas_[{segment.id, address}].bytes.size();
+  Replica& r = replicas_[{segment.id, address}];
+  r.durable = r.bytes.size();
+  const uint64_t durable = r.durable;
   Post([handler, segment, replica, durable] {
     handler->OnReplicaReply(segment.id, replica, true, durable);
   });
@@ -440,6 +463,7 @@ void FakeClientCluster::SealReplica(const std::string& address, wal::SegmentRef 
       status = absl::OutOfRangeError("seal past the end");
     } else {
       r.bytes.resize(length);
+      r.durable = length;
       r.sealed = true;
     }
   }
@@ -474,6 +498,7 @@ absl::Status FakeClientCluster::FillReplica(const std::string& address, wal::Seg
   Replica& r = replicas_[{segment.id, address}];
   if (offset != r.bytes.size()) return absl::OutOfRangeError("fill not at the end");
   r.bytes += data;
+  r.durable = r.bytes.size();
   return absl::OkStatus();
 }
 

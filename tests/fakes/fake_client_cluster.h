@@ -40,9 +40,9 @@ class FakeClientCluster final : public fsclient::ClientDeps, public wal::WriterD
   // The writer lease of `ino` goes to another mount (0: nobody).
   void SetLeaseHolder(uint64_t ino, uint64_t mount_id);
   uint64_t LeaseHolder(uint64_t ino);
-  // Gives `ino` an open segment whose replicas hold `bytes` (written by
-  // another mount that is still writing, or died).
-  void AddOpenSegmentWrittenElsewhere(uint64_t ino, const std::string& bytes);
+  // Gives `ino` an open segment whose three replicas hold `bytes[i]`,
+  // durable (written by another mount that is still writing, or died).
+  void AddOpenSegmentWrittenElsewhere(uint64_t ino, const std::vector<std::string>& bytes);
   // The inode as meta has it (sealed segments, lengths).
   proto::Inode InodeOf(uint64_t ino);
   // ReadSegments calls by mode: how many had to go past the caches.
@@ -114,6 +114,7 @@ class FakeClientCluster final : public fsclient::ClientDeps, public wal::WriterD
  private:
   struct Replica {
     std::string bytes;
+    uint64_t durable = 0;  // as a segment server: the bytes synced
     bool sealed = false;
   };
   struct Entry {
@@ -133,7 +134,7 @@ class FakeClientCluster final : public fsclient::ClientDeps, public wal::WriterD
   void Post(std::function<void()> answer);
   void RunNetwork();
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stopped_ = false;
   std::deque<std::function<void()>> answers_;
@@ -143,6 +144,7 @@ class FakeClientCluster final : public fsclient::ClientDeps, public wal::WriterD
   uint64_t next_ino_ = 2;
   uint64_t next_segment_id_ = 100;
   uint64_t next_call_ = 1;
+  bool connected_ = false;  // NewMount was called
   int cached_only_reads_ = 0;
   int remote_reads_ = 0;
   std::thread network_;  // last: starts once the rest is built

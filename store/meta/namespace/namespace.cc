@@ -309,7 +309,9 @@ absl::StatusOr<proto::Inode> Namespace::CreateInode(const proto::CreateRequest& 
       attr->set_rdev(request.rdev());
     } else {
       const proto::FileKind kind =
-          request.has_kind() && type == S_IFREG ? request.kind() : parent->attr().kind();
+          request.has_kind() && request.kind() != proto::KIND_UNSPECIFIED && type == S_IFREG
+              ? request.kind()
+              : parent->attr().kind();
       attr->set_kind(kind == proto::KIND_WAL ? proto::KIND_WAL : proto::KIND_BLOCK);
       // Only explicitly set values are stored; 0 means "the kind's default".
       inode.set_replication(parent->replication());
