@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "rocksdb/env.h"
 #include "rocksdb/utilities/options_type.h"
+#include "src/status/macros.h"
 #include "src/status/posix_error.h"
 #include "store/rpc/frame_auth.h"
 
@@ -390,30 +391,36 @@ IOStatus LogfsFileSystem::Connected(std::shared_ptr<LogfsSession>* session) {
   return IOStatus::OK();
 }
 
+IOStatus LogfsFileSystem::Call(
+    const std::string& what, const std::function<absl::Status(fsclient::PathClient&)>& call) {
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  return ToIOStatus(call(session->paths()), what);
+}
+
+template <typename File, typename RocksdbFile>
+IOStatus LogfsFileSystem::OpenForRead(const std::string& fname,
+                                      std::unique_ptr<RocksdbFile>* result) {
+  std::shared_ptr<LogfsSession> session;
+  RETURN_IF_ERROR_IO(Connected(&session));
+  auto file = session->paths().Open(Path(fname), O_RDONLY);
+  if (!file.ok()) return ToIOStatus(file.status(), absl::StrCat("open ", fname));
+  *result = std::make_unique<File>(std::move(session), fname, std::move(*file));
+  return IOStatus::OK();
+}
+
 IOStatus LogfsFileSystem::NewSequentialFile(const std::string& fname,
                                             const rocksdb::FileOptions& /*options*/,
                                             std::unique_ptr<rocksdb::FSSequentialFile>* result,
                                             IODebugContext* /*dbg*/) {
-  std::shared_ptr<LogfsSession> session;
-  RETURN_IF_ERROR_IO(Connected(&session));
-  fsclient::PathClient* paths = &session->paths();
-  auto file = paths->Open(Path(fname), O_RDONLY);
-  if (!file.ok()) return ToIOStatus(file.status(), absl::StrCat("open ", fname));
-  *result = std::make_unique<LogfsSequentialFile>(session, fname, std::move(*file));
-  return IOStatus::OK();
+  return OpenForRead<LogfsSequentialFile>(fname, result);
 }
 
 IOStatus LogfsFileSystem::NewRandomAccessFile(const std::string& fname,
                                               const rocksdb::FileOptions& /*options*/,
                                               std::unique_ptr<rocksdb::FSRandomAccessFile>* result,
                                               IODebugContext* /*dbg*/) {
-  std::shared_ptr<LogfsSession> session;
-  RETURN_IF_ERROR_IO(Connected(&session));
-  fsclient::PathClient* paths = &session->paths();
-  auto file = paths->Open(Path(fname), O_RDONLY);
-  if (!file.ok()) return ToIOStatus(file.status(), absl::StrCat("open ", fname));
-  *result = std::make_unique<LogfsRandomAccessFile>(session, fname, std::move(*file));
-  return IOStatus::OK();
+  return OpenForRead<LogfsRandomAccessFile>(fname, result);
 }
 
 IOStatus LogfsFileSystem::OpenForWrite(const std::string& fname, bool replace,
@@ -496,80 +503,63 @@ IOStatus LogfsFileSystem::FileExists(const std::string& fname, const IOOptions& 
 
 IOStatus LogfsFileSystem::GetChildren(const std::string& dir, const IOOptions& /*options*/,
                                       std::vector<std::string>* result, IODebugContext* /*dbg*/) {
-  std::shared_ptr<LogfsSession> session;
-  RETURN_IF_ERROR_IO(Connected(&session));
-  fsclient::PathClient* paths = &session->paths();
-  auto names = paths->List(Path(dir));
-  if (!names.ok()) return ToIOStatus(names.status(), absl::StrCat("list ", dir));
-  *result = std::move(*names);
-  return IOStatus::OK();
+  return Call(absl::StrCat("list ", dir), [&](fsclient::PathClient& paths) -> absl::Status {
+    ASSIGN_OR_RETURN(*result, paths.List(Path(dir)));
+    return absl::OkStatus();
+  });
 }
 
 IOStatus LogfsFileSystem::DeleteFile(const std::string& fname, const IOOptions& /*options*/,
                                      IODebugContext* /*dbg*/) {
-  std::shared_ptr<LogfsSession> session;
-  RETURN_IF_ERROR_IO(Connected(&session));
-  fsclient::PathClient* paths = &session->paths();
-  return ToIOStatus(paths->Remove(Path(fname), /*directory=*/false),
-                    absl::StrCat("delete ", fname));
+  return Call(absl::StrCat("delete ", fname), [&](fsclient::PathClient& paths) {
+    return paths.Remove(Path(fname), /*directory=*/false);
+  });
 }
 
 IOStatus LogfsFileSystem::CreateDir(const std::string& dirname, const IOOptions& /*options*/,
                                     IODebugContext* /*dbg*/) {
-  std::shared_ptr<LogfsSession> session;
-  RETURN_IF_ERROR_IO(Connected(&session));
-  fsclient::PathClient* paths = &session->paths();
-  return ToIOStatus(paths->MakeDir(Path(dirname), 0755), absl::StrCat("mkdir ", dirname));
+  return Call(absl::StrCat("mkdir ", dirname),
+              [&](fsclient::PathClient& paths) { return paths.MakeDir(Path(dirname), 0755); });
 }
 
 IOStatus LogfsFileSystem::CreateDirIfMissing(const std::string& dirname,
                                              const IOOptions& /*options*/,
                                              IODebugContext* /*dbg*/) {
-  std::shared_ptr<LogfsSession> session;
-  RETURN_IF_ERROR_IO(Connected(&session));
-  fsclient::PathClient* paths = &session->paths();
-  return ToIOStatus(paths->MakeDirs(Path(dirname), 0755), absl::StrCat("mkdir -p ", dirname));
+  return Call(absl::StrCat("mkdir -p ", dirname),
+              [&](fsclient::PathClient& paths) { return paths.MakeDirs(Path(dirname), 0755); });
 }
 
 IOStatus LogfsFileSystem::DeleteDir(const std::string& dirname, const IOOptions& /*options*/,
                                     IODebugContext* /*dbg*/) {
-  std::shared_ptr<LogfsSession> session;
-  RETURN_IF_ERROR_IO(Connected(&session));
-  fsclient::PathClient* paths = &session->paths();
-  return ToIOStatus(paths->Remove(Path(dirname), /*directory=*/true),
-                    absl::StrCat("rmdir ", dirname));
+  return Call(absl::StrCat("rmdir ", dirname), [&](fsclient::PathClient& paths) {
+    return paths.Remove(Path(dirname), /*directory=*/true);
+  });
 }
 
 IOStatus LogfsFileSystem::GetFileSize(const std::string& fname, const IOOptions& /*options*/,
                                       uint64_t* file_size, IODebugContext* /*dbg*/) {
-  std::shared_ptr<LogfsSession> session;
-  RETURN_IF_ERROR_IO(Connected(&session));
-  fsclient::PathClient* paths = &session->paths();
-  auto attr = paths->Stat(Path(fname));
-  if (!attr.ok()) return ToIOStatus(attr.status(), absl::StrCat("stat ", fname));
-  *file_size = attr->size();
-  return IOStatus::OK();
+  return Call(absl::StrCat("stat ", fname), [&](fsclient::PathClient& paths) -> absl::Status {
+    ASSIGN_OR_RETURN(proto::Attr attr, paths.Stat(Path(fname)));
+    *file_size = attr.size();
+    return absl::OkStatus();
+  });
 }
 
 IOStatus LogfsFileSystem::GetFileModificationTime(const std::string& fname,
                                                   const IOOptions& /*options*/,
                                                   uint64_t* file_mtime, IODebugContext* /*dbg*/) {
-  std::shared_ptr<LogfsSession> session;
-  RETURN_IF_ERROR_IO(Connected(&session));
-  fsclient::PathClient* paths = &session->paths();
-  auto attr = paths->Stat(Path(fname));
-  if (!attr.ok()) return ToIOStatus(attr.status(), absl::StrCat("stat ", fname));
-  *file_mtime = static_cast<uint64_t>(attr->mtime_ns()) / 1000000000;  // seconds, as posix's
-  return IOStatus::OK();
+  return Call(absl::StrCat("stat ", fname), [&](fsclient::PathClient& paths) -> absl::Status {
+    ASSIGN_OR_RETURN(proto::Attr attr, paths.Stat(Path(fname)));
+    *file_mtime = static_cast<uint64_t>(attr.mtime_ns()) / 1000000000;  // seconds, as posix's
+    return absl::OkStatus();
+  });
 }
 
 IOStatus LogfsFileSystem::RenameFile(const std::string& src, const std::string& target,
                                      const IOOptions& /*options*/, IODebugContext* /*dbg*/) {
-  std::shared_ptr<LogfsSession> session;
-  RETURN_IF_ERROR_IO(Connected(&session));
-  fsclient::PathClient* paths = &session->paths();
-  return ToIOStatus(paths->Rename(Path(src), Path(target)),
-                    absl::StrCat("rename ", src, " to ", target));
+  return Call(absl::StrCat("rename ", src, " to ", target), [&](fsclient::PathClient& paths) {
+    return paths.Rename(Path(src), Path(target));
+  });
 }
 
 IOStatus LogfsFileSystem::LockFile(const std::string& fname, const IOOptions& /*options*/,
@@ -644,24 +634,20 @@ IOStatus LogfsFileSystem::GetAbsolutePath(const std::string& db_path,
 
 IOStatus LogfsFileSystem::IsDirectory(const std::string& path, const IOOptions& /*options*/,
                                       bool* is_dir, IODebugContext* /*dbg*/) {
-  std::shared_ptr<LogfsSession> session;
-  RETURN_IF_ERROR_IO(Connected(&session));
-  fsclient::PathClient* paths = &session->paths();
-  auto attr = paths->Stat(Path(path));
-  if (!attr.ok()) return ToIOStatus(attr.status(), absl::StrCat("stat ", path));
-  *is_dir = S_ISDIR(attr->mode());
-  return IOStatus::OK();
+  return Call(absl::StrCat("stat ", path), [&](fsclient::PathClient& paths) -> absl::Status {
+    ASSIGN_OR_RETURN(proto::Attr attr, paths.Stat(Path(path)));
+    *is_dir = S_ISDIR(attr.mode());
+    return absl::OkStatus();
+  });
 }
 
 IOStatus LogfsFileSystem::GetFreeSpace(const std::string& path, const IOOptions& /*options*/,
                                        uint64_t* diskfree, IODebugContext* /*dbg*/) {
-  std::shared_ptr<LogfsSession> session;
-  RETURN_IF_ERROR_IO(Connected(&session));
-  fsclient::PathClient* paths = &session->paths();
-  auto stats = paths->client().StatFs();
-  if (!stats.ok()) return ToIOStatus(stats.status(), absl::StrCat("statfs ", path));
-  *diskfree = stats->free_bytes();
-  return IOStatus::OK();
+  return Call(absl::StrCat("statfs ", path), [&](fsclient::PathClient& paths) -> absl::Status {
+    ASSIGN_OR_RETURN(proto::StatFsResponse stats, paths.client().StatFs());
+    *diskfree = stats.free_bytes();
+    return absl::OkStatus();
+  });
 }
 
 int RegisterLogfsFileSystem(rocksdb::ObjectLibrary& library, const std::string& /*arg*/) {

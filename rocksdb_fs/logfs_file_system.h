@@ -29,6 +29,7 @@
 // segment servers. Errors: names.h ToIOStatus.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -158,6 +159,12 @@ class LogfsFileSystem : public rocksdb::FileSystem {
   // replaced first if `replace`, appended to otherwise.
   rocksdb::IOStatus OpenForWrite(const std::string& fname, bool replace,
                                  std::unique_ptr<rocksdb::FSWritableFile>* result);
+  // `call` on the session's paths, its error as an IOStatus after `what`.
+  rocksdb::IOStatus Call(const std::string& what,
+                         const std::function<absl::Status(fsclient::PathClient&)>& call);
+  // NewSequentialFile, NewRandomAccessFile: `fname` opened for read as a File.
+  template <typename File, typename RocksdbFile>
+  rocksdb::IOStatus OpenForRead(const std::string& fname, std::unique_ptr<RocksdbFile>* result);
   std::string Path(const std::string& fname) const { return UnderRoot(uri_.root, fname); }
 
   const Uri uri_;

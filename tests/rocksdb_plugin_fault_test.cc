@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -27,17 +26,15 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
-#include "rocksdb/utilities/object_registry.h"
-#include "rocksdb_fs/logfs_file_system.h"
 #include "src/util/crc32c.h"
 #include "src/cluster/etcd_cluster.h"
 #include "tests/fault_row.h"
 #include "tests/meta_ha_cluster.h"
 #include "tests/mounted_cluster.h"
+#include "tests/rocksdb_plugin_fs.h"
 
 namespace logfs::testing {
 namespace {
@@ -58,17 +55,6 @@ std::string ValueOf(uint64_t seq) {
   return value;
 }
 
-std::shared_ptr<rocksdb::FileSystem> PluginFs(const std::string& uri) {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    rocksdb_fs::RegisterLogfsFileSystem(*rocksdb::ObjectLibrary::Default(), "");
-  });
-  std::shared_ptr<rocksdb::FileSystem> fs;
-  rocksdb::Status s = rocksdb::FileSystem::CreateFromString(rocksdb::ConfigOptions(), uri, &fs);
-  if (!s.ok()) return nullptr;
-  return fs;
-}
-
 // The writer process: $LOGFS_ROCKSDB_URI, $LOGFS_ROCKSDB_DB, the ack log
 // $LOGFS_ROCKSDB_ACKS and $LOGFS_ROCKSDB_SECONDS. A failed write (the DB
 // stops on a WAL error) closes the DB and opens it again, as an engine
@@ -79,7 +65,7 @@ TEST(RocksdbPluginWriter, DISABLED_Child) {
   const char* acks = std::getenv("LOGFS_ROCKSDB_ACKS");
   const char* seconds = std::getenv("LOGFS_ROCKSDB_SECONDS");
   ASSERT_TRUE(uri && db_path && acks && seconds);
-  std::shared_ptr<rocksdb::FileSystem> fs = PluginFs(uri);
+  std::shared_ptr<rocksdb::FileSystem> fs = PluginFileSystem(uri);
   ASSERT_NE(nullptr, fs);
   std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
   const int ack_fd = ::open(acks, O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -87,6 +73,11 @@ TEST(RocksdbPluginWriter, DISABLED_Child) {
   rocksdb::Options options;
   options.env = env.get();
   options.create_if_missing = true;
+  // Small memtables: a flush every fraction of a second, so that SSTs,
+  // MANIFEST records and compactions (creates, renames and deletes at
+  // meta) happen while the fault hits.
+  options.write_buffer_size = 256 << 10;
+  options.level0_file_num_compaction_trigger = 2;
   rocksdb::WriteOptions synced;
   synced.sync = true;
   const absl::Time deadline = absl::Now() + absl::Seconds(std::atoi(seconds));
@@ -184,7 +175,7 @@ class RocksdbPluginFaultTest : public ::testing::Test {
       longest_put_us = std::max(longest_put_us, put_us);
     }
     ASSERT_FALSE(acked.empty()) << ReadFile(cluster_->root() + "/writer.out").value_or("");
-    std::shared_ptr<rocksdb::FileSystem> fs = PluginFs(uri_);
+    std::shared_ptr<rocksdb::FileSystem> fs = PluginFileSystem(uri_);
     ASSERT_NE(nullptr, fs);
     std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
     rocksdb::Options options;

@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,13 +22,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
-#include "rocksdb/utilities/object_registry.h"
-#include "rocksdb_fs/logfs_file_system.h"
 #include "tests/mounted_cluster.h"
+#include "tests/rocksdb_plugin_fs.h"
 
 namespace logfs::testing {
 namespace {
@@ -47,20 +44,6 @@ std::string FsUri(MountedCluster& c, const std::string& root = "") {
 CommandResult RunTool(const std::string& command_line) {
   return RunCommand(
       absl::StrCat("LD_PRELOAD=", PluginPath(), " timeout -s KILL 120 ", command_line, " 2>&1"));
-}
-
-// The logfs FileSystem of `uri` in this process (the plugin's factory,
-// registered once into RocksDB's default library).
-std::shared_ptr<rocksdb::FileSystem> PluginFileSystem(const std::string& uri) {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    rocksdb_fs::RegisterLogfsFileSystem(*rocksdb::ObjectLibrary::Default(), "");
-  });
-  rocksdb::ConfigOptions config;
-  std::shared_ptr<rocksdb::FileSystem> fs;
-  rocksdb::Status s = rocksdb::FileSystem::CreateFromString(config, uri, &fs);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return fs;
 }
 
 class RocksdbPluginTest : public ::testing::Test {
