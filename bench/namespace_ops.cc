@@ -128,7 +128,7 @@ class LibraryNamespaceOps : public NamespaceOps {
   absl::StatusOr<uint32_t> StatMode(const NamespaceDir& dir, const std::string& name) override {
     absl::Notification done;
     absl::StatusOr<proto::Attr> attr;
-    mount_.LookupAsync(dir.ino, name, [&](absl::StatusOr<proto::Attr> result) {
+    mount_.Lookup(dir.ino, name, [&](absl::StatusOr<proto::Attr> result) {
       attr = std::move(result);
       done.Notify();
     });

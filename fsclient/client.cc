@@ -151,7 +151,7 @@ uint64_t Client::LiveLength(proto::Inode& inode) {
 
 // ---------------------------------------------------------------- namespace
 
-void Client::LookupAsync(uint64_t parent, const std::string& name, AttrDone done) {
+void Client::Lookup(uint64_t parent, const std::string& name, AttrDone done) {
   // Meta's answer names the inode and its attributes at once: asking for
   // them again by inode would race with a rename that replaces the name.
   // The kernel holds the parent directory's lock through a lookup: it
@@ -161,7 +161,7 @@ void Client::LookupAsync(uint64_t parent, const std::string& name, AttrDone done
   WithLiveSizeAsync(deps_->Lookup(parent, name), /*wait_durable=*/false, std::move(done));
 }
 
-void Client::GetAttrAsync(uint64_t ino, AttrDone done) {
+void Client::GetAttr(uint64_t ino, AttrDone done) {
   WithLiveSizeAsync(deps_->GetAttr(ino), /*wait_durable=*/true, std::move(done));
 }
 
@@ -213,7 +213,7 @@ void Client::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durab
   });
 }
 
-void Client::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
+void Client::SetAttr(const proto::SetAttrRequest& in, AttrDone done) {
   if ((in.to_set() & format::kSetAttrSize) != 0) {
     // The kernel sends RELEASE after close(2) has returned, so a truncate
     // right after a close can find that close's writer still sealing: the
@@ -223,7 +223,7 @@ void Client::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
     absl::MutexLock lock(&mu_);
     if (writers_.Closing(in.ino())) {
       writers_.RunAfterClose(in.ino(), [this, in, done = std::move(done)]() mutable {
-        SetAttrAsync(in, std::move(done));
+        SetAttr(in, std::move(done));
       });
       return;
     }
@@ -257,7 +257,7 @@ void Client::SetAttrAsync(const proto::SetAttrRequest& in, AttrDone done) {
       if (absl::Status s = writer->CutTo(request.size()); !s.ok()) return done(std::move(s));
     }
     if (absl::Status s = deps_->SetAttr(request).status(); !s.ok()) return done(std::move(s));
-    GetAttrAsync(request.ino(), std::move(done));
+    GetAttr(request.ino(), std::move(done));
   };
   if (change == SizeChange::kNone) return set(std::move(done));
   // Emptying or cutting the file waits for the writer's roll or recovery
@@ -361,7 +361,7 @@ std::string Client::FormatStats() {
   return out;
 }
 
-void Client::GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done) {
+void Client::GetXattr(uint64_t ino, const std::string& name, XattrDone done) {
   if (name == kMountPidXattr && ino == 1) return done(std::to_string(getpid()));
   if (name == kMetaAddressXattr) return done(options_.meta_address);
   if (name == kClusterSecretFileXattr) {
@@ -391,7 +391,7 @@ void Client::GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done
   }
   if (!HasOpenSegment(*inode)) return done(format(*inode, SealedLength(*inode)));
   // The open segment's acked length comes from its replicas: asked from
-  // the waiting pool, as GetAttrAsync does.
+  // the waiting pool, as GetAttr does.
   executors_.PostWaiting(
              [this, inode = *std::move(inode), format, done = std::move(done)]() mutable {
                const uint64_t durable = LiveLength(inode);

@@ -10,15 +10,30 @@
 // kernel.
 //
 // Thread-safe: callers (FUSE workers, an application's threads) call in
-// concurrently. What blocks a caller: namespace calls block on meta (one
-// round trip); the blocking Read on a replica; Write only when the replica
-// queue is full or a segment rolls; Open and CreateForWrite while another
-// open or a close of the same file is in progress; Release on the
-// writer's close. The *Async calls never wait for a segment server on the
-// caller's thread: that part runs on the waiting pool. The client's own
-// threads and what each may wait on are in executors.h; the waits above
-// state theirs (Executors::CheckMayWaitOn), so a call made from a thread
-// that may not wait that way fails a CHECK instead of deadlocking.
+// concurrently. What each call blocks its caller on:
+//
+//   call                                    blocks the caller on
+//   Connect                                 meta (NewMount, retried within connect_wait)
+//   Create, Unlink, Rename, Readlink,       meta, one round trip (retried within
+//     Readdir, StatFs, ListXattr,             meta_retry while meta restarts)
+//     SetXattr, RemoveXattr
+//   Lookup, GetAttr, SetAttr, GetXattr      meta; what waits for segment servers runs
+//     (with `done`)                           on the waiting pool, and `done` there
+//   Open, CreateForWrite                    meta; another open or a close of the file
+//   Read                                    replicas (a remote read), written bytes
+//                                             becoming durable
+//   Write                                   a full replica queue or a segment roll
+//   ReadAsync, WriteAsync, Sync, Flush      nothing: a wait runs on the waiting pool
+//                                             (Sync and Flush: the writer's threads)
+//   ReleaseAsync                            meta for a read handle; a writer's close
+//                                             runs on the waiting pool
+//   Release                                 the writer's close (sync, seal, lease)
+//   Shutdown                                the pools' work, each within its deadline
+//
+// The client's own threads and what each may wait on are in executors.h;
+// the waits above state theirs (Executors::CheckMayWaitOn), so a call made
+// from a thread that may not wait that way fails a CHECK instead of
+// deadlocking.
 #pragma once
 
 #include <sys/types.h>
@@ -152,19 +167,20 @@ class Client {
   // writer failure, its acked length); else the acked length of a file
   // with an open segment (written by another mount, or left by a dead
   // writer). Calls naming an inode meta no longer has fail with ESTALE.
-  // LookupAsync, GetAttrAsync and SetAttrAsync ask meta on the caller's
-  // thread; what waits for segment servers they never do there (DESIGN
+  // Lookup, GetAttr and SetAttr ask meta on the caller's thread (they
+  // were LookupAsync, GetAttrAsync and SetAttrAsync, but a meta round trip
+  // is a wait); what waits for segment servers they never do there (DESIGN
   // §2): the acked length of an open segment of a file this mount does not
   // write (asked of meta and its replicas), the wait for this mount's
-  // written bytes to become durable, and SetAttrAsync's emptying of a WAL
+  // written bytes to become durable, and SetAttr's emptying of a WAL
   // file this mount writes (it waits for a roll or recovery in progress)
   // run on a thread of the waiting pool, and `done` runs there; otherwise
-  // inline. Errors: meta's, EPERM from SetAttrAsync for a size
+  // inline. Errors: meta's, EPERM from SetAttr for a size
   // change a logfs file cannot take, the writer's error for an emptying.
   using AttrDone = std::function<void(absl::StatusOr<proto::Attr>)>;
-  void LookupAsync(uint64_t parent, const std::string& name, AttrDone done);
-  void GetAttrAsync(uint64_t ino, AttrDone done);
-  void SetAttrAsync(const proto::SetAttrRequest& request, AttrDone done);
+  void Lookup(uint64_t parent, const std::string& name, AttrDone done);
+  void GetAttr(uint64_t ino, AttrDone done);
+  void SetAttr(const proto::SetAttrRequest& request, AttrDone done);
   // A new inode of the type in `mode` (S_IFMT | permission bits, umask
   // applied): a regular file, directory, symlink (to `symlink_target`) or
   // special file (FIFO, socket, device node with device number `rdev`).
@@ -188,13 +204,13 @@ class Client {
   // meta_address / cluster_secret_file are answered here; setting
   // user.logfs.drop_block_cache empties the block cache (the caller checks
   // that it is root).
-  // GetXattrAsync: the value to `done`, inline but for segments and
+  // GetXattr: the value to `done`, inline but for segments and
   // durable_length of a file with an open segment that this mount does not
   // write: its acked length comes from the replicas, on the waiting pool
   // (DESIGN §2). Errors: meta's (ENODATA for a name not set), ENODATA for
   // segments or durable_length of a file that is not regular.
   using XattrDone = std::function<void(absl::StatusOr<std::string>)>;
-  void GetXattrAsync(uint64_t ino, const std::string& name, XattrDone done);
+  void GetXattr(uint64_t ino, const std::string& name, XattrDone done);
   absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino) {
     return deps_->ListXattr(ino);
   }
@@ -266,7 +282,7 @@ class Client {
   // segment its acked length, asked of meta and the replicas on the
   // waiting pool.
   // With `wait_durable` false, this mount's writer's acked length, at once
-  // (LookupAsync: the kernel holds the directory's lock).
+  // (Lookup: the kernel holds the directory's lock).
   void WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durable, AttrDone done);
   absl::StatusOr<std::shared_ptr<wal::FileWriter>> AcquireWriter(uint64_t ino, bool truncate)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -307,7 +323,7 @@ class Client {
   // Every thread of the client (executors.h): the io threads, the waiting
   // pool (what callers hand over instead of waiting for a segment server:
   // ReadAsync, WriteAsync, ReleaseAsync, and the live sizes of
-  // LookupAsync, GetAttrAsync and GetXattrAsync), the writers'
+  // Lookup, GetAttr and GetXattr), the writers'
   // recoveries and the heartbeat. Shutdown joins the pools before deps_
   // closes its connections, then stops the io threads.
   Executors executors_;

@@ -53,7 +53,7 @@ class ClientTest : public ::testing::Test {
   absl::StatusOr<proto::Attr> GetAttr(uint64_t ino) {
     absl::Notification done;
     absl::StatusOr<proto::Attr> attr;
-    client_->GetAttrAsync(ino, [&](absl::StatusOr<proto::Attr> a) {
+    client_->GetAttr(ino, [&](absl::StatusOr<proto::Attr> a) {
       attr = std::move(a);
       done.Notify();
     });
@@ -63,7 +63,7 @@ class ClientTest : public ::testing::Test {
   absl::StatusOr<std::string> Xattr(uint64_t ino, const std::string& name) {
     absl::Notification done;
     absl::StatusOr<std::string> value;
-    client_->GetXattrAsync(ino, name, [&](absl::StatusOr<std::string> v) {
+    client_->GetXattr(ino, name, [&](absl::StatusOr<std::string> v) {
       value = std::move(v);
       done.Notify();
     });
@@ -218,7 +218,7 @@ TEST_F(ClientTest, AWalFileBeingWrittenEmptiesButNoFileGrowsBySetattr) {
     request.set_size(size);
     absl::Notification done;
     absl::StatusOr<proto::Attr> attr;
-    client_->SetAttrAsync(request, [&](absl::StatusOr<proto::Attr> a) {
+    client_->SetAttr(request, [&](absl::StatusOr<proto::Attr> a) {
       attr = std::move(a);
       done.Notify();
     });

@@ -37,7 +37,7 @@ absl::StatusOr<std::vector<std::string>> SplitPath(absl::string_view path) {
 absl::StatusOr<proto::Attr> PathClient::Lookup(uint64_t parent, const std::string& name) {
   absl::Notification done;
   absl::StatusOr<proto::Attr> attr;
-  client_.LookupAsync(parent, name, [&](absl::StatusOr<proto::Attr> result) {
+  client_.Lookup(parent, name, [&](absl::StatusOr<proto::Attr> result) {
     attr = std::move(result);
     done.Notify();
   });
@@ -72,7 +72,7 @@ absl::StatusOr<proto::Attr> PathClient::Stat(absl::string_view path) {
   if (components.empty()) {
     absl::Notification done;
     absl::StatusOr<proto::Attr> attr;
-    client_.GetAttrAsync(kRootIno, [&](absl::StatusOr<proto::Attr> result) {
+    client_.GetAttr(kRootIno, [&](absl::StatusOr<proto::Attr> result) {
       attr = std::move(result);
       done.Notify();
     });

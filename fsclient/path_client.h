@@ -49,7 +49,7 @@ class PathClient {
   // `client` is not owned, must be connected and outlive this.
   explicit PathClient(Client* client) : client_(*client) {}
 
-  // The attributes of `path`: its size is the live one (Client::LookupAsync).
+  // The attributes of `path`: its size is the live one (Client::Lookup).
   absl::StatusOr<proto::Attr> Stat(absl::string_view path);
   // mkdir: EEXIST if `path` exists.
   absl::Status MakeDir(absl::string_view path, uint32_t mode);
@@ -89,7 +89,7 @@ class PathClient {
   Client& client() { return client_; }
 
  private:
-  // The attr of `name` in directory `parent` (Client::LookupAsync).
+  // The attr of `name` in directory `parent` (Client::Lookup).
   absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name);
   // The inode of the directory named by `components`.
   absl::StatusOr<uint64_t> ResolveDir(const std::vector<std::string>& components, size_t count);

@@ -188,7 +188,7 @@ void OpInit(void* userdata, fuse_conn_info* conn) noexcept {
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
   fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kLookup);
-  mount.LookupAsync(parent, name, [r](absl::StatusOr<proto::Attr> attr) { ReplyEntry(r, attr); });
+  mount.Lookup(parent, name, [r](absl::StatusOr<proto::Attr> attr) { ReplyEntry(r, attr); });
 }
 
 void OpForget(fuse_req_t req, fuse_ino_t, uint64_t) noexcept {
@@ -200,7 +200,7 @@ void OpForget(fuse_req_t req, fuse_ino_t, uint64_t) noexcept {
 void OpGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) noexcept {
   fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kGetAttr);
-  mount.GetAttrAsync(ino, [r](absl::StatusOr<proto::Attr> attr) { ReplyAttr(r, attr); });
+  mount.GetAttr(ino, [r](absl::StatusOr<proto::Attr> attr) { ReplyAttr(r, attr); });
 }
 
 void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
@@ -225,7 +225,7 @@ void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
   request.set_mtime_ns((to_set & FUSE_SET_ATTR_MTIME_NOW)
                            ? now
                            : attr->st_mtim.tv_sec * 1000000000LL + attr->st_mtim.tv_nsec);
-  mount.SetAttrAsync(request, [r](absl::StatusOr<proto::Attr> attr) { ReplyAttr(r, attr); });
+  mount.SetAttr(request, [r](absl::StatusOr<proto::Attr> attr) { ReplyAttr(r, attr); });
 }
 
 void OpReadlink(fuse_req_t req, fuse_ino_t ino) noexcept {
@@ -504,11 +504,11 @@ void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* va
 }
 
 // getxattr replies from the waiting pool when it asks replicas
-// (fsclient::Client::GetXattrAsync).
+// (fsclient::Client::GetXattr).
 void OpGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) noexcept {
   fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kGetxattr);
-  mount.GetXattrAsync(ino, name, [r, size](absl::StatusOr<std::string> value) {
+  mount.GetXattr(ino, name, [r, size](absl::StatusOr<std::string> value) {
     if (!value.ok()) return ReplyStatus(r, value.status());
     ReplyXattrValue(r, *value, size);
   });
