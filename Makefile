@@ -125,8 +125,6 @@ endif
 # the binaries relink (as git's GIT-VERSION-FILE does).
 VERSION_H := $(BUILDDIR)/gen/src/util/version_gen.h
 
-# logfs_unit holds the unit tests alone; logfs_test holds every test, so one
-# --gtest_filter reaches any suite.
 # The RocksDB FileSystem plugin (docs/rocksdb.md): the client library and
 # rocksdb_fs/ as a shared library, with rocksdb_fs/plugin/ (the registration
 # when it is loaded) and none of the servers, FUSE or gflags.
@@ -137,6 +135,8 @@ PLUGIN_OBJS := $(PROTO_OBJ) $(patsubst %.cc,$(BUILDDIR)/obj/%.o, \
                  $(filter-out %_test.cc,$(foreach d,$(PLUGIN_DIRS),$(wildcard $(d)/*.cc))))
 PLUGIN_MAP := rocksdb_fs/plugin/exports.map
 
+# logfs_unit holds the unit tests alone; logfs_test holds every test, so one
+# --gtest_filter reaches any suite.
 BINARIES := $(BUILDDIR)/logfs $(BUILDDIR)/logfs_unit $(BUILDDIR)/logfs_test \
             $(BUILDDIR)/logfs_microbench $(PLUGIN)
 
