@@ -34,6 +34,15 @@ absl::StatusOr<std::vector<std::string>> SplitPath(absl::string_view path) {
   return components;
 }
 
+size_t CopyOut(const cache::ReadBuffer& buffer, char* out) {
+  size_t copied = 0;
+  for (const iovec& piece : buffer.iov()) {
+    std::memcpy(out + copied, piece.iov_base, piece.iov_len);
+    copied += piece.iov_len;
+  }
+  return copied;
+}
+
 absl::StatusOr<proto::Attr> PathClient::Lookup(uint64_t parent, const std::string& name) {
   absl::Notification done;
   absl::StatusOr<proto::Attr> attr;
@@ -174,12 +183,7 @@ absl::Status PathClient::Sync(OpenFile& file) {
 
 absl::StatusOr<size_t> PathClient::ReadAt(OpenFile& file, uint64_t offset, size_t n, char* out) {
   ASSIGN_OR_RETURN(cache::ReadBuffer buffer, client_.Read(file, offset, n));
-  size_t copied = 0;
-  for (const iovec& piece : buffer.iov()) {
-    std::memcpy(out + copied, piece.iov_base, piece.iov_len);
-    copied += piece.iov_len;
-  }
-  return copied;
+  return CopyOut(buffer, out);
 }
 
 absl::Status PathClient::Close(std::shared_ptr<OpenFile> file) {

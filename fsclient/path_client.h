@@ -23,6 +23,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -32,6 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "cache/file_read.h"
 #include "fsclient/client.h"
 #include "store/format/logfs.pb.h"
 
@@ -43,6 +45,9 @@ inline constexpr uint64_t kRootIno = 1;
 // The components of absolute `path` ("/a//b/" -> {"a", "b"}; "/" -> {}).
 // EINVAL and ENAMETOOLONG as above.
 absl::StatusOr<std::vector<std::string>> SplitPath(absl::string_view path);
+
+// Copies the bytes of `buffer` to `out` (room for buffer.size()); their count.
+size_t CopyOut(const cache::ReadBuffer& buffer, char* out);
 
 class PathClient {
  public:

@@ -47,28 +47,47 @@ IOStatus Closed(const std::string& path) {
   return IOStatus::IOError(absl::StrCat(path, ": the file is closed"));
 }
 
+// A file open for read, as both of RocksDB's read-only file types use it:
+// closed (its pin at meta released) when the file goes.
+class ReadHandle {
+ public:
+  ReadHandle(std::shared_ptr<LogfsSession> session, std::string path,
+             std::shared_ptr<fsclient::OpenFile> file)
+      : session_(std::move(session)), path_(std::move(path)), file_(std::move(file)) {}
+  ~ReadHandle() { session_->paths().Close(std::move(file_)).IgnoreError(); }
+
+  // Up to `n` bytes at `offset` into `scratch`, as *result.
+  IOStatus ReadAt(uint64_t offset, size_t n, Slice* result, char* scratch) const {
+    absl::StatusOr<size_t> read = session_->paths().ReadAt(*file_, offset, n, scratch);
+    if (!read.ok()) return ToIOStatus(read.status(), absl::StrCat("read ", path_));
+    *result = Slice(scratch, *read);
+    return IOStatus::OK();
+  }
+  fsclient::Client& client() const { return session_->client(); }
+  const std::shared_ptr<fsclient::OpenFile>& file() const { return file_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  const std::shared_ptr<LogfsSession> session_;  // keeps the client up while the file lives
+  const std::string path_;
+  std::shared_ptr<fsclient::OpenFile> file_;
+};
+
 class LogfsSequentialFile : public rocksdb::FSSequentialFile {
  public:
   LogfsSequentialFile(std::shared_ptr<LogfsSession> session, std::string path,
                       std::shared_ptr<fsclient::OpenFile> file)
-      : session_(std::move(session)),
-        paths_(session_->paths()),
-        path_(std::move(path)),
-        file_(std::move(file)) {}
-  ~LogfsSequentialFile() override { paths_.Close(std::move(file_)).IgnoreError(); }
+      : handle_(std::move(session), std::move(path), std::move(file)) {}
 
-  IOStatus Read(size_t n, const IOOptions& options, Slice* result, char* scratch,
-                IODebugContext* dbg) override {
-    IOStatus status = PositionedRead(offset_, n, options, result, scratch, dbg);
+  IOStatus Read(size_t n, const IOOptions& /*options*/, Slice* result, char* scratch,
+                IODebugContext* /*dbg*/) override {
+    IOStatus status = handle_.ReadAt(offset_, n, result, scratch);
     if (status.ok()) offset_ += result->size();
     return status;
   }
   IOStatus PositionedRead(uint64_t offset, size_t n, const IOOptions& /*options*/, Slice* result,
                           char* scratch, IODebugContext* /*dbg*/) override {
-    absl::StatusOr<size_t> read = paths_.ReadAt(*file_, offset, n, scratch);
-    if (!read.ok()) return ToIOStatus(read.status(), absl::StrCat("read ", path_));
-    *result = Slice(scratch, *read);
-    return IOStatus::OK();
+    return handle_.ReadAt(offset, n, result, scratch);
   }
   IOStatus Skip(uint64_t n) override {
     offset_ += n;
@@ -76,10 +95,7 @@ class LogfsSequentialFile : public rocksdb::FSSequentialFile {
   }
 
  private:
-  const std::shared_ptr<LogfsSession> session_;  // keeps the client up while the file lives
-  fsclient::PathClient& paths_;
-  const std::string path_;
-  std::shared_ptr<fsclient::OpenFile> file_;
+  const ReadHandle handle_;
   uint64_t offset_ = 0;  // RocksDB reads a sequential file from one thread
 };
 
@@ -87,18 +103,11 @@ class LogfsRandomAccessFile : public rocksdb::FSRandomAccessFile {
  public:
   LogfsRandomAccessFile(std::shared_ptr<LogfsSession> session, std::string path,
                         std::shared_ptr<fsclient::OpenFile> file)
-      : session_(std::move(session)),
-        paths_(session_->paths()),
-        path_(std::move(path)),
-        file_(std::move(file)) {}
-  ~LogfsRandomAccessFile() override { paths_.Close(std::move(file_)).IgnoreError(); }
+      : handle_(std::move(session), std::move(path), std::move(file)) {}
 
   IOStatus Read(uint64_t offset, size_t n, const IOOptions& /*options*/, Slice* result,
                 char* scratch, IODebugContext* /*dbg*/) const override {
-    absl::StatusOr<size_t> read = paths_.ReadAt(*file_, offset, n, scratch);
-    if (!read.ok()) return ToIOStatus(read.status(), absl::StrCat("read ", path_));
-    *result = Slice(scratch, *read);
-    return IOStatus::OK();
+    return handle_.ReadAt(offset, n, result, scratch);
   }
 
   // The reads go out together: those the block cache or a local replica
@@ -114,20 +123,15 @@ class LogfsRandomAccessFile : public rocksdb::FSRandomAccessFile {
     absl::BlockingCounter pending(static_cast<int>(count));
     for (size_t i = 0; i < count; ++i) {
       rocksdb::FSReadRequest& request = requests[i];
-      paths_.client().ReadAsync(
-          file_, request.offset, request.len,
+      handle_.client().ReadAsync(
+          handle_.file(), request.offset, request.len,
           [this, &request, &pending](absl::StatusOr<cache::ReadBuffer> read) {
             if (read.ok()) {
-              size_t copied = 0;
-              for (const iovec& piece : read->iov()) {
-                std::memcpy(request.scratch + copied, piece.iov_base, piece.iov_len);
-                copied += piece.iov_len;
-              }
-              request.result = Slice(request.scratch, copied);
+              request.result = Slice(request.scratch, fsclient::CopyOut(*read, request.scratch));
               request.status = IOStatus::OK();
             } else {
               request.result = Slice();
-              request.status = ToIOStatus(read.status(), absl::StrCat("read ", path_));
+              request.status = ToIOStatus(read.status(), absl::StrCat("read ", handle_.path()));
             }
             pending.DecrementCount();
           });
@@ -137,10 +141,7 @@ class LogfsRandomAccessFile : public rocksdb::FSRandomAccessFile {
   }
 
  private:
-  const std::shared_ptr<LogfsSession> session_;  // keeps the client up while the file lives
-  fsclient::PathClient& paths_;
-  const std::string path_;
-  std::shared_ptr<fsclient::OpenFile> file_;
+  const ReadHandle handle_;
 };
 
 class LogfsWritableFile : public rocksdb::FSWritableFile {
