@@ -33,11 +33,12 @@ declare -A allowed=(
   [src/metrics]="src/status src/util"
 )
 base_client="store/client store/rpc store/format src/env src/status src/util"
-meta_parts="store/meta/db store/meta/namespace store/meta/ha"
+meta_parts="store/meta/db store/meta/namespace store/meta/ha store/meta/coherence"
 for f in store/segd store/meta $meta_parts store/admin cache wal; do allowed[$f]="$base_client"; done
 for f in store/segd store/meta $meta_parts cache wal; do allowed[$f]+=" src/metrics"; done
 # meta's parts: the database below the namespace and HA, the server above all.
 allowed[store/meta/namespace]+=" store/meta/db"
+allowed[store/meta/coherence]+=" store/meta/db"
 allowed[store/meta/ha]+=" store/meta/db store/meta/ha/etcd"
 allowed[store/meta]+=" $meta_parts store/meta/ha/etcd"
 allowed[fsclient]="wal cache src/metrics $base_client"

@@ -48,7 +48,8 @@ Client::Client(ClientOptions options) : Client(std::move(options), NewRpcClientD
 Client::Client(ClientOptions options, const DepsFactory& deps)
     : options_(std::move(options)),
       executors_(Executors::Options{.io_threads = options_.io_threads}),
-      deps_(deps(options_, executors_)) {
+      deps_(deps(options_, executors_)),
+      coherence_(std::make_unique<CacheCoherence>(*deps_, options_.cache)) {
   if (options_.block_cache_bytes > 0) {
     cache::BlockCacheOptions cache_options;
     cache_options.capacity_bytes = options_.block_cache_bytes;
@@ -109,6 +110,7 @@ void Client::Shutdown() {
   // within their deadlines: wait for them before the pool and the io
   // threads go.
   executors_.JoinPools();
+  coherence_->Stop();
   deps_->Shutdown();
   executors_.StopIo();
 }
@@ -158,11 +160,13 @@ void Client::Lookup(uint64_t parent, const std::string& name, AttrDone done) {
   // never waits here for written bytes to become durable (the size is the
   // acked length, and the attributes expire at once: the stat that
   // follows asks with a getattr, which waits).
-  WithLiveSizeAsync(deps_->Lookup(parent, name), /*wait_durable=*/false, std::move(done));
+  WithLiveSizeAsync(deps_->Lookup(parent, name, coherence_->session()), /*wait_durable=*/false,
+                    std::move(done));
 }
 
 void Client::GetAttr(uint64_t ino, AttrDone done) {
-  WithLiveSizeAsync(deps_->GetAttr(ino), /*wait_durable=*/true, std::move(done));
+  WithLiveSizeAsync(deps_->GetAttr(ino, coherence_->session()), /*wait_durable=*/true,
+                    std::move(done));
 }
 
 void Client::WithLiveSizeAsync(absl::StatusOr<proto::Attr> attr, bool wait_durable, AttrDone done) {

@@ -54,6 +54,7 @@
 #include "cache/file_read.h"
 #include "cache/replica_cache.h"
 #include "cache/segment_reader.h"
+#include "fsclient/cache_coherence.h"
 #include "fsclient/client_deps.h"
 #include "fsclient/executors.h"
 #include "fsclient/writer_table.h"
@@ -119,6 +120,8 @@ struct ClientOptions {
   // over their RPC Unix socket (client::LocalRoutes; TCP if it fails),
   // kTcp over loopback TCP like any other server.
   rpc::Transport local_transport = rpc::Transport::kUnix;
+  // How long the kernel keeps names and attributes (cache_coherence.h).
+  CacheCoherenceOptions cache;
 };
 
 // One open file description (a FUSE file handle).
@@ -160,6 +163,11 @@ class Client {
   // connections and stops the io threads. Idempotent (the destructor
   // calls it too).
   void Shutdown();
+
+  // The kernel cache's timeouts and meta's invalidations (FUSE mounts call
+  // coherence().Start once the session exists); Lookup and GetAttr carry
+  // its session. Stopped by Shutdown.
+  CacheCoherence& coherence() { return *coherence_; }
 
   // Namespace. Attr sizes are the durable length, live (DESIGN §2): on the
   // writing mount every byte whose write() returned, once durable (a stat
@@ -330,6 +338,7 @@ class Client {
   // Meta, the segment servers and new writers (client_deps.h); its
   // connections close in Shutdown, after the pools are joined.
   std::unique_ptr<ClientDeps> deps_;
+  std::unique_ptr<CacheCoherence> coherence_;  // polls on its own thread
   std::unique_ptr<cache::BlockCache> block_cache_;  // null when disabled
   absl::Notification stopping_;
   // Servers the mount's writers found slow: their new segments avoid them.

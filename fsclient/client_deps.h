@@ -45,8 +45,14 @@ class ClientDeps {
   virtual absl::Status MountHeartbeat(const proto::MountHeartbeatRequest& request) = 0;
   // This session's mount id (0 before NewMount).
   virtual uint64_t mount_id() const = 0;
-  virtual absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name) = 0;
-  virtual absl::StatusOr<proto::Attr> GetAttr(uint64_t ino) = 0;
+  // `cache`: the mount's cache session (empty: none), CacheCoherence.
+  virtual absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name,
+                                             const proto::CacheSession& cache) = 0;
+  virtual absl::StatusOr<proto::Attr> GetAttr(uint64_t ino, const proto::CacheSession& cache) = 0;
+  virtual absl::StatusOr<proto::WatchCacheResponse> WatchCache(
+      const proto::WatchCacheRequest& request, absl::Duration timeout) = 0;
+  // From NewMount's answer: 0 when meta sends no invalidations.
+  virtual uint32_t cache_lease_ms() const = 0;
   virtual absl::StatusOr<proto::Inode> GetInode(uint64_t ino) = 0;
   virtual absl::StatusOr<proto::Attr> SetAttr(proto::SetAttrRequest request) = 0;
   virtual absl::StatusOr<proto::Attr> Create(proto::CreateRequest request) = 0;

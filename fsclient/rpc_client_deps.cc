@@ -57,10 +57,18 @@ class RpcClientDeps final : public ClientDeps {
     return meta_.MountHeartbeat(request);
   }
   uint64_t mount_id() const override { return meta_.mount_id(); }
-  absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name) override {
-    return meta_.Lookup(parent, name);
+  absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name,
+                                     const proto::CacheSession& cache) override {
+    return meta_.Lookup(parent, name, cache);
   }
-  absl::StatusOr<proto::Attr> GetAttr(uint64_t ino) override { return meta_.GetAttr(ino); }
+  absl::StatusOr<proto::Attr> GetAttr(uint64_t ino, const proto::CacheSession& cache) override {
+    return meta_.GetAttr(ino, cache);
+  }
+  absl::StatusOr<proto::WatchCacheResponse> WatchCache(const proto::WatchCacheRequest& request,
+                                                       absl::Duration timeout) override {
+    return meta_.WatchCache(request, timeout);
+  }
+  uint32_t cache_lease_ms() const override { return meta_.cache_lease_ms(); }
   absl::StatusOr<proto::Inode> GetInode(uint64_t ino) override { return meta_.GetInode(ino); }
   absl::StatusOr<proto::Attr> SetAttr(proto::SetAttrRequest request) override {
     return meta_.SetAttr(std::move(request));

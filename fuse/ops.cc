@@ -42,11 +42,6 @@ static_assert(format::kSetAttrMode == FUSE_SET_ATTR_MODE &&
                   format::kSetAttrMtimeNow == FUSE_SET_ATTR_MTIME_NOW,
               "SetAttrRequest.to_set carries the kernel's FUSE_SET_ATTR_* mask unchanged");
 
-// Sealed files change only by replacement, so the kernel may keep their
-// attributes for a while; files being written are asked for every time.
-constexpr double kSealedAttrTimeoutSeconds = 1.0;
-constexpr double kEntryTimeoutSeconds = 1.0;
-
 // The session's userdata. Read it, and the request's context, before an
 // op may block: once a dying caller's request is answered (fuse/request.h)
 // libfuse may free `req`, and an op reaches it only through Claim().
@@ -102,32 +97,51 @@ void FillStat(const proto::Attr& a, struct stat* st) {
   st->st_ctim = ts(a.ctime_ns());
 }
 
-double AttrTimeout(const proto::Attr& a) {
-  return a.open_for_write() || a.open_segment() ? 0.0 : kSealedAttrTimeoutSeconds;
-}
+// How long the kernel keeps names and attributes is the mount's cache
+// coherence's to say (fsclient/cache_coherence.h): long while meta
+// invalidates them, for names (and missing names) and for the attributes
+// of everything but files being written, which are asked for every time.
+bool AttrCacheable(const proto::Attr& a) { return !a.open_for_write() && !a.open_segment(); }
 
-fuse_entry_param EntryOf(const proto::Attr& attr, double attr_timeout) {
+fuse_entry_param EntryOf(const proto::Attr& attr, double entry_timeout, double attr_timeout) {
   fuse_entry_param e;
   std::memset(&e, 0, sizeof(e));
   e.ino = attr.ino();
   e.generation = 1;
   FillStat(attr, &e.attr);
   e.attr_timeout = attr_timeout;
-  e.entry_timeout = kEntryTimeoutSeconds;
+  e.entry_timeout = entry_timeout;
   return e;
 }
 
-void ReplyEntry(const RequestPtr& r, const absl::StatusOr<proto::Attr>& attr) {
-  if (!attr.ok()) return ReplyStatus(r, attr.status());
-  const fuse_entry_param e = EntryOf(*attr, AttrTimeout(*attr));
-  if (fuse_req_t req = r->Claim()) r->Replied(fuse_reply_entry(req, &e), 0);
+// A lookup's or create's answer: the entry `name` of `parent`. A name that
+// does not exist is answered as a negative entry (ino 0) the kernel may
+// keep, when it may keep names at all.
+void ReplyEntry(fsclient::Client& mount, const RequestPtr& r, fsclient::CacheCoherence::Ticket ticket,
+                uint64_t parent, const std::string& name, const absl::StatusOr<proto::Attr>& attr) {
+  const bool missing = !attr.ok() && ToErrno(attr.status()) == ENOENT;
+  if (!attr.ok() && !missing) return ReplyStatus(r, attr.status());
+  const int error = mount.coherence().ReplyEntry(
+      ticket, parent, name, missing ? 0 : attr->ino(), !missing && AttrCacheable(*attr),
+      [&](double entry_s, double attr_s) {
+        if (missing && entry_s <= 0) return ENOENT;
+        fuse_entry_param e = EntryOf(missing ? proto::Attr() : *attr, entry_s, attr_s);
+        // A negative entry is the lookup's ENOENT, counted as one.
+        if (fuse_req_t req = r->Claim()) r->Replied(fuse_reply_entry(req, &e), missing ? ENOENT : 0);
+        return 0;
+      });
+  if (error != 0) ReplyErr(r, error);
 }
 
-void ReplyAttr(const RequestPtr& r, const absl::StatusOr<proto::Attr>& attr) {
+void ReplyAttr(fsclient::Client& mount, const RequestPtr& r, fsclient::CacheCoherence::Ticket ticket,
+               const absl::StatusOr<proto::Attr>& attr) {
   if (!attr.ok()) return ReplyStatus(r, attr.status());
   struct stat st;
   FillStat(*attr, &st);
-  if (fuse_req_t req = r->Claim()) r->Replied(fuse_reply_attr(req, &st, AttrTimeout(*attr)), 0);
+  mount.coherence().ReplyAttr(ticket, attr->ino(), AttrCacheable(*attr), [&](double attr_s) {
+    if (fuse_req_t req = r->Claim()) r->Replied(fuse_reply_attr(req, &st, attr_s), 0);
+    return 0;
+  });
 }
 
 void ReplyBuf(const RequestPtr& r, const char* data, size_t size) {
@@ -188,7 +202,11 @@ void OpInit(void* userdata, fuse_conn_info* conn) noexcept {
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
   fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kLookup);
-  mount.Lookup(parent, name, [r](absl::StatusOr<proto::Attr> attr) { ReplyEntry(r, attr); });
+  const auto ticket = mount.coherence().Begin();
+  mount.Lookup(parent, name,
+               [&mount, r, ticket, parent, name = std::string(name)](absl::StatusOr<proto::Attr> attr) {
+                 ReplyEntry(mount, r, ticket, parent, name, attr);
+               });
 }
 
 void OpForget(fuse_req_t req, fuse_ino_t, uint64_t) noexcept {
@@ -200,7 +218,10 @@ void OpForget(fuse_req_t req, fuse_ino_t, uint64_t) noexcept {
 void OpGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) noexcept {
   fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kGetAttr);
-  mount.GetAttr(ino, [r](absl::StatusOr<proto::Attr> attr) { ReplyAttr(r, attr); });
+  const auto ticket = mount.coherence().Begin();
+  mount.GetAttr(ino, [&mount, r, ticket](absl::StatusOr<proto::Attr> attr) {
+    ReplyAttr(mount, r, ticket, attr);
+  });
 }
 
 void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
@@ -225,7 +246,10 @@ void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
   request.set_mtime_ns((to_set & FUSE_SET_ATTR_MTIME_NOW)
                            ? now
                            : attr->st_mtim.tv_sec * 1000000000LL + attr->st_mtim.tv_nsec);
-  mount.SetAttr(request, [r](absl::StatusOr<proto::Attr> attr) { ReplyAttr(r, attr); });
+  const auto ticket = mount.coherence().Begin();
+  mount.SetAttr(request, [&mount, r, ticket](absl::StatusOr<proto::Attr> attr) {
+    ReplyAttr(mount, r, ticket, attr);
+  });
 }
 
 void OpReadlink(fuse_req_t req, fuse_ino_t ino) noexcept {
@@ -244,7 +268,11 @@ void CreateNode(fuse_req_t req, FuseOp op, fuse_ino_t parent, const char* name, 
   const fuse_ctx ctx = *fuse_req_ctx(req);
   RequestPtr r = Begin(req, op);
   mode_t umasked = mode & ~ctx.umask;
-  ReplyEntry(r, mount.Create(parent, name, umasked, ctx.uid, ctx.gid, target, rdev));
+  const auto ticket = mount.coherence().Begin();
+  auto created = mount.Create(parent, name, umasked, ctx.uid, ctx.gid, target, rdev);
+  // ENOENT here is the parent's, not a missing name to cache.
+  if (!created.ok()) return ReplyStatus(r, created.status());
+  ReplyEntry(mount, r, ticket, parent, name, created);
 }
 
 // A regular file (mknod(2) of S_IFREG, as `mknod` without O_CREAT's open),
@@ -281,7 +309,13 @@ void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t ne
               const char* new_name, unsigned int flags) noexcept {
   fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kRename);
-  ReplyStatus(r, mount.Rename(parent, name, new_parent, new_name, flags));
+  const absl::Status renamed = mount.Rename(parent, name, new_parent, new_name, flags);
+  // The kernel moves its entries, timeouts and all (RENAME_EXCHANGE: both).
+  if (renamed.ok()) {
+    mount.coherence().Renamed(new_parent, new_name);
+    mount.coherence().Renamed(parent, name);
+  }
+  ReplyStatus(r, renamed);
 }
 
 void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) noexcept {
@@ -318,6 +352,7 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   fsclient::Client& mount = M(req);
   const fuse_ctx ctx = *fuse_req_ctx(req);
   RequestPtr r = Begin(req, FuseOp::kCreate);
+  const auto ticket = mount.coherence().Begin();
   const uint32_t file_mode = (mode & ~ctx.umask & 07777) | S_IFREG;
   proto::Attr attr;
   absl::StatusOr<std::unique_ptr<OpenFile>> file;
@@ -333,9 +368,13 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   if (!file.ok()) return ReplyStatus(r, file.status());
   SetOpenFlags(**file, fi);
   SetHandle(fi, *std::move(file));
-  const fuse_entry_param e = EntryOf(attr, /*attr_timeout=*/0);
-  ReplyOpened(mount, r, fi,
-              [fi, &e](fuse_req_t claimed) { return fuse_reply_create(claimed, &e, fi); });
+  ReplyOpened(mount, r, fi, [&](fuse_req_t claimed) {
+    return mount.coherence().ReplyEntry(ticket, parent, name, attr.ino(), /*attr_cacheable=*/false,
+                                        [&](double entry_s, double) {
+                                          const fuse_entry_param e = EntryOf(attr, entry_s, 0);
+                                          return fuse_reply_create(claimed, &e, fi);
+                                        });
+  });
 }
 
 // read, write, flush and fsync take their share of the handle before

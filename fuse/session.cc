@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "fuse/kernel_cache.h"
 #include "fuse/ops.h"
 #include "fuse/request.h"
 
@@ -49,6 +50,10 @@ absl::Status RunSession(fsclient::Client& mount, const SessionOptions& options,
         absl::StrCat("cannot mount at ", options.mountpoint,
                      " (is it an existing directory, and is /dev/fuse usable?)"));
   }
+  // Meta's invalidations reach the kernel from here on (stopped by
+  // mount.Shutdown(), before the session goes).
+  FuseKernelCache kernel_cache(se);
+  mount.coherence().Start(&kernel_cache);
   on_ready();
   fuse_loop_config* config = fuse_loop_cfg_create();
   fuse_loop_cfg_set_max_threads(config, options.max_threads);

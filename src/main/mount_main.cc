@@ -111,6 +111,19 @@ DEFINE_bool(continue_wal_segments, true,
             "mount: a WAL file reopened for append continues its last segment while that is "
             "shorter than --wal_segment_bytes and all its replicas are healthy, instead of "
             "starting a new one (off: every writer starts a segment)");
+DEFINE_double(cache_timeout_s, 60,
+              "mount: how long the kernel keeps names (missing ones too) and the attributes of "
+              "sealed files and directories while meta invalidates them (docs/coherence.md)");
+DEFINE_int32(cache_entries_max, 65536,
+             "mount: names and inodes the kernel is given --cache_timeout_s for; past it the "
+             "oldest are dropped from the kernel");
+DEFINE_validator(cache_entries_max, (&logfs::main::AtLeast<int32_t, 1>));
+static bool ValidCacheTimeout(const char* flag, double seconds) {
+  if (seconds >= 0 && seconds <= 86400) return true;
+  std::fprintf(stderr, "--%s must be between 0 and 86400 seconds, got %g\n", flag, seconds);
+  return false;
+}
+DEFINE_validator(cache_timeout_s, &ValidCacheTimeout);
 DEFINE_bool(short_circuit, true,
             "mount: read sealed replicas on this host straight from their files (descriptors "
             "from the segment server's Unix socket) instead of over TCP");
@@ -343,6 +356,8 @@ fsclient::ClientOptions ClientOptionsFromFlags(const std::string& meta) {
   options.block_cache_bytes = FLAGS_block_cache_bytes;
   options.block_cache_block_bytes = FLAGS_block_cache_block_bytes;
   options.short_circuit = FLAGS_short_circuit;
+  options.cache.timeout_seconds = FLAGS_cache_timeout_s;
+  options.cache.tracked_max = static_cast<size_t>(FLAGS_cache_entries_max);
   options.host_id = FLAGS_host_id;
   options.local_transport =
       FLAGS_local_transport == "tcp" ? rpc::Transport::kTcp : rpc::Transport::kUnix;

@@ -56,6 +56,11 @@ DEFINE_int32(io_threads, 1,
 DEFINE_int32(meta_handler_threads, 32,
              "meta: threads that serve namespace calls; a change waits on one for its group "
              "commit, so this bounds the changes one group can hold");
+DEFINE_int32(cache_lease_ms, 1000,
+             "meta: a mount trusts the names and attributes its kernel cached this long after "
+             "meta last answered its cache poll, and a change waits at most this (plus a margin) "
+             "for a mount that does not drop what it made stale (docs/coherence.md); 0: no "
+             "invalidations, mounts keep names and attributes 1 s");
 DEFINE_int32(sync_interval_ms, 5, "segd: longest time an appended byte waits for fdatasync");
 DEFINE_uint64(journal_bytes, 64u << 20,
               "segd: bytes of the journal file that group-commits appends (zero-filled once; "
@@ -130,6 +135,7 @@ namespace {
 
 DEFINE_validator(io_threads, (&AtLeast<int32_t, 1>));
 DEFINE_validator(meta_handler_threads, (&AtLeast<int32_t, 1>));
+DEFINE_validator(cache_lease_ms, (&AtLeast<int32_t, 0>));
 DEFINE_validator(sync_interval_ms, (&AtLeast<int32_t, 1>));
 DEFINE_validator(journal_bytes, (&AtLeast<uint64_t, (1 << 20)>));
 DEFINE_validator(heartbeat_interval_ms, (&AtLeast<int32_t, 1>));
@@ -275,6 +281,7 @@ int MetaMain(int argc, char** argv) {
   options.lease_recovery_delay_ms = FLAGS_lease_recovery_delay_ms;
   options.rpc_timeout_ms = FLAGS_rpc_timeout_ms;
   options.handler_threads = FLAGS_meta_handler_threads;
+  options.cache_lease_ms = FLAGS_cache_lease_ms;
   options.TEST_exit_before_reply_to_change = FLAGS_TEST_exit_before_reply_to_change;
   options.replica_report_interval_ms = FLAGS_replica_report_interval_ms;
   options.stray_replica_grace_ms = FLAGS_stray_replica_grace_ms;

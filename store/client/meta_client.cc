@@ -69,6 +69,7 @@ absl::StatusOr<uint64_t> MetaClient::NewMount(const std::string& host) {
   proto::NewMountResponse response;
   RETURN_IF_ERROR(Call(MessageType::kNewMount, request, &response, Attempts::kOne));
   mount_id_.store(response.mount_id());
+  cache_lease_ms_.store(response.cache_lease_ms());
   return response.mount_id();
 }
 
@@ -100,20 +101,38 @@ void MetaClient::ReportBadReplica(const proto::ReportBadReplicaRequest& request,
 // ------------------------------------------------------------ namespace
 
 absl::StatusOr<proto::Attr> MetaClient::Lookup(uint64_t parent, const std::string& name) {
+  return Lookup(parent, name, proto::CacheSession());
+}
+
+absl::StatusOr<proto::Attr> MetaClient::Lookup(uint64_t parent, const std::string& name,
+                                               const proto::CacheSession& cache) {
   proto::LookupRequest request;
   request.set_parent(parent);
   request.set_name(name);
+  if (cache.mount_id() != 0) *request.mutable_cache() = cache;
   proto::AttrResponse response;
   RETURN_IF_ERROR(Call(MessageType::kLookup, request, &response, Attempts::kRetry));
   return std::move(*response.mutable_attr());
 }
 
 absl::StatusOr<proto::Attr> MetaClient::GetAttr(uint64_t ino) {
+  return GetAttr(ino, proto::CacheSession());
+}
+
+absl::StatusOr<proto::Attr> MetaClient::GetAttr(uint64_t ino, const proto::CacheSession& cache) {
   proto::GetAttrRequest request;
   request.set_ino(ino);
+  if (cache.mount_id() != 0) *request.mutable_cache() = cache;
   proto::AttrResponse response;
   RETURN_IF_ERROR(Call(MessageType::kGetAttr, request, &response, Attempts::kRetry));
   return std::move(*response.mutable_attr());
+}
+
+absl::StatusOr<proto::WatchCacheResponse> MetaClient::WatchCache(
+    const proto::WatchCacheRequest& request, absl::Duration timeout) {
+  proto::WatchCacheResponse response;
+  RETURN_IF_ERROR(CallMetaOnce(*meta_, MessageType::kWatchCache, request, &response, timeout));
+  return response;
 }
 
 absl::StatusOr<proto::Inode> MetaClient::GetInode(uint64_t ino) {

@@ -89,6 +89,19 @@ class MetaClient {
   // ---------------------------------------------------------- namespace
   absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name);
   absl::StatusOr<proto::Attr> GetAttr(uint64_t ino);
+  // The same for a mount's kernel cache: meta records what the answer lets
+  // `cache`'s mount keep, and invalidates it (docs/coherence.md).
+  absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name,
+                                     const proto::CacheSession& cache);
+  absl::StatusOr<proto::Attr> GetAttr(uint64_t ino, const proto::CacheSession& cache);
+  // One cache poll (MountCaches::Watch), a single attempt within
+  // `timeout`. Errors: kUnavailable (meta unreachable, or not the active:
+  // the next call goes to the active it named), kDeadlineExceeded.
+  absl::StatusOr<proto::WatchCacheResponse> WatchCache(const proto::WatchCacheRequest& request,
+                                                       absl::Duration timeout);
+  // The cache lease meta's NewMount answer gave (ms); 0 before NewMount or
+  // from a meta that sends no invalidations.
+  uint32_t cache_lease_ms() const { return cache_lease_ms_.load(); }
   // The whole inode with its segments (no xattrs).
   absl::StatusOr<proto::Inode> GetInode(uint64_t ino);
   absl::StatusOr<proto::Attr> SetAttr(proto::SetAttrRequest request);
@@ -167,6 +180,7 @@ class MetaClient {
   const MetaClientOptions options_;
 
   std::atomic<uint64_t> mount_id_{0};
+  std::atomic<uint32_t> cache_lease_ms_{0};
   std::atomic<uint64_t> last_call_seq_{0};
 };
 

@@ -38,7 +38,8 @@ enum class MessageType : uint16_t {
   kMetaState = 27,        // served by standbys too (docs/meta_ha.md)
   kCheckpoint = 28,       // served by standbys too
   kReadCheckpoint = 29,   // served by standbys too
-  kMetaTypeEnd = 30,
+  kWatchCache = 30,      // added in 0.2 (docs/coherence.md)
+  kMetaTypeEnd = 31,
   // segment server
   kCreateSegment = 100,
   kAppend = 101,

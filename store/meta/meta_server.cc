@@ -6,8 +6,10 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -18,6 +20,7 @@
 #include "store/format/limits.h"
 #include "store/format/logfs.pb.h"
 #include "store/format/message_type.h"
+#include "store/meta/coherence/mount_caches.h"
 #include "store/meta/ha/checkpoint_service.h"
 #include "store/meta/ha/meta_ha.h"
 #include "store/meta/meta_metrics.h"
@@ -141,8 +144,18 @@ class MetaServerImpl : public MetaServer {
     ns_options.wal_ack_quorum = options_.wal_ack_quorum;
     ns_options.replica_report_interval_ms = options_.replica_report_interval_ms;
     ns_options.stray_replica_grace_ms = options_.stray_replica_grace_ms;
+    if (options_.cache_lease_ms > 0) {
+      MountCachesOptions cache_options;
+      cache_options.lease = absl::Milliseconds(options_.cache_lease_ms);
+      // Nothing was ever written: no mount can hold an earlier meta's answers.
+      cache_options.restarted = epoch != 0 || db_->applied_seq() != 0;
+      caches_ = std::make_unique<MountCaches>(cache_options);
+      db_->SetDurableObserver(
+          [caches = caches_.get()](std::vector<ChangedKeys> changes) { caches->Publish(changes); });
+    }
     ASSIGN_OR_RETURN(ns_, Namespace::Open(db_.get(), segment_servers_.get(), ns_options));
-    service_ = std::make_unique<MetaService>(ns_.get(), options_.TEST_exit_before_reply_to_change);
+    service_ = std::make_unique<MetaService>(ns_.get(), options_.TEST_exit_before_reply_to_change,
+                                             caches_.get());
     epoch_ = epoch;
     if (stopped_.load()) return absl::CancelledError("meta is stopping");
     ScheduleExpiry();
@@ -303,6 +316,7 @@ class MetaServerImpl : public MetaServer {
       case MessageType::kStatFs:
       case MessageType::kOpen:
       case MessageType::kMountHeartbeat:
+      case MessageType::kWatchCache:
         return true;
       default:
         return false;
@@ -317,13 +331,23 @@ class MetaServerImpl : public MetaServer {
     if (frame.type == format::MessageType::kMetaState) return responder.Reply(State());
     if (CheckpointService::Serves(frame.type)) return checkpoints_->Respond(frame, responder);
     if (!ServingNow()) return HandleNotServing(frame, responder);
+    if (frame.type == format::MessageType::kWatchCache && caches_ != nullptr) {
+      return WatchCache(frame, responder);
+    }
     const absl::Time start = absl::Now();
-    MetaService::Reply reply = service_->Handle(frame);
+    // A change's mount, while it is in flight (MountCaches::AfterInvalidated).
+    const uint64_t changing_mount =
+        caches_ != nullptr && Changes(frame.type) ? service_->MountOf(frame.connection_id) : 0;
+    if (changing_mount != 0) caches_->BeginChange(changing_mount);
+    proto::CallId call;
+    MetaService::Reply reply = service_->Handle(frame, &call);
     RecordMetaCall(frame.type, absl::Now() - start, reply.status());
+    const bool serving = ServingNow();
+    if (changing_mount != 0 && (!serving || !reply.ok())) caches_->EndChange(changing_mount);
     // Computed while the lease lapsed: the answer may be stale or another
     // active's to give. A change it applied is journaled; its retry is
     // answered from the record of applied changes.
-    if (!ServingNow()) return HandleNotServing(frame, responder);
+    if (!serving) return HandleNotServing(frame, responder);
     if (!reply.ok()) return responder.ReplyError(reply.status());
     if (frame.type == format::MessageType::kHeartbeat) {
       static_cast<proto::HeartbeatResponse*>(reply->get())->set_meta_epoch(epoch_);
@@ -337,7 +361,52 @@ class MetaServerImpl : public MetaServer {
       listed->set_rereplication_copied_bytes(progress.copied_bytes);
       listed->set_rereplication_failed_copies(progress.failed_copies);
     }
+    if (caches_ != nullptr && Changes(frame.type)) {
+      // Answered once every mount that may cache what it changed has
+      // dropped it, or stopped trusting its cache (docs/coherence.md).
+      std::shared_ptr<google::protobuf::MessageLite> response(std::move(*reply));
+      caches_->AfterInvalidated(call.mount_id(), call.seq(), [this, responder, response,
+                                                             changing_mount] {
+        responder.Reply(*response);
+        caches_->EndChange(changing_mount);
+      });
+      return;
+    }
     responder.Reply(**reply);
+  }
+
+  // The calls that may change what a mount caches.
+  static bool Changes(format::MessageType type) {
+    using format::MessageType;
+    switch (type) {
+      case MessageType::kSetAttr:
+      case MessageType::kCreate:
+      case MessageType::kUnlink:
+      case MessageType::kRename:
+      case MessageType::kSetXattr:
+      case MessageType::kRemoveXattr:
+      case MessageType::kOpenWrite:
+      case MessageType::kSealSegment:
+      case MessageType::kRecoverLease:
+      case MessageType::kRelease:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // A mount's cache poll: answered now or held (MountCaches::Watch).
+  void WatchCache(const format::Frame& frame, const rpc::Responder& responder) {
+    proto::WatchCacheRequest request;
+    if (!request.ParseFromString(frame.message) || request.mount_id() == 0) {
+      return responder.ReplyError(absl::InvalidArgumentError("unparseable WatchCacheRequest"));
+    }
+    // An answer extends the mount's trust in its cache: a meta that is no
+    // longer the active (its held polls answered late) must not give one.
+    caches_->Watch(request, [this, frame, responder](const proto::WatchCacheResponse& response) {
+      if (!ServingNow()) return HandleNotServing(frame, responder);
+      responder.Reply(response);
+    });
   }
 
   // A standby's answer (or an active's whose lease lapsed): a heartbeat is
@@ -384,6 +453,7 @@ class MetaServerImpl : public MetaServer {
   std::unique_ptr<MetadataDb> db_;
   std::unique_ptr<CheckpointService> checkpoints_;
   std::unique_ptr<RpcSegmentServerApi> segment_servers_;
+  std::unique_ptr<MountCaches> caches_;  // null with cache_lease_ms 0
   std::unique_ptr<Namespace> ns_;
   std::unique_ptr<MetaService> service_;
   std::unique_ptr<Rereplicator> rereplicator_;

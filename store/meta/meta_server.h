@@ -38,6 +38,11 @@ struct MetaServerOptions {
   // holds one while it waits for its group commit, so this bounds the
   // changes one group can hold, as HDFS's dfs.namenode.handler.count.
   int handler_threads = 32;
+  // A mount trusts its cached names and attributes this long after meta
+  // last answered its cache poll; changes wait for mounts to drop what
+  // they make stale (docs/coherence.md). 0: no invalidations (mounts keep
+  // names and attributes for 1 s, as before 0.2).
+  int cache_lease_ms = 1000;
   uint32_t default_replication = 3;
   uint32_t wal_ack_quorum = 2;
   // Test only: the process exits (status 3) right after it handled its Nth

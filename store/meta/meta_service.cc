@@ -51,8 +51,11 @@ absl::StatusOr<proto::InodeResponse> InodeReply(absl::StatusOr<proto::Inode> ino
 
 }  // namespace
 
-MetaService::MetaService(Namespace* ns, int TEST_exit_before_reply_to_change)
-    : ns_(ns), TEST_exit_before_reply_to_change_(TEST_exit_before_reply_to_change) {}
+MetaService::MetaService(Namespace* ns, int TEST_exit_before_reply_to_change,
+                         MountCaches* caches)
+    : ns_(ns),
+      TEST_exit_before_reply_to_change_(TEST_exit_before_reply_to_change),
+      caches_(caches) {}
 
 template <typename Result>
 Result MetaService::TEST_AfterChange(const proto::CallId& call, Result result) {
@@ -69,7 +72,7 @@ Result MetaService::TEST_AfterChange(const proto::CallId& call, Result result) {
 }
 
 // One handler per family of calls: servers and mounts here.
-MetaService::Reply MetaService::Handle(const format::Frame& frame) {
+MetaService::Reply MetaService::Handle(const format::Frame& frame, proto::CallId* call) {
   Namespace& ns = *ns_;
   switch (frame.type) {
     case format::MessageType::kRegisterServer:
@@ -90,6 +93,10 @@ MetaService::Reply MetaService::Handle(const format::Frame& frame) {
             RememberSession(frame.connection_id, id);
             proto::NewMountResponse response;
             response.set_mount_id(id);
+            if (caches_ != nullptr) {
+              response.set_cache_lease_ms(
+                  static_cast<uint32_t>(absl::ToInt64Milliseconds(caches_->options().lease)));
+            }
             return response;
           });
     case format::MessageType::kMountHeartbeat:
@@ -110,30 +117,44 @@ MetaService::Reply MetaService::Handle(const format::Frame& frame) {
       return Serve<proto::ReportBadReplicaRequest>(
           frame, [&](const auto& q) { return ToEmpty(ns.ReportBadReplica(q)); });
     default:
-      return HandleNames(frame);
+      return HandleNames(frame, call);
   }
 }
 
 // Names and attributes.
-MetaService::Reply MetaService::HandleNames(const format::Frame& frame) {
+MetaService::Reply MetaService::HandleNames(const format::Frame& frame, proto::CallId* call) {
   Namespace& ns = *ns_;
+  auto note = [call](const proto::CallId& id) {
+    if (call != nullptr) *call = id;
+  };
   switch (frame.type) {
+    // A cache session's read is recorded before it reads (MountCaches).
     case format::MessageType::kLookup:
-      return Serve<proto::LookupRequest>(
-          frame, [&](const auto& q) { return AttrReply(ns.Lookup(q.parent(), q.name())); });
+      return Serve<proto::LookupRequest>(frame, [&](const auto& q) {
+        if (caches_ == nullptr || !q.has_cache()) return AttrReply(ns.Lookup(q.parent(), q.name()));
+        caches_->RecordDir(q.cache(), q.parent());
+        const uint64_t position = caches_->ReadPosition();
+        absl::StatusOr<proto::Attr> attr = ns.Lookup(q.parent(), q.name());
+        if (attr.ok()) caches_->RecordInodeRead(q.cache(), attr->ino(), position);
+        return AttrReply(std::move(attr));
+      });
     case format::MessageType::kGetAttr:
-      return Serve<proto::GetAttrRequest>(
-          frame, [&](const auto& q) { return AttrReply(ns.GetAttr(q.ino())); });
+      return Serve<proto::GetAttrRequest>(frame, [&](const auto& q) {
+        if (caches_ != nullptr && q.has_cache()) caches_->RecordInode(q.cache(), q.ino());
+        return AttrReply(ns.GetAttr(q.ino()));
+      });
     case format::MessageType::kGetInode:
       return Serve<proto::GetAttrRequest>(
           frame, [&](const auto& q) { return InodeReply(ns.GetInode(q.ino())); });
     case format::MessageType::kSetAttr:
       return Serve<proto::SetAttrRequest>(frame, [&](const auto& q) {
+        note(q.call());
         return TEST_AfterChange(q.call(), AttrReply(ns.SetAttr(q)));
       });
     case format::MessageType::kCreate:
       return Serve<proto::CreateRequest>(
           frame, [&](const auto& q) -> absl::StatusOr<proto::AttrResponse> {
+            note(q.call());
             if (q.open_for_write_mount_id() == 0) {
               return TEST_AfterChange(q.call(), AttrReply(ns.Create(q)));
             }
@@ -146,12 +167,15 @@ MetaService::Reply MetaService::HandleNames(const format::Frame& frame) {
           });
     case format::MessageType::kUnlink:
       return Serve<proto::UnlinkRequest>(frame, [&](const auto& q) {
+        note(q.call());
         return TEST_AfterChange(q.call(),
                                 ToEmpty(ns.Unlink(q.parent(), q.name(), q.directory(), q.call())));
       });
     case format::MessageType::kRename:
-      return Serve<proto::RenameRequest>(
-          frame, [&](const auto& q) { return TEST_AfterChange(q.call(), ToEmpty(ns.Rename(q))); });
+      return Serve<proto::RenameRequest>(frame, [&](const auto& q) {
+        note(q.call());
+        return TEST_AfterChange(q.call(), ToEmpty(ns.Rename(q)));
+      });
     case format::MessageType::kReadlink:
       return Serve<proto::GetAttrRequest>(
           frame, [&](const auto& q) -> absl::StatusOr<proto::ReadlinkResponse> {
@@ -164,16 +188,20 @@ MetaService::Reply MetaService::HandleNames(const format::Frame& frame) {
       return Serve<proto::ReaddirRequest>(
           frame, [&](const auto& q) { return ns.Readdir(q.ino(), q.start_after()); });
     default:
-      return HandleFiles(frame);
+      return HandleFiles(frame, call);
   }
 }
 
 // Xattrs, opens, write leases and seals.
-MetaService::Reply MetaService::HandleFiles(const format::Frame& frame) {
+MetaService::Reply MetaService::HandleFiles(const format::Frame& frame, proto::CallId* call) {
   Namespace& ns = *ns_;
+  auto note = [call](const proto::CallId& id) {
+    if (call != nullptr) *call = id;
+  };
   switch (frame.type) {
     case format::MessageType::kSetXattr:
       return Serve<proto::SetXattrRequest>(frame, [&](const auto& q) {
+        note(q.call());
         return TEST_AfterChange(q.call(), ToEmpty(ns.SetXattr(q)));
       });
     case format::MessageType::kGetXattr:
@@ -194,6 +222,7 @@ MetaService::Reply MetaService::HandleFiles(const format::Frame& frame) {
           });
     case format::MessageType::kRemoveXattr:
       return Serve<proto::GetXattrRequest>(frame, [&](const auto& q) {
+        note(q.call());
         return TEST_AfterChange(q.call(), ToEmpty(ns.RemoveXattr(q.ino(), q.name(), q.call())));
       });
     case format::MessageType::kOpen:
@@ -209,8 +238,10 @@ MetaService::Reply MetaService::HandleFiles(const format::Frame& frame) {
       return Serve<proto::RecoverLeaseRequest>(
           frame, [&](const auto& q) { return InodeReply(ns.RecoverLease(q.ino())); });
     case format::MessageType::kSealSegment:
-      return Serve<proto::SealSegmentRequest>(
-          frame, [&](const auto& q) { return InodeReply(ns.SealSegment(q)); });
+      return Serve<proto::SealSegmentRequest>(frame, [&](const auto& q) {
+        note(q.call());
+        return InodeReply(ns.SealSegment(q));
+      });
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("meta does not serve message type ", static_cast<int>(frame.type)));
@@ -220,6 +251,12 @@ MetaService::Reply MetaService::HandleFiles(const format::Frame& frame) {
 void MetaService::RememberSession(uint64_t connection, uint64_t mount_id) {
   absl::MutexLock lock(&sessions_mu_);
   mount_sessions_[connection] = mount_id;
+}
+
+uint64_t MetaService::MountOf(uint64_t connection_id) {
+  absl::MutexLock lock(&sessions_mu_);
+  auto it = mount_sessions_.find(connection_id);
+  return it == mount_sessions_.end() ? 0 : it->second;
 }
 
 std::optional<uint64_t> MetaService::TakeSession(uint64_t connection_id) {

@@ -19,6 +19,7 @@
 #include "google/protobuf/message_lite.h"
 #include "store/format/frame.h"
 #include "store/format/logfs.pb.h"
+#include "store/meta/coherence/mount_caches.h"
 #include "store/meta/namespace/namespace.h"
 
 namespace logfs::meta {
@@ -32,21 +33,28 @@ class MetaService {
   // TEST_exit_before_reply_to_change = N > 0 the process exits (status 3)
   // right after the Nth namespace change that carries a call id, before
   // its reply (MetaServerOptions).
-  explicit MetaService(Namespace* ns, int TEST_exit_before_reply_to_change = 0);
+  // With `caches` (not owned, may be null: no mount caches are tracked),
+  // lookups and getattrs that carry a cache session are recorded in it
+  // before they read, and NewMount tells the mount its cache lease.
+  explicit MetaService(Namespace* ns, int TEST_exit_before_reply_to_change = 0,
+                       MountCaches* caches = nullptr);
 
   // Serves one request: the response, or kInvalidArgument for a message
   // that does not parse as its type's request or a type meta does not
-  // serve, else the namespace's error. Never keeps `request`.
-  Reply Handle(const format::Frame& request);
+  // serve, else the namespace's error. Never keeps `request`. With `call`,
+  // a change's call id goes there (left alone for requests without one).
+  Reply Handle(const format::Frame& request, proto::CallId* call = nullptr);
 
   // The mount whose session ran over this connection (NewMount and
   // MountHeartbeat tell which), forgotten; nullopt if none. A closed
   // connection ends that mount's session (its leases lapse).
   std::optional<uint64_t> TakeSession(uint64_t connection_id) ABSL_LOCKS_EXCLUDED(sessions_mu_);
+  // The mount whose session runs over this connection; 0 if none.
+  uint64_t MountOf(uint64_t connection_id) ABSL_LOCKS_EXCLUDED(sessions_mu_);
 
  private:
-  Reply HandleNames(const format::Frame& frame);
-  Reply HandleFiles(const format::Frame& frame);
+  Reply HandleNames(const format::Frame& frame, proto::CallId* call);
+  Reply HandleFiles(const format::Frame& frame, proto::CallId* call);
   void RememberSession(uint64_t connection, uint64_t mount_id) ABSL_LOCKS_EXCLUDED(sessions_mu_);
   // Passes `result` through; see the constructor.
   template <typename Result>
@@ -55,6 +63,7 @@ class MetaService {
   // Immutable after construction.
   Namespace* const ns_;
   const int TEST_exit_before_reply_to_change_;
+  MountCaches* const caches_;
 
   // Internally synchronized.
   std::atomic<int> TEST_changes_{0};  // changes with a call id handled

@@ -167,7 +167,8 @@ uint64_t FakeClientCluster::mount_id() const {
   return connected_ ? kMountId : 0;
 }
 
-absl::StatusOr<proto::Attr> FakeClientCluster::Lookup(uint64_t parent, const std::string& name) {
+absl::StatusOr<proto::Attr> FakeClientCluster::Lookup(uint64_t parent, const std::string& name,
+                                                      const proto::CacheSession&) {
   std::lock_guard<std::mutex> lock(mu_);
   auto dir = FindLocked(parent);
   if (!dir.ok()) return dir.status();
@@ -176,7 +177,13 @@ absl::StatusOr<proto::Attr> FakeClientCluster::Lookup(uint64_t parent, const std
   return ReplyLocked(inodes_[it->second]).attr();
 }
 
-absl::StatusOr<proto::Attr> FakeClientCluster::GetAttr(uint64_t ino) {
+absl::StatusOr<proto::WatchCacheResponse> FakeClientCluster::WatchCache(
+    const proto::WatchCacheRequest& request, absl::Duration timeout) {
+  if (!watch_cache) return absl::UnimplementedError("the fake meta has no cache watch");
+  return watch_cache(request, timeout);
+}
+
+absl::StatusOr<proto::Attr> FakeClientCluster::GetAttr(uint64_t ino, const proto::CacheSession&) {
   auto inode = GetInode(ino);
   if (!inode.ok()) return inode.status();
   return inode->attr();

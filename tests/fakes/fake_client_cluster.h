@@ -55,8 +55,18 @@ class FakeClientCluster final : public fsclient::ClientDeps, public wal::WriterD
   absl::StatusOr<uint64_t> NewMount(const std::string& host) override;
   absl::Status MountHeartbeat(const proto::MountHeartbeatRequest& request) override;
   uint64_t mount_id() const override;
-  absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name) override;
-  absl::StatusOr<proto::Attr> GetAttr(uint64_t ino) override;
+  absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name,
+                                     const proto::CacheSession& cache) override;
+  absl::StatusOr<proto::Attr> GetAttr(uint64_t ino, const proto::CacheSession& cache) override;
+  // Answered by `watch_cache` (set it before the client's CacheCoherence
+  // starts); kUnimplemented without.
+  absl::StatusOr<proto::WatchCacheResponse> WatchCache(const proto::WatchCacheRequest& request,
+                                                       absl::Duration timeout) override;
+  uint32_t cache_lease_ms() const override { return answered_cache_lease_ms; }
+  std::function<absl::StatusOr<proto::WatchCacheResponse>(const proto::WatchCacheRequest&,
+                                                          absl::Duration)>
+      watch_cache;
+  uint32_t answered_cache_lease_ms = 0;  // what NewMount answered
   absl::StatusOr<proto::Inode> GetInode(uint64_t ino) override;
   absl::StatusOr<proto::Attr> SetAttr(proto::SetAttrRequest request) override;
   absl::StatusOr<proto::Attr> Create(proto::CreateRequest request) override;

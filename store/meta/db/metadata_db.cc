@@ -89,6 +89,7 @@ absl::StatusOr<Message> Parse(const std::string& value, absl::string_view what) 
 
 struct MetadataDb::Batch::Rep {
   rocksdb::WriteBatch batch;
+  ChangedKeys keys;  // the inodes and entries of `batch`
 };
 
 struct MetadataDb::Rep {
@@ -212,16 +213,24 @@ MetadataDb::Batch::~Batch() = default;
 
 void MetadataDb::Batch::PutInode(const proto::Inode& inode) {
   rep_->batch.Put(InodeKey(inode.attr().ino()), inode.SerializeAsString()).PermitUncheckedError();
+  rep_->keys.inodes.push_back(inode.attr().ino());
 }
 void MetadataDb::Batch::DeleteInode(uint64_t ino) {
   rep_->batch.Delete(InodeKey(ino)).PermitUncheckedError();
+  rep_->keys.inodes.push_back(ino);
 }
 void MetadataDb::Batch::PutDirEntry(uint64_t parent, const proto::DirEntry& entry) {
   rep_->batch.Put(DirEntryKey(parent, entry.name()), entry.SerializeAsString())
       .PermitUncheckedError();
+  rep_->keys.entries.emplace_back(parent, entry.name());
 }
 void MetadataDb::Batch::DeleteDirEntry(uint64_t parent, const std::string& name) {
   rep_->batch.Delete(DirEntryKey(parent, name)).PermitUncheckedError();
+  rep_->keys.entries.emplace_back(parent, name);
+}
+void MetadataDb::Batch::set_origin(const proto::CallId& call) {
+  rep_->keys.origin_mount = call.mount_id();
+  rep_->keys.origin_call = call.seq();
 }
 void MetadataDb::Batch::PutCounter(MetaCounter counter, uint64_t value) {
   char buf[8];
@@ -329,6 +338,10 @@ absl::StatusOr<uint64_t> MetadataDb::Stage(Batch& batch) {
   CHECK(copied.ok()) << "staging a metadata batch: " << copied.ToString();
   CHECK(staged_->index.Put(CounterKey(MetaCounter::kAppliedSeq), EncodeSeq(seq)).ok());
   if (journaled) staged_records_.push_back(ops.Data());
+  const ChangedKeys& keys = batch.rep_->keys;
+  if (durable_observer_ && (!keys.inodes.empty() || !keys.entries.empty())) {
+    staged_keys_.push_back(keys);
+  }
   staged_seq_ = seq;
   return seq;
 }
@@ -336,6 +349,11 @@ absl::StatusOr<uint64_t> MetadataDb::Stage(Batch& batch) {
 uint64_t MetadataDb::staged_seq() const {
   absl::MutexLock lock(&write_mu_);
   return staged_seq_;
+}
+
+void MetadataDb::SetDurableObserver(DurableObserver observer) {
+  absl::MutexLock lock(&write_mu_);
+  durable_observer_ = std::move(observer);
 }
 
 absl::Status MetadataDb::WaitDurable(uint64_t seq) {
@@ -367,6 +385,8 @@ void MetadataDb::CommitGroupLocked() {
   const uint64_t last = staged_seq_;
   committing_ = std::exchange(staged_, std::make_shared<Layer>());
   std::vector<std::string> records = std::exchange(staged_records_, {});
+  std::vector<ChangedKeys> keys = std::exchange(staged_keys_, {});
+  DurableObserver observer = durable_observer_;
   MetaJournal* const journal = journal_;
   const bool journaled = journal != &local_journal_;
   std::shared_ptr<const Layer> group = committing_;
@@ -382,6 +402,8 @@ void MetadataDb::CommitGroupLocked() {
     write_options.sync = true;
     applied = FromRocks(rep_->db->Write(write_options, &ops), "metadata write");
   }
+  // Durable and readable, and no waiter of the group has returned yet.
+  if (applied.ok() && observer && !keys.empty()) observer(std::move(keys));
   write_mu_.Lock();
   if (applied.ok()) {
     applied_seq_ = last;

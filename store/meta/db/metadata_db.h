@@ -43,6 +43,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -80,6 +81,17 @@ enum class MetaCounter : uint8_t {
   kAppliedSeq = 6,
 };
 
+// What one change wrote that a mount's kernel may cache: inodes (their
+// attributes) and directory entries, and the mount whose call it was (0:
+// meta's own, or a call without a call id). Meta turns these into cache
+// invalidations once the change is durable (docs/coherence.md).
+struct ChangedKeys {
+  uint64_t origin_mount = 0;
+  uint64_t origin_call = 0;  // the call's seq (CallId), 0 if none
+  std::vector<uint64_t> inodes;
+  std::vector<std::pair<uint64_t, std::string>> entries;  // (parent, name)
+};
+
 class MetadataDb {
  public:
   // A set of mutations applied atomically by Write(). Later operations on
@@ -109,6 +121,8 @@ class MetadataDb {
 
     // Number of operations added.
     int count() const;
+    // The call this change is (ChangedKeys::origin_mount, origin_call).
+    void set_origin(const proto::CallId& call);
 
    private:
     friend class MetadataDb;
@@ -171,6 +185,15 @@ class MetadataDb {
   absl::Status WaitDurable(uint64_t seq) ABSL_LOCKS_EXCLUDED(write_mu_);
   // Stage, then WaitDurable: on disk and in the journal when OK.
   absl::Status Write(Batch& batch) ABSL_LOCKS_EXCLUDED(write_mu_);
+
+  // Called with the changed keys of every group of changes (Stage order)
+  // once the group is durable, on the thread that committed it, before
+  // any WaitDurable of the group returns: a change's invalidations are out
+  // before its caller answers. Must not call back into the database, and
+  // should be quick (it delays the group's waiters). Set before the first
+  // Stage whose keys it should see; null: none.
+  using DurableObserver = std::function<void(std::vector<ChangedKeys>)>;
+  void SetDurableObserver(DurableObserver observer) ABSL_LOCKS_EXCLUDED(write_mu_);
 
   // Groups committed and changes in them since Open (for metrics and
   // benchmarks: changes / groups is the mean group size).
@@ -289,6 +312,9 @@ class MetadataDb {
   std::shared_ptr<Layer> committing_ ABSL_GUARDED_BY(write_mu_);
   std::shared_ptr<Layer> staged_ ABSL_GUARDED_BY(write_mu_);
   std::vector<std::string> staged_records_ ABSL_GUARDED_BY(write_mu_);
+  // With an observer: the keys of the changes in staged_ (Stage order).
+  std::vector<ChangedKeys> staged_keys_ ABSL_GUARDED_BY(write_mu_);
+  DurableObserver durable_observer_ ABSL_GUARDED_BY(write_mu_);
   GroupCommitStats stats_ ABSL_GUARDED_BY(write_mu_);
   // Not OK once a failed group stopped writes (WaitDurable).
   absl::Status journal_failure_ ABSL_GUARDED_BY(write_mu_);

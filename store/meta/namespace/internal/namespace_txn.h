@@ -88,6 +88,7 @@ class Namespace::Txn {
   void RecordCall(const proto::CallId& call, format::MessageType type, int64_t now_ns,
                   uint32_t keep_per_mount, std::function<std::string()> reply) {
     call_ = call;
+    batch_.set_origin(call);  // its own kernel knows (docs/coherence.md)
     call_record_.set_type(static_cast<uint32_t>(type));
     call_record_.set_time_ns(now_ns);
     call_keep_ = keep_per_mount;
