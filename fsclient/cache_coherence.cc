@@ -3,8 +3,10 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "fsclient/client_deps.h"
+#include "src/status/posix_error.h"
 #include "src/util/log_rate_limit.h"
 
 namespace logfs::fsclient {
@@ -14,8 +16,10 @@ namespace {
 // cache before meta stops waiting for it (meta adds a margin of its own).
 absl::Duration TrustOf(absl::Duration lease) { return lease - lease / 10; }
 
-// How long the poll waits after a failed poll before the next.
-constexpr absl::Duration kRetryDelay = absl::Milliseconds(50);
+// How long the poll waits after a failed poll before the next: doubling
+// from the first to the second while polls keep failing.
+constexpr absl::Duration kRetryDelayMin = absl::Milliseconds(50);
+constexpr absl::Duration kRetryDelayMax = absl::Seconds(2);
 
 }  // namespace
 
@@ -34,16 +38,25 @@ void CacheCoherence::Start(KernelCache* kernel) {
               << options_.fallback_seconds << " s";
     return;
   }
+  threads_running_ = 2;
   poller_ = std::thread([this] { PollLoop(); });
+  watchdog_ = std::thread([this] { WatchdogLoop(); });
 }
 
-void CacheCoherence::Stop() {
+bool CacheCoherence::StopWithin(absl::Duration wait) {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
+    stop_notifying_.store(true, std::memory_order_relaxed);
+    auto stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return threads_running_ == 0; };
+    if (!mu_.AwaitWithTimeout(absl::Condition(&stopped), wait)) return false;
   }
   if (poller_.joinable()) poller_.join();
+  if (watchdog_.joinable()) watchdog_.join();
+  return true;
 }
+
+void CacheCoherence::Stop() { StopWithin(absl::InfiniteDuration()); }
 
 CacheCoherence::Ticket CacheCoherence::Begin() const {
   absl::ReaderMutexLock lock(&mu_);
@@ -70,8 +83,11 @@ int CacheCoherence::ReplyEntry(Ticket ticket, uint64_t parent, const std::string
                                uint64_t ino, bool attr_cacheable,
                                const std::function<int(double, double)>& reply) {
   absl::ReaderMutexLock lock(&mu_);
-  const double timeout = TimeoutLocked(ticket);
-  const bool tracked = timeout > 0 && lease_ > absl::ZeroDuration();
+  // Without invalidations a missing name is asked for every time, as
+  // before 0.2.
+  const bool fallback = lease_ <= absl::ZeroDuration();
+  const double timeout = fallback && ino == 0 ? 0 : TimeoutLocked(ticket);
+  const bool tracked = timeout > 0 && !fallback;
   const Entry entry(parent, name);
   if (tracked) Track(&entry, attr_cacheable ? ino : 0);
   return reply(timeout, attr_cacheable ? timeout : 0);
@@ -83,6 +99,50 @@ int CacheCoherence::ReplyAttr(Ticket ticket, uint64_t ino, bool attr_cacheable,
   const double timeout = attr_cacheable ? TimeoutLocked(ticket) : 0;
   if (timeout > 0 && lease_ > absl::ZeroDuration()) Track(nullptr, ino);
   return reply(timeout);
+}
+
+std::optional<absl::StatusOr<std::string>> CacheCoherence::CachedXattr(uint64_t ino,
+                                                                       const std::string& name) {
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    if (lease_ <= absl::ZeroDuration() || absl::Now() >= trusted_until_) return std::nullopt;
+  }
+  absl::MutexLock lock(&tracked_mu_);
+  auto by_ino = xattrs_.find(ino);
+  if (by_ino == xattrs_.end()) return std::nullopt;
+  auto it = by_ino->second.find(name);
+  if (it == by_ino->second.end()) return std::nullopt;
+  return it->second;
+}
+
+void CacheCoherence::StoreXattr(Ticket ticket, uint64_t ino, const std::string& name,
+                                const absl::StatusOr<std::string>& answer) {
+  if (!answer.ok() && !absl::IsNotFound(answer.status()) &&
+      AttachedErrno(answer.status()) != ENODATA) {
+    return;
+  }
+  absl::ReaderMutexLock lock(&mu_);
+  if (TimeoutLocked(ticket) <= 0 || lease_ <= absl::ZeroDuration()) return;
+  absl::MutexLock tracked(&tracked_mu_);
+  if (xattr_count_ >= options_.tracked_max) {
+    xattrs_.clear();
+    xattr_count_ = 0;
+  }
+  if (xattrs_[ino].insert_or_assign(name, answer).second) ++xattr_count_;
+}
+
+void CacheCoherence::ForgetXattrs(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  ++generation_;  // a getxattr in flight may carry the old value
+  absl::MutexLock tracked(&tracked_mu_);
+  DropXattrsLocked(ino);
+}
+
+void CacheCoherence::DropXattrsLocked(uint64_t ino) {
+  auto it = xattrs_.find(ino);
+  if (it == xattrs_.end()) return;
+  xattr_count_ -= it->second.size();
+  xattrs_.erase(it);
 }
 
 void CacheCoherence::Renamed(uint64_t new_parent, const std::string& new_name) {
@@ -126,10 +186,13 @@ void CacheCoherence::FlushEvicted() {
     absl::ReaderMutexLock lock(&mu_);
     kernel = kernel_;
   }
-  for (const auto& [entry, ino] : evicted) {
-    if (entry.first != 0) kernel->InvalidateEntry(entry.first, entry.second);
-    if (ino != 0) kernel->InvalidateInode(ino);
+  std::vector<Entry> entries;
+  std::vector<uint64_t> inodes;
+  for (auto& [entry, ino] : evicted) {
+    if (entry.first != 0) entries.push_back(std::move(entry));
+    if (ino != 0) inodes.push_back(ino);
   }
+  Drop(*kernel, entries, inodes);
 }
 
 void CacheCoherence::DropAll() {
@@ -138,6 +201,7 @@ void CacheCoherence::DropAll() {
     absl::MutexLock lock(&mu_);
     ++generation_;  // answers in flight are not cached either
     trusted_until_ = absl::InfinitePast();
+    stats_.trusted = false;
     ++stats_.drops;
     kernel = kernel_;
   }
@@ -150,14 +214,30 @@ void CacheCoherence::DropAll() {
     inodes.swap(inodes_);
     evicted.swap(evicted_);
     order_.clear();
+    xattrs_.clear();
+    xattr_count_ = 0;
     next_ = 0;
   }
   for (const auto& [entry, ino] : evicted) {
     if (entry.first != 0) entries.insert(entry);
     if (ino != 0) inodes.insert(ino);
   }
-  for (const Entry& entry : entries) kernel->InvalidateEntry(entry.first, entry.second);
-  for (uint64_t ino : inodes) kernel->InvalidateInode(ino);
+  Drop(*kernel, std::vector<Entry>(entries.begin(), entries.end()),
+       std::vector<uint64_t>(inodes.begin(), inodes.end()));
+}
+
+void CacheCoherence::Drop(KernelCache& kernel, const std::vector<Entry>& entries,
+                          const std::vector<uint64_t>& inodes) {
+  // Attributes first: their drop takes no lock in the kernel, and an
+  // entry's may wait for its directory's.
+  for (uint64_t ino : inodes) {
+    if (stop_notifying_.load(std::memory_order_relaxed)) return;
+    kernel.InvalidateInode(ino);
+  }
+  for (const Entry& entry : entries) {
+    if (stop_notifying_.load(std::memory_order_relaxed)) return;
+    kernel.InvalidateEntry(entry.first, entry.second);
+  }
 }
 
 void CacheCoherence::Apply(const proto::WatchCacheResponse& response, absl::Time sent) {
@@ -176,23 +256,21 @@ void CacheCoherence::Apply(const proto::WatchCacheResponse& response, absl::Time
   // Meta records whole directories; the kernel holds only what was given
   // long (the rest expired at once), and a drop of an entry waits for
   // its directory's lock: only those are dropped.
-  std::vector<const proto::CacheInvalidation*> held;
+  std::vector<Entry> entries;
+  std::vector<uint64_t> inodes;
   {
     absl::MutexLock lock(&tracked_mu_);
     for (const proto::CacheInvalidation& invalidation : response.invalidations()) {
-      const bool given = invalidation.name().empty()
-                             ? inodes_.contains(invalidation.ino())
-                             : entries_.contains(Entry(invalidation.parent(), invalidation.name()));
-      if (given) held.push_back(&invalidation);
+      if (invalidation.name().empty()) {
+        DropXattrsLocked(invalidation.ino());
+        if (inodes_.contains(invalidation.ino())) inodes.push_back(invalidation.ino());
+      } else {
+        Entry entry(invalidation.parent(), invalidation.name());
+        if (entries_.contains(entry)) entries.push_back(std::move(entry));
+      }
     }
   }
-  for (const proto::CacheInvalidation* invalidation : held) {
-    if (!invalidation->name().empty()) {
-      kernel->InvalidateEntry(invalidation->parent(), invalidation->name());
-    } else {
-      kernel->InvalidateInode(invalidation->ino());
-    }
-  }
+  Drop(*kernel, entries, inodes);
   FlushEvicted();
   absl::MutexLock lock(&mu_);
   stats_.invalidations += response.invalidations_size();
@@ -203,44 +281,58 @@ void CacheCoherence::Apply(const proto::WatchCacheResponse& response, absl::Time
 
 void CacheCoherence::PollLoop() {
   uint64_t acked_seq = 0;
+  absl::Duration retry_delay = kRetryDelayMin;
   for (;;) {
     proto::WatchCacheRequest request;
     absl::Duration timeout;
-    absl::Time trusted_until;
     {
       absl::MutexLock lock(&mu_);
-      if (stopping_) return;
+      if (stopping_) break;
       request.set_mount_id(deps_.mount_id());
       request.set_token(token_);
       request.set_acked_seq(acked_seq);
-      trusted_until = trusted_until_;
-      timeout = lease_;
+      timeout = lease_;  // a held poll is answered after a quarter of it
     }
     const absl::Time sent = absl::Now();
-    // A poll that outlives the trust ends with it: the cache goes then.
-    if (trusted_until > sent) timeout = std::min(timeout, trusted_until - sent);
     absl::StatusOr<proto::WatchCacheResponse> response = deps_.WatchCache(request, timeout);
     if (response.ok()) {
       Apply(*response, sent);
       acked_seq = response->seq();
+      retry_delay = kRetryDelayMin;
       continue;
     }
-    bool drop;
-    {
-      absl::MutexLock lock(&mu_);
-      drop = trusted_until_ != absl::InfinitePast() && absl::Now() >= trusted_until_;
-      stats_.trusted = !drop && trusted_until_ != absl::InfinitePast();
-    }
-    if (drop) {
-      LOGFS_LOG_EVERY_MS(WARNING, 10000)
-          << "no answer from meta within the cache lease (" << response.status()
-          << "): dropping cached names and attributes until it answers again";
-      DropAll();
-    }
+    // The watchdog drops the cache when the lease runs out; here, only
+    // the next try, later and later while meta does not answer (a meta
+    // replica that predates WatchCache refuses each one).
+    LOGFS_LOG_EVERY_MS(WARNING, 10000) << "cache poll to meta failed: " << response.status();
     absl::MutexLock lock(&mu_);
     auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-    mu_.AwaitWithTimeout(absl::Condition(&stopping), kRetryDelay);
+    mu_.AwaitWithTimeout(absl::Condition(&stopping), retry_delay);
+    retry_delay = std::min(retry_delay * 2, kRetryDelayMax);
   }
+  absl::MutexLock lock(&mu_);
+  --threads_running_;
+}
+
+void CacheCoherence::WatchdogLoop() {
+  absl::MutexLock lock(&mu_);
+  auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+  while (!stopping_) {
+    const absl::Time now = absl::Now();
+    if (trusted_until_ != absl::InfinitePast() && now >= trusted_until_) {
+      mu_.Unlock();
+      LOGFS_LOG_EVERY_MS(WARNING, 10000)
+          << "no answer from meta within the cache lease: dropping cached names and "
+             "attributes until it answers again";
+      DropAll();
+      mu_.Lock();
+      continue;
+    }
+    const absl::Time deadline =
+        trusted_until_ == absl::InfinitePast() ? now + absl::Seconds(1) : trusted_until_;
+    mu_.AwaitWithDeadline(absl::Condition(&stopping), deadline);
+  }
+  --threads_running_;
 }
 
 CacheCoherence::Stats CacheCoherence::stats() const {

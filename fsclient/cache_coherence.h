@@ -22,14 +22,18 @@
 // Thread-safe. The poll thread is the only caller of KernelCache.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "store/format/logfs.pb.h"
@@ -66,8 +70,13 @@ class CacheCoherence {
   // Starts polling meta for `kernel` (not owned; outlives Stop). Without a
   // lease from meta, nothing starts and the fallback timeout applies.
   void Start(KernelCache* kernel) ABSL_LOCKS_EXCLUDED(mu_);
-  // Ends the poll (within one poll's timeout); idempotent.
+  // Ends the poll and the lease watchdog (within one poll's timeout);
+  // idempotent. StopWithin gives up after `wait` (false) when a drop is
+  // stuck in the kernel behind a directory lock that a request no FUSE
+  // worker will answer holds (the session loop ended): the caller
+  // unmounts, which releases it, then calls Stop.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
+  bool StopWithin(absl::Duration wait) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Taken before a request whose answer the kernel may cache.
   struct Ticket {
@@ -88,6 +97,19 @@ class CacheCoherence {
   int ReplyAttr(Ticket ticket, uint64_t ino, bool attr_cacheable,
                 const std::function<int(double attr_s)>& reply) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Meta's answers to getxattr (the kernel keeps none): kept, like
+  // attributes, while the mount holds its lease, and dropped with the
+  // inode's attributes (`ls -l` asks for security.selinux of every name).
+  // CachedXattr: the value or ENODATA kept for (ino, name), if any;
+  // StoreXattr keeps `answer` (a value or ENODATA) if no invalidation
+  // arrived since `ticket`; ForgetXattrs drops those of `ino` after this
+  // mount changed them (meta sends no invalidation to the changing mount).
+  std::optional<absl::StatusOr<std::string>> CachedXattr(uint64_t ino, const std::string& name)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void StoreXattr(Ticket ticket, uint64_t ino, const std::string& name,
+                  const absl::StatusOr<std::string>& answer) ABSL_LOCKS_EXCLUDED(mu_);
+  void ForgetXattrs(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
+
   // A rename by this mount succeeded: the kernel moved its entry, with the
   // timeout it had, to `new_name`.
   void Renamed(uint64_t new_parent, const std::string& new_name) ABSL_LOCKS_EXCLUDED(mu_);
@@ -106,6 +128,13 @@ class CacheCoherence {
   double TimeoutLocked(Ticket ticket) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void Track(const Entry* entry, uint64_t ino) ABSL_LOCKS_EXCLUDED(tracked_mu_);
   void PollLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Drops everything when the lease runs out unrenewed, whatever the poll
+  // thread is doing.
+  void WatchdogLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Tells the kernel: attributes first (no lock), then entries; stops
+  // early once Stop began.
+  void Drop(KernelCache& kernel, const std::vector<Entry>& entries,
+            const std::vector<uint64_t>& inodes);
   // Applies one answer of meta's: drops and invalidations in the kernel,
   // then the lease from `sent`.
   void Apply(const proto::WatchCacheResponse& response, absl::Time sent) ABSL_LOCKS_EXCLUDED(mu_);
@@ -113,6 +142,7 @@ class CacheCoherence {
   void DropAll() ABSL_LOCKS_EXCLUDED(mu_);
   // Invalidations for entries and inodes evicted from the bounded record.
   void FlushEvicted() ABSL_LOCKS_EXCLUDED(tracked_mu_);
+  void DropXattrsLocked(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(tracked_mu_);
 
   // Immutable after construction.
   ClientDeps& deps_;
@@ -126,7 +156,10 @@ class CacheCoherence {
   absl::Time trusted_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Stats stats_ ABSL_GUARDED_BY(mu_);
+  int threads_running_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<bool> stop_notifying_{false};
   std::thread poller_;
+  std::thread watchdog_;
 
   // What the kernel was given with the long timeout (bounded; eviction in
   // insertion order).
@@ -136,6 +169,11 @@ class CacheCoherence {
   std::vector<std::pair<Entry, uint64_t>> order_ ABSL_GUARDED_BY(tracked_mu_);  // ring
   size_t next_ ABSL_GUARDED_BY(tracked_mu_) = 0;
   std::vector<std::pair<Entry, uint64_t>> evicted_ ABSL_GUARDED_BY(tracked_mu_);
+  // CachedXattr's answers by inode, then name (all dropped when over
+  // tracked_max).
+  absl::flat_hash_map<uint64_t, absl::flat_hash_map<std::string, absl::StatusOr<std::string>>>
+      xattrs_ ABSL_GUARDED_BY(tracked_mu_);
+  size_t xattr_count_ ABSL_GUARDED_BY(tracked_mu_) = 0;
 };
 
 }  // namespace logfs::fsclient

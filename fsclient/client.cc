@@ -361,6 +361,9 @@ std::string Client::FormatStats() {
   }
   // Segment servers found on this host with an RPC Unix socket.
   absl::StrAppend(&out, " local_rpc_servers=", deps_->LocalServers());
+  const CacheCoherence::Stats cache = coherence_->stats();
+  absl::StrAppend(&out, " cache_polls=", cache.polls, " cache_invalidations=", cache.invalidations,
+                  " cache_drops=", cache.drops, " cache_trusted=", cache.trusted ? 1 : 0);
   out += "\n";
   return out;
 }
@@ -379,7 +382,14 @@ void Client::GetXattr(uint64_t ino, const std::string& name, XattrDone done) {
   const bool is_page = absl::StartsWith(name, page_prefix) &&
                        absl::SimpleAtoi(name.substr(page_prefix.size()), &page) && page >= 0;
   const bool segments = name == kSegmentsXattr || is_page;
-  if (!segments && name != kDurableLengthXattr) return done(deps_->GetXattr(ino, name));
+  if (!segments && name != kDurableLengthXattr) {
+    // Meta's answer, which the mount keeps while meta invalidates it.
+    if (auto cached = coherence_->CachedXattr(ino, name)) return done(*std::move(cached));
+    const CacheCoherence::Ticket ticket = coherence_->Begin();
+    absl::StatusOr<std::string> answer = deps_->GetXattr(ino, name, coherence_->session());
+    coherence_->StoreXattr(ticket, ino, name, answer);
+    return done(std::move(answer));
+  }
   absl::StatusOr<proto::Inode> inode = deps_->GetInode(ino);
   if (!inode.ok()) return done(inode.status());
   if (!S_ISREG(inode->attr().mode())) return done(PosixError(ENODATA, "not a regular file"));
@@ -414,7 +424,16 @@ absl::Status Client::SetXattr(uint64_t ino, const std::string& name, const std::
   request.set_name(name);
   request.set_value(value);
   request.set_flags(flags);
-  return deps_->SetXattr(std::move(request));
+  absl::Status set = deps_->SetXattr(std::move(request));
+  // Meta tells every mount but this one (cache_coherence.h).
+  coherence_->ForgetXattrs(ino);
+  return set;
+}
+
+absl::Status Client::RemoveXattr(uint64_t ino, const std::string& name) {
+  absl::Status removed = deps_->RemoveXattr(ino, name);
+  coherence_->ForgetXattrs(ino);
+  return removed;
 }
 
 // ---------------------------------------------------------------- files

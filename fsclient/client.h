@@ -224,9 +224,7 @@ class Client {
   }
   absl::Status SetXattr(uint64_t ino, const std::string& name, const std::string& value,
                         int flags);
-  absl::Status RemoveXattr(uint64_t ino, const std::string& name) {
-    return deps_->RemoveXattr(ino, name);
-  }
+  absl::Status RemoveXattr(uint64_t ino, const std::string& name);
 
   // Files. Open takes the writer lease for writable handles (EBUSY if
   // another mount writes the file); O_TRUNC of a sealed block file: EPERM.

@@ -63,7 +63,8 @@ class ClientDeps {
   virtual absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino,
                                                          const std::string& start_after) = 0;
   virtual absl::StatusOr<proto::StatFsResponse> StatFs() = 0;
-  virtual absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name) = 0;
+  virtual absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name,
+                                               const proto::CacheSession& cache) = 0;
   virtual absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino) = 0;
   virtual absl::Status SetXattr(proto::SetXattrRequest request) = 0;
   virtual absl::Status RemoveXattr(uint64_t ino, const std::string& name) = 0;

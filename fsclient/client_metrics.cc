@@ -41,6 +41,19 @@ void CollectWriterMetrics(metrics::FamilyList& out) {
 
 void Client::CollectMetrics(metrics::FamilyList& out) const {
   CollectWriterMetrics(out);
+  const CacheCoherence::Stats cache = coherence_->stats();
+  out.AddCounter("logfs_mount_cache_polls_total", "Answers to the mount's cache poll from meta.",
+                 static_cast<double>(cache.polls));
+  out.AddCounter("logfs_mount_cache_invalidations_total",
+                 "Invalidations of names and attributes meta sent (docs/coherence.md).",
+                 static_cast<double>(cache.invalidations));
+  out.AddCounter("logfs_mount_cache_drops_total",
+                 "Everything the kernel was given dropped: a new session, or the cache lease ran "
+                 "out (meta unreachable).",
+                 static_cast<double>(cache.drops));
+  out.AddGauge("logfs_mount_cache_trusted",
+               "1 while the mount holds a cache lease (the kernel keeps names and attributes long).",
+               cache.trusted ? 1 : 0);
   const cache::SegmentReaderStats r = deps_->ReaderStats();
   out.AddCounter("logfs_read_short_circuit_total",
                  "Segment reads served from a local replica file.", r.short_circuit_reads);

@@ -91,8 +91,9 @@ class RpcClientDeps final : public ClientDeps {
     return meta_.Readdir(ino, start_after);
   }
   absl::StatusOr<proto::StatFsResponse> StatFs() override { return meta_.StatFs(); }
-  absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name) override {
-    return meta_.GetXattr(ino, name);
+  absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name,
+                                       const proto::CacheSession& cache) override {
+    return meta_.GetXattr(ino, name, cache);
   }
   absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino) override {
     return meta_.ListXattr(ino);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "fuse/kernel_cache.h"
 #include "fuse/ops.h"
 #include "fuse/request.h"
@@ -66,9 +67,17 @@ absl::Status RunSession(fsclient::Client& mount, const SessionOptions& options,
   // the session, so both must outlive them. After a signal the kernel
   // mount stays until they have replied; after an unmount it is gone.
   LOG(INFO) << "FUSE session ended: replying to the requests still waiting, then unmounting";
+  // A drop of meta's may wait in the kernel for a directory lock held by a
+  // request no worker will read now; unmounting ends that request.
+  bool unmounted = false;
+  if (!mount.coherence().StopWithin(absl::Seconds(2))) {
+    LOG(WARNING) << "a cache invalidation is stuck in the kernel: unmounting first";
+    fuse_session_unmount(se);
+    unmounted = true;
+  }
   mount.Shutdown();
   interrupts.Stop();  // its requests reply through the session
-  fuse_session_unmount(se);
+  if (!unmounted) fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
   if (rc < 0) LOG(WARNING) << "FUSE loop ended with " << rc;

@@ -207,9 +207,15 @@ absl::StatusOr<proto::StatFsResponse> MetaClient::StatFs() {
 }
 
 absl::StatusOr<std::string> MetaClient::GetXattr(uint64_t ino, const std::string& name) {
+  return GetXattr(ino, name, proto::CacheSession());
+}
+
+absl::StatusOr<std::string> MetaClient::GetXattr(uint64_t ino, const std::string& name,
+                                                 const proto::CacheSession& cache) {
   proto::GetXattrRequest request;
   request.set_ino(ino);
   request.set_name(name);
+  if (cache.mount_id() != 0) *request.mutable_cache() = cache;
   proto::GetXattrResponse response;
   RETURN_IF_ERROR(Call(MessageType::kGetXattr, request, &response, Attempts::kRetry));
   return std::move(*response.mutable_value());

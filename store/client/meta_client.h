@@ -118,6 +118,8 @@ class MetaClient {
   absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino, const std::string& start_after);
   absl::StatusOr<proto::StatFsResponse> StatFs();
   absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name);
+  absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name,
+                                       const proto::CacheSession& cache);
   absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino);
   absl::Status SetXattr(proto::SetXattrRequest request);
   absl::Status RemoveXattr(uint64_t ino, const std::string& name);

@@ -58,7 +58,7 @@ void RecordMetaCall(format::MessageType type, absl::Duration elapsed, const absl
 }
 
 void CollectMetaMetrics(Namespace* ns, const Rereplicator::Progress* progress,
-                        metrics::FamilyList& out) {
+                        const MountCaches::Stats* caches, metrics::FamilyList& out) {
   const MetaCounters& c = Counters();
   for (int i = 1; i < kTypes; ++i) {
     const metrics::Histogram::Snapshot latency = c.calls[i].latency.Read();
@@ -77,6 +77,20 @@ void CollectMetaMetrics(Namespace* ns, const Rereplicator::Progress* progress,
   out.AddGauge("logfs_meta_serving", "1 if this replica answers namespace calls (the active).",
                ns != nullptr ? 1 : 0);
   if (ns == nullptr) return;
+  if (caches != nullptr) {
+    out.AddGauge("logfs_meta_cache_sessions", "Mount cache sessions (mounts polling for invalidations).",
+                 static_cast<double>(caches->sessions));
+    out.AddCounter("logfs_meta_cache_invalidations_total",
+                   "Cache invalidations sent to mounts (docs/coherence.md).",
+                   static_cast<double>(caches->invalidations_sent));
+    out.AddCounter("logfs_meta_cache_resets_total",
+                   "Mount cache sessions reset: too many invalidations unacknowledged.",
+                   static_cast<double>(caches->resets));
+    out.AddCounter("logfs_meta_cache_lapsed_sessions_total",
+                   "Mount cache sessions that stopped polling while owing invalidations (changes "
+                   "waited for their cache lease to run out).",
+                   static_cast<double>(caches->lapsed_waits));
+  }
   if (progress != nullptr) {
     out.AddCounter("logfs_meta_rereplication_copies_total",
                    "Segment copies re-replication made and recorded (this replica, since it "

@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "src/metrics/family_list.h"
 #include "store/format/message_type.h"
+#include "store/meta/coherence/mount_caches.h"
 #include "store/meta/rereplicator.h"
 
 namespace logfs::meta {
@@ -24,8 +25,9 @@ void RecordMetaCall(format::MessageType type, absl::Duration elapsed, const absl
 // active's namespace), then, when serving, re-replication from `progress`
 // (the Rereplicator's, so /metrics and `logfs status` show one count) and
 // live/dead servers from `ns` (its server table, paged under its lock:
-// scrape time only).
+// scrape time only), and the mount cache sessions from `caches` (null:
+// invalidations off).
 void CollectMetaMetrics(Namespace* ns, const Rereplicator::Progress* progress,
-                        metrics::FamilyList& out);
+                        const MountCaches::Stats* caches, metrics::FamilyList& out);
 
 }  // namespace logfs::meta

@@ -174,11 +174,14 @@ class MetaServerImpl : public MetaServer {
   // replica) within its lease.
   void CollectMetrics(metrics::FamilyList& out) const override {
     // ns_ is set before serving_ is (release; ServingNow acquires).
-    if (!ServingNow()) return CollectMetaMetrics(nullptr, nullptr, out);
-    // rereplicator_ too is set before serving_ (Promote).
+    if (!ServingNow()) return CollectMetaMetrics(nullptr, nullptr, nullptr, out);
+    // rereplicator_ and caches_ too are set before serving_ (Promote).
     Rereplicator::Progress progress;
     if (rereplicator_ != nullptr) progress = rereplicator_->GetProgress();
-    CollectMetaMetrics(ns_.get(), rereplicator_ != nullptr ? &progress : nullptr, out);
+    MountCaches::Stats cache_stats;
+    if (caches_ != nullptr) cache_stats = caches_->stats();
+    CollectMetaMetrics(ns_.get(), rereplicator_ != nullptr ? &progress : nullptr,
+                       caches_ != nullptr ? &cache_stats : nullptr, out);
   }
 
   bool ServingNow() const {
@@ -222,6 +225,11 @@ class MetaServerImpl : public MetaServer {
     if (rereplicator_ != nullptr) rereplicator_->Stop();
     // So do lease recoveries; none starts after stopped_.
     maintenance_pool_.join();
+    // No change commits any more: the changes still waiting for mounts are
+    // answered now (their callbacks use ServingNow, hence before ha_ goes).
+    if (db_ != nullptr) db_->SetDurableObserver(nullptr);
+    std::unique_ptr<MountCaches> caches = std::move(caches_);
+    caches.reset();
     client_work_.reset();
     client_io_.stop();
     if (client_thread_.joinable()) client_thread_.join();
@@ -294,10 +302,32 @@ class MetaServerImpl : public MetaServer {
   // On an io thread: takes the request to a handler thread, where a
   // change may wait for its group commit.
   void Dispatch(format::Frame frame, rpc::Responder responder) {
-    if (AnsweredInline(frame.type)) return Handle(frame, responder);
-    asio::post(handler_pool_, [this, frame = std::move(frame), responder = std::move(responder)] {
-      Handle(frame, responder);
+    if (AnsweredInline(frame.type)) return Handle(frame, responder, nullptr);
+    ChangeInFlight in_flight = BeginChange(frame);
+    asio::post(handler_pool_, [this, frame = std::move(frame), responder = std::move(responder),
+                               in_flight = std::move(in_flight)] {
+      Handle(frame, responder, in_flight);
     });
+  }
+
+  // MountCaches::BeginChange until the last copy goes (after the reply).
+  using ChangeInFlight = std::shared_ptr<void>;
+  // A change that holds a directory lock in its mount's kernel, from when
+  // it arrives (MountCaches::AfterInvalidated does not wait for that mount
+  // meanwhile); null for other calls.
+  ChangeInFlight BeginChange(const format::Frame& frame) {
+    using format::MessageType;
+    if (frame.type != MessageType::kCreate && frame.type != MessageType::kUnlink &&
+        frame.type != MessageType::kRename) {
+      return nullptr;
+    }
+    // caches_ and service_ are set before serving_ (Promote).
+    if (!serving_.load(std::memory_order_acquire) || caches_ == nullptr) return nullptr;
+    const uint64_t mount = service_->MountOf(frame.connection_id);
+    if (mount == 0) return nullptr;
+    MountCaches* caches = caches_.get();
+    caches->BeginChange(mount);
+    return ChangeInFlight(nullptr, [caches, mount](void*) { caches->EndChange(mount); });
   }
 
   // Calls that never wait (reads of the durable view, in-memory liveness):
@@ -323,7 +353,8 @@ class MetaServerImpl : public MetaServer {
     }
   }
 
-  void Handle(const format::Frame& frame, const rpc::Responder& responder) {
+  void Handle(const format::Frame& frame, const rpc::Responder& responder,
+              const ChangeInFlight& in_flight) {
     if (stopped_.load()) {
       responder.ReplyError(absl::UnavailableError("meta is stopping"));
       return;
@@ -335,19 +366,13 @@ class MetaServerImpl : public MetaServer {
       return WatchCache(frame, responder);
     }
     const absl::Time start = absl::Now();
-    // A change's mount, while it is in flight (MountCaches::AfterInvalidated).
-    const uint64_t changing_mount =
-        caches_ != nullptr && Changes(frame.type) ? service_->MountOf(frame.connection_id) : 0;
-    if (changing_mount != 0) caches_->BeginChange(changing_mount);
     proto::CallId call;
     MetaService::Reply reply = service_->Handle(frame, &call);
     RecordMetaCall(frame.type, absl::Now() - start, reply.status());
-    const bool serving = ServingNow();
-    if (changing_mount != 0 && (!serving || !reply.ok())) caches_->EndChange(changing_mount);
     // Computed while the lease lapsed: the answer may be stale or another
     // active's to give. A change it applied is journaled; its retry is
     // answered from the record of applied changes.
-    if (!serving) return HandleNotServing(frame, responder);
+    if (!ServingNow()) return HandleNotServing(frame, responder);
     if (!reply.ok()) return responder.ReplyError(reply.status());
     if (frame.type == format::MessageType::kHeartbeat) {
       static_cast<proto::HeartbeatResponse*>(reply->get())->set_meta_epoch(epoch_);
@@ -365,11 +390,8 @@ class MetaServerImpl : public MetaServer {
       // Answered once every mount that may cache what it changed has
       // dropped it, or stopped trusting its cache (docs/coherence.md).
       std::shared_ptr<google::protobuf::MessageLite> response(std::move(*reply));
-      caches_->AfterInvalidated(call.mount_id(), call.seq(), [this, responder, response,
-                                                             changing_mount] {
-        responder.Reply(*response);
-        caches_->EndChange(changing_mount);
-      });
+      caches_->AfterInvalidated(call.mount_id(), call.seq(),
+                                [responder, response, in_flight] { responder.Reply(*response); });
       return;
     }
     responder.Reply(**reply);

@@ -133,10 +133,18 @@ MetaService::Reply MetaService::HandleNames(const format::Frame& frame, proto::C
       return Serve<proto::LookupRequest>(frame, [&](const auto& q) {
         if (caches_ == nullptr || !q.has_cache()) return AttrReply(ns.Lookup(q.parent(), q.name()));
         caches_->RecordDir(q.cache(), q.parent());
-        const uint64_t position = caches_->ReadPosition();
-        absl::StatusOr<proto::Attr> attr = ns.Lookup(q.parent(), q.name());
-        if (attr.ok()) caches_->RecordInodeRead(q.cache(), attr->ino(), position);
-        return AttrReply(std::move(attr));
+        // The inode is known only after the read: a change of it published
+        // meanwhile may not have waited for this session, so read again.
+        constexpr int kReads = 3;
+        for (int read = 1;; ++read) {
+          const uint64_t position = caches_->ReadPosition();
+          absl::StatusOr<proto::Attr> attr = ns.Lookup(q.parent(), q.name());
+          const bool last = read == kReads;  // then the session gets an invalidation
+          if (!attr.ok() || !caches_->RecordInodeRead(q.cache(), attr->ino(), position, last) ||
+              last) {
+            return AttrReply(std::move(attr));
+          }
+        }
       });
     case format::MessageType::kGetAttr:
       return Serve<proto::GetAttrRequest>(frame, [&](const auto& q) {
@@ -207,6 +215,7 @@ MetaService::Reply MetaService::HandleFiles(const format::Frame& frame, proto::C
     case format::MessageType::kGetXattr:
       return Serve<proto::GetXattrRequest>(
           frame, [&](const auto& q) -> absl::StatusOr<proto::GetXattrResponse> {
+            if (caches_ != nullptr && q.has_cache()) caches_->RecordInode(q.cache(), q.ino());
             ASSIGN_OR_RETURN(std::string value, ns.GetXattr(q.ino(), q.name()));
             proto::GetXattrResponse response;
             response.set_value(std::move(value));

@@ -285,7 +285,8 @@ absl::StatusOr<proto::StatFsResponse> FakeClientCluster::StatFs() {
   return response;
 }
 
-absl::StatusOr<std::string> FakeClientCluster::GetXattr(uint64_t ino, const std::string& name) {
+absl::StatusOr<std::string> FakeClientCluster::GetXattr(uint64_t ino, const std::string& name,
+                                                        const proto::CacheSession&) {
   std::lock_guard<std::mutex> lock(mu_);
   auto entry = FindLocked(ino);
   if (!entry.ok()) return entry.status();

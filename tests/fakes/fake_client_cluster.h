@@ -77,7 +77,8 @@ class FakeClientCluster final : public fsclient::ClientDeps, public wal::WriterD
   absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino,
                                                  const std::string& start_after) override;
   absl::StatusOr<proto::StatFsResponse> StatFs() override;
-  absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name) override;
+  absl::StatusOr<std::string> GetXattr(uint64_t ino, const std::string& name,
+                                       const proto::CacheSession& cache) override;
   absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino) override;
   absl::Status SetXattr(proto::SetXattrRequest request) override;
   absl::Status RemoveXattr(uint64_t ino, const std::string& name) override;

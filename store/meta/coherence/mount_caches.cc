@@ -92,35 +92,39 @@ uint64_t MountCaches::ReadPosition() const {
   return published_;
 }
 
-void MountCaches::RecordInodeRead(const proto::CacheSession& session, uint64_t ino,
-                                  uint64_t position) {
+bool MountCaches::RecordInodeRead(const proto::CacheSession& session, uint64_t ino,
+                                  uint64_t position, bool invalidate) {
   Callbacks out;
+  bool maybe_older = false;
   {
     absl::MutexLock lock(&mu_);
     Session* s = LiveSession(session);
-    if (s == nullptr) return;
+    if (s == nullptr) return false;
     Record(*s, ino);
-    bool maybe_older = position < recent_dropped_;
+    maybe_older = position < recent_dropped_;
     for (auto it = recent_.rbegin(); !maybe_older && it != recent_.rend() && it->first > position;
          ++it) {
       maybe_older = it->second == ino;
     }
-    if (!maybe_older) return;
-    Queue(*s, InodeInvalidation(ino));
-    AnswerHeld(*s, out);
+    if (maybe_older && invalidate) {
+      Queue(*s, InodeInvalidation(ino));
+      AnswerHeld(*s, out);
+    }
   }
   Run(out);
+  return maybe_older;
 }
 
 void MountCaches::Queue(Session& session, proto::CacheInvalidation invalidation) {
   ++seq_;
-  if (session.reset_seq != 0) {
-    session.reset_seq = seq_;  // the reset covers it
-    return;
-  }
   if (session.unacked.size() >= options_.queue_max) {
+    // The mount drops everything instead; what it records from now on is
+    // a new record.
     session.unacked.clear();
     session.reset_seq = seq_;
+    session.reset_sent = absl::InfiniteFuture();
+    session.inodes.clear();
+    session.everything = false;
     ++stats_.resets;
     return;
   }
@@ -139,10 +143,19 @@ void MountCaches::Publish(const std::vector<ChangedKeys>& changes) {
         for (auto& [mount_id, session] : sessions_) {
           if (mount_id == change.origin_mount) {
             Record(session, key);
-          } else if (session.everything || session.inodes.contains(key)) {
+            continue;
+          }
+          if (session.everything || session.inodes.contains(key)) {
             Queue(session, make());
-            owed[mount_id] = Owed{mount_id, session.token, seq_};
             touched.push_back(&session);
+          }
+          // Until it drops everything, what it cached before is unknown.
+          if (session.reset_seq != 0) {
+            owed[mount_id] = Owed{mount_id, session.token,
+                                  std::max(session.reset_seq, owed[mount_id].seq)};
+          }
+          if (!session.unacked.empty() && session.unacked.back().seq == seq_) {
+            owed[mount_id] = Owed{mount_id, session.token, seq_};
           }
         }
       };
@@ -176,17 +189,24 @@ void MountCaches::Publish(const std::vector<ChangedKeys>& changes) {
 }
 
 proto::WatchCacheResponse MountCaches::AnswerOf(Session& session) {
+  const absl::Time now = clock_();
   proto::WatchCacheResponse response;
   response.set_token(session.token);
   response.set_cache_lease_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(options_.lease)));
+  uint64_t seq = seq_;
   if (session.reset_seq != 0) {
     response.set_reset(true);
-    response.set_seq(session.reset_seq);
-  } else {
-    for (const Pending& pending : session.unacked) *response.add_invalidations() = pending.invalidation;
-    response.set_seq(session.unacked.empty() ? seq_ : session.unacked.back().seq);
+    session.reset_sent = std::min(session.reset_sent, now);
   }
-  session.last_answer = clock_();
+  for (Pending& pending : session.unacked) {
+    *response.add_invalidations() = pending.invalidation;
+    pending.sent = std::min(pending.sent, now);
+  }
+  if (session.reset_seq != 0 || !session.unacked.empty()) {
+    seq = std::max(session.reset_seq,
+                   session.unacked.empty() ? uint64_t{0} : session.unacked.back().seq);
+  }
+  response.set_seq(seq);
   stats_.invalidations_sent += response.invalidations_size();
   return response;
 }
@@ -207,22 +227,22 @@ void MountCaches::Watch(const proto::WatchCacheRequest& request, WatchReply repl
       // A new session: whatever the mount cached before may be stale.
       if (it != sessions_.end()) AnswerHeld(it->second, out);
       Session& session = sessions_[request.mount_id()];
-      session = Session();
-      do {
-        session.token = random_();
-      } while (session.token == 0);
-      session.reset_seq = ++seq_;
+      StartSession(session, now);
       out.push_back([reply = std::move(reply), response = AnswerOf(session)] { reply(response); });
       wake_ = true;
       ReleaseWaiters(now, out);
     } else {
       Session& session = it->second;
       AnswerHeld(session, out);  // superseded: the mount gave up on it
+      session.last_poll = now;
       session.acked = std::max(session.acked, request.acked_seq());
       while (!session.unacked.empty() && session.unacked.front().seq <= request.acked_seq()) {
         session.unacked.pop_front();
       }
-      if (session.reset_seq != 0 && session.reset_seq <= request.acked_seq()) session.reset_seq = 0;
+      if (session.reset_seq != 0 && session.reset_seq <= request.acked_seq()) {
+        session.reset_seq = 0;
+        session.reset_sent = absl::InfiniteFuture();
+      }
       if (session.reset_seq != 0 || !session.unacked.empty()) {
         out.push_back(
             [reply = std::move(reply), response = AnswerOf(session)] { reply(response); });
@@ -237,8 +257,23 @@ void MountCaches::Watch(const proto::WatchCacheRequest& request, WatchReply repl
   Run(out);
 }
 
+void MountCaches::StartSession(Session& session, absl::Time now) {
+  session = Session();
+  do {
+    session.token = random_();
+  } while (session.token == 0);
+  session.reset_seq = ++seq_;
+  session.last_poll = now;
+}
+
 bool MountCaches::Lapsed(const Session& session, absl::Time now) const {
-  return now >= session.last_answer + options_.lease + LeaseMargin(options_.lease);
+  const absl::Duration bound = options_.lease + LeaseMargin(options_.lease);
+  // No poll for a lease: the mount's trust ran out. Polls, but an answer
+  // it was sent a lease ago is still unacknowledged (answers lost, or its
+  // poll thread stuck): it has not renewed its trust since.
+  absl::Time oldest_sent = session.reset_sent;
+  if (!session.unacked.empty()) oldest_sent = std::min(oldest_sent, session.unacked.front().sent);
+  return now >= session.last_poll + bound || now >= oldest_sent + bound;
 }
 
 std::vector<MountCaches::Owed> MountCaches::AllOwedLocked() const {
@@ -324,16 +359,25 @@ absl::Time MountCaches::TickLocked(absl::Time now, Callbacks& out) {
   for (auto it = sessions_.begin(); it != sessions_.end();) {
     Session& session = it->second;
     if (session.held && now >= session.hold_until) AnswerHeld(session, out);
-    if (!session.held && Lapsed(session, now)) {
+    if (Lapsed(session, now)) {
       // Its mount has dropped its cache (or never answers again): it owes
-      // nothing, and a later poll starts a new session.
+      // nothing, and a later poll starts a new session. An answer renews a
+      // mount's trust, so a poll still held gets the new session's reset.
       if (session.reset_seq != 0 || !session.unacked.empty()) ++stats_.lapsed_waits;
-      it = sessions_.erase(it);
-      continue;
+      if (!session.held) {
+        it = sessions_.erase(it);
+        continue;
+      }
+      WatchReply held = std::move(session.held);
+      StartSession(session, now);
+      out.push_back([held = std::move(held), response = AnswerOf(session)] { held(response); });
     }
+    const absl::Duration bound = options_.lease + LeaseMargin(options_.lease);
     if (session.held) next = std::min(next, session.hold_until);
-    if (!session.held) {
-      next = std::min(next, session.last_answer + options_.lease + LeaseMargin(options_.lease));
+    next = std::min(next, session.last_poll + bound);
+    if (session.reset_sent != absl::InfiniteFuture()) next = std::min(next, session.reset_sent + bound);
+    if (!session.unacked.empty() && session.unacked.front().sent != absl::InfiniteFuture()) {
+      next = std::min(next, session.unacked.front().sent + bound);
     }
     ++it;
   }

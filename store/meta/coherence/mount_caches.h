@@ -13,7 +13,8 @@
 // AfterInvalidated holds a change's reply until the invalidations it made
 // are acknowledged, or their mount's cache lease has run out: a mount
 // trusts its cache only for one lease after it sent a poll that was
-// answered, so one that stopped polling (dead, partitioned, or stuck) has
+// answered, so one whose polls stopped arriving (dead, partitioned, or
+// stuck), or that left an invalidation unacknowledged for a lease, has
 // dropped its cache by then. A change that returned had its own
 // invalidations applied, so a change that follows it need not wait for
 // them again: each change waits for its own only. As CephFS's MDS revokes a client's
@@ -22,7 +23,9 @@
 //
 // Bounded: a session records at most `inodes_max` inodes, then receives
 // every invalidation; more than `queue_max` unacknowledged invalidations
-// end in a reset (the mount drops everything it cached).
+// end in a reset (the mount drops everything it cached, and its record
+// starts over). While a session's reset is unacknowledged (a new session
+// starts with one), every change owes it that reset.
 //
 // Thread-safe. Callbacks (WatchReply, AfterInvalidated's) run without the
 // mutex, on the calling thread or on the class's timer thread.
@@ -87,12 +90,13 @@ class MountCaches {
   // A read position: call before a read whose inode is known only after
   // it (a lookup), then RecordInodeRead with it.
   uint64_t ReadPosition() const ABSL_LOCKS_EXCLUDED(mu_);
-  // After such a read: records `ino`; if an invalidation of it was
-  // published since `position`, the read may have seen the older value, so
-  // the session gets one too (applied before or after its reply: either
-  // way its kernel does not keep the answer).
-  void RecordInodeRead(const proto::CacheSession& session, uint64_t ino, uint64_t position)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // After such a read: records `ino` and returns true if an invalidation
+  // of it was published since `position` (the read may have seen the older
+  // value, and the change that made it need not have waited for this
+  // session): the caller reads again. With `invalidate`, the session then
+  // also gets an invalidation of it (its kernel drops the answer soon).
+  bool RecordInodeRead(const proto::CacheSession& session, uint64_t ino, uint64_t position,
+                       bool invalidate) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Durable changes (MetadataDb::DurableObserver): queues their
   // invalidations and answers the held polls they concern.
@@ -117,7 +121,8 @@ class MountCaches {
   // mounts changing one directory at once.
   void AfterInvalidated(uint64_t origin_mount, uint64_t call_seq, std::function<void()> done)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Bracket a change of `mount_id` (0: none) from its arrival to its reply.
+  // Bracket a change of `mount_id` (0: none) that holds a directory lock
+  // in its kernel (create, unlink, rename) from its arrival to its reply.
   void BeginChange(uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
   void EndChange(uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -136,6 +141,7 @@ class MountCaches {
   struct Pending {
     uint64_t seq;
     proto::CacheInvalidation invalidation;
+    absl::Time sent = absl::InfiniteFuture();  // first answered with it
   };
   struct Session {
     uint64_t token = 0;
@@ -143,8 +149,11 @@ class MountCaches {
     absl::flat_hash_set<uint64_t> inodes;  // directories and inodes recorded
     bool everything = false;               // past inodes_max
     std::deque<Pending> unacked;           // in seq order
-    uint64_t reset_seq = 0;                // a reset owed (queue overflow), unacked
-    absl::Time last_answer;                // meta sent it an answer
+    uint64_t reset_seq = 0;                // a reset owed (new session, overflow), unacked
+    absl::Time reset_sent = absl::InfiniteFuture();
+    // When its latest poll arrived: the mount trusts its cache at most a
+    // lease past it (it counts from when it sent a poll meta answered).
+    absl::Time last_poll;
     WatchReply held;                       // a held poll, or empty
     absl::Time hold_until;
   };
@@ -169,6 +178,8 @@ class MountCaches {
   void AnswerHeld(Session& session, Callbacks& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   proto::WatchCacheResponse AnswerOf(Session& session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Lapsed(const Session& session, absl::Time now) const;
+  // Makes `session` a new one: a fresh token and a reset owed.
+  void StartSession(Session& session, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Every session's newest invalidation not yet acknowledged.
   std::vector<Owed> AllOwedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool PaidLocked(const std::vector<Owed>& owed, absl::Time now) const

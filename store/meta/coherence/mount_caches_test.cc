@@ -133,7 +133,7 @@ TEST_F(MountCachesTest, TheChangingMountRecordsInsteadOfBeingInvalidated) {
 TEST_F(MountCachesTest, AMountThatStopsPollingIsWaitedForOneLeaseThenForgotten) {
   proto::CacheSession a = Join(kMountA);
   now_ += absl::Milliseconds(250);
-  caches_->TEST_Tick();  // meta's last answer; then the mount goes silent
+  caches_->TEST_Tick();  // its last poll is answered; then the mount goes silent
   ASSERT_TRUE(held_[kMountA].answer->has_value());
   caches_->RecordInode(a, kFile);
   ChangedKeys chmod;
@@ -141,10 +141,10 @@ TEST_F(MountCachesTest, AMountThatStopsPollingIsWaitedForOneLeaseThenForgotten) 
   chmod.inodes.push_back(kFile);
   caches_->Publish({chmod});
   auto done = Wait();
-  now_ += absl::Milliseconds(900);
+  now_ += absl::Milliseconds(750);
   caches_->TEST_Tick();
   EXPECT_FALSE(*done);  // its lease has not run out
-  now_ += absl::Milliseconds(300);  // lease + margin since meta's last answer
+  now_ += absl::Milliseconds(100);  // lease + margin since its last poll arrived
   caches_->TEST_Tick();
   EXPECT_TRUE(*done);
   EXPECT_EQ(caches_->stats().lapsed_waits, 1u);
@@ -154,6 +154,51 @@ TEST_F(MountCachesTest, AMountThatStopsPollingIsWaitedForOneLeaseThenForgotten) 
   ASSERT_TRUE(back.answer->has_value());
   EXPECT_TRUE((*back.answer)->reset());
   EXPECT_NE((*back.answer)->token(), a.token());
+}
+
+TEST_F(MountCachesTest, AMountThatPollsButNeverAcknowledgesIsForgottenAfterALease) {
+  // Its answers are lost, or its poll thread is stuck: it has not renewed
+  // its trust since the answer it did not acknowledge was sent.
+  proto::CacheSession a = Join(kMountA);
+  caches_->RecordInode(a, kFile);
+  ChangedKeys chmod;
+  chmod.origin_mount = kMountB;
+  chmod.inodes.push_back(kFile);
+  caches_->Publish({chmod});  // sent to the held poll
+  auto done = Wait();
+  for (int i = 0; i < 5; ++i) {
+    now_ += absl::Milliseconds(200);
+    Watch(kMountA, a.token(), acked_[kMountA]);  // polls, acknowledging nothing new
+    caches_->TEST_Tick();
+  }
+  EXPECT_FALSE(*done);
+  now_ += absl::Milliseconds(200);  // a lease + margin since it was sent
+  caches_->TEST_Tick();
+  EXPECT_TRUE(*done);
+}
+
+TEST_F(MountCachesTest, ResetsEndUnderLoad) {
+  // A session's reset covers what was queued before it; what comes after
+  // is queued as usual, so acknowledging the reset ends it.
+  proto::CacheSession a = Join(kMountA);
+  for (uint64_t ino = 100; ino < 110; ++ino) caches_->RecordInode(a, ino);  // everything
+  ChangedKeys change;
+  change.origin_mount = kMountB;
+  change.inodes.push_back(5000);
+  for (int i = 0; i < 6; ++i) caches_->Publish({change});  // past queue_max: a reset
+  Poll reset = Watch(kMountA, a.token(), acked_[kMountA]);
+  ASSERT_TRUE(reset.answer->has_value());
+  ASSERT_TRUE((*reset.answer)->reset());
+  caches_->RecordInode(a, 5000);  // looked up again after the reset
+  caches_->Publish({change});     // more load meanwhile
+  Poll next = Watch(kMountA, a.token(), (*reset.answer)->seq());
+  ASSERT_TRUE(next.answer->has_value());
+  EXPECT_FALSE((*next.answer)->reset());
+  ASSERT_EQ((*next.answer)->invalidations_size(), 1);
+  EXPECT_EQ((*next.answer)->invalidations(0).ino(), 5000u);
+  auto done = Wait();
+  Watch(kMountA, a.token(), (*next.answer)->seq());
+  EXPECT_TRUE(*done);
 }
 
 TEST_F(MountCachesTest, HeldPollsAreAnsweredEmptyAfterAQuarterLease) {
@@ -237,13 +282,13 @@ TEST_F(MountCachesTest, ALookupRacingAChangeGetsAnInvalidationToo) {
   chmod.origin_mount = kMountB;
   chmod.inodes.push_back(kFile);
   caches_->Publish({chmod});  // between the lookup's read and its record
-  caches_->RecordInodeRead(a, kFile, position);
+  EXPECT_TRUE(caches_->RecordInodeRead(a, kFile, position, /*invalidate=*/true));
   Poll poll = Watch(kMountA, a.token(), acked_[kMountA]);
   ASSERT_TRUE(poll.answer->has_value());
   ASSERT_EQ((*poll.answer)->invalidations_size(), 1);
   EXPECT_EQ((*poll.answer)->invalidations(0).ino(), kFile);
   // A read after the change owes nothing.
-  caches_->RecordInodeRead(a, kFile + 1, caches_->ReadPosition());
+  EXPECT_FALSE(caches_->RecordInodeRead(a, kFile + 1, caches_->ReadPosition(), true));
   Poll after = Watch(kMountA, a.token(), (*poll.answer)->seq());
   EXPECT_FALSE(after.answer->has_value());
 }
