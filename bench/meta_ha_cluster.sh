@@ -15,7 +15,8 @@
 #       meta (REPLICAS > 1: that many replicas on HA_ETCD, etcd cluster
 #       name NAME), segds 1..3 and a mount at ROOT/mnt-NAME made with BIN;
 #       state and logs in ROOT/NAME-*; sets HA_MNT; returns 1 if the
-#       mount does not come up within 20 s.
+#       mount does not come up within 20 s. Extra meta flags go in the
+#       environment variable HA_META_FLAGS (space-separated).
 # Needs python3 (free ports), etcd and etcdctl.
 
 HA_PIDS=()
@@ -61,10 +62,13 @@ ha_start_cluster() {
   for i in $(seq 1 "$replicas"); do
     d="$root/$name-meta$i"
     if [ "$replicas" -gt 1 ]; then
+      # shellcheck disable=SC2086
       "$bin" meta --data_dir="$d" --listen=127.0.0.1:0 --address_file="$d.addr" \
-        --etcd="$HA_ETCD" --cluster="$name" >"$d.log" 2>&1 &
+        --etcd="$HA_ETCD" --cluster="$name" ${HA_META_FLAGS:-} >"$d.log" 2>&1 &
     else
-      "$bin" meta --data_dir="$d" --listen=127.0.0.1:0 --address_file="$d.addr" >"$d.log" 2>&1 &
+      # shellcheck disable=SC2086
+      "$bin" meta --data_dir="$d" --listen=127.0.0.1:0 --address_file="$d.addr" \
+        ${HA_META_FLAGS:-} >"$d.log" 2>&1 &
     fi
     HA_PIDS+=($!)
     ha_wait_file "$d.addr" || return 1

@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,7 +23,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "src/cluster/etcd_cluster.h"
 #include "tests/meta_ha_cluster.h"
 #include "tests/mounted_cluster.h"
 #include "tests/multi_host_cluster.h"
@@ -261,14 +259,7 @@ TEST_F(NoInvalidationsTest, MountsFallBackToOneSecond) {
 class CoherenceHaTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/logfs-etcd-XXXXXX";
-    ASSERT_NE(nullptr, mkdtemp(tmpl));
-    etcd_dir_ = tmpl;
-    cluster::EtcdClusterOptions etcd_options;
-    etcd_options.dir = etcd_dir_;
-    auto etcd = cluster::EtcdCluster::Start(etcd_options);
-    ASSERT_TRUE(etcd.ok()) << etcd.status();
-    etcd_ = std::move(*etcd);
+    ASSERT_TRUE(etcd_.Start().ok());
     MountedClusterOptions options;
     options.mounts = 2;
     options.etcd_endpoints = etcd_->endpoints();
@@ -282,13 +273,10 @@ class CoherenceHaTest : public ::testing::Test {
   }
   void TearDown() override {
     cluster_.reset();
-    etcd_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(etcd_dir_, ec);
+    etcd_.Stop();
   }
 
-  std::string etcd_dir_;
-  std::unique_ptr<cluster::EtcdCluster> etcd_;
+  TempEtcd etcd_;
   std::unique_ptr<MountedCluster> cluster_;
 };
 

@@ -1,5 +1,10 @@
 #include "tests/meta_ha_cluster.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
+#include <system_error>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "store/format/message_type.h"
@@ -35,6 +40,26 @@ absl::StatusOr<int> WaitForActiveMeta(const cluster::LocalCluster& cluster, absl
   }
   return absl::DeadlineExceededError(
       absl::StrCat("no meta replica active after ", absl::FormatDuration(timeout), ": ", last));
+}
+
+absl::Status TempEtcd::Start() {
+  char tmpl[] = "/tmp/logfs-etcd-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp /tmp/logfs-etcd-XXXXXX failed");
+  dir_ = tmpl;
+  cluster::EtcdClusterOptions options;
+  options.dir = dir_;
+  auto etcd = cluster::EtcdCluster::Start(options);
+  if (!etcd.ok()) return etcd.status();
+  etcd_ = std::move(*etcd);
+  return absl::OkStatus();
+}
+
+void TempEtcd::Stop() {
+  etcd_.reset();
+  if (dir_.empty()) return;
+  std::error_code error;
+  std::filesystem::remove_all(dir_, error);
+  dir_.clear();
 }
 
 }  // namespace logfs::testing

@@ -30,7 +30,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "bench/durability_checker.h"
-#include "src/cluster/etcd_cluster.h"
 #include "src/env/posix_file.h"
 #include "store/format/error_codec.h"
 #include "store/format/message_type.h"
@@ -158,14 +157,7 @@ class MetaHaFaultTest : public ::testing::Test {
   virtual bool OneEtcdMemberPerReplica() { return false; }
 
   void SetUp() override {
-    char tmpl[] = "/tmp/logfs-etcd-XXXXXX";
-    ASSERT_NE(nullptr, mkdtemp(tmpl));
-    etcd_dir_ = tmpl;
-    cluster::EtcdClusterOptions etcd_options;
-    etcd_options.dir = etcd_dir_;
-    auto etcd = cluster::EtcdCluster::Start(etcd_options);
-    ASSERT_TRUE(etcd.ok()) << etcd.status();
-    etcd_ = std::move(*etcd);
+    ASSERT_TRUE(etcd_.Start().ok());
 
     MountedClusterOptions options;
     options.etcd_endpoints = etcd_->endpoints();
@@ -192,9 +184,7 @@ class MetaHaFaultTest : public ::testing::Test {
   }
   void TearDown() override {
     cluster_.reset();
-    etcd_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(etcd_dir_, ec);
+    etcd_.Stop();
   }
 
   int Active() {
@@ -288,8 +278,7 @@ class MetaHaFaultTest : public ::testing::Test {
     return wrong;
   }
 
-  std::string etcd_dir_;
-  std::unique_ptr<cluster::EtcdCluster> etcd_;
+  TempEtcd etcd_;
   std::unique_ptr<MountedCluster> cluster_;
   std::string log_dir_;
 };

@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,7 +29,6 @@
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
 #include "src/util/crc32c.h"
-#include "src/cluster/etcd_cluster.h"
 #include "tests/fault_row.h"
 #include "tests/meta_ha_cluster.h"
 #include "tests/mounted_cluster.h"
@@ -275,25 +273,15 @@ class RocksdbPluginHaFaultTest : public RocksdbPluginFaultTest {
     return options;
   }
   void SetUp() override {
-    char tmpl[] = "/tmp/logfs-etcd-XXXXXX";
-    ASSERT_NE(nullptr, ::mkdtemp(tmpl));
-    etcd_dir_ = tmpl;
-    cluster::EtcdClusterOptions etcd_options;
-    etcd_options.dir = etcd_dir_;
-    auto etcd = cluster::EtcdCluster::Start(etcd_options);
-    ASSERT_TRUE(etcd.ok()) << etcd.status();
-    etcd_ = std::move(*etcd);
+    ASSERT_TRUE(etcd_.Start().ok());
     RocksdbPluginFaultTest::SetUp();
   }
   void TearDown() override {
     cluster_.reset();
-    etcd_.reset();
-    std::error_code error;
-    std::filesystem::remove_all(etcd_dir_, error);
+    etcd_.Stop();
   }
 
-  std::string etcd_dir_;
-  std::unique_ptr<cluster::EtcdCluster> etcd_;
+  TempEtcd etcd_;
 };
 
 TEST_F(RocksdbPluginHaFaultTest, KillTheActiveMeta) {

@@ -131,6 +131,29 @@ void MountCaches::Queue(Session& session, proto::CacheInvalidation invalidation)
   session.unacked.push_back({seq_, std::move(invalidation)});
 }
 
+void MountCaches::Deliver(uint64_t origin_mount, uint64_t key,
+                          const proto::CacheInvalidation& invalidation,
+                          std::map<uint64_t, Owed>& owed, std::vector<Session*>& touched) {
+  for (auto& [mount_id, session] : sessions_) {
+    if (mount_id == origin_mount) {
+      Record(session, key);
+      continue;
+    }
+    if (session.everything || session.inodes.contains(key)) {
+      Queue(session, invalidation);
+      touched.push_back(&session);
+    }
+    // Until it drops everything, what it cached before is unknown.
+    if (session.reset_seq != 0) {
+      owed[mount_id] =
+          Owed{mount_id, session.token, std::max(session.reset_seq, owed[mount_id].seq)};
+    }
+    if (!session.unacked.empty() && session.unacked.back().seq == seq_) {
+      owed[mount_id] = Owed{mount_id, session.token, seq_};
+    }
+  }
+}
+
 void MountCaches::Publish(const std::vector<ChangedKeys>& changes) {
   Callbacks out;
   {
@@ -139,32 +162,13 @@ void MountCaches::Publish(const std::vector<ChangedKeys>& changes) {
     for (const ChangedKeys& change : changes) {
       ++published_;
       std::map<uint64_t, Owed> owed;  // by mount
-      auto deliver = [&](uint64_t key, auto make) {
-        for (auto& [mount_id, session] : sessions_) {
-          if (mount_id == change.origin_mount) {
-            Record(session, key);
-            continue;
-          }
-          if (session.everything || session.inodes.contains(key)) {
-            Queue(session, make());
-            touched.push_back(&session);
-          }
-          // Until it drops everything, what it cached before is unknown.
-          if (session.reset_seq != 0) {
-            owed[mount_id] = Owed{mount_id, session.token,
-                                  std::max(session.reset_seq, owed[mount_id].seq)};
-          }
-          if (!session.unacked.empty() && session.unacked.back().seq == seq_) {
-            owed[mount_id] = Owed{mount_id, session.token, seq_};
-          }
-        }
-      };
       for (uint64_t ino : change.inodes) {
         recent_.emplace_back(published_, ino);
-        deliver(ino, [ino] { return InodeInvalidation(ino); });
+        Deliver(change.origin_mount, ino, InodeInvalidation(ino), owed, touched);
       }
-      for (const auto& [parent, name] : change.entries) {
-        deliver(parent, [&, parent = parent] { return EntryInvalidation(parent, name); });
+      for (const auto& entry : change.entries) {
+        Deliver(change.origin_mount, entry.first, EntryInvalidation(entry.first, entry.second), owed,
+                touched);
       }
       if (change.origin_call != 0) {
         const std::pair<uint64_t, uint64_t> call(change.origin_mount, change.origin_call);

@@ -174,6 +174,13 @@ class MountCaches {
   void Record(Session& session, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Queue(Session& session, proto::CacheInvalidation invalidation)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues `invalidation` of `key` (an inode, or an entry's directory) to
+  // every session that recorded it but `origin_mount`'s, which records it
+  // instead; notes in `owed` what each session then owes the change, and
+  // in `touched` the sessions whose held polls to answer.
+  void Deliver(uint64_t origin_mount, uint64_t key, const proto::CacheInvalidation& invalidation,
+               std::map<uint64_t, Owed>& owed, std::vector<Session*>& touched)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Answers session's held poll (if any) with what it owes.
   void AnswerHeld(Session& session, Callbacks& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   proto::WatchCacheResponse AnswerOf(Session& session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
