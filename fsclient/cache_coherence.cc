@@ -38,7 +38,7 @@ void CacheCoherence::Start(KernelCache* kernel) {
               << options_.fallback_seconds << " s";
     return;
   }
-  threads_running_ = 2;
+  watchdog_running_ = true;
   poller_ = std::thread([this] { PollLoop(); });
   watchdog_ = std::thread([this] { WatchdogLoop(); });
 }
@@ -47,12 +47,18 @@ bool CacheCoherence::StopWithin(absl::Duration wait) {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
-    stop_notifying_.store(true, std::memory_order_relaxed);
-    auto stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return threads_running_ == 0; };
-    if (!mu_.AwaitWithTimeout(absl::Condition(&stopped), wait)) return false;
+    // Nothing is given long from now: meta stops waiting for this mount a
+    // lease after its last poll, and the mount may still answer requests.
+    trusted_until_ = absl::InfinitePast();
+    ++generation_;
+    auto dropped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !watchdog_running_; };
+    if (!mu_.AwaitWithTimeout(absl::Condition(&dropped), wait)) {
+      stop_notifying_.store(true, std::memory_order_relaxed);
+      return false;
+    }
   }
-  if (poller_.joinable()) poller_.join();
   if (watchdog_.joinable()) watchdog_.join();
+  if (poller_.joinable()) poller_.join();  // within its poll's timeout
   return true;
 }
 
@@ -310,16 +316,12 @@ void CacheCoherence::PollLoop() {
     mu_.AwaitWithTimeout(absl::Condition(&stopping), retry_delay);
     retry_delay = std::min(retry_delay * 2, kRetryDelayMax);
   }
-  absl::MutexLock lock(&mu_);
-  --threads_running_;
 }
 
 void CacheCoherence::WatchdogLoop() {
   absl::MutexLock lock(&mu_);
-  auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
   while (!stopping_) {
-    const absl::Time now = absl::Now();
-    if (trusted_until_ != absl::InfinitePast() && now >= trusted_until_) {
+    if (trusted_until_ != absl::InfinitePast() && absl::Now() >= trusted_until_) {
       mu_.Unlock();
       LOGFS_LOG_EVERY_MS(WARNING, 10000)
           << "no answer from meta within the cache lease: dropping cached names and "
@@ -328,11 +330,20 @@ void CacheCoherence::WatchdogLoop() {
       mu_.Lock();
       continue;
     }
-    const absl::Time deadline =
-        trusted_until_ == absl::InfinitePast() ? now + absl::Seconds(1) : trusted_until_;
-    mu_.AwaitWithDeadline(absl::Condition(&stopping), deadline);
+    // Until the lease runs out, or is renewed, or the mount stops.
+    const absl::Time observed = trusted_until_;
+    auto changed = [this, observed]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_ || trusted_until_ != observed;
+    };
+    mu_.AwaitWithDeadline(absl::Condition(&changed), observed == absl::InfinitePast()
+                                                         ? absl::InfiniteFuture()
+                                                         : observed);
   }
-  --threads_running_;
+  // Stopping: the kernel keeps nothing long past the mount's end.
+  mu_.Unlock();
+  DropAll();
+  mu_.Lock();
+  watchdog_running_ = false;
 }
 
 CacheCoherence::Stats CacheCoherence::stats() const {

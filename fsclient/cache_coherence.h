@@ -70,9 +70,10 @@ class CacheCoherence {
   // Starts polling meta for `kernel` (not owned; outlives Stop). Without a
   // lease from meta, nothing starts and the fallback timeout applies.
   void Start(KernelCache* kernel) ABSL_LOCKS_EXCLUDED(mu_);
-  // Ends the poll and the lease watchdog (within one poll's timeout);
-  // idempotent. StopWithin gives up after `wait` (false) when a drop is
-  // stuck in the kernel behind a directory lock that a request no FUSE
+  // Ends the poll and the lease watchdog, which first drops everything
+  // given to the kernel (nothing is given long from the call on);
+  // idempotent. StopWithin gives up after `wait` (false) when that drop
+  // is stuck in the kernel behind a directory lock that a request no FUSE
   // worker will answer holds (the session loop ended): the caller
   // unmounts, which releases it, then calls Stop.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
@@ -156,7 +157,7 @@ class CacheCoherence {
   absl::Time trusted_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Stats stats_ ABSL_GUARDED_BY(mu_);
-  int threads_running_ ABSL_GUARDED_BY(mu_) = 0;
+  bool watchdog_running_ ABSL_GUARDED_BY(mu_) = false;  // until its last drop
   std::atomic<bool> stop_notifying_{false};
   std::thread poller_;
   std::thread watchdog_;

@@ -312,18 +312,14 @@ class MetaServerImpl : public MetaServer {
 
   // MountCaches::BeginChange until the last copy goes (after the reply).
   using ChangeInFlight = std::shared_ptr<void>;
-  // A change that holds a directory lock in its mount's kernel, from when
-  // it arrives (MountCaches::AfterInvalidated does not wait for that mount
-  // meanwhile); null for other calls.
+  // A change that holds an inode lock in its mount's kernel (a directory's,
+  // which a drop of a name in it needs), from when it arrives:
+  // MountCaches::AfterInvalidated does not wait for that mount meanwhile.
+  // Null for other calls.
   ChangeInFlight BeginChange(const format::Frame& frame) {
-    using format::MessageType;
-    if (frame.type != MessageType::kCreate && frame.type != MessageType::kUnlink &&
-        frame.type != MessageType::kRename) {
-      return nullptr;
-    }
-    // caches_ and service_ are set before serving_ (Promote).
+    // caches_ is set before serving_ (Promote).
     if (!serving_.load(std::memory_order_acquire) || caches_ == nullptr) return nullptr;
-    const uint64_t mount = service_->MountOf(frame.connection_id);
+    const uint64_t mount = MetaService::LockingChangeMount(frame);
     if (mount == 0) return nullptr;
     MountCaches* caches = caches_.get();
     caches->BeginChange(mount);

@@ -262,10 +262,26 @@ void MetaService::RememberSession(uint64_t connection, uint64_t mount_id) {
   mount_sessions_[connection] = mount_id;
 }
 
-uint64_t MetaService::MountOf(uint64_t connection_id) {
-  absl::MutexLock lock(&sessions_mu_);
-  auto it = mount_sessions_.find(connection_id);
-  return it == mount_sessions_.end() ? 0 : it->second;
+uint64_t MetaService::LockingChangeMount(const format::Frame& frame) {
+  auto mount_of = [&frame](auto request) -> uint64_t {
+    return request.ParseFromString(frame.message) ? request.call().mount_id() : 0;
+  };
+  switch (frame.type) {
+    case format::MessageType::kCreate:
+      return mount_of(proto::CreateRequest());
+    case format::MessageType::kUnlink:
+      return mount_of(proto::UnlinkRequest());
+    case format::MessageType::kRename:
+      return mount_of(proto::RenameRequest());
+    case format::MessageType::kSetAttr:
+      return mount_of(proto::SetAttrRequest());
+    case format::MessageType::kSetXattr:
+      return mount_of(proto::SetXattrRequest());
+    case format::MessageType::kRemoveXattr:
+      return mount_of(proto::GetXattrRequest());
+    default:
+      return 0;
+  }
 }
 
 std::optional<uint64_t> MetaService::TakeSession(uint64_t connection_id) {

@@ -49,8 +49,11 @@ class MetaService {
   // MountHeartbeat tell which), forgotten; nullopt if none. A closed
   // connection ends that mount's session (its leases lapse).
   std::optional<uint64_t> TakeSession(uint64_t connection_id) ABSL_LOCKS_EXCLUDED(sessions_mu_);
-  // The mount whose session runs over this connection; 0 if none.
-  uint64_t MountOf(uint64_t connection_id) ABSL_LOCKS_EXCLUDED(sessions_mu_);
+  // The mount (its call id's) of a change that holds an inode lock in its
+  // kernel while it waits for meta: create, unlink and rename (the
+  // directory's), setattr, setxattr and removexattr (the inode's, a
+  // directory's among them); 0 for other calls, or one that does not parse.
+  static uint64_t LockingChangeMount(const format::Frame& frame);
 
  private:
   Reply HandleNames(const format::Frame& frame, proto::CallId* call);

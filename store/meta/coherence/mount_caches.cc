@@ -142,14 +142,14 @@ void MountCaches::Deliver(uint64_t origin_mount, uint64_t key,
     if (session.everything || session.inodes.contains(key)) {
       Queue(session, invalidation);
       touched.push_back(&session);
+      if (!session.unacked.empty() && session.unacked.back().seq == seq_) {
+        owed[mount_id] = Owed{mount_id, session.token, seq_};
+      }
     }
     // Until it drops everything, what it cached before is unknown.
     if (session.reset_seq != 0) {
       owed[mount_id] =
           Owed{mount_id, session.token, std::max(session.reset_seq, owed[mount_id].seq)};
-    }
-    if (!session.unacked.empty() && session.unacked.back().seq == seq_) {
-      owed[mount_id] = Owed{mount_id, session.token, seq_};
     }
   }
 }

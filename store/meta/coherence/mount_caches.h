@@ -121,8 +121,9 @@ class MountCaches {
   // mounts changing one directory at once.
   void AfterInvalidated(uint64_t origin_mount, uint64_t call_seq, std::function<void()> done)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Bracket a change of `mount_id` (0: none) that holds a directory lock
-  // in its kernel (create, unlink, rename) from its arrival to its reply.
+  // Bracket a change of `mount_id` (0: none) that holds an inode lock in
+  // its kernel (create, unlink, rename, setattr, setxattr, removexattr:
+  // MetaService::LockingChangeMount) from its arrival to its reply.
   void BeginChange(uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
   void EndChange(uint64_t mount_id) ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -255,6 +255,18 @@ TEST_F(MountCachesTest, AChangeWaitsForItsOwnInvalidationsOnly) {
   EXPECT_TRUE(*Wait(kMountB, 3));
 }
 
+TEST_F(MountCachesTest, AChangeDoesNotOweWhatAnEarlierChangeQueued) {
+  proto::CacheSession a = Join(kMountA);
+  caches_->RecordDir(a, kDir);
+  ChangedKeys first = Entry(kMountB, kDir, "x");  // A owes it, unacknowledged
+  first.origin_call = 1;
+  ChangedKeys second = Entry(kMountB, kDir + 5, "y");  // nobody cached kDir + 5
+  second.origin_call = 2;
+  caches_->Publish({first, second});
+  EXPECT_FALSE(*Wait(kMountB, 1));
+  EXPECT_TRUE(*Wait(kMountB, 2));
+}
+
 TEST_F(MountCachesTest, AChangeDoesNotWaitForLaterInvalidations) {
   proto::CacheSession a = Join(kMountA);
   caches_->RecordDir(a, kDir);
