@@ -123,10 +123,7 @@ std::optional<absl::StatusOr<std::string>> CacheCoherence::CachedXattr(uint64_t 
 
 void CacheCoherence::StoreXattr(Ticket ticket, uint64_t ino, const std::string& name,
                                 const absl::StatusOr<std::string>& answer) {
-  if (!answer.ok() && !absl::IsNotFound(answer.status()) &&
-      AttachedErrno(answer.status()) != ENODATA) {
-    return;
-  }
+  if (!answer.ok() && AttachedErrno(answer.status()) != ENODATA) return;
   absl::ReaderMutexLock lock(&mu_);
   if (TimeoutLocked(ticket) <= 0 || lease_ <= absl::ZeroDuration()) return;
   absl::MutexLock tracked(&tracked_mu_);
@@ -280,7 +277,9 @@ void CacheCoherence::Apply(const proto::WatchCacheResponse& response, absl::Time
   FlushEvicted();
   absl::MutexLock lock(&mu_);
   stats_.invalidations += response.invalidations_size();
-  // Applied: now the answer may renew the lease.
+  // Applied: now the answer may renew the lease (not once Stop began:
+  // the watchdog's last drop must be the last word).
+  if (stopping_) return;
   trusted_until_ = sent + TrustOf(lease_);
   stats_.trusted = true;
 }
