@@ -253,6 +253,10 @@ void AddCheckpointRequests(Requests& out) {
   read.set_file("CURRENT");
   read.set_length(8);
   Add(out, MessageType::kReadCheckpoint, read);
+  // A mount's cache poll: meta_server.cc's too (MountCaches).
+  proto::WatchCacheRequest watch;
+  watch.set_mount_id(1);
+  Add(out, MessageType::kWatchCache, watch);
 }
 
 // One valid request per message type, then sequences that build on each
