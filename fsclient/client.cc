@@ -281,6 +281,11 @@ proto::CreateRequest CreateRequestOf(uint64_t parent, const std::string& name, u
   request.set_gid(gid);
   return request;
 }
+
+// What a write by a caller without CAP_FSETID clears (should_remove_suid).
+bool HasSetIdToClear(uint32_t mode) {
+  return S_ISREG(mode) && ((mode & S_ISUID) != 0 || (mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP));
+}
 }  // namespace
 
 absl::StatusOr<proto::Attr> Client::Create(uint64_t parent, const std::string& name, uint32_t mode,
@@ -516,6 +521,16 @@ std::shared_ptr<wal::FileWriter> Client::NewWriterLocked(proto::Inode opened) {
   return writer;
 }
 
+absl::Status Client::ClearSetId(OpenFile& file) {
+  proto::SetAttrRequest request;
+  request.set_ino(file.ino);
+  request.set_mount_id(deps_->mount_id());
+  request.set_clear_set_id(true);
+  RETURN_IF_ERROR(deps_->SetAttr(std::move(request)).status());
+  file.set_id_at_open = false;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<OpenFile>> Client::CreateForWrite(
     uint64_t parent, const std::string& name, uint32_t mode, uid_t uid, gid_t gid, int flags,
     proto::Attr* attr, std::optional<proto::FileKind> kind) {
@@ -528,6 +543,7 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Client::CreateForWrite(
   file->writable = true;
   file->append = (flags & O_APPEND) != 0;
   file->kind = opened.attr().kind();
+  file->set_id_at_open = HasSetIdToClear(opened.attr().mode());
   absl::MutexLock lock(&mu_);
   // A new inode: no other handle of this mount can know it yet.
   file->writer = NewWriterLocked(std::move(opened));
@@ -545,6 +561,7 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Client::Open(uint64_t ino, int flags) 
     ASSIGN_OR_RETURN(proto::Inode inode, deps_->GetInode(ino));
     if (S_ISDIR(inode.attr().mode())) return PosixError(EISDIR, "is a directory");
     file->kind = inode.attr().kind();
+    file->set_id_at_open = HasSetIdToClear(inode.attr().mode());
     bool sealed_block = file->kind == proto::KIND_BLOCK && SealedLength(inode) > 0 &&
                         !HasOpenSegment(inode) && FindWriter(ino) == nullptr;
     if (!sealed_block) {

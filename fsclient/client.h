@@ -38,6 +38,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -134,6 +135,10 @@ struct OpenFile {
   std::shared_ptr<wal::FileWriter> writer;  // set on writable, not denied
   bool live = false;          // another writer may grow the file: refresh on read
   bool growing = false;       // at open: a writer holds it, or it has an open segment
+  // Writable, and at open its mode had S_ISUID, or S_ISGID with S_IXGRP:
+  // the first write by a caller without CAP_FSETID clears them
+  // (Client::ClearSetId). Cleared once they are.
+  std::atomic<bool> set_id_at_open{false};
   absl::Mutex mu;
   proto::Inode inode ABSL_GUARDED_BY(mu);   // for reads
   // Reads of a live file ask meta for `inode` with no lock held: each ask
@@ -189,6 +194,15 @@ class Client {
   void Lookup(uint64_t parent, const std::string& name, AttrDone done);
   void GetAttr(uint64_t ino, AttrDone done);
   void SetAttr(const proto::SetAttrRequest& request, AttrDone done);
+  // Clears S_ISUID, and S_ISGID if S_IXGRP is set, of `file`'s inode at
+  // meta (SetAttrRequest.clear_set_id, from the mode meta has, not a copy):
+  // what ext4 does on a write by a caller without CAP_FSETID. The FUSE
+  // layer calls it before such a write while file.set_id_at_open holds;
+  // a chmod that sets the bits on a file already open for write is not
+  // seen by that descriptor's writes (docs/POSIX.md). One meta round trip
+  // on the caller's thread. Errors: meta's (ESTALE for a removed inode,
+  // EIO when meta is unreachable).
+  absl::Status ClearSetId(OpenFile& file);
   // A new inode of the type in `mode` (S_IFMT | permission bits, umask
   // applied): a regular file, directory, symlink (to `symlink_target`) or
   // special file (FIFO, socket, device node with device number `rdev`).

@@ -7,6 +7,7 @@
 #include <fuse_lowlevel.h>
 #include <glog/logging.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "fuse/dir_stream.h"
 #include "fuse/errno_map.h"
 #include "fuse/op_metrics.h"
+#include "fuse/process_state.h"
 #include "fuse/request.h"
 #include "store/format/limits.h"
 #include "store/format/setattr_bits.h"
@@ -399,6 +401,14 @@ void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off
   fsclient::Client& mount = M(req);
   const FileHandle file = Handle(fi);
   RequestPtr r = Begin(req, FuseOp::kWrite);
+  // As ext4 (the kernel's file_remove_privs): a write by a caller without
+  // CAP_FSETID first clears the file's set-user-ID bit, and its
+  // set-group-ID bit if group execute is set. Only files that had them
+  // at open pay the /proc read and the meta round trip.
+  if (file->set_id_at_open.load(std::memory_order_relaxed) &&
+      !CallerHasCapability(fuse_req_ctx(req)->pid, CAP_FSETID)) {
+    if (absl::Status s = mount.ClearSetId(*file); !s.ok()) return ReplyStatus(r, s);
+  }
   mount.WriteAsync(*file, static_cast<uint64_t>(off), buf, size, [r, size](absl::Status s) {
     if (!s.ok()) return ReplyStatus(r, s);
     if (fuse_req_t claimed = r->Claim()) r->Replied(fuse_reply_write(claimed, size), 0);

@@ -103,4 +103,17 @@ bool CallerIsDying(pid_t tid) {
   return IsDying(stat, status);
 }
 
+bool StatusHasCapability(absl::string_view status, int cap) {
+  uint64_t effective = 0;
+  if (cap < 0 || cap > 63 || !MaskOf(status, "CapEff", &effective)) return false;
+  return (effective & (uint64_t{1} << cap)) != 0;
+}
+
+bool CallerHasCapability(pid_t tid, int cap) {
+  if (tid <= 0) return false;
+  std::string status;
+  if (!ReadProcFile(absl::StrCat("/proc/", tid, "/status"), &status)) return false;
+  return StatusHasCapability(status, cap);
+}
+
 }  // namespace logfs::fuse

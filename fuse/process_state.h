@@ -23,6 +23,18 @@ namespace logfs::fuse {
 // RELEASE) never are. Reads two small /proc files; thread-safe.
 bool CallerIsDying(pid_t tid);
 
+// True if task `tid` has capability `cap` (CAP_FSETID, ...) in its
+// effective set (/proc/TID/status CapEff), as the kernel's capable() asks
+// of the caller; false if /proc/TID/status cannot be read or parsed, so a
+// caller that cannot be seen is treated as unprivileged. The kernel tells
+// a filesystem that a direct write's caller lacks CAP_FSETID
+// (FUSE_WRITE_KILL_SUIDGID), but libfuse 3.14's low-level write does not
+// pass the flag on; this asks the same question. Thread-safe.
+bool CallerHasCapability(pid_t tid, int cap);
+
+// The same for the text of /proc/TID/status (unit-testable).
+bool StatusHasCapability(absl::string_view status, int cap);
+
 // The same judgement from the texts of /proc/TID/stat and
 // /proc/TID/status (unit-testable); false for text it cannot parse.
 bool IsDying(absl::string_view stat, absl::string_view status);

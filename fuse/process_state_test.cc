@@ -2,6 +2,7 @@
 #include "fuse/process_state.h"
 
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,6 +89,49 @@ TEST(ProcessStateTest, RealProcesses) {
   EXPECT_TRUE(CallerIsDying(child));
   ASSERT_EQ(child, waitpid(child, nullptr, 0));
   EXPECT_FALSE(CallerIsDying(child)) << "a task that cannot be seen is taken to live on";
+}
+
+TEST(ProcessStateTest, CapabilitiesComeFromTheEffectiveSet) {
+  const std::string root =
+      "Name:\tx\nCapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\n"
+      "CapEff:\t000001ffffffffff\n";
+  // CAP_FSETID (4) in the permitted set only: not effective.
+  const std::string dropped =
+      "Name:\tx\nCapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffef\n";
+  EXPECT_TRUE(StatusHasCapability(root, CAP_FSETID));
+  EXPECT_FALSE(StatusHasCapability(dropped, CAP_FSETID));
+  EXPECT_TRUE(StatusHasCapability(dropped, CAP_CHOWN));
+  EXPECT_FALSE(StatusHasCapability("Name:\tx\n", CAP_FSETID)) << "no CapEff line";
+  EXPECT_FALSE(StatusHasCapability("CapEff:\tzz\n", CAP_FSETID));
+  EXPECT_FALSE(StatusHasCapability(root, 64));
+}
+
+TEST(ProcessStateTest, CapabilitiesOfRealProcesses) {
+  // This test runs as root (make test); a child that becomes nobody has
+  // none; a task that cannot be seen has none.
+  EXPECT_EQ(geteuid() == 0, CallerHasCapability(gettid(), CAP_FSETID));
+  int pipe_fds[2];
+  ASSERT_EQ(0, pipe(pipe_fds));
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(pipe_fds[0]);
+    const bool dropped = setresuid(65534, 65534, 65534) == 0 || geteuid() != 0;
+    char c = dropped ? 'y' : 'n';
+    if (write(pipe_fds[1], &c, 1) != 1) _exit(1);
+    pause();
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+  char c = 0;
+  ASSERT_EQ(1, read(pipe_fds[0], &c, 1));
+  close(pipe_fds[0]);
+  EXPECT_EQ('y', c);
+  EXPECT_FALSE(CallerHasCapability(child, CAP_FSETID));
+  ASSERT_EQ(0, kill(child, SIGKILL));
+  ASSERT_EQ(child, waitpid(child, nullptr, 0));
+  EXPECT_FALSE(CallerHasCapability(child, CAP_FSETID)) << "a task that cannot be seen has none";
+  EXPECT_FALSE(CallerHasCapability(0, CAP_FSETID));
 }
 
 }  // namespace

@@ -393,6 +393,10 @@ absl::StatusOr<proto::Attr> Namespace::SetAttr(const proto::SetAttrRequest& requ
     if (to_set & format::kSetAttrAtimeNow) attr->set_atime_ns(now);
     if (to_set & format::kSetAttrMtime) attr->set_mtime_ns(request.mtime_ns());
     if (to_set & format::kSetAttrMtimeNow) attr->set_mtime_ns(now);
+    if (request.clear_set_id() && IsReg(*inode)) {
+      const uint32_t clear = S_ISUID | ((attr->mode() & S_IXGRP) != 0 ? S_ISGID : 0);
+      attr->set_mode(attr->mode() & ~clear);
+    }
     attr->set_ctime_ns(now);
     txn.Put(inode);
     RecordCall(txn, request.call(), format::MessageType::kSetAttr,

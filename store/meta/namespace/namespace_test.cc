@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_join.h"
 #include "src/status/posix_error.h"
+#include "store/format/setattr_bits.h"
 #include "store/meta/namespace/namespace_fixture.h"
 
 namespace logfs::meta {
@@ -338,6 +339,30 @@ TEST_F(NamespaceTest, ListServersPagesAndAddressesAreBounded) {
   for (const auto& s : second->servers()) listed.push_back(s.server_id());
   EXPECT_EQ(ids, listed);
 }
+TEST_F(NamespaceTest, ClearSetIdClearsSetUidAndGroupExecutableSetGidOfRegularFiles) {
+  // The mode meta has now decides, not the caller's copy (issue 34 item 6).
+  const auto mode_after_clear = [&](uint64_t ino, uint32_t mode) {
+    proto::SetAttrRequest chmod;
+    chmod.set_ino(ino);
+    chmod.set_to_set(format::kSetAttrMode);
+    chmod.set_mode(mode);
+    EXPECT_TRUE(ns_->SetAttr(chmod).ok());
+    proto::SetAttrRequest clear;
+    clear.set_ino(ino);
+    clear.set_clear_set_id(true);
+    auto attr = ns_->SetAttr(clear);
+    EXPECT_TRUE(attr.ok()) << attr.status();
+    return attr.ok() ? attr->mode() & 07777 : 0xffffffffu;
+  };
+  const uint64_t file = File(kRootIno, "f");
+  EXPECT_EQ(0777u, mode_after_clear(file, 06777));
+  EXPECT_EQ(0755u, mode_after_clear(file, 04755));
+  EXPECT_EQ(02767u, mode_after_clear(file, 06767));  // S_ISGID without S_IXGRP stays
+  EXPECT_EQ(0644u, mode_after_clear(file, 0644));
+  const uint64_t dir = Dir(kRootIno, "d");
+  EXPECT_EQ(02775u, mode_after_clear(dir, 02775)) << "a directory's S_ISGID is inheritance";
+}
+
 TEST_F(NamespaceTest, RmdirOfNonEmptyDirFailsWithEnotempty) {
   uint64_t a = Dir(kRootIno, "a");
   File(a, "f");
