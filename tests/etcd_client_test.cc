@@ -44,7 +44,7 @@ class EtcdClientTest : public ::testing::Test {
     auto cluster = cluster::EtcdCluster::Start(options);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = std::move(*cluster);
-    auto client = EtcdClient::Connect({cluster_->endpoints(), kCallTimeout});
+    auto client = EtcdClient::Connect({cluster_->endpoints(), kCallTimeout, {}});
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = std::move(*client);
   }
@@ -375,12 +375,12 @@ TEST_F(EtcdClientTest, StoppedMemberContinues) {
 
 TEST(EtcdClientConnectTest, RefusesBadEndpointsAndAbsentServers) {
   EXPECT_EQ(absl::StatusCode::kInvalidArgument,
-            EtcdClient::Connect({{}, kCallTimeout}).status().code());
+            EtcdClient::Connect({{}, kCallTimeout, {}}).status().code());
   EXPECT_EQ(absl::StatusCode::kInvalidArgument,
-            EtcdClient::Connect({{"127.0.0.1"}, kCallTimeout}).status().code());
+            EtcdClient::Connect({{"127.0.0.1"}, kCallTimeout, {}}).status().code());
   // Port 1 (tcpmux): nothing listens there on a test machine.
   const absl::Time start = absl::Now();
-  auto none = EtcdClient::Connect({{"127.0.0.1:1"}, absl::Milliseconds(300)});
+  auto none = EtcdClient::Connect({{"127.0.0.1:1"}, absl::Milliseconds(300), {}});
   EXPECT_EQ(absl::StatusCode::kUnavailable, none.status().code()) << none.status();
   EXPECT_NE(std::string::npos, none.status().message().find("127.0.0.1:1"));
   EXPECT_LT(absl::Now() - start, absl::Milliseconds(300) + kCallMargin);

@@ -42,12 +42,13 @@ absl::StatusOr<int> WaitForActiveMeta(const cluster::LocalCluster& cluster, absl
       absl::StrCat("no meta replica active after ", absl::FormatDuration(timeout), ": ", last));
 }
 
-absl::Status TempEtcd::Start() {
+absl::Status TempEtcd::Start(const cluster::EtcdClusterOptions::Tls& tls) {
   char tmpl[] = "/tmp/logfs-etcd-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp /tmp/logfs-etcd-XXXXXX failed");
   dir_ = tmpl;
   cluster::EtcdClusterOptions options;
   options.dir = dir_;
+  options.tls = tls;
   auto etcd = cluster::EtcdCluster::Start(options);
   if (!etcd.ok()) return etcd.status();
   etcd_ = std::move(*etcd);

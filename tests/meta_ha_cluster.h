@@ -34,7 +34,10 @@ class TempEtcd {
   TempEtcd(const TempEtcd&) = delete;
   TempEtcd& operator=(const TempEtcd&) = delete;
 
-  absl::Status Start();
+  // Starts the members in a new temp dir (dir()); with `tls`, over TLS
+  // with client-certificate auth (EtcdClusterOptions::tls).
+  absl::Status Start(const cluster::EtcdClusterOptions::Tls& tls = {});
+  const std::string& dir() const { return dir_; }
   void Stop();
   cluster::EtcdCluster* operator->() { return etcd_.get(); }
 

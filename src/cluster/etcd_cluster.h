@@ -31,6 +31,15 @@ struct EtcdClusterOptions {
   // test's elections take well under a second.
   int heartbeat_interval_ms = 50;
   int election_timeout_ms = 500;
+  // TLS with client-certificate auth for client and peer traffic (etcd's
+  // --cert-file, --key-file, --trusted-ca-file, --client-cert-auth and
+  // their --peer-* twins): PEM paths, one certificate for every member (it
+  // must name `host`). Empty ca_file: plain HTTP. With TLS, readiness and
+  // health are probed on a plain metrics URL of each member
+  // (--listen-metrics-urls), and Leader() is not available.
+  struct Tls {
+    std::string ca_file, cert_file, key_file;
+  } tls;
   std::vector<std::string> extra_flags;              // for every member, e.g. "--max-txn-ops=256"
   absl::Duration start_timeout = absl::Seconds(20);  // per Start() / Restart() / WaitHealthy()
 };
@@ -49,7 +58,7 @@ class EtcdCluster {
 
   int members() const { return static_cast<int>(members_.size()); }
   // "host:port" of every member's client URL, in member order (also of
-  // members that are down).
+  // members that are down); https with options.tls.
   std::vector<std::string> endpoints() const;
   std::string endpoint(int i) const;
   // The member's pid, -1 while it is not running (killed, not restarted).
@@ -80,7 +89,7 @@ class EtcdCluster {
  private:
   struct Member {
     std::string name, data_dir, log_path;
-    int client_port = 0, peer_port = 0;
+    int client_port = 0, peer_port = 0, metrics_port = 0;
     pid_t pid = -1;
   };
   explicit EtcdCluster(EtcdClusterOptions options) : options_(std::move(options)) {}

@@ -97,6 +97,15 @@ DEFINE_int32(dead_server_ms, 10000, "meta: a segment server silent this long is 
 DEFINE_string(etcd, "",
               "meta: host:port[,host:port...] of etcd members; run as one replica of an elected, "
               "replicated meta (docs/meta_ha.md). Empty: a lone meta");
+DEFINE_string(etcd_ca_file, "",
+              "meta with --etcd: PEM file of the CA that signed the etcd members' certificates; "
+              "set, every connection to etcd is TLS (https:// endpoints)");
+DEFINE_string(etcd_cert_file, "",
+              "meta with --etcd_ca_file: PEM file of this meta's client certificate, for etcd's "
+              "--client-cert-auth");
+DEFINE_string(etcd_key_file, "",
+              "meta with --etcd_cert_file: PEM file of that certificate's private key (keep it "
+              "mode 0600)");
 DEFINE_string(cluster, "",
               "meta with --etcd: the cluster's name (its etcd keys: /logfs/NAME/meta/)");
 DEFINE_int64(meta_lease_ttl_ms, 5000,
@@ -248,7 +257,8 @@ int MetaMain(int argc, char** argv) {
   InitProcess(&argc, &argv, kUsage,
               {{"meta:"},
                {"data_dir", "listen", "advertise", "address_file", "io_threads",
-                "meta_handler_threads", "rpc_timeout_ms", "etcd", "cluster", "metrics_listen",
+                "meta_handler_threads", "rpc_timeout_ms", "etcd", "etcd_ca_file", "etcd_cert_file",
+                "etcd_key_file", "cluster", "metrics_listen",
                 "metrics_address_file"}});
   if (!AtMostArgs(argc, argv, 0, kUsage)) return 1;
   if (!RequireDataDir("meta")) return 1;
@@ -270,6 +280,13 @@ int MetaMain(int argc, char** argv) {
     std::fprintf(stderr, "logfs meta: --cluster is only for replicas (with --etcd)\n");
     return 1;
   }
+  if (FLAGS_etcd.empty() &&
+      !(FLAGS_etcd_ca_file.empty() && FLAGS_etcd_cert_file.empty() && FLAGS_etcd_key_file.empty())) {
+    std::fprintf(stderr,
+                 "logfs meta: --etcd_ca_file, --etcd_cert_file and --etcd_key_file are only for "
+                 "replicas (with --etcd)\n");
+    return 1;
+  }
   sigset_t signals = BlockTerminationSignals();
   rpc::IoThreads threads(FLAGS_io_threads);
   meta::MetaServerOptions options;
@@ -286,6 +303,7 @@ int MetaMain(int argc, char** argv) {
   options.replica_report_interval_ms = FLAGS_replica_report_interval_ms;
   options.stray_replica_grace_ms = FLAGS_stray_replica_grace_ms;
   options.etcd_endpoints = std::move(etcd);
+  options.etcd_tls = {FLAGS_etcd_ca_file, FLAGS_etcd_cert_file, FLAGS_etcd_key_file};
   options.cluster = FLAGS_cluster;
   options.meta_lease_ttl_ms = FLAGS_meta_lease_ttl_ms;
   options.meta_poll_interval_ms = FLAGS_meta_poll_interval_ms;

@@ -109,6 +109,7 @@ class MetaServerImpl : public MetaServer {
   absl::Status StartReplica() {
     MetaHaOptions ha_options;
     ha_options.etcd_endpoints = options_.etcd_endpoints;
+    ha_options.etcd_tls = options_.etcd_tls;
     ha_options.cluster = options_.cluster;
     ha_options.advertised_address = advertised_address_;
     ha_options.lease_ttl_ms = options_.meta_lease_ttl_ms;

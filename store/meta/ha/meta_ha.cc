@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<MetaHa>> MetaHa::Create(MetaHaOptions options, Me
   }
   etcd::EtcdClientOptions etcd_options;
   etcd_options.endpoints = options.etcd_endpoints;
+  etcd_options.tls = options.etcd_tls;
   // A renewal must fit in the ttl/2 the active may serve on one.
   etcd_options.call_timeout =
       absl::Milliseconds(std::clamp<int64_t>(options.lease_ttl_ms / 4, 100, 2000));

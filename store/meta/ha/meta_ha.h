@@ -46,6 +46,7 @@ namespace logfs::meta {
 
 struct MetaHaOptions {
   std::vector<std::string> etcd_endpoints;  // "host:port" of etcd members
+  etcd::EtcdTlsFiles etcd_tls;              // TLS to etcd (none: plain)
   std::string cluster;                      // names the keys: /logfs/<cluster>/meta/
   std::string advertised_address;           // what clients dial: the leader key's value
   int64_t lease_ttl_ms = 5000;              // this replica's etcd lease

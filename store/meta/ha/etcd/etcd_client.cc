@@ -2,12 +2,19 @@
 
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_certificate_verifier.h>
+#include <grpcpp/security/tls_credentials_options.h>
 #include <netdb.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <climits>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <thread>
 #include <utility>
 
@@ -56,7 +63,7 @@ constexpr absl::Duration kWatchRound = absl::Milliseconds(200);
 // which. Names are resolved here, once.
 absl::StatusOr<std::pair<std::string, bool>> ResolveEndpoint(absl::string_view endpoint) {
   absl::string_view rest = endpoint;
-  absl::ConsumePrefix(&rest, "http://");
+  if (!absl::ConsumePrefix(&rest, "http://")) absl::ConsumePrefix(&rest, "https://");
   const size_t colon = rest.rfind(':');
   int port = 0;
   if (colon == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(colon + 1), &port) ||
@@ -112,6 +119,109 @@ absl::StatusOr<std::string> ChannelTarget(const std::vector<std::string>& endpoi
         absl::StrCat("etcd endpoints [", absl::StrJoin(endpoints, ","), "]: mix IPv4 and IPv6"));
   }
   return absl::StrCat(ipv6 ? "ipv6:" : "ipv4:", absl::StrJoin(addresses, ","));
+}
+
+// The host of "[http[s]://]host:port" (IPv6 without its brackets).
+std::string EndpointHost(absl::string_view endpoint) {
+  if (!absl::ConsumePrefix(&endpoint, "http://")) absl::ConsumePrefix(&endpoint, "https://");
+  endpoint = endpoint.substr(0, endpoint.rfind(':'));
+  if (absl::ConsumePrefix(&endpoint, "[")) absl::ConsumeSuffix(&endpoint, "]");
+  return std::string(endpoint);
+}
+
+// Checks, after gRPC's TLS stack has verified the member's chain against
+// the CA, that the certificate names one of the endpoints' hosts. gRPC's
+// own host name check would compare it with the channel's one authority,
+// which cannot name three members.
+class MemberNameVerifier : public grpc::experimental::ExternalCertificateVerifier {
+ public:
+  MemberNameVerifier(std::vector<std::string> hosts, std::string endpoints_text)
+      : hosts_(std::move(hosts)), endpoints_text_(std::move(endpoints_text)) {}
+
+  bool Verify(grpc::experimental::TlsCustomVerificationCheckRequest* request,
+              std::function<void(grpc::Status)>, grpc::Status* sync_status) override {
+    std::vector<std::string> names;
+    for (const auto& list : {request->ip_names(), request->dns_names()}) {
+      for (const grpc::string_ref& name : list) names.emplace_back(name.data(), name.size());
+    }
+    for (const std::string& name : names) {
+      if (std::find(hosts_.begin(), hosts_.end(), name) != hosts_.end()) {
+        *sync_status = grpc::Status::OK;
+        return true;
+      }
+    }
+    *sync_status = grpc::Status(
+        grpc::StatusCode::UNAUTHENTICATED,
+        absl::StrCat("etcd member certificate names [", absl::StrJoin(names, ","),
+                     "], none of the hosts of [", endpoints_text_, "]"));
+    return true;
+  }
+  void Cancel(grpc::experimental::TlsCustomVerificationCheckRequest*) override {}
+
+ private:
+  const std::vector<std::string> hosts_;
+  const std::string endpoints_text_;
+};
+
+absl::StatusOr<std::string> ReadPem(const std::string& path, absl::string_view flag) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) {
+    return absl::InvalidArgumentError(absl::StrCat("etcd TLS: cannot read ", flag, " '", path,
+                                                   "': ", std::strerror(errno)));
+  }
+  if (!absl::StrContains(text, "-----BEGIN ")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("etcd TLS: ", flag, " '", path, "' holds no PEM block"));
+  }
+  return text;
+}
+
+// Plain, or TLS per options.tls (EtcdTlsFiles).
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
+    const EtcdClientOptions& options, const std::string& endpoints_text) {
+  const bool any_https = std::any_of(options.endpoints.begin(), options.endpoints.end(),
+                                     [](const std::string& e) { return absl::StartsWith(e, "https://"); });
+  const bool any_http = std::any_of(options.endpoints.begin(), options.endpoints.end(),
+                                    [](const std::string& e) { return absl::StartsWith(e, "http://"); });
+  if (options.tls.ca_file.empty()) {
+    if (any_https || !options.tls.cert_file.empty() || !options.tls.key_file.empty()) {
+      return absl::InvalidArgumentError(
+          "etcd TLS: an https:// endpoint, a client certificate or a key needs the CA "
+          "(--etcd_ca_file)");
+    }
+    return grpc::InsecureChannelCredentials();
+  }
+  if (any_http) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "etcd TLS: endpoints [", endpoints_text, "] name http:// with a CA (--etcd_ca_file)"));
+  }
+  if (options.tls.cert_file.empty() != options.tls.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "etcd TLS: a client certificate (--etcd_cert_file) needs its key (--etcd_key_file), "
+        "and the other way round");
+  }
+  ASSIGN_OR_RETURN(const std::string ca, ReadPem(options.tls.ca_file, "--etcd_ca_file"));
+  std::vector<grpc::experimental::IdentityKeyCertPair> identity;
+  if (!options.tls.cert_file.empty()) {
+    grpc::experimental::IdentityKeyCertPair pair;
+    ASSIGN_OR_RETURN(pair.certificate_chain, ReadPem(options.tls.cert_file, "--etcd_cert_file"));
+    ASSIGN_OR_RETURN(pair.private_key, ReadPem(options.tls.key_file, "--etcd_key_file"));
+    identity.push_back(std::move(pair));
+  }
+  std::vector<std::string> hosts;
+  for (const std::string& e : options.endpoints) hosts.push_back(EndpointHost(e));
+  grpc::experimental::TlsChannelCredentialsOptions tls;
+  tls.set_certificate_provider(
+      std::make_shared<grpc::experimental::StaticDataCertificateProvider>(ca, identity));
+  tls.watch_root_certs();
+  if (!identity.empty()) tls.watch_identity_key_cert_pairs();
+  tls.set_verify_server_certs(true);
+  tls.set_check_call_host(false);
+  tls.set_certificate_verifier(
+      grpc::experimental::ExternalCertificateVerifier::Create<MemberNameVerifier>(
+          std::move(hosts), endpoints_text));
+  return grpc::experimental::TlsCredentials(tls);
 }
 
 KeyValue FromPb(const mvccpb::KeyValue& kv) {
@@ -297,16 +407,21 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(EtcdClientOption
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepalivePingMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
-  impl->channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  ASSIGN_OR_RETURN(auto credentials, Credentials(options, impl->endpoints_text));
+  impl->channel = grpc::CreateCustomChannel(target, credentials, args);
   impl->kv = pb::KV::NewStub(impl->channel);
   impl->lease = pb::Lease::NewStub(impl->channel);
   impl->watcher = std::thread([p = impl.get()] { p->Watch(); });
   const absl::Duration timeout = options.call_timeout;
   impl->options = std::move(options);
   if (!impl->channel->WaitForConnected(absl::ToChronoTime(absl::Now() + timeout))) {
-    return absl::UnavailableError(absl::StrCat("etcd: no endpoint of [", impl->endpoints_text,
-                                               "] answered within ",
-                                               absl::FormatDuration(timeout)));
+    return absl::UnavailableError(absl::StrCat(
+        "etcd: no endpoint of [", impl->endpoints_text, "] answered within ",
+        absl::FormatDuration(timeout),
+        impl->options.tls.ca_file.empty()
+            ? ""
+            : " (TLS: a member or this client may have a certificate the other side does not "
+              "trust; gRPC's log above names the handshake error)"));
   }
   return std::unique_ptr<EtcdClient>(new EtcdClient(std::move(impl)));
 }

@@ -58,12 +58,26 @@
 
 namespace logfs::etcd {
 
+// TLS to etcd (etcd's --cert-file/--key-file/--trusted-ca-file and
+// --client-cert-auth): PEM files, read once, in Connect(). With `ca_file`,
+// every connection is TLS, and a member must present a certificate that
+// chains to it and names (IP or DNS subject alternative name) the host of
+// one of the endpoints: one channel balances over every member, so a
+// member's certificate need not name the others. `cert_file` and
+// `key_file` (both or neither): the client certificate that etcd's
+// --client-cert-auth asks for. Empty `ca_file`: plain HTTP, and the other
+// two must be empty too.
+struct EtcdTlsFiles {
+  std::string ca_file, cert_file, key_file;
+};
+
 struct EtcdClientOptions {
-  // "host:port" of the members' client URLs (plain http; "http://" is
-  // accepted and dropped). Hosts are IP literals or names resolved once, in
-  // Connect(); all IPv4 or all IPv6.
+  // "host:port" of the members' client URLs ("http://" or, with `ca_file`,
+  // "https://" is accepted and dropped). Hosts are IP literals or names
+  // resolved once, in Connect(); all IPv4 or all IPv6.
   std::vector<std::string> endpoints;
   absl::Duration call_timeout = absl::Seconds(2);  // deadline of each call, retries included
+  EtcdTlsFiles tls;  // none: plain HTTP
 };
 
 // One key as etcd stores it (mvccpb.KeyValue). Revisions are store revisions;
