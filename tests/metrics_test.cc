@@ -3,8 +3,9 @@
 // 0; after writes, fsyncs and reads each one's scrape holds counters that
 // moved by at least what was done, passes `promtool check metrics` with no
 // lint problems, and a garbage request gets 400 while the server stays up.
-// Every metric the packaged alert rules name (packaging/prometheus/; issue
-// 34 item 5) is one that some process of the cluster exports.
+// Every metric the packaged alert rules and Grafana dashboard name
+// (packaging/prometheus/, packaging/grafana/; issue 34 item 5) is one that
+// some process of the cluster exports.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -202,10 +203,11 @@ TEST_F(MetricsTest, EveryProcessServesLintCleanMetricsThatMove) {
       }
     }
 
-    // (d) The packaged alert rules name only metrics the cluster exports
-    // (a family counts once declared, whatever its samples; the lookup of
-    // (b) made logfs_fuse_op_errors_total appear).
-    for (const char* file : {"packaging/prometheus/logfs-alerts.yml"}) {
+    // (d) The packaged alert rules and dashboard name only metrics the
+    // cluster exports (a family counts once declared, whatever its
+    // samples; the lookup of (b) made logfs_fuse_op_errors_total appear).
+    for (const char* file :
+         {"packaging/prometheus/logfs-alerts.yml", "packaging/grafana/logfs-dashboard.json"}) {
       SCOPED_TRACE(file);
       auto text = ReadFile(SourceDir() + "/" + file);
       ASSERT_TRUE(text.ok()) << text.status();

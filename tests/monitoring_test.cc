@@ -3,8 +3,10 @@
 // docs/OPERATIONS.md "What to alert on", with the row's expression and
 // `for:` duration, and passes `promtool check rules`; its unit tests
 // (logfs-alerts.test.yml) pass `promtool test rules` and see every alert
-// both fire and stay silent. That the metrics they name exist is checked
-// against a live cluster in tests/metrics_test.cc.
+// both fire and stay silent; every expression of
+// packaging/grafana/logfs-dashboard.json parses as PromQL. That the metrics
+// they name exist is checked against a live cluster in
+// tests/metrics_test.cc.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -25,6 +27,7 @@ namespace {
 
 constexpr char kRules[] = "/packaging/prometheus/logfs-alerts.yml";
 constexpr char kRuleTests[] = "/packaging/prometheus/logfs-alerts.test.yml";
+constexpr char kDashboard[] = "/packaging/grafana/logfs-dashboard.json";
 
 std::string Source(const char* path) {
   auto text = ReadFile(SourceDir() + path);
@@ -93,6 +96,23 @@ std::vector<std::string> AlertNames(const std::string& rules) {
   return names;
 }
 
+// Every "expr" string of a dashboard JSON text, unescaped (the escapes
+// PromQL in JSON needs: \" and \\).
+std::vector<std::string> DashboardExpressions(const std::string& json) {
+  std::vector<std::string> exprs;
+  const std::string key = "\"expr\": \"";
+  for (size_t at = json.find(key); at != std::string::npos; at = json.find(key, at)) {
+    at += key.size();
+    std::string expr;
+    while (at < json.size() && json[at] != '"') {
+      if (json[at] == '\\' && at + 1 < json.size()) ++at;
+      expr.push_back(json[at++]);
+    }
+    exprs.push_back(expr);
+  }
+  return exprs;
+}
+
 TEST(MonitoringTest, AlertRulesAreTheOperationsTable) {
   // Goal: one rule per row of docs/OPERATIONS.md "What to alert on", with
   // the row's expression and duration, so the docs and the shipped rules
@@ -151,6 +171,41 @@ TEST(MonitoringTest, EveryAlertIsTestedFiringAndSilent) {
     }
     EXPECT_GE(firing, 1) << alert << " is never tested firing";
     EXPECT_GE(silent, 1) << alert << " is never tested silent";
+  }
+}
+
+TEST(MonitoringTest, DashboardExpressionsAreValidPromql) {
+  // Goal: Grafana can run every panel's query: each expression, with the
+  // dashboard's variables given values, parses (promtool checks it as a
+  // recording rule); the data source is the `datasource` variable.
+  const std::string json = Source(kDashboard);
+  EXPECT_TRUE(absl::StrContains(json, "\"schemaVersion\": 37")) << json.substr(0, 200);
+  EXPECT_TRUE(absl::StrContains(json, "\"name\": \"datasource\""));
+  EXPECT_FALSE(absl::StrContains(json, "\"uid\": \"prometheus\"")) << "a fixed data source";
+  const std::vector<std::string> exprs = DashboardExpressions(json);
+  ASSERT_GE(exprs.size(), 30u);
+  std::string rules = "groups:\n  - name: dashboard\n    rules:\n";
+  for (size_t i = 0; i < exprs.size(); ++i) {
+    const std::string expr = absl::StrReplaceAll(
+        exprs[i], {{"$__rate_interval", "5m"}, {"$job", ".*"}, {"$instance", ".*"}});
+    EXPECT_FALSE(absl::StrContains(expr, "$")) << "a variable without a value: " << exprs[i];
+    absl::StrAppend(&rules, "      - record: dashboard:expr", i, "\n        expr: '",
+                    absl::StrReplaceAll(expr, {{"'", "''"}}), "'\n");
+  }
+  char tmpl[] = "/tmp/logfs-dashboard-XXXXXX";
+  ASSERT_NE(nullptr, mkdtemp(tmpl));
+  const std::string path = std::string(tmpl) + "/dashboard-rules.yml";
+  ASSERT_TRUE(WriteFile(path, rules).ok());
+  const CommandResult check = RunCommand("promtool check rules " + path);
+  RunCommand(absl::StrCat("rm -rf ", tmpl));
+  EXPECT_EQ(0, check.exit_code) << check.output << "\n" << rules;
+  EXPECT_TRUE(absl::StrContains(check.output, absl::StrCat("SUCCESS: ", exprs.size(), " rules")))
+      << check.output;
+  // Valid JSON, when there is a parser at hand.
+  if (RunCommand("command -v python3").exit_code == 0) {
+    const CommandResult parsed =
+        RunCommand(absl::StrCat("python3 -m json.tool ", SourceDir(), kDashboard, " >/dev/null"));
+    EXPECT_EQ(0, parsed.exit_code) << parsed.output;
   }
 }
 
