@@ -10,6 +10,7 @@
 BUILDDIR ?= build
 PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
+DATADIR ?= $(PREFIX)/share
 DESTDIR ?=
 CXX ?= g++
 JOBS ?= $(shell nproc)
@@ -352,11 +353,16 @@ $(BUILDDIR)/%_fuzzer: $(BUILDDIR)/obj/fuzz/%_fuzzer.o $(FUZZ_HELPER_OBJS) $(BUIL
 # The mount(8) helper is a link to logfs (argv[0] dispatch). mount(8)
 # looks for helpers in /sbin only (/usr/sbin with merged /usr): a
 # PREFIX other than /usr needs SBINDIR=/usr/sbin for mount -t fuse.logfs.
+# The Prometheus alerting rules (with their promtool unit tests) and the
+# Grafana dashboard go where the package puts them, under DATADIR/logfs/.
 install: all
 	install -D -m 0755 $(BUILDDIR)/logfs $(DESTDIR)$(PREFIX)/bin/logfs
 	install -D -m 0644 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/logfs/liblogfs_rocksdb.so
 	install -d $(DESTDIR)$(SBINDIR)
 	ln -sfr $(DESTDIR)$(PREFIX)/bin/logfs $(DESTDIR)$(SBINDIR)/mount.fuse.logfs
+	install -D -m 0644 -t $(DESTDIR)$(DATADIR)/logfs/prometheus packaging/prometheus/logfs-alerts.yml \
+	  packaging/prometheus/logfs-alerts.test.yml
+	install -D -m 0644 -t $(DESTDIR)$(DATADIR)/logfs/grafana packaging/grafana/logfs-dashboard.json
 
 clean:
 	rm -rf $(BUILDDIR)

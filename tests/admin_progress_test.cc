@@ -2,7 +2,8 @@
 // `logfs fsck` shows "checked N/M segments" with an ETA on stderr, as one
 // '\r' line on a terminal (a pty) and as plain lines otherwise, with its
 // report unchanged; `logfs status --watch` redraws on a terminal, writes
-// separators otherwise, stops after --watch_count and exits 0 on ctrl-C.
+// separators otherwise, stops after --watch_count and exits 0 on ctrl-C;
+// `logfs status --format=json` gives the same report as JSON.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <pty.h>
@@ -10,13 +11,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "tests/mounted_cluster.h"
 
@@ -178,6 +182,81 @@ TEST_F(AdminProgressTest, StatusWatchRedrawsOrSeparatesAndStops) {
   CommandResult bad_count = RunCommand(status + " --watch=1 --watch_count=-2");
   EXPECT_EQ(1, bad_count.exit_code);
   EXPECT_TRUE(absl::StrContains(bad_count.output, "--watch_count=-2")) << bad_count.output;
+}
+
+TEST_F(AdminProgressTest, StatusJsonSaysWhatTheTextSaysForScripts) {
+  // Goal: `logfs status --format=json` prints one line, a JSON object with
+  // the cluster as it is (3 live servers, the 2 files and 6 sealed
+  // segments SetUp wrote, one active meta), naming the servers the text
+  // names; with --watch, one such line per report and nothing else; a bad
+  // --format is refused in one line.
+  // Method: python3's json module parses the output when the machine has
+  // python3; key fields are checked as text either way.
+  const std::string status = absl::StrCat(LogfsBinary(), " status --meta=", meta_);
+  // Braces: RunCommand appends its own 2>&1; stdout alone is the report.
+  CommandResult json = RunCommand("{ " + status + " --format=json 2>/dev/null; }");
+  ASSERT_EQ(0, json.exit_code) << json.output;
+  ASSERT_TRUE(absl::EndsWith(json.output, "}\n")) << json.output;
+  EXPECT_EQ(json.output.size() - 1, json.output.find('\n')) << json.output;
+  for (const char* field :
+       {"\"server_counts\":{\"total\":3,\"live\":3,\"dead\":0,\"failed\":0,\"unreachable\":0}",
+        "\"files\":2,\"segments\":{\"total\":6,\"open\":0,\"under_replicated\":0}",
+        "\"state\":\"live\""}) {
+    EXPECT_TRUE(absl::StrContains(json.output, field)) << field << " in " << json.output;
+  }
+  CommandResult text = RunCommand("{ " + status + " 2>/dev/null; }");
+  ASSERT_EQ(0, text.exit_code) << text.output;
+
+  if (RunCommand("command -v python3").exit_code == 0) {
+    char tmpl[] = "/tmp/logfs-status-json-XXXXXX";
+    const int fd = mkstemp(tmpl);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    const std::string path = tmpl;
+    ASSERT_TRUE(WriteFile(path, json.output).ok());
+    // One line: live count, states, files, segments (total, open,
+    // under-replicated), active metas, whether every server reported
+    // capacity >= free > 0, then the servers' addresses.
+    const std::string script =
+        "import json, sys\n"
+        "d = json.load(open(sys.argv[1]))\n"
+        "s = d['servers']\n"
+        "print(d['server_counts']['live'], ','.join(x['state'] for x in s), d['files'],\n"
+        "      d['segments']['total'], d['segments']['open'], d['segments']['under_replicated'],\n"
+        "      sum(1 for m in d['metas'] if m['reachable'] and m['active']),\n"
+        "      all(isinstance(x['free_bytes'], int) and x['capacity_bytes'] >= x['free_bytes'] > "
+        "0\n"
+        "          for x in s),\n"
+        "      d['rereplication']['left_segments'], ' '.join(x['address'] for x in s))\n";
+    ASSERT_TRUE(WriteFile(path + ".py", script).ok());
+    CommandResult parsed = RunCommand("python3 " + path + ".py " + path);
+    RunCommand("rm -f " + path + " " + path + ".py");
+    ASSERT_EQ(0, parsed.exit_code) << parsed.output << "\nfrom:\n" << json.output;
+    std::vector<std::string> words =
+        absl::StrSplit(absl::StripTrailingAsciiWhitespace(parsed.output), ' ');
+    ASSERT_EQ(12u, words.size()) << parsed.output;
+    EXPECT_EQ("3 live,live,live 2 6 0 0 1 True 0",
+              absl::StrJoin(words.begin(), words.begin() + 9, " "))
+        << json.output;
+    for (size_t i = 9; i < words.size(); ++i) {
+      EXPECT_TRUE(absl::StrContains(text.output, words[i] + " ")) << words[i] << text.output;
+    }
+  }
+
+  // With --watch: JSON Lines, no separators.
+  CommandResult watch =
+      RunCommand("{ " + status + " --format=json --watch=0.2 --watch_count=2 2>/dev/null; }");
+  ASSERT_EQ(0, watch.exit_code) << watch.output;
+  std::vector<std::string> lines = absl::StrSplit(watch.output, '\n', absl::SkipEmpty());
+  ASSERT_EQ(2u, lines.size()) << watch.output;
+  for (const std::string& line : lines) {
+    EXPECT_TRUE(absl::StartsWith(line, "{\"metas\":[")) << line;
+    EXPECT_TRUE(absl::EndsWith(line, "}}")) << line;
+  }
+
+  CommandResult bad = RunCommand(status + " --format=xml");
+  EXPECT_EQ(1, bad.exit_code) << bad.output;
+  EXPECT_EQ("logfs status: --format=xml: want text or json\n", bad.output);
 }
 
 TEST_F(AdminProgressTest, StatusWatchExitsZeroOnCtrlC) {

@@ -3,6 +3,9 @@
 // 0; after writes, fsyncs and reads each one's scrape holds counters that
 // moved by at least what was done, passes `promtool check metrics` with no
 // lint problems, and a garbage request gets 400 while the server stays up.
+// Every metric the packaged alert rules and Grafana dashboard name
+// (packaging/prometheus/, packaging/grafana/; issue 34 item 5) is one that
+// some process of the cluster exports.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -13,17 +16,22 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "src/util/version.h"
 #include "tests/fakes/loopback_exchange.h"
 #include "tests/mounted_cluster.h"
+#include "tests/package_util.h"
 
 namespace logfs::testing {
 namespace {
@@ -33,6 +41,41 @@ CommandResult Promtool(const std::string& dir, const std::string& name, const st
   const std::string path = dir + "/" + name + ".txt";
   EXPECT_TRUE(WriteFile(path, text).ok());
   return RunCommand("promtool check metrics < " + path);
+}
+
+// The families a scrape declares: name -> type, from its "# TYPE" lines.
+std::map<std::string, std::string> DeclaredFamilies(const std::string& text) {
+  std::map<std::string, std::string> families;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::ConsumePrefix(&line, "# TYPE ")) continue;
+    std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (words.size() == 2) families[words[0]] = words[1];
+  }
+  return families;
+}
+
+// Whether a PromQL name is one of `families`: the family itself, or a
+// histogram's _bucket, _sum or _count series (a summary's _sum, _count).
+bool Exported(const std::string& name, const std::map<std::string, std::string>& families) {
+  if (families.count(name) > 0) return true;
+  for (absl::string_view suffix : {"_bucket", "_sum", "_count"}) {
+    if (!absl::EndsWith(name, suffix)) continue;
+    auto it = families.find(name.substr(0, name.size() - suffix.size()));
+    if (it == families.end()) continue;
+    if (it->second == "histogram" || (it->second == "summary" && suffix != "_bucket")) return true;
+  }
+  return false;
+}
+
+// Every logfs_ name in `text` (expressions, legends and descriptions alike).
+std::set<std::string> LogfsNames(const std::string& text) {
+  std::set<std::string> names;
+  const std::regex name("logfs_[a-z0-9_]+");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), name); it != std::sregex_iterator();
+       ++it) {
+    names.insert(it->str());
+  }
+  return names;
 }
 
 class MetricsTest : public ::testing::Test {
@@ -87,6 +130,7 @@ TEST_F(MetricsTest, EveryProcessServesLintCleanMetricsThatMove) {
     // (c) Every process's scrape: values that moved, promtool clean, and a
     // garbage request refused without taking the server down.
     std::vector<std::string> names = {"meta", "segd0", "segd1", "segd2", "mount"};
+    std::map<std::string, std::string> exported;  // every process's families
     for (const std::string& name : names) {
       SCOPED_TRACE(name);
       const int port = PortInAddressFile(dir_ + "/" + name + ".metrics_address");
@@ -102,6 +146,7 @@ TEST_F(MetricsTest, EveryProcessServesLintCleanMetricsThatMove) {
       EXPECT_TRUE(absl::StartsWith(garbage, "HTTP/1.0 400")) << garbage;
       const std::string again = ScrapeMetrics(port);
       EXPECT_FALSE(again.empty());
+      exported.merge(DeclaredFamilies(again));
       if (name == "mount") {
         EXPECT_GE(MetricSample(again, "logfs_wal_append_bytes_total"), data.size());
         EXPECT_GE(MetricSample(again, "logfs_wal_syncs_total"), kPieces);
@@ -138,6 +183,7 @@ TEST_F(MetricsTest, EveryProcessServesLintCleanMetricsThatMove) {
         EXPECT_EQ(MetricSample(census, "logfs_meta_segments{state=\"no_live_replica\"}"), 0);
         EXPECT_EQ(MetricSample(census, "logfs_meta_segments{state=\"misplaced\"}"), 0);
         EXPECT_EQ(MetricSample(census, "logfs_meta_rereplication_backlog_copies"), 0);
+        exported.merge(DeclaredFamilies(census));
         const CommandResult census_lint = Promtool(dir_, "meta-census", census);
         EXPECT_EQ(census_lint.exit_code, 0) << census_lint.output;
         EXPECT_EQ(census_lint.output, "") << census;
@@ -154,6 +200,21 @@ TEST_F(MetricsTest, EveryProcessServesLintCleanMetricsThatMove) {
         if (name != "segd1" && name != "segd2") {
           EXPECT_TRUE(WriteFile(absl::StrCat(save, "/metrics-sample-", kind, ".txt"), again).ok());
         }
+      }
+    }
+
+    // (d) The packaged alert rules and dashboard name only metrics the
+    // cluster exports (a family counts once declared, whatever its
+    // samples; the lookup of (b) made logfs_fuse_op_errors_total appear).
+    for (const char* file :
+         {"packaging/prometheus/logfs-alerts.yml", "packaging/grafana/logfs-dashboard.json"}) {
+      SCOPED_TRACE(file);
+      auto text = ReadFile(SourceDir() + "/" + file);
+      ASSERT_TRUE(text.ok()) << text.status();
+      const std::set<std::string> used = LogfsNames(*text);
+      EXPECT_GE(used.size(), 10u);
+      for (const std::string& name : used) {
+        EXPECT_TRUE(Exported(name, exported)) << name << " is exported by no process";
       }
     }
   }

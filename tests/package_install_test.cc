@@ -32,9 +32,10 @@ namespace {
 
 // What the package puts on the machine (and what purge must take away).
 constexpr const char* kPackagePaths[] = {
-    "/usr/bin/logfs", "/usr/sbin/mount.fuse.logfs",
-    "/etc/logfs",     "/var/lib/logfs",
-    "/run/logfs",     "/lib/systemd/system/logfs-meta.service"};
+    "/usr/bin/logfs",  "/usr/sbin/mount.fuse.logfs",
+    "/etc/logfs",      "/var/lib/logfs",
+    "/run/logfs",      "/lib/systemd/system/logfs-meta.service",
+    "/usr/share/logfs"};
 
 bool Exists(const std::string& path) {
   struct stat st;
@@ -178,6 +179,13 @@ TEST(PackageInstallTest, InstallRunMountAndPurge) {
     for (const char* conf : {"meta.flags", "segd-example.flags", "mount.flags"}) {
       EXPECT_TRUE(Exists(absl::StrCat("/etc/logfs/", conf))) << conf;
     }
+    // The monitoring files (docs/OPERATIONS.md "What to alert on"): the
+    // rules' unit tests run where they are installed, as an admin would.
+    EXPECT_TRUE(Exists("/usr/share/logfs/grafana/logfs-dashboard.json"));
+    auto rules = RunCommand(
+        "cd /usr/share/logfs/prometheus && promtool check rules logfs-alerts.yml && "
+        "promtool test rules logfs-alerts.test.yml");
+    EXPECT_EQ(0, rules.exit_code) << rules.output;
     EXPECT_EQ("", RunCommand("ls /etc/systemd/system/*.wants/ 2>/dev/null | grep logfs").output)
         << "a unit was enabled at install";
 

@@ -9,7 +9,10 @@
 // as watch(1)): on a terminal it clears the screen and redraws, else it
 // writes a separator line between reports; --watch_count=N stops after N
 // reports (exit 1 if the last could not be had); ctrl-C (SIGINT) or
-// SIGTERM ends it with exit 0. fsck shows its
+// SIGTERM ends it with exit 0. `--format=json` prints each report as one
+// JSON object on one line (admin::FormatClusterStatusJson), for scripts;
+// with --watch, one such line per report and nothing else (JSON Lines).
+// A --format other than text or json is a usage error. fsck shows its
 // progress on stderr (util::ProgressMeter): one '\r' line on a terminal,
 // plain lines otherwise; --noprogress turns it off.
 #include <gflags/gflags.h>
@@ -41,6 +44,9 @@ DEFINE_double(watch, 0,
               "status: ask again every this many seconds until ctrl-C (--watch alone: 2); "
               "0: once");
 DEFINE_int32(watch_count, 0, "status: with --watch, stop after this many reports (0: no limit)");
+DEFINE_string(format, "text",
+              "status: text (a table for people) or json (one JSON object a report, one line, "
+              "for scripts)");
 DEFINE_bool(progress, true,
             "fsck: show progress on stderr (a '\\r' line on a terminal, else plain lines)");
 
@@ -76,7 +82,10 @@ std::string UtcNow() {
   return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::Now(), absl::UTCTimeZone());
 }
 
-// One report to stdout; false if meta could not be asked (said on stderr).
+bool JsonFormat() { return FLAGS_format == "json"; }
+
+// One report to stdout, as --format says; false if meta could not be
+// asked (said on stderr).
 bool PrintStatus(const admin::ClusterStatusOptions& options) {
   auto status = admin::GetClusterStatus(options);
   if (!status.ok()) {
@@ -84,7 +93,9 @@ bool PrintStatus(const admin::ClusterStatusOptions& options) {
                  std::string(status.status().message()).c_str());
     return false;
   }
-  std::fputs(admin::FormatClusterStatus(*status).c_str(), stdout);
+  const std::string report =
+      JsonFormat() ? admin::FormatClusterStatusJson(*status) : admin::FormatClusterStatus(*status);
+  std::fputs(report.c_str(), stdout);
   return true;
 }
 
@@ -109,19 +120,26 @@ sigset_t StopSignals() {
   return signals;
 }
 
+// What comes before text report `n` of a watch: on a terminal a clear
+// screen and a header, else a separator line.
+void PrintWatchHeader(bool tty, int n) {
+  if (tty) {
+    std::fputs("\x1b[H\x1b[2J", stdout);  // cursor home, clear screen
+    std::printf("every %gs: logfs status --meta=%s   %s\n\n", FLAGS_watch, FLAGS_meta.c_str(),
+                UtcNow().c_str());
+  } else {
+    std::printf("--- %s (report %d)\n", UtcNow().c_str(), n);
+  }
+}
+
 // Runs with StopSignals() blocked in every thread: they stay pending while
-// a report is fetched and end the wait that follows.
+// a report is fetched and end the wait that follows. JSON reports get no
+// header or separator: each is a line of its own.
 int WatchStatus(const admin::ClusterStatusOptions& options) {
   const sigset_t signals = StopSignals();
   const bool tty = isatty(STDOUT_FILENO) == 1;
   for (int n = 1;; ++n) {
-    if (tty) {
-      std::fputs("\x1b[H\x1b[2J", stdout);  // cursor home, clear screen
-      std::printf("every %gs: logfs status --meta=%s   %s\n\n", FLAGS_watch, FLAGS_meta.c_str(),
-                  UtcNow().c_str());
-    } else {
-      std::printf("--- %s (report %d)\n", UtcNow().c_str(), n);
-    }
+    if (!JsonFormat()) PrintWatchHeader(tty, n);
     std::fflush(stdout);  // before an error on stderr
     // A failed report is said and the watch goes on: meta may come back.
     const bool ok = PrintStatus(options);
@@ -136,7 +154,7 @@ int WatchStatus(const admin::ClusterStatusOptions& options) {
 int StatusMain(int argc, char** argv) {
   constexpr char kUsage[] =
       "logfs status --meta=HOST:PORT [--cluster_secret_file=PATH] [--watch[=SECONDS]] "
-      "[--watch_count=N]";
+      "[--watch_count=N] [--format=text|json]";
   std::vector<std::string> rewritten;
   DefaultBareWatch(argc, argv, &rewritten);
   // Blocked before any thread starts (glog's, the client's), so that a
@@ -155,6 +173,10 @@ int StatusMain(int argc, char** argv) {
   if (FLAGS_watch_count < 0) {
     std::fprintf(stderr, "logfs status: --watch_count=%d: want 0 (no limit) or more\n",
                  FLAGS_watch_count);
+    return 1;
+  }
+  if (FLAGS_format != "text" && FLAGS_format != "json") {
+    std::fprintf(stderr, "logfs status: --format=%s: want text or json\n", FLAGS_format.c_str());
     return 1;
   }
   admin::ClusterStatusOptions options;

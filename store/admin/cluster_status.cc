@@ -77,50 +77,61 @@ absl::StatusOr<ClusterStatus> GetClusterStatus(const ClusterStatusOptions& optio
   return status;
 }
 
+const char* ServerStateName(const proto::ServerStatus& server) {
+  return !server.live()                   ? "dead"
+         : !server.disk_failure().empty() ? "failed"
+         : !server.unreachable().empty()  ? "unreachable"
+                                          : "live";
+}
+
+const std::string& ServerDomain(const proto::ServerStatus& server) {
+  return server.failure_domain().empty() ? server.host() : server.failure_domain();
+}
+
+ServerCounts CountServers(const proto::ListServersResponse& servers) {
+  ServerCounts counts;
+  for (const auto& server : servers.servers()) {
+    ++counts.total;
+    if (!server.live()) {
+      ++counts.dead;
+      continue;
+    }
+    ++counts.live;
+    if (server.heartbeat_age_ms() < 0) ++counts.unreported_live;
+    if (!server.disk_failure().empty()) {
+      ++counts.failed;
+    } else if (!server.unreachable().empty()) {
+      ++counts.unreachable;
+    }
+  }
+  return counts;
+}
+
 std::string FormatClusterStatus(const ClusterStatus& status) {
   // Live servers that take no appends (failed disk) or that meta cannot
   // dial are counted live, as meta does, and named in the header so it
   // does not look healthy while a row says otherwise.
-  int live = 0, failed = 0, unreachable = 0;
-  for (const auto& server : status.servers.servers()) {
-    if (!server.live()) continue;
-    ++live;
-    if (!server.disk_failure().empty()) {
-      ++failed;
-    } else if (!server.unreachable().empty()) {
-      ++unreachable;
-    }
-  }
+  const ServerCounts counts = CountServers(status.servers);
   std::vector<std::string> troubled;
-  if (failed > 0) troubled.push_back(absl::StrCat(failed, " failed"));
-  if (unreachable > 0) troubled.push_back(absl::StrCat(unreachable, " unreachable"));
+  if (counts.failed > 0) troubled.push_back(absl::StrCat(counts.failed, " failed"));
+  if (counts.unreachable > 0) troubled.push_back(absl::StrCat(counts.unreachable, " unreachable"));
   std::string out = FormatMetaReplicas(status);
   absl::StrAppendFormat(
-      &out, "servers: %d (%d live%s, %d dead)\n", status.servers.servers_size(), live,
-      troubled.empty() ? "" : absl::StrCat(" (", absl::StrJoin(troubled, ", "), ")"),
-      status.servers.servers_size() - live);
+      &out, "servers: %d (%d live%s, %d dead)\n", counts.total, counts.live,
+      troubled.empty() ? "" : absl::StrCat(" (", absl::StrJoin(troubled, ", "), ")"), counts.dead);
   absl::StrAppend(&out, absl::StrFormat("%6s  %-24s %-16s %-11s %10s %10s %s\n", "id", "address",
                                         "domain", "state", "capacity", "free", "heartbeat"));
   // A server meta has not heard from since it started (heartbeat age -1)
   // has no known space: meta counts it live for --dead_server_ms on trust,
   // so the totals are unknown too until it reports.
-  int unreported_live = 0;
   for (const auto& s : status.servers.servers()) {
     const bool reported = s.heartbeat_age_ms() >= 0;
-    if (!reported && s.live()) ++unreported_live;
-    std::string age = reported ? absl::StrCat(s.heartbeat_age_ms(), "ms ago")
-                               : "none since meta start";
-    // "failed": live, but its journal failed, so it takes no appends;
-    // "unreachable": live, but meta cannot dial its advertised address.
-    const char* state = !s.live()                   ? "dead"
-                        : !s.disk_failure().empty() ? "failed"
-                        : !s.unreachable().empty()  ? "unreachable"
-                                                    : "live";
-    const std::string& domain = s.failure_domain().empty() ? s.host() : s.failure_domain();
-    absl::StrAppend(
-        &out, absl::StrFormat("%6d  %-24s %-16s %-11s %10s %10s %s\n", s.server_id(), s.address(),
-                              domain, state, reported ? Bytes(s.capacity_bytes()) : "unknown",
-                              reported ? Bytes(s.free_bytes()) : "unknown", age));
+    std::string age =
+        reported ? absl::StrCat(s.heartbeat_age_ms(), "ms ago") : "none since meta start";
+    absl::StrAppend(&out, absl::StrFormat("%6d  %-24s %-16s %-11s %10s %10s %s\n", s.server_id(),
+                                          s.address(), ServerDomain(s), ServerStateName(s),
+                                          reported ? Bytes(s.capacity_bytes()) : "unknown",
+                                          reported ? Bytes(s.free_bytes()) : "unknown", age));
   }
   for (const auto& s : status.servers.servers()) {
     if (s.live() && !s.disk_failure().empty()) {
@@ -130,16 +141,16 @@ std::string FormatClusterStatus(const ClusterStatus& status) {
                       " (check its --advertise)\n");
     }
   }
-  if (unreported_live > 0) {
-    absl::StrAppend(&out, "space: unknown (", unreported_live,
+  if (counts.unreported_live > 0) {
+    absl::StrAppend(&out, "space: unknown (", counts.unreported_live,
                     " live servers not heard from since meta started)\n");
   } else {
     absl::StrAppend(&out, "space: ", Bytes(status.statfs.capacity_bytes()), " usable, ",
                     Bytes(status.statfs.free_bytes()), " free (after replication)\n");
   }
-  absl::StrAppend(&out, "files: ", status.files, ", segments: ", status.segments, ", open: ",
-                  status.open_segments, ", under-replicated: ", status.under_replicated_segments,
-                  "\n");
+  absl::StrAppend(&out, "files: ", status.files, ", segments: ", status.segments,
+                  ", open: ", status.open_segments,
+                  ", under-replicated: ", status.under_replicated_segments, "\n");
   const proto::ListServersResponse& r = status.servers;
   absl::StrAppend(&out, "re-replication: ", status.under_replicated_segments, " segments left (",
                   status.missing_replicas, " copies, ", status.missing_bytes, " bytes), in flight ",

@@ -17,7 +17,7 @@
 namespace logfs::admin {
 
 struct ClusterStatusOptions {
-  std::string meta_address;  // "host:port"
+  std::string meta_address;   // "host:port"
   int rpc_timeout_ms = 5000;  // per call
 };
 
@@ -41,6 +41,28 @@ struct ClusterStatus {
 // Errors: meta unreachable (kUnavailable, kDeadlineExceeded).
 absl::StatusOr<ClusterStatus> GetClusterStatus(const ClusterStatusOptions& options);
 
+// A server's state as `logfs status` names it: "dead" (not heard from
+// within --dead_server_ms), else "failed" (live, its journal failed: it
+// takes no appends), else "unreachable" (live, meta cannot dial its
+// advertised address), else "live".
+const char* ServerStateName(const proto::ServerStatus& server);
+
+// The failure domain a server registered with, or its host if none.
+const std::string& ServerDomain(const proto::ServerStatus& server);
+
+// Servers by state; failed and unreachable ones count as live too, as
+// meta counts them. `unreported_live`: live servers meta has not heard
+// from since it started (heartbeat age -1), whose space is unknown.
+struct ServerCounts {
+  int total = 0;
+  int live = 0;
+  int dead = 0;
+  int failed = 0;
+  int unreachable = 0;
+  int unreported_live = 0;
+};
+ServerCounts CountServers(const proto::ListServersResponse& servers);
+
 // A header ("servers: 5 (5 live (1 unreachable), 0 dead)": live servers
 // with a failed disk or an address meta cannot dial count as live and
 // are named), a server table (one line per server: id, address,
@@ -51,5 +73,25 @@ absl::StatusOr<ClusterStatus> GetClusterStatus(const ClusterStatusOptions& optio
 // copies (4096 bytes), done 5 copies (20480 bytes), 0 failed, since meta
 // became active".
 std::string FormatClusterStatus(const ClusterStatus& status);
+
+// The same report as one JSON object on one line (and a newline), for scripts
+// (`logfs status --format=json`, cluster_status_json.cc). Fields:
+//   "metas": every meta replica asked (a lone meta too): {"address",
+//     "reachable": true, "active", "epoch", "applied_seq", "active_address",
+//     "cluster"} or {"address", "reachable": false, "error"};
+//   "server_counts": {"total", "live", "dead", "failed", "unreachable"}, as
+//     the text header (failed and unreachable servers count as live);
+//   "servers": one object per server: {"id", "address", "host", "domain",
+//     "state" (ServerStateName), "capacity_bytes", "free_bytes",
+//     "heartbeat_age_ms" (these three null for a server meta has not heard
+//     from since it started), "disk_failure", "unreachable" ("" if none)};
+//   "space": {"usable_bytes", "free_bytes"} (after replication; null while
+//     any live server is unreported), "unreported_live_servers";
+//   "files", "segments": {"total", "open", "under_replicated"};
+//   "rereplication": {"left_segments", "left_copies", "left_bytes",
+//     "in_flight_copies", "in_flight_bytes", "done_copies", "done_bytes",
+//     "failed_copies"}.
+// Strings are escaped (util::JsonQuote); byte counts are plain integers.
+std::string FormatClusterStatusJson(const ClusterStatus& status);
 
 }  // namespace logfs::admin

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 
 namespace logfs::admin {
@@ -63,6 +66,89 @@ TEST(FormatClusterStatusTest, ReReplicationLineHasLeftInFlightAndDone) {
                                 "flight 1 copies (4096 bytes), done 5 copies (20480 bytes), 0 "
                                 "failed, since meta became active\n"))
       << out;
+}
+
+TEST(FormatClusterStatusJsonTest, HoldsWhatTheTextShowsAsOneObject) {
+  // Goal: every field of the text report is in the JSON object, with
+  // numbers as numbers; the exact text pins the field names scripts use.
+  ClusterStatus status;
+  proto::MetaStateResponse active;
+  active.set_active(true);
+  active.set_meta_epoch(12);
+  active.set_applied_seq(345);
+  active.set_cluster("main");
+  status.metas.push_back({"h1:7000", active});
+  status.metas.push_back({"h2:7000", absl::UnavailableError("connection refused")});
+  proto::ServerStatus* live = AddServer(&status, 1, true);
+  live->set_host("h1");
+  live->set_capacity_bytes(1000);
+  live->set_free_bytes(600);
+  AddServer(&status, 2, false)->set_failure_domain("rack2/h2");
+  status.statfs.set_capacity_bytes(333);
+  status.statfs.set_free_bytes(200);
+  status.files = 2;
+  status.segments = 6;
+  status.open_segments = 1;
+  status.under_replicated_segments = 5;
+  status.missing_replicas = 5;
+  status.missing_bytes = 5120;
+  status.servers.set_rereplication_in_flight_segments(1);
+  status.servers.set_rereplication_in_flight_bytes(1024);
+  status.servers.set_rereplication_copied_segments(3);
+  status.servers.set_rereplication_copied_bytes(3072);
+  status.servers.set_rereplication_failed_copies(4);
+  EXPECT_EQ(
+      "{\"metas\":[{\"address\":\"h1:7000\",\"reachable\":true,\"active\":true,\"epoch\":12,"
+      "\"applied_seq\":345,\"active_address\":\"\",\"cluster\":\"main\"},"
+      "{\"address\":\"h2:7000\",\"reachable\":false,\"error\":\"connection refused\"}],"
+      "\"server_counts\":{\"total\":2,\"live\":1,\"dead\":1,\"failed\":0,\"unreachable\":0},"
+      "\"servers\":[{\"id\":1,\"address\":\"127.0.0.1:7101\",\"host\":\"h1\",\"domain\":\"h1\","
+      "\"state\":\"live\",\"capacity_bytes\":1000,\"free_bytes\":600,\"heartbeat_age_ms\":100,"
+      "\"disk_failure\":\"\",\"unreachable\":\"\"},"
+      "{\"id\":2,\"address\":\"127.0.0.1:7102\",\"host\":\"\",\"domain\":\"rack2/h2\","
+      "\"state\":\"dead\",\"capacity_bytes\":0,\"free_bytes\":0,\"heartbeat_age_ms\":100,"
+      "\"disk_failure\":\"\",\"unreachable\":\"\"}],"
+      "\"space\":{\"usable_bytes\":333,\"free_bytes\":200,\"unreported_live_servers\":0},"
+      "\"files\":2,\"segments\":{\"total\":6,\"open\":1,\"under_replicated\":5},"
+      "\"rereplication\":{\"left_segments\":5,\"left_copies\":5,\"left_bytes\":5120,"
+      "\"in_flight_copies\":1,\"in_flight_bytes\":1024,\"done_copies\":3,\"done_bytes\":3072,"
+      "\"failed_copies\":4}}\n",
+      FormatClusterStatusJson(status));
+}
+
+TEST(FormatClusterStatusJsonTest, TroubledAndUnreportedServersAndOddBytesInStrings) {
+  // Goal: a failed or unreachable server has that state and its reason,
+  // counted live as in the text; a server meta has not heard from has
+  // null space and age, and makes the totals null; quotes, newlines and
+  // bytes that are not UTF-8 in a reason still give valid JSON.
+  ClusterStatus status;
+  AddServer(&status, 1, true)->set_disk_failure("journal: \"EIO\"\nat \xff");
+  AddServer(&status, 2, true)->set_unreachable("meta cannot dial 127.0.0.1:7102");
+  AddServer(&status, 3, true)->set_heartbeat_age_ms(-1);
+  const std::string out = FormatClusterStatusJson(status);
+  EXPECT_TRUE(absl::StrContains(out,
+                                "\"server_counts\":{\"total\":3,\"live\":3,\"dead\":0,"
+                                "\"failed\":1,\"unreachable\":1}"))
+      << out;
+  EXPECT_TRUE(absl::StrContains(
+      out,
+      "\"state\":\"failed\",\"capacity_bytes\":0,\"free_bytes\":0,\"heartbeat_age_ms\":100,"
+      "\"disk_failure\":\"journal: \\\"EIO\\\"\\nat \\ufffd\""))
+      << out;
+  EXPECT_TRUE(absl::StrContains(out,
+                                "\"state\":\"unreachable\",\"capacity_bytes\":0,\"free_bytes\":0,"
+                                "\"heartbeat_age_ms\":100,\"disk_failure\":\"\","
+                                "\"unreachable\":\"meta cannot dial 127.0.0.1:7102\"}"))
+      << out;
+  EXPECT_TRUE(absl::StrContains(out,
+                                "\"state\":\"live\",\"capacity_bytes\":null,\"free_bytes\":null,"
+                                "\"heartbeat_age_ms\":null,"))
+      << out;
+  EXPECT_TRUE(absl::StrContains(
+      out, "\"space\":{\"usable_bytes\":null,\"free_bytes\":null,\"unreported_live_servers\":1}"))
+      << out;
+  EXPECT_EQ(out.size() - 1, out.find('\n')) << "one line, then the newline: " << out;
+  EXPECT_EQ(std::string::npos, out.find('\xff')) << out;
 }
 
 }  // namespace
