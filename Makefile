@@ -363,6 +363,7 @@ install: all
 	install -D -m 0644 -t $(DESTDIR)$(DATADIR)/logfs/prometheus packaging/prometheus/logfs-alerts.yml \
 	  packaging/prometheus/logfs-alerts.test.yml
 	install -D -m 0644 -t $(DESTDIR)$(DATADIR)/logfs/grafana packaging/grafana/logfs-dashboard.json
+	install -D -m 0755 -t $(DESTDIR)$(PREFIX)/lib/logfs packaging/make-etcd-certs.sh
 
 clean:
 	rm -rf $(BUILDDIR)

@@ -186,6 +186,11 @@ TEST(PackageInstallTest, InstallRunMountAndPurge) {
         "cd /usr/share/logfs/prometheus && promtool check rules logfs-alerts.yml && "
         "promtool test rules logfs-alerts.test.yml");
     EXPECT_EQ(0, rules.exit_code) << rules.output;
+    // The etcd TLS certificate maker (docs/OPERATIONS.md step 2), runnable.
+    auto certs = RunCommand(absl::StrCat("/usr/lib/logfs/make-etcd-certs.sh ", machine.dir,
+                                         "/etcd-tls 127.0.0.1 && openssl verify -CAfile ", machine.dir,
+                                         "/etcd-tls/ca.pem ", machine.dir, "/etcd-tls/meta.pem"));
+    EXPECT_EQ(0, certs.exit_code) << certs.output;
     EXPECT_EQ("", RunCommand("ls /etc/systemd/system/*.wants/ 2>/dev/null | grep logfs").output)
         << "a unit was enabled at install";
 
