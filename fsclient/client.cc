@@ -84,6 +84,9 @@ absl::StatusOr<uint64_t> Client::NewMountWithin(const std::string& host) {
       return mount_id;
     }
     const absl::Status& failure = mount_id.status();
+    // A version neither shares (store/format/wire_version.h): its one line
+    // says which side to upgrade.
+    if (absl::IsFailedPrecondition(failure)) return failure;
     // An answer of meta's is final, unless it is a standby's "not active".
     const bool retryable = format::IsNotActiveMeta(failure) ||
                            (!rpc::IsServerAnswer(failure) &&

@@ -30,6 +30,7 @@
 #include "src/main/metrics_flags.h"
 #include "src/main/subcommands.h"
 #include "store/client/meta_endpoints.h"
+#include "store/format/wire_version.h"
 #include "store/meta/meta_server.h"
 #include "store/rpc/endpoint.h"
 #include "store/rpc/frame_auth.h"
@@ -121,6 +122,9 @@ DEFINE_int32(lease_recovery_delay_ms, 5000,
              "meta: a file whose writer's lease lapsed (its mount died or went silent) is "
              "recovered and sealed by meta this long after, unless it is opened for write again");
 DEFINE_int32(rpc_timeout_ms, 5000, "deadline of one call to another server");
+DEFINE_string(TEST_wire_versions, "",
+              "tests: MIN:MAX, the wire versions this process states instead of its own "
+              "(store/format/wire_version.h), to see a refusal without an old build");
 DEFINE_int32(TEST_exit_before_reply_to_change, 0,
              "meta, tests only: exit right after handling the Nth namespace change that "
              "carries a call id, before replying (0: never)");
@@ -468,6 +472,17 @@ void InitProcess(int* argc, char*** argv, const char* usage, const HelpFlags& he
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging((*argv)[0]);
+  if (!FLAGS_TEST_wire_versions.empty()) {
+    uint32_t min = 0, max = 0;
+    const std::vector<std::string> parts = absl::StrSplit(FLAGS_TEST_wire_versions, ':');
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &min) ||
+        !absl::SimpleAtoi(parts[1], &max) || min == 0 || max < min) {
+      std::fprintf(stderr, "%s: bad --TEST_wire_versions '%s': want MIN:MAX, 0 < MIN <= MAX\n",
+                   (*argv)[0], FLAGS_TEST_wire_versions.c_str());
+      std::exit(1);
+    }
+    format::SetWireVersionsForTest(min, max);
+  }
   if (!FLAGS_cluster_secret_file.empty()) {
     absl::Status loaded = LoadClusterSecret(FLAGS_cluster_secret_file, (*argv)[0]);
     if (!loaded.ok()) {

@@ -6,6 +6,7 @@
 
 #include "src/status/macros.h"
 #include "store/client/meta_retry.h"
+#include "store/format/wire_version.h"
 
 namespace logfs::client {
 
@@ -66,8 +67,16 @@ void MetaClient::StampCall(proto::CallId* call) {
 absl::StatusOr<uint64_t> MetaClient::NewMount(const std::string& host) {
   proto::NewMountRequest request;
   request.set_host(host);
+  *request.mutable_version() = format::OwnVersion("mount");
   proto::NewMountResponse response;
   RETURN_IF_ERROR(Call(MessageType::kNewMount, request, &response, Attempts::kOne));
+  if (absl::Status shared = format::CheckPeerVersion(
+          request.version(), format::PeerVersion(response.has_version(), response.version(), "meta"),
+          meta_->Current()->address());
+      !shared.ok()) {
+    LOG(ERROR) << "refused: " << shared.message();
+    return shared;
+  }
   mount_id_.store(response.mount_id());
   cache_lease_ms_.store(response.cache_lease_ms());
   return response.mount_id();

@@ -1,5 +1,7 @@
 #include "store/meta/meta_service.h"
 
+#include <glog/logging.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <type_traits>
@@ -8,7 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
+#include "src/util/log_rate_limit.h"
 #include "store/format/message_type.h"
+#include "store/format/wire_version.h"
 
 namespace logfs::meta {
 namespace {
@@ -72,26 +76,42 @@ Result MetaService::TEST_AfterChange(const proto::CallId& call, Result result) {
 }
 
 // One handler per family of calls: servers and mounts here.
+namespace {
+// A segment server's or mount's stated version (store/format/wire_version.h):
+// refused, and logged here as at the refused end, unless meta shares one.
+absl::Status AdmitVersion(bool has, const proto::VersionRange& stated, absl::string_view role,
+                          absl::string_view peer_name) {
+  absl::Status admitted = format::CheckPeerVersion(
+      format::OwnVersion("meta"), format::PeerVersion(has, stated, role), peer_name);
+  if (!admitted.ok()) LOGFS_LOG_EVERY_MS(WARNING, 1000) << "refused: " << admitted.message();
+  return admitted;
+}
+}  // namespace
+
 MetaService::Reply MetaService::Handle(const format::Frame& frame, proto::CallId* call) {
   Namespace& ns = *ns_;
   switch (frame.type) {
     case format::MessageType::kRegisterServer:
       return Serve<proto::RegisterServerRequest>(
           frame, [&](const auto& q) -> absl::StatusOr<proto::RegisterServerResponse> {
+            RETURN_IF_ERROR(AdmitVersion(q.has_version(), q.version(), "segd", q.address()));
             ASSIGN_OR_RETURN(uint64_t id, ns.RegisterServer(q));
             proto::RegisterServerResponse response;
             response.set_server_id(id);
             response.set_cluster_id(ns.cluster_id());
+            *response.mutable_version() = format::OwnVersion("meta");
             return response;
           });
     case format::MessageType::kHeartbeat:
       return Serve<proto::HeartbeatRequest>(frame, [&](const auto& q) { return ns.Heartbeat(q); });
     case format::MessageType::kNewMount:
       return Serve<proto::NewMountRequest>(
-          frame, [&](const auto&) -> absl::StatusOr<proto::NewMountResponse> {
+          frame, [&](const auto& q) -> absl::StatusOr<proto::NewMountResponse> {
+            RETURN_IF_ERROR(AdmitVersion(q.has_version(), q.version(), "mount", q.host()));
             ASSIGN_OR_RETURN(uint64_t id, ns.NewMount());
             RememberSession(frame.connection_id, id);
             proto::NewMountResponse response;
+            *response.mutable_version() = format::OwnVersion("meta");
             response.set_mount_id(id);
             if (caches_ != nullptr) {
               response.set_cache_lease_ms(

@@ -18,6 +18,7 @@
 #include "src/util/log_rate_limit.h"
 #include "store/format/error_codec.h"
 #include "store/format/logfs.pb.h"
+#include "store/format/wire_version.h"
 
 namespace logfs::segd {
 
@@ -148,6 +149,7 @@ absl::Status MetaHeartbeat::Register() {
   request.set_server_id(store_->server_id());
   request.set_incarnation(options_.incarnation);
   request.set_cluster_id(store_->cluster_id());
+  *request.mutable_version() = format::OwnVersion("segd");
   // Each listed meta in turn; a standby's answer names the active, which
   // is asked next. Bounded: two attempts per listed meta.
   const size_t attempts_max = 2 * links_.size();
@@ -195,6 +197,13 @@ absl::Status MetaHeartbeat::RegisterWith(const std::string& address, client::Met
         absl::IsDeadlineExceeded(status) ? absl::StatusCode::kUnavailable : status.code();
     return absl::Status(
         code, absl::StrCat("cannot register with meta at ", address, ": ", StatusText(status)));
+  }
+  if (absl::Status shared = format::CheckPeerVersion(
+          request.version(),
+          format::PeerVersion(registered->has_version(), registered->version(), "meta"), address);
+      !shared.ok()) {
+    LOG(ERROR) << "refused: " << shared.message();
+    return shared;
   }
   if (registered->server_id() == 0) {
     return absl::UnavailableError("meta returned server id 0");

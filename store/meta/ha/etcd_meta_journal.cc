@@ -67,6 +67,7 @@ absl::Status EtcdMetaJournal::Append(uint64_t first_seq, absl::Span<const std::s
     record.set_seq(first_seq + i);
     record.set_meta_epoch(static_cast<uint64_t>(epoch_));
     record.set_batch(batches[i]);
+    record.set_wire_version(wire_version_);
     std::string value = record.SerializeAsString();
     if (!values.empty() && (values.size() >= kJournalRecordsPerTxnMax ||
                             txn_bytes + value.size() > kJournalTxnBytesMax)) {

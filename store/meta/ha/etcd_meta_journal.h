@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "store/meta/ha/etcd/etcd_client.h"
+#include "store/format/wire_version.h"
 #include "store/meta/db/meta_journal.h"
 
 namespace logfs::meta {
@@ -83,6 +84,8 @@ class EtcdMetaJournal : public MetaJournal {
   etcd::EtcdClient* const etcd_;
   const MetaEtcdKeys keys_;
   const int64_t epoch_;
+  // What every record says it was written by (store/format/wire_version.h).
+  const uint32_t wire_version_ = format::OwnVersion("meta").wire_max();
   const absl::Duration retry_for_;
 };
 

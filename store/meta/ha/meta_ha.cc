@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "src/util/log_rate_limit.h"
+#include "store/format/wire_version.h"
 
 namespace logfs::meta {
 namespace {
@@ -198,6 +199,23 @@ bool MetaHa::CatchUp(int max_pages) {
       return false;
     }
     for (const proto::MetaJournalRecord& record : *records) {
+      // Written by an active this replica does not share a version with
+      // (an active upgraded before its standbys): stop here, and never
+      // campaign, rather than apply what it may not understand.
+      proto::VersionRange writer = format::PeerVersion(record.wire_version() != 0, {}, "meta");
+      if (record.wire_version() != 0) {
+        writer.set_wire_min(record.wire_version());
+        writer.set_wire_max(record.wire_version());
+        writer.set_release(absl::StrCat("of wire version ", record.wire_version()));
+      }
+      if (absl::Status shared = format::CheckPeerVersion(
+              format::OwnVersion("meta"), writer,
+              absl::StrCat("journal record ", record.seq(), " (the active)"));
+          !shared.ok()) {
+        LOGFS_LOG_EVERY_MS(ERROR, 5000)
+            << "this replica stops applying the journal and never campaigns: " << shared.message();
+        return false;
+      }
       if (absl::Status applied = db_->ApplyJournalRecord(record); !applied.ok()) {
         LOGFS_LOG_EVERY_MS(ERROR, 5000)
             << "applying meta journal record " << record.seq() << ": " << applied;
