@@ -564,11 +564,11 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Client::Open(uint64_t ino, int flags) 
     ASSIGN_OR_RETURN(proto::Inode inode, deps_->GetInode(ino));
     if (S_ISDIR(inode.attr().mode())) return PosixError(EISDIR, "is a directory");
     file->kind = inode.attr().kind();
-    file->set_id_at_open = HasSetIdToClear(inode.attr().mode());
     bool sealed_block = file->kind == proto::KIND_BLOCK && SealedLength(inode) > 0 &&
                         !HasOpenSegment(inode) && FindWriter(ino) == nullptr;
     if (!sealed_block) {
       ASSIGN_OR_RETURN(file->writer, AcquireWriter(ino, truncate));
+      file->set_id_at_open = HasSetIdToClear(inode.attr().mode());
       return file;
     }
     // A sealed block file opens for write (RocksDB's LOCK) but rejects writes.

@@ -135,9 +135,11 @@ struct OpenFile {
   std::shared_ptr<wal::FileWriter> writer;  // set on writable, not denied
   bool live = false;          // another writer may grow the file: refresh on read
   bool growing = false;       // at open: a writer holds it, or it has an open segment
-  // Writable, and at open its mode had S_ISUID, or S_ISGID with S_IXGRP:
-  // the first write by a caller without CAP_FSETID clears them
-  // (Client::ClearSetId). Cleared once they are.
+  // Has a writer, and at open its mode had S_ISUID, or S_ISGID with
+  // S_IXGRP: the first write (or O_TRUNC open) by a caller without
+  // CAP_FSETID clears them (Client::ClearSetId). False once they are.
+  // A writer with CAP_FSETID leaves it set, and its every write reads
+  // /proc/TID/status.
   std::atomic<bool> set_id_at_open{false};
   absl::Mutex mu;
   proto::Inode inode ABSL_GUARDED_BY(mu);   // for reads

@@ -191,6 +191,11 @@ void OpInit(void* userdata, fuse_conn_info* conn) noexcept {
   // interrupts: so a killed caller's request is interrupted (FUSE_INTERRUPT)
   // and answered at once (fuse/request.h), as a direct_io file's are.
   conn->want &= ~FUSE_CAP_ASYNC_DIO;
+  // The kernel clears set-ID bits itself on truncate and chown (it sends
+  // the cleared mode with the change) unless the file system says it
+  // handles them; writes are cleared in OpWrite, since libfuse does not
+  // pass the kernel's FUSE_WRITE_KILL_SUIDGID on.
+  conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
 }
 
 // Every op but forget starts a Request (fuse/request.h) and replies through
@@ -324,6 +329,16 @@ void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) noexcept {
   ReplyErr(Begin(req, FuseOp::kLink), ToErrno(Refusal::kHardLink));
 }
 
+// As ext4 (the kernel's file_remove_privs): a write or truncate by a
+// caller without CAP_FSETID first clears the file's set-user-ID bit, and
+// its set-group-ID bit if group execute is set. Only files that had them
+// at open pay the /proc read and the meta round trip.
+absl::Status ClearSetIdFor(fsclient::Client& mount, fuse_req_t req, OpenFile& file) {
+  if (!file.set_id_at_open.load(std::memory_order_relaxed)) return absl::OkStatus();
+  if (CallerHasCapability(fuse_req_ctx(req)->pid, CAP_FSETID)) return absl::OkStatus();
+  return mount.ClearSetId(file);
+}
+
 void SetOpenFlags(const OpenFile& file, fuse_file_info* fi) {
   // Files being written bypass the page cache so every read and stat sees
   // the current durable length; a shared mmap of them fails with ENODEV.
@@ -344,6 +359,14 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
   RequestPtr r = Begin(req, FuseOp::kOpen);
   auto file = mount.Open(ino, fi->flags);
   if (!file.ok()) return ReplyStatus(r, file.status());
+  // An O_TRUNC open truncates here (the kernel sends no setattr for it:
+  // FUSE_CAP_ATOMIC_O_TRUNC), so it clears set-ID bits as a truncate does.
+  if ((fi->flags & O_TRUNC) != 0) {
+    if (absl::Status s = ClearSetIdFor(mount, req, **file); !s.ok()) {
+      mount.Release(std::move(*file)).IgnoreError();
+      return ReplyStatus(r, s);
+    }
+  }
   SetOpenFlags(**file, fi);
   SetHandle(fi, *std::move(file));
   ReplyOpened(mount, r, fi, [fi](fuse_req_t claimed) { return fuse_reply_open(claimed, fi); });
@@ -401,14 +424,7 @@ void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off
   fsclient::Client& mount = M(req);
   const FileHandle file = Handle(fi);
   RequestPtr r = Begin(req, FuseOp::kWrite);
-  // As ext4 (the kernel's file_remove_privs): a write by a caller without
-  // CAP_FSETID first clears the file's set-user-ID bit, and its
-  // set-group-ID bit if group execute is set. Only files that had them
-  // at open pay the /proc read and the meta round trip.
-  if (file->set_id_at_open.load(std::memory_order_relaxed) &&
-      !CallerHasCapability(fuse_req_ctx(req)->pid, CAP_FSETID)) {
-    if (absl::Status s = mount.ClearSetId(*file); !s.ok()) return ReplyStatus(r, s);
-  }
+  if (absl::Status s = ClearSetIdFor(mount, req, *file); !s.ok()) return ReplyStatus(r, s);
   mount.WriteAsync(*file, static_cast<uint64_t>(off), buf, size, [r, size](absl::Status s) {
     if (!s.ok()) return ReplyStatus(r, s);
     if (fuse_req_t claimed = r->Claim()) r->Replied(fuse_reply_write(claimed, size), 0);

@@ -1,6 +1,7 @@
 #include "fuse/process_state.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -111,6 +112,17 @@ bool StatusHasCapability(absl::string_view status, int cap) {
 
 bool CallerHasCapability(pid_t tid, int cap) {
   if (tid <= 0) return false;
+  // capable() asks for the capability in the initial user namespace: a
+  // task in another one (root of a rootless container) shows a full
+  // CapEff that counts for nothing here. The mount daemon's own namespace
+  // stands for the initial one (/proc/1 may be unreadable, even to root,
+  // in a sandbox).
+  struct stat task_ns, own_ns;
+  if (stat(absl::StrCat("/proc/", tid, "/ns/user").c_str(), &task_ns) != 0 ||
+      stat("/proc/self/ns/user", &own_ns) != 0 || task_ns.st_ino != own_ns.st_ino ||
+      task_ns.st_dev != own_ns.st_dev) {
+    return false;
+  }
   std::string status;
   if (!ReadProcFile(absl::StrCat("/proc/", tid, "/status"), &status)) return false;
   return StatusHasCapability(status, cap);

@@ -24,9 +24,11 @@ namespace logfs::fuse {
 bool CallerIsDying(pid_t tid);
 
 // True if task `tid` has capability `cap` (CAP_FSETID, ...) in its
-// effective set (/proc/TID/status CapEff), as the kernel's capable() asks
-// of the caller; false if /proc/TID/status cannot be read or parsed, so a
-// caller that cannot be seen is treated as unprivileged. The kernel tells
+// effective set (/proc/TID/status CapEff) and lives in this process's
+// user namespace (the initial one, for a mount daemon run as root), as the
+// kernel's capable() asks of the
+// caller; false if /proc cannot tell, so a caller that cannot be seen is
+// treated as unprivileged. The kernel tells
 // a filesystem that a direct write's caller lacks CAP_FSETID
 // (FUSE_WRITE_KILL_SUIDGID), but libfuse 3.14's low-level write does not
 // pass the flag on; this asks the same question. Thread-safe.

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <linux/capability.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -132,6 +133,32 @@ TEST(ProcessStateTest, CapabilitiesOfRealProcesses) {
   ASSERT_EQ(child, waitpid(child, nullptr, 0));
   EXPECT_FALSE(CallerHasCapability(child, CAP_FSETID)) << "a task that cannot be seen has none";
   EXPECT_FALSE(CallerHasCapability(0, CAP_FSETID));
+}
+
+TEST(ProcessStateTest, RootOfAnotherUserNamespaceHasNoCapabilityHere) {
+  // A task in a new user namespace has every capability there (CapEff is
+  // full), none in the initial one, which is what capable() asks about.
+  int pipe_fds[2];
+  ASSERT_EQ(0, pipe(pipe_fds));
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(pipe_fds[0]);
+    char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+    if (write(pipe_fds[1], &c, 1) != 1) _exit(1);
+    pause();
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+  char c = 0;
+  ASSERT_EQ(1, read(pipe_fds[0], &c, 1));
+  close(pipe_fds[0]);
+  if (c == 'y') {
+    EXPECT_FALSE(CallerHasCapability(child, CAP_FSETID));
+  }
+  ASSERT_EQ(0, kill(child, SIGKILL));
+  ASSERT_EQ(child, waitpid(child, nullptr, 0));
+  if (c != 'y') GTEST_SKIP() << "this kernel refuses unshare(CLONE_NEWUSER)";
 }
 
 }  // namespace

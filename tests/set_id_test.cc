@@ -171,6 +171,29 @@ TEST_F(SetIdTest, ATruncateWithoutCapFsetidClearsTheBits) {
   }
 }
 
+TEST_F(SetIdTest, AnOTruncOpenWithoutCapFsetidClearsTheBits) {
+  // The kernel sends no setattr for an O_TRUNC open (atomic O_TRUNC): the
+  // mount truncates at open, and clears the bits there. The child opens by
+  // name below a directory its parent opened.
+  UniqueFd wal(open(P("wal").c_str(), O_RDONLY | O_DIRECTORY));
+  ASSERT_TRUE(wal.valid()) << strerror(errno);
+  for (Caller caller : {Caller::kNobody, Caller::kRoot}) {
+    const std::string name = "o" + std::to_string(static_cast<int>(caller));
+    ASSERT_TRUE(WriteFile(P("wal/" + name), "some records").ok());
+    ASSERT_EQ(0, chmod(P("wal/" + name).c_str(), 06777));
+    EXPECT_EQ(0, RunAs(caller, [&] {
+      const int fd = openat(wal.get(), name.c_str(), O_WRONLY | O_TRUNC);
+      if (fd < 0) return errno;
+      return close(fd) == 0 ? 0 : errno;
+    }));
+    struct stat st;
+    ASSERT_EQ(0, stat(P("wal/" + name).c_str(), &st));
+    EXPECT_EQ(0u, st.st_size);
+    EXPECT_EQ(caller == Caller::kRoot ? 06777u : 0777u, st.st_mode & 07777)
+        << "caller " << static_cast<int>(caller);
+  }
+}
+
 TEST_F(SetIdTest, AChownClearsTheBitsOfRegularFilesOnly) {
   const std::string file = P("owned");
   ASSERT_TRUE(WriteFile(file, "x").ok());

@@ -61,7 +61,7 @@ struct MetaServerOptions {
   // lone meta, active at epoch 0, as before. Else one replica of the
   // cluster `cluster`: a standby until etcd elects it.
   std::vector<std::string> etcd_endpoints;
-  etcd::EtcdTlsFiles etcd_tls;  // TLS to etcd (docs/meta_ha.md "TLS"); none: plain
+  etcd::EtcdTlsFiles etcd_tls;  // TLS to etcd (docs/OPERATIONS.md step 2); none: plain
   std::string cluster;
   int64_t meta_lease_ttl_ms = 5000;
   int64_t meta_poll_interval_ms = 100;

@@ -18,6 +18,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -129,6 +130,24 @@ std::string EndpointHost(absl::string_view endpoint) {
   return std::string(endpoint);
 }
 
+// A host as a comparable key: an IP address in its canonical text
+// (inet_pton then inet_ntop: "0:0::1" and "::1" are one), a DNS name in
+// lower case without a trailing dot.
+std::string HostKey(absl::string_view host) {
+  const std::string text(host);
+  unsigned char addr[sizeof(in6_addr)];
+  char canonical[INET6_ADDRSTRLEN] = {};
+  for (int family : {AF_INET, AF_INET6}) {
+    if (inet_pton(family, text.c_str(), addr) == 1 &&
+        inet_ntop(family, addr, canonical, sizeof(canonical)) != nullptr) {
+      return canonical;
+    }
+  }
+  absl::string_view name = host;
+  absl::ConsumeSuffix(&name, ".");
+  return absl::AsciiStrToLower(name);
+}
+
 // Checks, after gRPC's TLS stack has verified the member's chain against
 // the CA, that the certificate names one of the endpoints' hosts. gRPC's
 // own host name check would compare it with the channel's one authority,
@@ -136,7 +155,9 @@ std::string EndpointHost(absl::string_view endpoint) {
 class MemberNameVerifier : public grpc::experimental::ExternalCertificateVerifier {
  public:
   MemberNameVerifier(std::vector<std::string> hosts, std::string endpoints_text)
-      : hosts_(std::move(hosts)), endpoints_text_(std::move(endpoints_text)) {}
+      : endpoints_text_(std::move(endpoints_text)) {
+    for (const std::string& h : hosts) hosts_.push_back(HostKey(h));
+  }
 
   bool Verify(grpc::experimental::TlsCustomVerificationCheckRequest* request,
               std::function<void(grpc::Status)>, grpc::Status* sync_status) override {
@@ -145,7 +166,7 @@ class MemberNameVerifier : public grpc::experimental::ExternalCertificateVerifie
       for (const grpc::string_ref& name : list) names.emplace_back(name.data(), name.size());
     }
     for (const std::string& name : names) {
-      if (std::find(hosts_.begin(), hosts_.end(), name) != hosts_.end()) {
+      if (std::find(hosts_.begin(), hosts_.end(), HostKey(name)) != hosts_.end()) {
         *sync_status = grpc::Status::OK;
         return true;
       }
@@ -159,16 +180,29 @@ class MemberNameVerifier : public grpc::experimental::ExternalCertificateVerifie
   void Cancel(grpc::experimental::TlsCustomVerificationCheckRequest*) override {}
 
  private:
-  const std::vector<std::string> hosts_;
+  std::vector<std::string> hosts_;  // HostKey of each endpoint's host
   const std::string endpoints_text_;
 };
 
+// A PEM file of at most 1 MiB.
 absl::StatusOr<std::string> ReadPem(const std::string& path, absl::string_view flag) {
+  constexpr size_t kPemBytesMax = 1 << 20;
   std::ifstream in(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) {
+  if (!in.is_open()) {
+    const int error = errno;
     return absl::InvalidArgumentError(absl::StrCat("etcd TLS: cannot read ", flag, " '", path,
-                                                   "': ", std::strerror(errno)));
+                                                   "': ", std::strerror(error)));
+  }
+  std::string text(kPemBytesMax + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("etcd TLS: cannot read ", flag, " '", path, "'"));
+  }
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kPemBytesMax) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("etcd TLS: ", flag, " '", path, "' is over 1 MiB: not a PEM file"));
   }
   if (!absl::StrContains(text, "-----BEGIN ")) {
     return absl::InvalidArgumentError(
