@@ -3,6 +3,7 @@
 #
 #   tag vX.Y.Z on HEAD              X.Y.Z
 #   N commits after tag vX.Y.Z      X.Y.Z+gitN.SHA
+#     ... with a newer VERSION      VERSION~gitN.SHA (a build towards the next release)
 #   no tag                          BASE~gitN.SHA    (BASE from the VERSION file:
 #                                                      the release being worked
 #                                                      towards; N = commits in HEAD)
@@ -20,7 +21,7 @@ if [ -n "${LOGFS_VERSION:-}" ]; then
   echo "$LOGFS_VERSION"
   exit 0
 fi
-base=$(cat VERSION 2>/dev/null || echo 0.0.0)
+base=$(head -n 1 VERSION 2>/dev/null || echo 0.0.0)
 # Only this tree's own git: a tarball unpacked inside another repository
 # takes the VERSION file.
 if [ "$(git rev-parse --show-toplevel 2>/dev/null)" != "$(pwd -P)" ] ||
@@ -33,7 +34,12 @@ case "$desc" in *-dirty) dirty=.dirty; desc=${desc%-dirty} ;; esac
 case "$desc" in
   v[0-9]*-*-g*)  # vX.Y.Z-N-gSHA
     sha=${desc##*-g}; rest=${desc%-g*}; n=${rest##*-}; tag=${rest%-*}
-    echo "${tag#v}+git$n.$sha$dirty" ;;
+    if [ "$(printf '%s\n%s\n' "${tag#v}" "$base" | sort -V | tail -n 1)" != "${tag#v}" ]; then
+      # VERSION names the next release: a build towards it sorts below it.
+      echo "$base~git$n.$sha$dirty"
+    else
+      echo "${tag#v}+git$n.$sha$dirty"
+    fi ;;
   v[0-9]*)
     echo "${desc#v}$dirty" ;;
   *)

@@ -362,6 +362,14 @@ TEST(PackageVersionTest, VersionScriptFollowsTagsCommitsAndEdits) {
     EXPECT_EQ(0, RunCommand("dpkg --compare-versions " + lower + " lt " + higher).exit_code)
         << lower << " < " << higher;
   }
+  // (f) VERSION names the next release after the tag: builds sort after
+  // the tag's and below that release.
+  run("echo 0.4.0 >" + dir + "/VERSION && " + git + "commit -qam three");
+  sha = run(git + "rev-parse --short HEAD");
+  const std::string towards = run(version);
+  EXPECT_EQ("0.4.0~git2." + sha, towards);
+  EXPECT_EQ(0, RunCommand("dpkg --compare-versions " + after + " lt " + towards).exit_code);
+  EXPECT_EQ(0, RunCommand("dpkg --compare-versions " + towards + " lt 0.4.0").exit_code);
   // (e) $LOGFS_VERSION wins.
   EXPECT_EQ("9.9", run("LOGFS_VERSION=9.9 " + version));
   RunCommand("rm -rf " + dir);
