@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +53,10 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::str
     }
     int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+    // Nothing else of the parent's: a descriptor it had open (a file on a
+    // FUSE mount, /dev/fuse, a socket) would keep that open in a server
+    // that outlives it, and a mount busy.
+    syscall(SYS_close_range, 3u, ~0u, 0u);
     // Children must not inherit a blocked signal mask from a sigwait()ing parent.
     sigset_t none;
     sigemptyset(&none);

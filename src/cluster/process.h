@@ -15,7 +15,8 @@
 namespace logfs::cluster {
 
 // Starts `argv[0]` with `argv`, stdout and stderr appended to `log_path`
-// (or inherited when empty). Returns the child's pid. kInternal if fork
+// (or inherited when empty), stdin /dev/null; no other descriptor of this
+// process is inherited. Returns the child's pid. kInternal if fork
 // fails; an exec failure shows as the child exiting with status 127.
 // A non-empty `netns` is a network namespace file (e.g. /run/netns/NAME)
 // the child joins before exec, as `nsenter --net=` does: only the network
