@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every fault of the fault-injection suite (tests/fault_test.cc,
-# tests/partition_fault_test.cc) N
+# tests/partition_fault_test.cc, tests/mixed_version_fault_test.cc ...) N
 # times against a real cluster and prints a markdown table: fault |
 # trials | acked bytes | acked bytes lost | longest fsync stall (ms) |
 # max seconds to full replication | failed trials; then, for the faults
@@ -24,6 +24,11 @@ for arg in "$@"; do
   esac
 done
 make --no-print-directory build >/dev/null
+# The mixed-version row runs the previous release's binary (built once
+# into build/release-TAG/); without a release tag before HEAD it skips.
+if [ -z "${LOGFS_OLD_BIN:-}" ] && old=$(tests/old_release.sh 2>/dev/null); then
+  export LOGFS_OLD_BIN=$old
+fi
 out=$(mktemp)
 trap 'rm -f "$out" "$out.over"' EXIT
 LOGFS_BIN="$PWD/build/logfs" LOGFS_FAULT_SECONDS="$seconds" \

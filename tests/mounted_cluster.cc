@@ -18,10 +18,12 @@
 #include <cstring>
 #include <fstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "src/cluster/process.h"
 #include "src/env/posix_file.h"
 #include "src/status/macros.h"
@@ -136,6 +138,7 @@ absl::StatusOr<std::unique_ptr<MountedCluster>> MountedCluster::Start(
     return absl::InvalidArgumentError("mount_hosts needs one host per mount");
   }
   mc->options_.mount_hosts.resize(mc->options_.mounts);  // here by default
+  mc->mount_binary_ = mc->options_.binary.empty() ? LogfsBinary() : mc->options_.binary;
   char tmpl[] = "/tmp/logfs-test-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return absl::ErrnoToStatus(errno, "mkdtemp");
   mc->root_ = tmpl;
@@ -185,7 +188,7 @@ std::string MountedCluster::Path(const std::string& relative, int i) const {
 
 absl::Status MountedCluster::MountOne(int i) {
   std::vector<std::string> argv = {
-      LogfsBinary(), "mount", "--meta=" + cluster_->meta_address(),
+      mount_binary_, "mount", "--meta=" + cluster_->meta_address(),
       absl::StrCat("--log_file=", root_, "/mount", i, ".daemon.log")};
   if (options_.authenticate) {
     argv.push_back("--cluster_secret_file=" + cluster_->cluster_secret_file());
@@ -217,7 +220,17 @@ absl::Status MountedCluster::UnmountAll() {
   absl::Status status;
   for (size_t i = 0; i < mountpoints_.size(); ++i) {
     if (!mounted_[i]) continue;
-    auto r = RunCommand(LogfsBinary() + " umount " + mountpoints_[i]);
+    // A file closed just before still holds the mount until its daemon
+    // answers the kernel's RELEASE (a seal): busy for that long.
+    CommandResult r;
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    for (;;) {
+      r = RunCommand(LogfsBinary() + " umount " + mountpoints_[i] + " 2>&1");
+      if (r.exit_code == 0 || !absl::StrContains(r.output, "busy") || absl::Now() >= deadline) {
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(100));  // poll: the kernel tells no one when it is free
+    }
     if (r.exit_code != 0) {
       // A stuck or dead daemon: detach the mount so nothing is left behind.
       RunCommand("fusermount3 -uz " + mountpoints_[i]);
@@ -245,7 +258,7 @@ absl::Status MountedCluster::RestartCluster() {
 
 cluster::LocalClusterOptions MountedCluster::ClusterOptions() const {
   cluster::LocalClusterOptions copts;
-  copts.binary = LogfsBinary();
+  copts.binary = options_.binary.empty() ? LogfsBinary() : options_.binary;
   copts.data_dir = options_.data_dir.empty() ? root_ + "/data" : options_.data_dir;
   if (!options_.data_dir.empty()) copts.run_dir = root_ + "/run";
   copts.segment_servers = options_.segment_servers;

@@ -47,6 +47,8 @@ struct MountedClusterOptions {
   std::vector<std::string> etcd_endpoints;
   int meta_replicas = 3;
   std::vector<std::vector<std::string>> meta_replica_flags;  // LocalClusterOptions'
+  // The logfs binary every process runs at start; "" = LogfsBinary().
+  std::string binary;
 };
 
 class MountedCluster {
@@ -66,6 +68,11 @@ class MountedCluster {
   absl::Status MountAll();
   // Stops every process and starts the whole cluster again on the same state.
   absl::Status RestartCluster();
+
+  // The logfs binary that later mounts (MountAll, Remount) run: a rolling
+  // upgrade (the servers' is cluster().set_binary). Starts as
+  // MountedClusterOptions::binary.
+  void set_mount_binary(std::string binary) { mount_binary_ = std::move(binary); }
 
   // PID of the daemon serving mount `i`.
   pid_t MountPid(int i = 0) const;
@@ -88,6 +95,7 @@ class MountedCluster {
   std::unique_ptr<cluster::LocalCluster> cluster_;
   std::vector<std::string> mountpoints_;
   std::vector<bool> mounted_;
+  std::string mount_binary_;
   std::string TmpfsDir(int segd) const;
   std::vector<std::string> tmpfs_dirs_;  // mounted, unmounted by the destructor
 };

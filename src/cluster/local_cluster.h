@@ -91,6 +91,11 @@ class LocalCluster {
   // Restarts meta replica `i` (after it was stopped or killed) on its port.
   absl::Status RestartMeta(int i);
 
+  // The logfs binary of every later start and restart of meta and segment
+  // servers (a rolling upgrade or downgrade, one process at a time).
+  void set_binary(std::string binary) { options_.binary = std::move(binary); }
+  const std::string& binary() const { return options_.binary; }
+
   // Stops every process: SIGTERM, then SIGKILL after `grace`.
   void Stop(absl::Duration grace = absl::Seconds(5));
 
