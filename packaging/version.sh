@@ -3,7 +3,7 @@
 #
 #   tag vX.Y.Z on HEAD              X.Y.Z
 #   N commits after tag vX.Y.Z      X.Y.Z+gitN.SHA
-#     ... with a newer VERSION      VERSION~gitN.SHA (a build towards the next release)
+#     ... with a newer VERSION      VERSION~gitC.SHA (C = commits in HEAD, as untagged)
 #   no tag                          BASE~gitN.SHA    (BASE from the VERSION file:
 #                                                      the release being worked
 #                                                      towards; N = commits in HEAD)
@@ -35,8 +35,9 @@ case "$desc" in
   v[0-9]*-*-g*)  # vX.Y.Z-N-gSHA
     sha=${desc##*-g}; rest=${desc%-g*}; n=${rest##*-}; tag=${rest%-*}
     if [ "$(printf '%s\n%s\n' "${tag#v}" "$base" | sort -V | tail -n 1)" != "${tag#v}" ]; then
-      # VERSION names the next release: a build towards it sorts below it.
-      echo "$base~git$n.$sha$dirty"
+      # VERSION names the next release: a build towards it sorts below it,
+      # numbered as without a tag (a clone without tags gives the same).
+      echo "$base~git$(git rev-list --count HEAD).$sha$dirty"
     else
       echo "${tag#v}+git$n.$sha$dirty"
     fi ;;

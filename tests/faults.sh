@@ -26,8 +26,13 @@ done
 make --no-print-directory build >/dev/null
 # The mixed-version row runs the previous release's binary (built once
 # into build/release-TAG/); without a release tag before HEAD it skips.
-if [ -z "${LOGFS_OLD_BIN:-}" ] && old=$(tests/old_release.sh 2>/dev/null); then
-  export LOGFS_OLD_BIN=$old
+if [ -z "${LOGFS_OLD_BIN:-}" ]; then
+  if old=$(tests/old_release.sh 2>"${TMPDIR:-/tmp}/logfs-old-release.err"); then
+    export LOGFS_OLD_BIN=$old
+  else
+    echo "faults.sh: no previous release, the mixed-version row skips:" >&2
+    cat "${TMPDIR:-/tmp}/logfs-old-release.err" >&2
+  fi
 fi
 out=$(mktemp)
 trap 'rm -f "$out" "$out.over"' EXIT

@@ -216,29 +216,38 @@ absl::Status MountedCluster::MountAll() {
   return absl::OkStatus();
 }
 
+absl::Status MountedCluster::UnmountOne(int i) {
+  if (!mounted_[i]) return absl::OkStatus();
+  // A file closed just before still holds the mount until its daemon
+  // answers the kernel's RELEASE (a seal): busy for that long.
+  CommandResult r;
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  for (;;) {
+    r = RunCommand(LogfsBinary() + " umount " + mountpoints_[i] + " 2>&1");
+    if (r.exit_code == 0 || !absl::StrContains(r.output, "busy") || absl::Now() >= deadline) {
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(100));  // poll: the kernel tells no one when it is free
+  }
+  mounted_[i] = false;
+  if (r.exit_code == 0) return absl::OkStatus();
+  // A stuck or dead daemon: detach the mount so nothing is left behind.
+  RunCommand("fusermount3 -uz " + mountpoints_[i]);
+  return absl::InternalError(absl::StrCat("umount ", mountpoints_[i], ": ", r.output));
+}
+
 absl::Status MountedCluster::UnmountAll() {
   absl::Status status;
   for (size_t i = 0; i < mountpoints_.size(); ++i) {
-    if (!mounted_[i]) continue;
-    // A file closed just before still holds the mount until its daemon
-    // answers the kernel's RELEASE (a seal): busy for that long.
-    CommandResult r;
-    const absl::Time deadline = absl::Now() + absl::Seconds(30);
-    for (;;) {
-      r = RunCommand(LogfsBinary() + " umount " + mountpoints_[i] + " 2>&1");
-      if (r.exit_code == 0 || !absl::StrContains(r.output, "busy") || absl::Now() >= deadline) {
-        break;
-      }
-      absl::SleepFor(absl::Milliseconds(100));  // poll: the kernel tells no one when it is free
-    }
-    if (r.exit_code != 0) {
-      // A stuck or dead daemon: detach the mount so nothing is left behind.
-      RunCommand("fusermount3 -uz " + mountpoints_[i]);
-      status = absl::InternalError(absl::StrCat("umount ", mountpoints_[i], ": ", r.output));
-    }
-    mounted_[i] = false;
+    absl::Status one = UnmountOne(static_cast<int>(i));
+    if (!one.ok()) status = one;
   }
   return status;
+}
+
+absl::Status MountedCluster::RemountOne(int i) {
+  RETURN_IF_ERROR(UnmountOne(i));
+  return MountOne(i);
 }
 
 absl::Status MountedCluster::Remount() {
@@ -248,8 +257,10 @@ absl::Status MountedCluster::Remount() {
 
 absl::Status MountedCluster::RestartCluster() {
   RETURN_IF_ERROR(UnmountAll());
+  cluster::LocalClusterOptions copts = ClusterOptions();
+  if (cluster_ != nullptr) copts.binary = cluster_->binary();  // as set_binary left it
   cluster_.reset();
-  ASSIGN_OR_RETURN(cluster_, cluster::LocalCluster::Start(ClusterOptions()));
+  ASSIGN_OR_RETURN(cluster_, cluster::LocalCluster::Start(copts));
   if (!options_.etcd_endpoints.empty()) {
     RETURN_IF_ERROR(WaitForActiveMeta(*cluster_, absl::Seconds(20)).status());
   }

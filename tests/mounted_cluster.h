@@ -66,6 +66,9 @@ class MountedCluster {
   absl::Status Remount();
   absl::Status UnmountAll();
   absl::Status MountAll();
+  // Unmounts mount `i` (waiting out a mount busy with a RELEASE still
+  // being answered, up to 30 s), then mounts it again: one mount's upgrade.
+  absl::Status RemountOne(int i);
   // Stops every process and starts the whole cluster again on the same state.
   absl::Status RestartCluster();
 
@@ -88,6 +91,7 @@ class MountedCluster {
  private:
   MountedCluster() = default;
   absl::Status MountOne(int i);
+  absl::Status UnmountOne(int i);
   cluster::LocalClusterOptions ClusterOptions() const;
 
   MountedClusterOptions options_;

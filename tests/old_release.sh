@@ -6,7 +6,7 @@
 #
 # TAG: a release tag (vX.Y.Z) of this repository; default the newest one
 # reachable from HEAD that is not HEAD itself (the previous release). The
-# tree is `git archive TAG` in build/release-TAG/src, built there with its
+# tree is `git archive TAG` in build/release-TAG-COMMIT/src, built there with its
 # own Makefile (`make bin`); a binary built before is reused. Exit 1 if
 # there is no such tag or the build fails (its output on stderr).
 set -euo pipefail
@@ -22,12 +22,17 @@ if [ -z "$tag" ] || ! git rev-parse -q --verify "refs/tags/$tag" >/dev/null; the
   echo "old_release.sh: no release tag ${tag:-before HEAD} (git tag --list 'v*')" >&2
   exit 1
 fi
-dir=build/release-$tag
+# Keyed by the commit, so a moved tag builds anew.
+commit=$(git rev-parse "$tag^{commit}")
+dir=build/release-$tag-${commit:0:12}
 if [ ! -x "$dir/src/build/logfs" ]; then
   rm -rf "$dir"
   mkdir -p "$dir/src"
   git archive "$tag" | tar -x -C "$dir/src"
-  make -C "$dir/src" -j"$(nproc)" bin >"$dir/build.log" 2>&1 || {
+  # Its own make: nothing of a calling make's jobserver, variables or
+  # version override reaches it.
+  env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u LOGFS_VERSION -u BUILDDIR \
+    make -C "$dir/src" -j"$(nproc)" bin >"$dir/build.log" 2>&1 || {
     tail -n 30 "$dir/build.log" >&2
     exit 1
   }

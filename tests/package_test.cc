@@ -367,7 +367,7 @@ TEST(PackageVersionTest, VersionScriptFollowsTagsCommitsAndEdits) {
   run("echo 0.4.0 >" + dir + "/VERSION && " + git + "commit -qam three");
   sha = run(git + "rev-parse --short HEAD");
   const std::string towards = run(version);
-  EXPECT_EQ("0.4.0~git2." + sha, towards);
+  EXPECT_EQ("0.4.0~git3." + sha, towards) << "numbered by the commits in HEAD, as untagged";
   EXPECT_EQ(0, RunCommand("dpkg --compare-versions " + after + " lt " + towards).exit_code);
   EXPECT_EQ(0, RunCommand("dpkg --compare-versions " + towards + " lt 0.4.0").exit_code);
   // (e) $LOGFS_VERSION wins.

@@ -38,6 +38,11 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::str
       return SyscallError(err, absl::StrCat("open ", netns));
     }
   }
+  // Read before fork: the child calls only async-signal-safe functions.
+  const long open_max_found = sysconf(_SC_OPEN_MAX);
+  const int open_max = open_max_found > 0 && open_max_found < (1 << 20)
+                           ? static_cast<int>(open_max_found)
+                           : 1024;
   pid_t pid = fork();
   if (pid < 0) {
     int err = errno;
@@ -56,7 +61,9 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::str
     // Nothing else of the parent's: a descriptor it had open (a file on a
     // FUSE mount, /dev/fuse, a socket) would keep that open in a server
     // that outlives it, and a mount busy.
-    syscall(SYS_close_range, 3u, ~0u, 0u);
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0) {
+      for (int fd = 3; fd < open_max; ++fd) close(fd);  // a kernel before 5.9
+    }
     // Children must not inherit a blocked signal mask from a sigwait()ing parent.
     sigset_t none;
     sigemptyset(&none);

@@ -39,6 +39,7 @@
 #include "src/main/metrics_flags.h"
 #include "src/main/subcommands.h"
 #include "src/status/macros.h"
+#include "store/format/wire_version.h"
 #include "store/format/xattr_names.h"
 
 DECLARE_string(meta);
@@ -456,7 +457,10 @@ int RunMount(const std::string& mountpoint_arg) {
   }
   fsclient::Client mount(options);
   absl::Status connected = mount.Connect();
-  if (!connected.ok()) return ready.Report(std::string(connected.message())), 1;
+  if (!connected.ok()) {
+    ready.Report(std::string(connected.message()));
+    return format::IsVersionRefusal(connected) ? format::kExitVersionRefused : 1;
+  }
   // Stops (its destructor) before `mount` goes: scrapes read the mount.
   auto metrics = StartMetricsServer(
       "mount", [&mount](metrics::FamilyList& out) {

@@ -176,7 +176,9 @@ sigset_t BlockTerminationSignals() {
 
 int Fail(const char* what, const absl::Status& status) {
   std::fprintf(stderr, "logfs %s: %s\n", what, std::string(status.message()).c_str());
-  return 1;
+  // A version refusal holds until one side is upgraded: the units do not
+  // restart on it (RestartPreventExitStatus).
+  return format::IsVersionRefusal(status) ? format::kExitVersionRefused : 1;
 }
 
 // Serves until a termination signal, then stops `server`. Under systemd

@@ -72,7 +72,7 @@ absl::StatusOr<uint64_t> MetaClient::NewMount(const std::string& host) {
   RETURN_IF_ERROR(Call(MessageType::kNewMount, request, &response, Attempts::kOne));
   if (absl::Status shared = format::CheckPeerVersion(
           request.version(), format::PeerVersion(response.has_version(), response.version(), "meta"),
-          meta_->Current()->address());
+          address());
       !shared.ok()) {
     LOG(ERROR) << "refused: " << shared.message();
     return shared;

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "src/util/version.h"
 
@@ -42,18 +43,25 @@ proto::VersionRange PeerVersion(bool has, const proto::VersionRange& stated,
   return v;
 }
 
+constexpr absl::string_view kRefusalWords = " speaks wire versions ";
+
 absl::Status CheckPeerVersion(const proto::VersionRange& self, const proto::VersionRange& peer,
-                              absl::string_view peer_name) {
-  if (peer.wire_min() <= self.wire_max() && self.wire_min() <= peer.wire_max()) {
-    return absl::OkStatus();
-  }
+                              absl::string_view peer_name, bool peer_may_be_newer) {
+  const bool shared = peer.wire_min() <= self.wire_max() && self.wire_min() <= peer.wire_max();
+  const bool too_new = !peer_may_be_newer && peer.wire_max() > self.wire_max();
+  if (shared && !too_new) return absl::OkStatus();
   // The older side is the one to upgrade.
   const bool peer_older = peer.wire_max() < self.wire_min();
   return absl::FailedPreconditionError(absl::StrCat(
-      Describe(peer), " at ", peer_name, " speaks wire versions ", peer.wire_min(), "..",
+      Describe(peer), " at ", peer_name, kRefusalWords, peer.wire_min(), "..",
       peer.wire_max(), ", this ", self.role(), " (logfs ", self.release(), ") ", self.wire_min(),
       "..", self.wire_max(), ": upgrade ", peer_older ? "the " : "this ",
-      peer_older ? peer.role() : self.role(), " (docs/OPERATIONS.md \"Upgrade\")"));
+      peer_older ? peer.role() : self.role(), too_new && shared ? " first" : "",
+      " (docs/OPERATIONS.md \"Upgrade\")"));
+}
+
+bool IsVersionRefusal(const absl::Status& status) {
+  return absl::IsFailedPrecondition(status) && absl::StrContains(status.message(), kRefusalWords);
 }
 
 void SetWireVersionsForTest(uint32_t min, uint32_t max) {

@@ -40,13 +40,25 @@ proto::VersionRange OwnVersion(absl::string_view role);
 proto::VersionRange PeerVersion(bool has, const proto::VersionRange& stated,
                                 absl::string_view role);
 
-// OK if `self` and `peer` share a wire version. Else kFailedPrecondition
+// OK if `self` and `peer` share a wire version (and, with
+// `peer_may_be_newer` false, as meta asks of mounts and segment servers,
+// the peer is not newer than `self`: servers are upgraded before their
+// clients, which keeps any two processes within one minor release). Else
+// kFailedPrecondition
 // with one line that names both sides (role, release, range, `peer_name`:
 // its address or host) and which one to upgrade, e.g. "logfs mount 0.1.0
 // at h4 speaks wire versions 1..1, this meta (logfs 0.3.0) 2..3: upgrade
 // the mount (docs/OPERATIONS.md \"Upgrade\")". Both ends log it.
 absl::Status CheckPeerVersion(const proto::VersionRange& self, const proto::VersionRange& peer,
-                              absl::string_view peer_name);
+                              absl::string_view peer_name, bool peer_may_be_newer = true);
+
+// Whether `status` is such a refusal, from either end (its code and the
+// fixed words " speaks wire versions " of its one line: the message is the
+// part of an error that crosses the wire). A process refused so exits with
+// kExitVersionRefused, which the units do not restart (the refusal holds
+// until one side is upgraded).
+bool IsVersionRefusal(const absl::Status& status);
+inline constexpr int kExitVersionRefused = 78;  // EX_CONFIG (sysexits.h)
 
 // Tests (--TEST_wire_versions=MIN:MAX): the range OwnVersion states.
 // 0, 0: the built-in one.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 namespace logfs::format {
 namespace {
@@ -55,6 +56,21 @@ TEST(WireVersionTest, ARefusalIsOneLineThatSaysWhomToUpgrade) {
                                            Range(4, 5, "segd", "0.5.0"), "h3:7101");
   EXPECT_TRUE(absl::StrContains(new_segd.message(), ": upgrade this meta (")) << new_segd;
   EXPECT_FALSE(absl::StrContains(new_segd.message(), "\n"));
+}
+
+TEST(WireVersionTest, MetaRefusesAPeerNewerThanItselfAndTheRefusalIsRecognized) {
+  const auto meta = Range(1, 2, "meta", "0.2.0");
+  const auto newer_mount = Range(2, 3, "mount", "0.3.0");
+  EXPECT_TRUE(CheckPeerVersion(meta, newer_mount, "h4").ok()) << "they share 2";
+  absl::Status ahead = CheckPeerVersion(meta, newer_mount, "h4", /*peer_may_be_newer=*/false);
+  EXPECT_EQ(absl::StatusCode::kFailedPrecondition, ahead.code());
+  EXPECT_TRUE(absl::StrContains(ahead.message(), ": upgrade this meta first (")) << ahead;
+  EXPECT_TRUE(IsVersionRefusal(ahead));
+  EXPECT_TRUE(IsVersionRefusal(absl::FailedPreconditionError(
+      absl::StrCat("meta at h1 refused to register this server: ", ahead.message()))));
+  EXPECT_FALSE(IsVersionRefusal(absl::FailedPreconditionError("another cluster's server")));
+  EXPECT_FALSE(IsVersionRefusal(absl::UnavailableError(ahead.message())));
+  EXPECT_TRUE(CheckPeerVersion(meta, Range(1, 2, "mount", "0.2.0"), "h4", false).ok());
 }
 
 TEST(WireVersionTest, TheTestOverrideChangesWhatThisProcessStates) {

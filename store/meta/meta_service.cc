@@ -79,11 +79,21 @@ Result MetaService::TEST_AfterChange(const proto::CallId& call, Result result) {
 namespace {
 // A segment server's or mount's stated version (store/format/wire_version.h):
 // refused, and logged here as at the refused end, unless meta shares one.
+// A peer newer than meta is refused too: servers are upgraded before their
+// clients, so mounts and segment servers stay within one minor release of
+// each other.
 absl::Status AdmitVersion(bool has, const proto::VersionRange& stated, absl::string_view role,
                           absl::string_view peer_name) {
-  absl::Status admitted = format::CheckPeerVersion(
-      format::OwnVersion("meta"), format::PeerVersion(has, stated, role), peer_name);
-  if (!admitted.ok()) LOGFS_LOG_EVERY_MS(WARNING, 1000) << "refused: " << admitted.message();
+  absl::Status admitted =
+      format::CheckPeerVersion(format::OwnVersion("meta"), format::PeerVersion(has, stated, role),
+                               peer_name, /*peer_may_be_newer=*/false);
+  if (admitted.ok()) return admitted;
+  // One rate limit per role, so that refused mounts do not hide a segd.
+  if (role == "segd") {
+    LOGFS_LOG_EVERY_MS(WARNING, 1000) << "refused: " << admitted.message();
+  } else {
+    LOGFS_LOG_EVERY_MS(WARNING, 1000) << "refused: " << admitted.message();
+  }
   return admitted;
 }
 }  // namespace

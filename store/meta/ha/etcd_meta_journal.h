@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "store/meta/ha/etcd/etcd_client.h"
 #include "store/format/wire_version.h"
 #include "store/meta/db/meta_journal.h"
+#include "store/meta/ha/etcd/etcd_client.h"
 
 namespace logfs::meta {
 

@@ -192,6 +192,7 @@ void MetaHa::Run() {
 }
 
 bool MetaHa::CatchUp(int max_pages) {
+  const proto::VersionRange own_wire = format::OwnVersion("meta");
   for (int page = 0; page < max_pages; ++page) {
     auto records = reader_.Read(db_->applied_seq() + 1, kRecordsPerRead);
     if (!records.ok()) {
@@ -201,19 +202,20 @@ bool MetaHa::CatchUp(int max_pages) {
     for (const proto::MetaJournalRecord& record : *records) {
       // Written by an active this replica does not share a version with
       // (an active upgraded before its standbys): stop here, and never
-      // campaign, rather than apply what it may not understand.
-      proto::VersionRange writer = format::PeerVersion(record.wire_version() != 0, {}, "meta");
-      if (record.wire_version() != 0) {
-        writer.set_wire_min(record.wire_version());
-        writer.set_wire_max(record.wire_version());
-        writer.set_release(absl::StrCat("of wire version ", record.wire_version()));
-      }
-      if (absl::Status shared = format::CheckPeerVersion(
-              format::OwnVersion("meta"), writer,
-              absl::StrCat("journal record ", record.seq(), " (the active)"));
-          !shared.ok()) {
+      // campaign, rather than apply what it may not understand. 0: 0.1.
+      const uint32_t written =
+          record.wire_version() != 0 ? record.wire_version() : format::kWireVersionUnstated;
+      if (written < own_wire.wire_min() || written > own_wire.wire_max()) {
+        proto::VersionRange writer;
+        writer.set_wire_min(written);
+        writer.set_wire_max(written);
+        writer.set_role("meta");
+        writer.set_release(absl::StrCat("of wire version ", written));
         LOGFS_LOG_EVERY_MS(ERROR, 5000)
-            << "this replica stops applying the journal and never campaigns: " << shared.message();
+            << "this replica stops applying the journal and never campaigns: "
+            << format::CheckPeerVersion(own_wire, writer,
+                                        absl::StrCat("journal record ", record.seq(), " (the active)"))
+                   .message();
         return false;
       }
       if (absl::Status applied = db_->ApplyJournalRecord(record); !applied.ok()) {
