@@ -90,7 +90,7 @@ WriterStats RunWriter(const CheckerOptions& o, int w, absl::Time end,
       ++generation;
       seq = acked_seq = 0;
       offset = acked_offset = 0;
-      fd = open(DataPath(o, w, generation).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      fd = open(DataPath(o, w, generation).c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
       if (fd < 0) {
         ++stats.errors;
         absl::SleepFor(absl::Milliseconds(50));  // back off before the next file

@@ -196,6 +196,10 @@ class MixedVersionFaultTest : public ::testing::Test {
     ASSERT_TRUE(etcd_.Start().ok());
     MountedClusterOptions options;
     options.binary = old_bin_;
+    // The servers restarted under the writers must not keep their files
+    // (and so the mounts) open; meta is replicated, so the FLUSH their
+    // closing sends does not wait on the meta being started.
+    options.close_inherited_fds = true;
     options.mounts = 2;
     options.segment_servers = 4;
     options.etcd_endpoints = etcd_->endpoints();

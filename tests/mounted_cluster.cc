@@ -198,7 +198,7 @@ absl::Status MountedCluster::MountOne(int i) {
   argv.insert(argv.end(), host.flags.begin(), host.flags.end());
   argv.push_back(mountpoints_[i]);
   std::string log = absl::StrCat(root_, "/mount", i, ".log");
-  ASSIGN_OR_RETURN(pid_t pid, cluster::Spawn(argv, log, host.netns));
+  ASSIGN_OR_RETURN(pid_t pid, cluster::Spawn(argv, log, host.netns, options_.close_inherited_fds));
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -216,12 +216,10 @@ absl::Status MountedCluster::MountAll() {
   return absl::OkStatus();
 }
 
-absl::Status MountedCluster::UnmountOne(int i) {
+absl::Status MountedCluster::UnmountOne(int i, absl::Duration busy_wait) {
   if (!mounted_[i]) return absl::OkStatus();
-  // A file closed just before still holds the mount until its daemon
-  // answers the kernel's RELEASE (a seal): busy for that long.
   CommandResult r;
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  const absl::Time deadline = absl::Now() + busy_wait;
   for (;;) {
     r = RunCommand(LogfsBinary() + " umount " + mountpoints_[i] + " 2>&1");
     if (r.exit_code == 0 || !absl::StrContains(r.output, "busy") || absl::Now() >= deadline) {
@@ -239,14 +237,16 @@ absl::Status MountedCluster::UnmountOne(int i) {
 absl::Status MountedCluster::UnmountAll() {
   absl::Status status;
   for (size_t i = 0; i < mountpoints_.size(); ++i) {
-    absl::Status one = UnmountOne(static_cast<int>(i));
+    absl::Status one = UnmountOne(static_cast<int>(i), absl::ZeroDuration());
     if (!one.ok()) status = one;
   }
   return status;
 }
 
 absl::Status MountedCluster::RemountOne(int i) {
-  RETURN_IF_ERROR(UnmountOne(i));
+  // A file closed just before still holds the mount until its daemon
+  // answers the kernel's RELEASE (a seal): busy for that long.
+  RETURN_IF_ERROR(UnmountOne(i, absl::Seconds(30)));
   return MountOne(i);
 }
 
@@ -270,6 +270,7 @@ absl::Status MountedCluster::RestartCluster() {
 cluster::LocalClusterOptions MountedCluster::ClusterOptions() const {
   cluster::LocalClusterOptions copts;
   copts.binary = options_.binary.empty() ? LogfsBinary() : options_.binary;
+  copts.close_inherited_fds = options_.close_inherited_fds;
   copts.data_dir = options_.data_dir.empty() ? root_ + "/data" : options_.data_dir;
   if (!options_.data_dir.empty()) copts.run_dir = root_ + "/run";
   copts.segment_servers = options_.segment_servers;

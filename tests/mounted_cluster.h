@@ -49,6 +49,8 @@ struct MountedClusterOptions {
   std::vector<std::vector<std::string>> meta_replica_flags;  // LocalClusterOptions'
   // The logfs binary every process runs at start; "" = LogfsBinary().
   std::string binary;
+  // LocalClusterOptions' (servers and mounts close inherited descriptors).
+  bool close_inherited_fds = false;
 };
 
 class MountedCluster {
@@ -91,7 +93,9 @@ class MountedCluster {
  private:
   MountedCluster() = default;
   absl::Status MountOne(int i);
-  absl::Status UnmountOne(int i);
+  // Unmounts mount `i`, retrying while it is busy for up to `busy_wait`;
+  // then (or on any other failure) detaches it lazily.
+  absl::Status UnmountOne(int i, absl::Duration busy_wait);
   cluster::LocalClusterOptions ClusterOptions() const;
 
   MountedClusterOptions options_;

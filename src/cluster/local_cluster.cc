@@ -35,13 +35,13 @@ std::string PortOf(const std::string& address) { return address.substr(address.r
 absl::StatusOr<std::string> StartServer(std::vector<std::string> argv, const ServerHost& host,
                                         const std::string& dir, const std::string& run_dir,
                                         const std::string& name, absl::Duration timeout,
-                                        pid_t* pid) {
+                                        bool close_inherited, pid_t* pid) {
   argv.insert(argv.end(), host.flags.begin(), host.flags.end());
   RETURN_IF_ERROR(env::MakeDirs(dir));
   std::string address_file = AddressFile(dir, run_dir, name);
   unlink(address_file.c_str());
   std::string log = (run_dir.empty() ? dir : run_dir) + "/" + name + ".log";
-  ASSIGN_OR_RETURN(*pid, Spawn(argv, log, host.netns));
+  ASSIGN_OR_RETURN(*pid, Spawn(argv, log, host.netns, close_inherited));
   auto address = WaitForFile(address_file, timeout, *pid);
   if (!address.ok()) {
     StopChild(*pid, SIGKILL, absl::Seconds(1));
@@ -128,7 +128,8 @@ absl::Status LocalCluster::StartMeta(int i) {
     argv.insert(argv.end(), own.begin(), own.end());
   }
   ASSIGN_OR_RETURN(meta_addresses_[i], StartServer(argv, options_.meta_host, dir, options_.run_dir,
-                                                   name, options_.start_timeout, &meta_pids_[i]));
+                                                   name, options_.start_timeout,
+                                                   options_.close_inherited_fds, &meta_pids_[i]));
   return absl::OkStatus();
 }
 
@@ -143,7 +144,8 @@ absl::Status LocalCluster::StartSegd(int i, const std::vector<std::string>& extr
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   ASSIGN_OR_RETURN(segd_addresses_[i],
                    StartServer(argv, options_.segd_hosts[i], dir, options_.run_dir,
-                               absl::StrCat("segd", i), options_.start_timeout, &segd_pids_[i]));
+                               absl::StrCat("segd", i), options_.start_timeout,
+                               options_.close_inherited_fds, &segd_pids_[i]));
   return absl::OkStatus();
 }
 

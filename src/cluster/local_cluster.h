@@ -29,6 +29,10 @@ struct ServerHost {
 
 struct LocalClusterOptions {
   std::string binary;    // path of the logfs binary
+  // Servers close the descriptors they would inherit (Spawn's
+  // close_inherited): for a test whose files on a mount must not outlive
+  // it in a server; not with a lone meta (Spawn says why).
+  bool close_inherited_fds = false;
   std::string data_dir;  // meta/ and segd<i>/ go below it
   // Logs and address files (<name>.log, <name>.address); "" = each in its
   // server's data dir (log <name>.log, address file "address").

@@ -19,7 +19,7 @@
 namespace logfs::cluster {
 
 absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log_path,
-                            const std::string& netns) {
+                            const std::string& netns, bool close_inherited) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -58,11 +58,10 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::str
     }
     int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
-    // Nothing else of the parent's: a descriptor it had open (a file on a
-    // FUSE mount, /dev/fuse, a socket) would keep that open in a server
-    // that outlives it, and a mount busy.
-    if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0) {
-      for (int fd = 3; fd < open_max; ++fd) close(fd);  // a kernel before 5.9
+    if (close_inherited) {
+      if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0) {
+        for (int fd = 3; fd < open_max; ++fd) close(fd);  // a kernel before 5.9
+      }
     }
     // Children must not inherit a blocked signal mask from a sigwait()ing parent.
     sigset_t none;

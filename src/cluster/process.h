@@ -15,15 +15,22 @@
 namespace logfs::cluster {
 
 // Starts `argv[0]` with `argv`, stdout and stderr appended to `log_path`
-// (or inherited when empty), stdin /dev/null; no other descriptor of this
-// process is inherited. Returns the child's pid. kInternal if fork
-// fails; an exec failure shows as the child exiting with status 127.
-// A non-empty `netns` is a network namespace file (e.g. /run/netns/NAME)
-// the child joins before exec, as `nsenter --net=` does: only the network
-// namespace changes, so the child's FUSE mounts stay visible here. Errors:
-// the errno of opening `netns`; a failed setns shows as exit status 126.
+// (or inherited when empty), stdin /dev/null. Returns the child's pid.
+// kInternal if fork fails; an exec failure shows as the child exiting with
+// status 127. A non-empty `netns` is a network namespace file (e.g.
+// /run/netns/NAME) the child joins before exec, as `nsenter --net=` does:
+// only the network namespace changes, so the child's FUSE mounts stay
+// visible here. Errors: the errno of opening `netns`; a failed setns shows
+// as exit status 126.
+//
+// The child inherits this process's other descriptors not marked
+// close-on-exec, unless `close_inherited`: then it closes them before
+// exec, so that a server that outlives them does not hold files of a FUSE
+// mount open (keeping it busy). Not the default: closing a logfs file
+// sends a FLUSH, which seals its writer's segment and waits for meta, so
+// a child that is itself the only meta would wait for itself.
 absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log_path,
-                            const std::string& netns = "");
+                            const std::string& netns = "", bool close_inherited = false);
 
 // True while `pid` (our child) has not exited; reaps it if it has, storing
 // its wait status in `*wait_status` when given.
