@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <functional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -107,30 +108,44 @@ TEST(ProcessStateTest, CapabilitiesComeFromTheEffectiveSet) {
   EXPECT_FALSE(StatusHasCapability(root, 64));
 }
 
-TEST(ProcessStateTest, CapabilitiesOfRealProcesses) {
-  // This test runs as root (make test); a child that becomes nobody has
-  // none; a task that cannot be seen has none.
-  EXPECT_EQ(geteuid() == 0, CallerHasCapability(gettid(), CAP_FSETID));
+// A child that runs `change` (true: it worked), reports it, and waits to be
+// killed; `*worked` says whether the change worked. The caller kills and
+// reaps the child.
+pid_t PausedChild(const std::function<bool()>& change, bool* worked) {
   int pipe_fds[2];
-  ASSERT_EQ(0, pipe(pipe_fds));
+  if (pipe(pipe_fds) != 0) return -1;
   const pid_t child = fork();
-  ASSERT_GE(child, 0);
   if (child == 0) {
     close(pipe_fds[0]);
-    const bool dropped = setresuid(65534, 65534, 65534) == 0 || geteuid() != 0;
-    char c = dropped ? 'y' : 'n';
+    const char c = change() ? 'y' : 'n';
     if (write(pipe_fds[1], &c, 1) != 1) _exit(1);
     pause();
     _exit(0);
   }
   close(pipe_fds[1]);
   char c = 0;
-  ASSERT_EQ(1, read(pipe_fds[0], &c, 1));
+  if (child < 0 || read(pipe_fds[0], &c, 1) != 1) c = 0;
   close(pipe_fds[0]);
-  EXPECT_EQ('y', c);
-  EXPECT_FALSE(CallerHasCapability(child, CAP_FSETID));
+  *worked = c == 'y';
+  return child;
+}
+
+void KillAndReap(pid_t child) {
   ASSERT_EQ(0, kill(child, SIGKILL));
   ASSERT_EQ(child, waitpid(child, nullptr, 0));
+}
+
+TEST(ProcessStateTest, CapabilitiesOfRealProcesses) {
+  // This test runs as root (make test); a child that becomes nobody has
+  // none; a task that cannot be seen has none.
+  EXPECT_EQ(geteuid() == 0, CallerHasCapability(gettid(), CAP_FSETID));
+  bool dropped = false;
+  const pid_t child = PausedChild(
+      [] { return setresuid(65534, 65534, 65534) == 0 || geteuid() != 0; }, &dropped);
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(dropped);
+  EXPECT_FALSE(CallerHasCapability(child, CAP_FSETID));
+  KillAndReap(child);
   EXPECT_FALSE(CallerHasCapability(child, CAP_FSETID)) << "a task that cannot be seen has none";
   EXPECT_FALSE(CallerHasCapability(0, CAP_FSETID));
 }
@@ -138,27 +153,14 @@ TEST(ProcessStateTest, CapabilitiesOfRealProcesses) {
 TEST(ProcessStateTest, RootOfAnotherUserNamespaceHasNoCapabilityHere) {
   // A task in a new user namespace has every capability there (CapEff is
   // full), none in the initial one, which is what capable() asks about.
-  int pipe_fds[2];
-  ASSERT_EQ(0, pipe(pipe_fds));
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(pipe_fds[0]);
-    char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
-    if (write(pipe_fds[1], &c, 1) != 1) _exit(1);
-    pause();
-    _exit(0);
-  }
-  close(pipe_fds[1]);
-  char c = 0;
-  ASSERT_EQ(1, read(pipe_fds[0], &c, 1));
-  close(pipe_fds[0]);
-  if (c == 'y') {
+  bool unshared = false;
+  const pid_t child = PausedChild([] { return unshare(CLONE_NEWUSER) == 0; }, &unshared);
+  ASSERT_GT(child, 0);
+  if (unshared) {
     EXPECT_FALSE(CallerHasCapability(child, CAP_FSETID));
   }
-  ASSERT_EQ(0, kill(child, SIGKILL));
-  ASSERT_EQ(child, waitpid(child, nullptr, 0));
-  if (c != 'y') GTEST_SKIP() << "this kernel refuses unshare(CLONE_NEWUSER)";
+  KillAndReap(child);
+  if (!unshared) GTEST_SKIP() << "this kernel refuses unshare(CLONE_NEWUSER)";
 }
 
 }  // namespace

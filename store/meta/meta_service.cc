@@ -75,7 +75,6 @@ Result MetaService::TEST_AfterChange(const proto::CallId& call, Result result) {
   return result;
 }
 
-// One handler per family of calls: servers and mounts here.
 namespace {
 // A segment server's or mount's stated version (store/format/wire_version.h):
 // refused, and logged here as at the refused end, unless meta shares one.
@@ -98,6 +97,7 @@ absl::Status AdmitVersion(bool has, const proto::VersionRange& stated, absl::str
 }
 }  // namespace
 
+// One handler per family of calls: servers and mounts here.
 MetaService::Reply MetaService::Handle(const format::Frame& frame, proto::CallId* call) {
   Namespace& ns = *ns_;
   switch (frame.type) {
