@@ -16,6 +16,7 @@
 #include "store/client/meta_retry.h"
 #include "store/format/error_codec.h"
 #include "store/format/setattr_bits.h"
+#include "store/format/wire_version.h"
 #include "store/format/xattr_names.h"
 #include "store/rpc/rpc_client.h"
 #include "wal/writer_counters.h"
@@ -85,8 +86,8 @@ absl::StatusOr<uint64_t> Client::NewMountWithin(const std::string& host) {
     }
     const absl::Status& failure = mount_id.status();
     // A version neither shares (store/format/wire_version.h): its one line
-    // says which side to upgrade.
-    if (absl::IsFailedPrecondition(failure)) return failure;
+    // says which side to upgrade, and the refusal is final.
+    if (format::IsVersionRefusal(failure)) return failure;
     // An answer of meta's is final, unless it is a standby's "not active".
     const bool retryable = format::IsNotActiveMeta(failure) ||
                            (!rpc::IsServerAnswer(failure) &&
