@@ -44,6 +44,13 @@ void CacheCoherence::Start(KernelCache* kernel) {
 }
 
 bool CacheCoherence::StopWithin(absl::Duration wait) {
+  if (!DropWithin(wait)) return false;
+  if (watchdog_.joinable()) watchdog_.join();
+  if (poller_.joinable()) poller_.join();  // within its poll's timeout
+  return true;
+}
+
+bool CacheCoherence::DropWithin(absl::Duration wait) {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -57,8 +64,6 @@ bool CacheCoherence::StopWithin(absl::Duration wait) {
       return false;
     }
   }
-  if (watchdog_.joinable()) watchdog_.join();
-  if (poller_.joinable()) poller_.join();  // within its poll's timeout
   return true;
 }
 
@@ -309,8 +314,9 @@ void CacheCoherence::PollLoop() {
     // The watchdog drops the cache when the lease runs out; here, only
     // the next try, later and later while meta does not answer (a meta
     // replica that predates WatchCache refuses each one).
-    LOGFS_LOG_EVERY_MS(WARNING, 10000) << "cache poll to meta failed: " << response.status();
     absl::MutexLock lock(&mu_);
+    if (stopping_) break;  // Client::Shutdown closed the connection under the poll
+    LOGFS_LOG_EVERY_MS(WARNING, 10000) << "cache poll to meta failed: " << response.status();
     auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
     mu_.AwaitWithTimeout(absl::Condition(&stopping), retry_delay);
     retry_delay = std::min(retry_delay * 2, kRetryDelayMax);

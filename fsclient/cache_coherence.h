@@ -78,6 +78,11 @@ class CacheCoherence {
   // unmounts, which releases it, then calls Stop.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
   bool StopWithin(absl::Duration wait) ABSL_LOCKS_EXCLUDED(mu_);
+  // StopWithin's first half: the drop of everything given to the kernel,
+  // without waiting for the poll in flight (up to a quarter of meta's
+  // lease) to end; Stop joins it later. What a mount handing itself over
+  // waits for before its workers stop.
+  bool DropWithin(absl::Duration wait) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Taken before a request whose answer the kernel may cache.
   struct Ticket {

@@ -72,6 +72,101 @@ absl::Status Client::Connect() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<Client::Session> Client::HandOff() {
+  std::vector<std::shared_ptr<wal::FileWriter>> writers;
+  {
+    absl::MutexLock lock(&mu_);
+    for (uint64_t ino : writers_.WritingInos()) writers.push_back(writers_.Find(ino));
+  }
+  // Sealed together: each waits for its own replicas and meta.
+  struct Seal {
+    absl::Notification done;
+    absl::Status status;
+  };
+  std::vector<std::shared_ptr<Seal>> seals;
+  for (auto& writer : writers) {
+    auto seal = std::make_shared<Seal>();
+    seals.push_back(seal);
+    writer->SealAsync([seal](absl::Status s) {
+      seal->status = std::move(s);
+      seal->done.Notify();
+    });
+  }
+  for (size_t i = 0; i < seals.size(); ++i) {
+    if (!seals[i]->done.WaitForNotificationWithTimeout(options_.fsync_timeout +
+                                                       absl::Seconds(1))) {
+      return PosixError(EIO, absl::StrCat("the writer of inode ", writers[i]->ino(),
+                                          " did not seal in time"));
+    }
+    if (!seals[i]->status.ok()) {
+      return absl::Status(seals[i]->status.code(),
+                          absl::StrCat("the writer of inode ", writers[i]->ino(),
+                                       " cannot seal: ", seals[i]->status.message()));
+    }
+  }
+  proto::MountHeartbeatRequest request;
+  request.set_mount_id(deps_->mount_id());
+  request.set_handing_off(true);
+  for (auto& writer : writers) request.add_writing_inos(writer->ino());
+  RETURN_IF_ERROR(deps_->MountHeartbeat(request));
+  return Session{deps_->mount_id(), deps_->last_call_seq(), deps_->cache_lease_ms()};
+}
+
+absl::Status Client::Resume(const Session& session) {
+  executors_.StartIo();
+  deps_->ResumeMount(session.mount_id, session.last_call_seq, session.cache_lease_ms);
+  proto::MountHeartbeatRequest request;
+  request.set_mount_id(session.mount_id);
+  const absl::Time deadline = absl::Now() + options_.connect_wait;
+  for (int attempt = 1;; ++attempt) {
+    absl::Status s = deps_->MountHeartbeat(request);
+    if (s.ok()) break;
+    if (absl::Now() >= deadline || (rpc::IsServerAnswer(s) && !format::IsNotActiveMeta(s))) {
+      return absl::UnavailableError(absl::StrCat("cannot resume mount ", session.mount_id,
+                                                 " at meta ", options_.meta_address, ": ",
+                                                 s.message()));
+    }
+    absl::SleepFor(std::min(client::MetaRetryDelay(attempt), deadline - absl::Now()));
+  }
+  executors_.StartHeartbeat([this] { HeartbeatLoop(); });
+  return absl::OkStatus();
+}
+
+proto::HandedOffFile Client::Describe(const OpenFile& file) {
+  proto::HandedOffFile handed;
+  handed.set_ino(file.ino);
+  handed.set_writable(file.writable);
+  handed.set_write_denied(file.write_denied);
+  handed.set_append(file.append);
+  handed.set_set_id_at_open(file.set_id_at_open.load());
+  return handed;
+}
+
+absl::StatusOr<std::unique_ptr<OpenFile>> Client::Adopt(const proto::HandedOffFile& handed) {
+  const uint64_t ino = handed.ino();
+  ASSIGN_OR_RETURN(proto::Inode inode, deps_->GetInode(ino));
+  auto file = std::make_unique<OpenFile>();
+  file->ino = ino;
+  file->kind = inode.attr().kind();
+  file->writable = handed.writable();
+  file->write_denied = handed.write_denied();
+  file->append = handed.append();
+  file->set_id_at_open = handed.set_id_at_open();
+  if (file->writable && !file->write_denied) {
+    absl::MutexLock lock(&mu_);
+    // One writer per file, however many handles write it (Open's rule).
+    file->writer = writers_.Find(ino) != nullptr ? writers_.Acquire(ino)
+                                                 : NewWriterLocked(std::move(inode));
+    return file;
+  }
+  file->growing =
+      inode.attr().open_for_write() || HasOpenSegment(inode) || FindWriter(ino) != nullptr;
+  file->live = file->growing || file->kind == proto::KIND_WAL;
+  absl::MutexLock lock(&file->mu);
+  file->inode = std::move(inode);
+  return file;
+}
+
 // The first contact with meta: while it is down, starting or electing, the
 // mount waits for it as an NFS mount retries its first MNT call (mount.nfs
 // "retry="), rather than failing a boot that raced meta.
@@ -114,8 +209,12 @@ void Client::Shutdown() {
   // within their deadlines: wait for them before the pool and the io
   // threads go.
   executors_.JoinPools();
-  coherence_->Stop();
+  // Meta holds a cache poll up to a quarter of its lease: the connection's
+  // close ends the one in flight at once, after the drop of what the
+  // kernel was given.
+  coherence_->DropWithin(absl::InfiniteDuration());
   deps_->Shutdown();
+  coherence_->Stop();
   executors_.StopIo();
 }
 

@@ -165,6 +165,40 @@ class Client {
   // "cannot reach meta at ADDR ..." with the last failure if meta was not
   // reached in time; meta's own refusal (e.g. a bad cluster secret) at once.
   absl::Status Connect();
+
+  // ---- handing the mount to a successor daemon (`logfs mount --takeover`,
+  // a restart of logfs-mount@; docs/OPERATIONS.md "Restarting a mount").
+  // The session a successor continues: what HandOff returns and Resume
+  // takes.
+  struct Session {
+    uint64_t mount_id = 0;
+    uint64_t last_call_seq = 0;   // call ids go on after it
+    uint32_t cache_lease_ms = 0;  // NewMount's answer
+  };
+  // Prepares this client's session to be continued by another process,
+  // once no call runs any more (the FUSE layer drained its requests):
+  // syncs and seals every writer, as close(2) does, keeping its lease
+  // (the successor's writers start new segments), then tells meta that
+  // the session outlives this connection (MountHeartbeatRequest.
+  // handing_off). Blocks on the writers (each within fsync_timeout) and
+  // meta. Errors: a writer's (EIO: its written bytes are not durable, and
+  // the handoff must not go on, or that error would be lost), meta's.
+  // After it, only Shutdown; a failed one leaves the client usable.
+  absl::StatusOr<Session> HandOff();
+  // Connect's counterpart in the successor: continues `session` (no
+  // NewMount; the mount id, leases and pins stay), telling meta with a
+  // heartbeat, retried within connect_wait; starts the heartbeat.
+  // Errors: as Connect's.
+  absl::Status Resume(const Session& session);
+  // The OpenFile of a file handle the predecessor had open (what
+  // HandedOffFile says of it), without a meta Open or OpenWrite: the
+  // predecessor's pin and lease are this mount's still, and a Release of
+  // the new handle gives them back. A writer's writer starts a new
+  // segment at its first write. Call after Resume, before requests.
+  // Errors: meta's GetInode.
+  absl::StatusOr<std::unique_ptr<OpenFile>> Adopt(const proto::HandedOffFile& handed);
+  // What Adopt needs of `file`, an open handle of this client's.
+  static proto::HandedOffFile Describe(const OpenFile& file);
   // Stops the heartbeat; waits for the calls on the waiting pool and the
   // writers' recoveries, each within its deadline; then closes the
   // connections and stops the io threads. Idempotent (the destructor

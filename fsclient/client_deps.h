@@ -43,8 +43,10 @@ class ClientDeps {
   // ClientOptions::meta_retry.
   virtual absl::StatusOr<uint64_t> NewMount(const std::string& host) = 0;
   virtual absl::Status MountHeartbeat(const proto::MountHeartbeatRequest& request) = 0;
+  virtual void ResumeMount(uint64_t mount_id, uint64_t last_call_seq, uint32_t cache_lease_ms) = 0;
   // This session's mount id (0 before NewMount).
   virtual uint64_t mount_id() const = 0;
+  virtual uint64_t last_call_seq() const = 0;
   // `cache`: the mount's cache session (empty: none), CacheCoherence.
   virtual absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name,
                                              const proto::CacheSession& cache) = 0;

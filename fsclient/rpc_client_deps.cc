@@ -56,7 +56,11 @@ class RpcClientDeps final : public ClientDeps {
   absl::Status MountHeartbeat(const proto::MountHeartbeatRequest& request) override {
     return meta_.MountHeartbeat(request);
   }
+  void ResumeMount(uint64_t mount_id, uint64_t last_call_seq, uint32_t cache_lease_ms) override {
+    meta_.ResumeMount(mount_id, last_call_seq, cache_lease_ms);
+  }
   uint64_t mount_id() const override { return meta_.mount_id(); }
+  uint64_t last_call_seq() const override { return meta_.last_call_seq(); }
   absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name,
                                      const proto::CacheSession& cache) override {
     return meta_.Lookup(parent, name, cache);

@@ -59,16 +59,15 @@ RequestPtr Begin(fuse_req_t req, FuseOp op) {
 
 // One handle per open file description: a share of the OpenFile, so that a
 // read still on the waiting pool keeps it alive past a RELEASE that
-// follows an interrupted (answered) read.
+// follows an interrupted (answered) read. fi->fh is its id in the
+// session's table (fuse/handle_table.h); null for an id that names none
+// (the op answers EBADF).
 using FileHandle = std::shared_ptr<OpenFile>;
-const FileHandle& Handle(fuse_file_info* fi) { return *reinterpret_cast<FileHandle*>(fi->fh); }
-void SetHandle(fuse_file_info* fi, std::unique_ptr<OpenFile> file) {
-  fi->fh = reinterpret_cast<uint64_t>(new FileHandle(std::move(file)));
-}
-FileHandle TakeHandle(fuse_file_info* fi) {
-  std::unique_ptr<FileHandle> handle(reinterpret_cast<FileHandle*>(fi->fh));
+FileHandle Handle(fuse_req_t req, fuse_file_info* fi) { return Context(req).files->Get(fi->fh); }
+FileHandle TakeHandle(HandleTable<OpenFile>& files, fuse_file_info* fi) {
+  FileHandle handle = files.Take(fi->fh);
   fi->fh = 0;
-  return std::move(*handle);
+  return handle;
 }
 
 void ReplyErr(const RequestPtr& r, int error) {
@@ -175,11 +174,24 @@ void ReplyData(const RequestPtr& r, const cache::ReadBuffer& data) {
 // (answered as interrupted, or the kernel refused the reply), nobody will
 // release the handle, so it is released here.
 template <typename ReplyFn>
-void ReplyOpened(fsclient::Client& mount, const RequestPtr& r, fuse_file_info* fi, ReplyFn reply) {
+void ReplyOpened(fsclient::Client& mount, HandleTable<OpenFile>& files, const RequestPtr& r,
+                 fuse_file_info* fi, ReplyFn reply) {
   fuse_req_t req = r->Claim();
   const int result = req != nullptr ? reply(req) : -EINTR;
   if (req != nullptr) r->Replied(result, 0);
-  if (result != 0) mount.Release(TakeHandle(fi)).IgnoreError();
+  if (result != 0) mount.Release(TakeHandle(files, fi)).IgnoreError();
+}
+
+// Stores `file`'s handle in `fi`; if the table is full, releases the file
+// and answers ENFILE (false).
+bool StoreHandle(fsclient::Client& mount, fuse_req_t req, const RequestPtr& r, fuse_file_info* fi,
+                 std::unique_ptr<OpenFile> file) {
+  std::shared_ptr<OpenFile> shared = std::move(file);
+  fi->fh = Context(req).files->Add(shared);
+  if (fi->fh != 0) return true;
+  mount.Release(std::move(shared)).IgnoreError();
+  ReplyErr(r, ENFILE);
+  return false;
 }
 
 void OpInit(void* userdata, fuse_conn_info* conn) noexcept {
@@ -368,8 +380,10 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     }
   }
   SetOpenFlags(**file, fi);
-  SetHandle(fi, *std::move(file));
-  ReplyOpened(mount, r, fi, [fi](fuse_req_t claimed) { return fuse_reply_open(claimed, fi); });
+  HandleTable<OpenFile>& files = *Context(req).files;
+  if (!StoreHandle(mount, req, r, fi, *std::move(file))) return;
+  ReplyOpened(mount, files, r, fi,
+              [fi](fuse_req_t claimed) { return fuse_reply_open(claimed, fi); });
 }
 
 void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
@@ -392,8 +406,9 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   }
   if (!file.ok()) return ReplyStatus(r, file.status());
   SetOpenFlags(**file, fi);
-  SetHandle(fi, *std::move(file));
-  ReplyOpened(mount, r, fi, [&](fuse_req_t claimed) {
+  HandleTable<OpenFile>& files = *Context(req).files;
+  if (!StoreHandle(mount, req, r, fi, *std::move(file))) return;
+  ReplyOpened(mount, files, r, fi, [&](fuse_req_t claimed) {
     return mount.coherence().ReplyEntry(ticket, parent, name, attr.ino(), /*attr_cacheable=*/false,
                                         [&](double entry_s, double) {
                                           const fuse_entry_param e = EntryOf(attr, entry_s, 0);
@@ -408,8 +423,9 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 
 void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
   fsclient::Client& mount = M(req);
-  FileHandle file = Handle(fi);
+  FileHandle file = Handle(req, fi);
   RequestPtr r = Begin(req, FuseOp::kRead);
+  if (file == nullptr) return ReplyErr(r, EBADF);
   mount.ReadAsync(std::move(file), static_cast<uint64_t>(off), size,
                   [r](absl::StatusOr<cache::ReadBuffer> data) {
                     if (!data.ok()) return ReplyStatus(r, data.status());
@@ -422,8 +438,9 @@ void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* 
 void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
              fuse_file_info* fi) noexcept {
   fsclient::Client& mount = M(req);
-  const FileHandle file = Handle(fi);
+  const FileHandle file = Handle(req, fi);
   RequestPtr r = Begin(req, FuseOp::kWrite);
+  if (file == nullptr) return ReplyErr(r, EBADF);
   if (absl::Status s = ClearSetIdFor(mount, req, *file); !s.ok()) return ReplyStatus(r, s);
   mount.WriteAsync(*file, static_cast<uint64_t>(off), buf, size, [r, size](absl::Status s) {
     if (!s.ok()) return ReplyStatus(r, s);
@@ -433,54 +450,48 @@ void OpWrite(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off
 
 void OpFlush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
   fsclient::Client& mount = M(req);
-  const FileHandle file = Handle(fi);
+  const FileHandle file = Handle(req, fi);
   RequestPtr r = Begin(req, FuseOp::kFlush);
+  if (file == nullptr) return ReplyErr(r, EBADF);
   mount.Flush(*file, [r](absl::Status s) { ReplyStatus(r, s); });
 }
 
 void OpFsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) noexcept {
   fsclient::Client& mount = M(req);
-  const FileHandle file = Handle(fi);
+  const FileHandle file = Handle(req, fi);
   RequestPtr r = Begin(req, FuseOp::kFsync);
+  if (file == nullptr) return ReplyErr(r, EBADF);
   mount.Sync(*file, [r](absl::Status s) { ReplyStatus(r, s); });
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
   fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kRelease);
-  mount.ReleaseAsync(TakeHandle(fi), [r, ino](absl::Status s) {
+  FileHandle file = TakeHandle(*Context(req).files, fi);
+  if (file == nullptr) return ReplyErr(r, EBADF);
+  mount.ReleaseAsync(std::move(file), [r, ino](absl::Status s) {
     if (!s.ok()) LOG(ERROR) << "release of inode " << ino << ": " << s;
     ReplyStatus(r, s);
   });
 }
 
-// One opendir: a paged listing (fuse/dir_stream.h). The kernel serializes
-// readdir on one open directory, but a handle shared by threads of a
-// process may still be read twice at once: the mutex orders them.
-struct DirHandle {
-  DirHandle(fsclient::Client& mount, fuse_ino_t ino)
-      : stream(ino, [&mount, ino](const std::string& start_after) {
-          return mount.Readdir(ino, start_after);
-        }) {}
-  absl::Mutex mu;
-  DirStream stream ABSL_GUARDED_BY(mu);
-};
-
 void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
   fsclient::Client& mount = M(req);
   RequestPtr r = Begin(req, FuseOp::kOpendir);
-  auto dir = std::make_unique<DirHandle>(mount, ino);
+  auto dir = std::make_shared<DirHandle>(mount, ino);
   absl::Status opened;
   {
     absl::MutexLock lock(&dir->mu);
     opened = dir->stream.Open();
   }
   if (!opened.ok()) return ReplyStatus(r, opened);
-  fi->fh = reinterpret_cast<uint64_t>(dir.release());
+  HandleTable<DirHandle>& dirs = *Context(req).dirs;
+  fi->fh = dirs.Add(std::move(dir));
+  if (fi->fh == 0) return ReplyErr(r, ENFILE);
   fuse_req_t claimed = r->Claim();
   const int result = claimed != nullptr ? fuse_reply_open(claimed, fi) : -EINTR;
   if (claimed != nullptr) r->Replied(result, 0);
-  if (result != 0) delete reinterpret_cast<DirHandle*>(fi->fh);
+  if (result != 0) dirs.Take(fi->fh);
 }
 
 // Fills at most `size` bytes of entries from offset `off`.
@@ -511,15 +522,16 @@ void OpReaddir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_inf
   RequestPtr r = Begin(req, FuseOp::kReaddir);
   // The handle's lock is released before the reply: once the kernel has
   // the reply, a releasedir on another thread may delete the handle.
-  auto buf = ReaddirBuffer(*reinterpret_cast<DirHandle*>(fi->fh), size, off);
+  std::shared_ptr<DirHandle> dir = Context(req).dirs->Get(fi->fh);
+  if (dir == nullptr) return ReplyErr(r, EBADF);
+  auto buf = ReaddirBuffer(*dir, size, off);
   if (!buf.ok()) return ReplyStatus(r, buf.status());
   ReplyBuf(r, buf->data(), buf->size());
 }
 
 void OpReleasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
   RequestPtr r = Begin(req, FuseOp::kReleasedir);
-  delete reinterpret_cast<DirHandle*>(fi->fh);
-  ReplyErr(r, 0);
+  ReplyErr(r, Context(req).dirs->Take(fi->fh) != nullptr ? 0 : EBADF);
 }
 
 void OpFsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) noexcept {

@@ -19,7 +19,9 @@ std::shared_ptr<Request> Request::Start(fuse_req_t req, FuseOp op, InterruptWatc
 }
 
 Request::Request(fuse_req_t req, FuseOp op, InterruptWatcher& watcher)
-    : req_(req), op_(op), timer_(op), caller_(fuse_req_ctx(req)->pid), watcher_(watcher) {}
+    : req_(req), op_(op), timer_(op), caller_(fuse_req_ctx(req)->pid), watcher_(watcher) {
+  watcher_.Started();
+}
 
 Request::~Request() {
   // Every path of every op replies; a request dropped unanswered (a
@@ -30,6 +32,20 @@ Request::~Request() {
                << " was dropped without a reply; replying EIO";
     Replied(fuse_reply_err(req, EIO), EIO);
   }
+  watcher_.Ended();
+}
+
+void InterruptWatcher::Ended() {
+  if (live_.fetch_sub(1) == 1 && draining_.load()) {
+    absl::MutexLock lock(&idle_mu_);  // wakes WaitIdle, which checks live_
+  }
+}
+
+bool InterruptWatcher::WaitIdle(absl::Duration wait) {
+  draining_.store(true);
+  absl::MutexLock lock(&idle_mu_);
+  auto idle = [this] { return live_.load() == 0; };
+  return idle_mu_.AwaitWithTimeout(absl::Condition(&idle), wait);
 }
 
 fuse_req_t Request::Claim() {

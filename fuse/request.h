@@ -101,6 +101,12 @@ class InterruptWatcher {
   InterruptWatcher& operator=(const InterruptWatcher&) = delete;
 
   void Watch(std::shared_ptr<Request> request) ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits until every request started with this watcher is gone (replied
+  // and destroyed, the op's work with it: a request answered as
+  // interrupted may still be read by its op), or `wait` has passed
+  // (false). What a daemon handing its mount over waits for once its
+  // workers read no more requests.
+  bool WaitIdle(absl::Duration wait) ABSL_LOCKS_EXCLUDED(idle_mu_);
   // Stops the thread and lets go of the requests it watched; one nobody
   // answered then replies EIO (~Request). Call while the session lives,
   // once nothing more can be interrupted (the mount has drained).
@@ -108,7 +114,16 @@ class InterruptWatcher {
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  friend class Request;
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
+  // Counted by every Request's constructor and destructor: an atomic
+  // count, and the mutex only once a WaitIdle waits.
+  void Started() { live_.fetch_add(1); }
+  void Ended() ABSL_LOCKS_EXCLUDED(idle_mu_);
+
+  std::atomic<int64_t> live_{0};
+  std::atomic<bool> draining_{false};
+  absl::Mutex idle_mu_;
 
   absl::Mutex mu_;
   std::vector<std::shared_ptr<Request>> watched_ ABSL_GUARDED_BY(mu_);

@@ -1,16 +1,42 @@
 // Runs a FUSE low-level session for a client (fsclient::Client): mounts `mountpoint`, serves
-// requests on a multithreaded loop until unmounted or signalled, then
-// unmounts. Blocks. The mount is always nodev,nosuid and
-// default_permissions (the kernel checks mode bits).
+// requests on its workers (fuse/worker_loop.h) until unmounted, told to
+// unmount, or told to hand the mount to a successor process. Blocks. The
+// mount is always nodev,nosuid and default_permissions (the kernel checks
+// mode bits).
+//
+// Handing over (`logfs mount --takeover`, a restart of logfs-mount@; docs/
+// OPERATIONS.md "Restarting a mount"), as JuiceFS's and DingoFS's mount
+// daemons restart: the predecessor drops what it gave the kernel's cache,
+// stops reading requests (those not read stay queued in the kernel),
+// waits for the ones it read to be answered, seals its writers keeping
+// their leases (Client::HandOff), and passes the /dev/fuse descriptor with
+// a proto::MountHandoff (its session, the kernel's FUSE_INIT, every open
+// file and directory handle by its fh) to the successor, which continues
+// the same meta session, adopts the handles under the same fh values,
+// replays FUSE_INIT into its own libfuse session and serves on. Callers
+// see a pause. If the successor does not take over, the predecessor serves
+// on (without long kernel caching, which it dropped).
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "fsclient/client.h"
+#include "store/format/logfs.pb.h"
 
 namespace logfs::fuse {
+
+class WorkerLoop;
+
+// A mount handed over by a predecessor: what the successor serves.
+struct Adoption {
+  int fuse_fd = -1;  // the kernel connection's /dev/fuse descriptor; the session owns it
+  proto::MountHandoff state;
+};
 
 struct SessionOptions {
   std::string mountpoint;
@@ -24,13 +50,59 @@ struct SessionOptions {
   bool allow_other = false;
   // The kernel mounts it read-only (MS_RDONLY): writes fail with EROFS.
   bool read_only = false;
+  // Set: serve the mount `adopt` hands over (the client already Resume()d
+  // its session) instead of mounting. Not owned.
+  const Adoption* adopt = nullptr;
+  // How long a handoff waits for the requests the predecessor read to be
+  // answered (each op is bounded by its own deadlines) before it gives up
+  // and serves on.
+  absl::Duration drain_wait = absl::Seconds(60);
+};
+
+// How a running session is told to end (mount_main: signals, the takeover
+// socket, systemd's file descriptor store). Thread-safe; not from a signal
+// handler.
+class SessionControl {
+ public:
+  // Delivers the descriptor and the state to the successor; OK once the
+  // successor has them and took over (the predecessor then exits without
+  // unmounting), else the error (the predecessor serves on). Runs on the
+  // session's thread; `fuse_fd` stays the session's.
+  using Deliver = std::function<absl::Status(int fuse_fd, const proto::MountHandoff& state)>;
+
+  // Ends the session as an unmount does: stop serving, answer what was
+  // read, unmount.
+  void Unmount() ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends the session to hand it over through `deliver`; false (and
+  // nothing happens) if a handoff or unmount is already under way.
+  bool HandOff(Deliver deliver) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  friend absl::StatusOr<bool> RunSession(fsclient::Client&, const SessionOptions&,
+                                         const std::function<void()>&, SessionControl*);
+  // The session's side: the loop now serving (null between loops).
+  void Attach(WorkerLoop* loop, fsclient::Client* mount) ABSL_LOCKS_EXCLUDED(mu_);
+  // The handoff asked for, taken (cleared); nullopt for an unmount.
+  std::optional<Deliver> TakeHandoff() ABSL_LOCKS_EXCLUDED(mu_);
+
+  absl::Mutex mu_;
+  WorkerLoop* loop_ ABSL_GUARDED_BY(mu_) = nullptr;
+  fsclient::Client* mount_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool ending_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<Deliver> handoff_ ABSL_GUARDED_BY(mu_);
 };
 
 // Calls `on_ready` once the mount is in place and served (the caller
-// reports readiness, e.g. to a waiting parent). Returns when the file
-// system is unmounted, after `mount.Shutdown()`: every request the mount
-// still held has replied by then. kFailedPrecondition if mounting fails.
-absl::Status RunSession(fsclient::Client& mount, const SessionOptions& options,
-                        const std::function<void()>& on_ready);
+// reports readiness, e.g. to a waiting parent; a successor tells its
+// predecessor). Returns when the file system is unmounted, after
+// `mount.Shutdown()`: every request the mount still held has replied by
+// then (false); or once the mount was handed to a successor (true), also
+// after `mount.Shutdown()`, leaving the kernel mount to it. `control` (not
+// null, outlives the call) is how the caller ends the session otherwise
+// (signals are the caller's). kFailedPrecondition if mounting or adopting
+// fails.
+absl::StatusOr<bool> RunSession(fsclient::Client& mount, const SessionOptions& options,
+                                const std::function<void()>& on_ready,
+                                SessionControl* control);
 
 }  // namespace logfs::fuse

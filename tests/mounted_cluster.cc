@@ -186,7 +186,7 @@ std::string MountedCluster::Path(const std::string& relative, int i) const {
   return absl::StrCat(mountpoints_[i], "/", relative);
 }
 
-absl::Status MountedCluster::MountOne(int i) {
+std::vector<std::string> MountedCluster::MountArgv(int i) const {
   std::vector<std::string> argv = {
       mount_binary_, "mount", "--meta=" + cluster_->meta_address(),
       absl::StrCat("--log_file=", root_, "/mount", i, ".daemon.log")};
@@ -197,8 +197,14 @@ absl::Status MountedCluster::MountOne(int i) {
   const cluster::ServerHost& host = options_.mount_hosts[i];
   argv.insert(argv.end(), host.flags.begin(), host.flags.end());
   argv.push_back(mountpoints_[i]);
+  return argv;
+}
+
+absl::Status MountedCluster::RunMount(int i, std::vector<std::string> argv,
+                                      bool close_inherited_fds) {
   std::string log = absl::StrCat(root_, "/mount", i, ".log");
-  ASSIGN_OR_RETURN(pid_t pid, cluster::Spawn(argv, log, host.netns, options_.close_inherited_fds));
+  ASSIGN_OR_RETURN(pid_t pid, cluster::Spawn(argv, log, options_.mount_hosts[i].netns,
+                                             close_inherited_fds));
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -207,6 +213,19 @@ absl::Status MountedCluster::MountOne(int i) {
   }
   mounted_[i] = true;
   return absl::OkStatus();
+}
+
+absl::Status MountedCluster::MountOne(int i) {
+  return RunMount(i, MountArgv(i), options_.close_inherited_fds);
+}
+
+absl::Status MountedCluster::TakeOver(int i) {
+  if (!mounted_[i]) return absl::FailedPreconditionError("not mounted");
+  std::vector<std::string> argv = MountArgv(i);
+  argv.insert(argv.end() - 1, "--takeover");
+  // Taken over while the test has files open on the mount: a daemon that
+  // inherited them would keep its own mount busy.
+  return RunMount(i, std::move(argv), /*close_inherited_fds=*/true);
 }
 
 absl::Status MountedCluster::MountAll() {

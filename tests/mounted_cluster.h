@@ -71,6 +71,10 @@ class MountedCluster {
   // Unmounts mount `i` (waiting out a mount busy with a RELEASE still
   // being answered, up to 30 s), then mounts it again: one mount's upgrade.
   absl::Status RemountOne(int i);
+  // `logfs mount --takeover` of mount `i` with the flags it was mounted
+  // with: a new daemon serves it, without an unmount (docs/OPERATIONS.md
+  // "Restarting a mount"). Returns once the new daemon serves.
+  absl::Status TakeOver(int i);
   // Stops every process and starts the whole cluster again on the same state.
   absl::Status RestartCluster();
 
@@ -93,6 +97,9 @@ class MountedCluster {
  private:
   MountedCluster() = default;
   absl::Status MountOne(int i);
+  // `logfs mount` of mount `i` as MountOne runs it (flags, then the mount point).
+  std::vector<std::string> MountArgv(int i) const;
+  absl::Status RunMount(int i, std::vector<std::string> argv, bool close_inherited_fds);
   // Unmounts mount `i`, retrying while it is busy for up to `busy_wait`;
   // then (or on any other failure) detaches it lazily.
   absl::Status UnmountOne(int i, absl::Duration busy_wait);

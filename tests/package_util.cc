@@ -121,6 +121,7 @@ NotifySocket::NotifySocket() {
 }
 
 NotifySocket::~NotifySocket() {
+  CloseStored();
   if (fd_ >= 0) close(fd_);
   if (!path_.empty()) unlink(path_.c_str());
   if (!dir_.empty()) rmdir(dir_.c_str());
@@ -143,12 +144,63 @@ bool NotifySocket::Wait(const std::string& line, absl::Duration timeout) {
     int ms = static_cast<int>(absl::ToInt64Milliseconds(deadline - absl::Now())) + 1;
     if (poll(&p, 1, ms) <= 0) continue;
     char buf[4096];
-    ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 16)];
+    iovec iov = {buf, sizeof(buf)};
+    msghdr msg = {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    ssize_t n = recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
     if (n < 0) continue;
-    messages_.emplace_back(buf, n);
+    std::vector<int> fds;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++i) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        fds.push_back(fd);
+      }
+    }
+    Received(std::string(buf, n), std::move(fds));
     if (has_line(messages_.back())) return true;
   }
   return false;
+}
+
+void NotifySocket::Received(std::string message, std::vector<int> fds) {
+  std::string name;
+  bool store = false;
+  bool remove = false;
+  for (absl::string_view l : absl::StrSplit(message, '\n')) {
+    if (absl::ConsumePrefix(&l, "FDNAME=")) name = std::string(l);
+    store = store || l == "FDSTORE=1";
+    remove = remove || l == "FDSTOREREMOVE=1";
+  }
+  for (int fd : fds) {
+    if (store) {
+      stored_.push_back(fd);
+      stored_names_.push_back(name);
+    } else {
+      close(fd);
+    }
+  }
+  for (size_t i = 0; remove && i < stored_.size();) {
+    if (stored_names_[i] != name) {
+      ++i;
+      continue;
+    }
+    close(stored_[i]);
+    stored_.erase(stored_.begin() + static_cast<std::ptrdiff_t>(i));
+    stored_names_.erase(stored_names_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  messages_.push_back(std::move(message));
+}
+
+void NotifySocket::CloseStored() {
+  for (int fd : stored_) close(fd);
+  stored_.clear();
+  stored_names_.clear();
 }
 
 int WaitExitCode(pid_t pid, absl::Duration timeout) {

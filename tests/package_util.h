@@ -48,12 +48,27 @@ class NotifySocket {
 
   // Every message received so far, in order.
   const std::vector<std::string>& messages() const { return messages_; }
+  // Forgets the messages received so far: the next Wait waits for a new one.
+  void ForgetMessages() { messages_.clear(); }
+
+  // The file descriptor store, as systemd keeps it: the descriptor of each
+  // FDSTORE=1 message with its FDNAME=, in the order stored; an
+  // FDSTOREREMOVE=1 closes and drops those of its name. Owned; closed by
+  // CloseStored and the destructor.
+  const std::vector<int>& stored() const { return stored_; }
+  const std::vector<std::string>& stored_names() const { return stored_names_; }
+  void CloseStored();
 
  private:
+  // Keeps the message and what it does to the store.
+  void Received(std::string message, std::vector<int> fds);
+
   int fd_ = -1;
   std::string dir_;
   std::string path_;
   std::vector<std::string> messages_;
+  std::vector<int> stored_;
+  std::vector<std::string> stored_names_;
 };
 
 // Waits up to `timeout` for child `pid` to exit; its exit code, or -1 if it

@@ -37,6 +37,7 @@
 #include "src/env/posix_file.h"
 #include "src/main/flag_validators.h"
 #include "src/main/metrics_flags.h"
+#include "src/main/mount_handoff.h"
 #include "src/main/subcommands.h"
 #include "src/status/macros.h"
 #include "store/format/wire_version.h"
@@ -96,6 +97,20 @@ DEFINE_bool(allow_other, false,
 DEFINE_bool(read_only, false, "mount: mount read-only: the kernel fails writes with EROFS");
 DEFINE_string(fsname, "logfs",
               "mount: the source shown in /proc/mounts (mount.fuse.logfs sets it to SRC)");
+DEFINE_bool(takeover, false,
+            "mount: take the mount at MOUNTPOINT over from the daemon serving it on this host, "
+            "without unmounting: open files and requests carry on (docs/OPERATIONS.md "
+            "\"Restarting a mount\"); needs --meta");
+DEFINE_string(handoff_on_sigterm, "auto",
+              "mount: under systemd, what SIGTERM does: 'auto' hands the mount to the next "
+              "instance through systemd's fd store when the unit is being restarted (asked over "
+              "D-Bus), else unmounts; 'always' hands it over on every SIGTERM; 'never' unmounts");
+DEFINE_validator(handoff_on_sigterm, [](const char*, const std::string& v) {
+  if (v == "auto" || v == "always" || v == "never") return true;
+  std::fprintf(stderr, "logfs: --handoff_on_sigterm must be auto, always or never, not %s\n",
+               v.c_str());
+  return false;
+});
 DEFINE_int32(segment_servers, 3, "embedded cluster: number of segment servers");
 DEFINE_string(log_file, "",
               "mount: daemon log (default: DATA_DIR/mount.log embedded; else the journal when "
@@ -399,20 +414,54 @@ absl::StatusOr<std::unique_ptr<cluster::LocalCluster>> StartEmbeddedCluster(
   return started;
 }
 
+// `path` absolute, without a trailing slash, not resolved: a mount being
+// handed over answers nothing until this daemon serves it, so nothing may
+// look at it (realpath's lstat would wait for this very daemon).
+std::string LexicallyAbsolute(const std::string& path) {
+  std::string absolute = Absolute(path);
+  while (absolute.size() > 1 && absolute.back() == '/') absolute.pop_back();
+  return absolute;
+}
+
+SigtermHandoff SigtermHandoffFromFlag() {
+  if (FLAGS_handoff_on_sigterm == "always") return SigtermHandoff::kAlways;
+  if (FLAGS_handoff_on_sigterm == "never") return SigtermHandoff::kNever;
+  return SigtermHandoff::kAuto;
+}
+
 int RunMount(const std::string& mountpoint_arg) {
-  ClearDeadMount(mountpoint_arg);
-  char resolved[PATH_MAX];
-  struct stat st;
-  if (realpath(mountpoint_arg.c_str(), resolved) == nullptr ||
-      stat(resolved, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    std::fprintf(stderr, "logfs mount: mount point %s is not a directory\n",
-                 mountpoint_arg.c_str());
+  // A logfs-mount@ being restarted finds its predecessor's mount in
+  // systemd's fd store.
+  absl::StatusOr<std::unique_ptr<Handover>> stored = HandoverFromFdStore();
+  if (!stored.ok()) {
+    std::fprintf(stderr, "logfs mount: the mount handed over by systemd: %s\n",
+                 std::string(stored.status().message()).c_str());
     return 1;
   }
-  const std::string mountpoint = resolved;
-  if (IsMounted(mountpoint)) {
-    std::fprintf(stderr, "logfs mount: %s is already a mount point\n", mountpoint.c_str());
-    return 1;
+  std::unique_ptr<Handover> handover = *std::move(stored);
+  std::string mountpoint;
+  if (handover != nullptr || FLAGS_takeover) {
+    if (FLAGS_meta.empty()) {
+      std::fprintf(stderr, "logfs mount: --takeover needs --meta (a mount with an embedded "
+                           "cluster cannot be handed over)\n");
+      return 1;
+    }
+    mountpoint = LexicallyAbsolute(mountpoint_arg);
+  } else {
+    ClearDeadMount(mountpoint_arg);
+    char resolved[PATH_MAX];
+    struct stat st;
+    if (realpath(mountpoint_arg.c_str(), resolved) == nullptr ||
+        stat(resolved, &st) != 0 || !S_ISDIR(st.st_mode)) {
+      std::fprintf(stderr, "logfs mount: mount point %s is not a directory\n",
+                   mountpoint_arg.c_str());
+      return 1;
+    }
+    mountpoint = resolved;
+    if (IsMounted(mountpoint)) {
+      std::fprintf(stderr, "logfs mount: %s is already a mount point\n", mountpoint.c_str());
+      return 1;
+    }
   }
   ReadyPipe ready;
   std::string data_dir = Absolute(FLAGS_data_dir.empty() ? DefaultDataDir() : FLAGS_data_dir);
@@ -422,6 +471,22 @@ int RunMount(const std::string& mountpoint_arg) {
   if (!FLAGS_f) {
     Daemonize(&ready);
     RedirectDaemonLog(data_dir);
+  }
+  if (FLAGS_takeover && handover == nullptr) {
+    if (!IsMounted(mountpoint)) {
+      return ready.Report(absl::StrCat(mountpoint, " is not mounted: nothing to take over")), 1;
+    }
+    absl::StatusOr<std::unique_ptr<Handover>> asked =
+        RequestTakeover(mountpoint, absl::Seconds(300));
+    if (!asked.ok()) return ready.Report(std::string(asked.status().message())), 1;
+    handover = *std::move(asked);
+  }
+  if (handover != nullptr && handover->adoption.state.mountpoint() != mountpoint) {
+    const std::string why = absl::StrCat("the handed-over mount is at ",
+                                         handover->adoption.state.mountpoint(), ", not ",
+                                         mountpoint);
+    AnswerHandover(*handover, absl::FailedPreconditionError(why));
+    return ready.Report(why), 1;
   }
   std::unique_ptr<cluster::LocalCluster> local;
   std::string meta = FLAGS_meta;
@@ -456,18 +521,51 @@ int RunMount(const std::string& mountpoint_arg) {
     options.block_cache_tracer = trace.get();
   }
   fsclient::Client mount(options);
-  absl::Status connected = mount.Connect();
+  absl::Status connected;
+  if (handover != nullptr) {
+    const proto::MountHandoff& state = handover->adoption.state;
+    connected = mount.Resume({state.mount_id(), state.last_call_seq(), state.cache_lease_ms()});
+    if (!connected.ok()) AnswerHandover(*handover, connected);
+  } else {
+    connected = mount.Connect();
+  }
   if (!connected.ok()) {
     ready.Report(std::string(connected.message()));
     return format::IsVersionRefusal(connected) ? format::kExitVersionRefused : 1;
   }
-  // Stops (its destructor) before `mount` goes: scrapes read the mount.
-  auto metrics = StartMetricsServer(
-      "mount", [&mount](metrics::FamilyList& out) {
-        fuse::CollectFuseOpMetrics(out);
-        mount.CollectMetrics(out);
-      });
-  if (!metrics.ok()) return ready.Report(std::string(metrics.status().message())), 1;
+  auto collect = [&mount](metrics::FamilyList& out) {
+    fuse::CollectFuseOpMetrics(out);
+    mount.CollectMetrics(out);
+  };
+  // Stops (its destructor) before `mount` goes: scrapes read the mount. A
+  // successor over the takeover socket starts it once its predecessor,
+  // which listens on the same port, has exited (the listener's thread).
+  std::unique_ptr<metrics::MetricsServer> metrics;
+  const pid_t predecessor = handover != nullptr ? handover->predecessor : 0;
+  if (predecessor <= 0) {
+    auto started = StartMetricsServer("mount", collect);
+    if (!started.ok()) {
+      if (handover != nullptr) AnswerHandover(*handover, started.status());
+      return ready.Report(std::string(started.status().message())), 1;
+    }
+    metrics = *std::move(started);
+  }
+  fuse::SessionControl control;
+  HandoffListener listener(control, mountpoint, SigtermHandoffFromFlag(),
+                           /*can_hand_off=*/local == nullptr);
+  absl::Status listening = listener.Start(predecessor, [&, predecessor] {
+    if (predecessor <= 0) return;
+    auto started = StartMetricsServer("mount", collect);
+    if (started.ok()) {
+      metrics = *std::move(started);
+    } else {
+      LOG(ERROR) << "metrics: " << started.status();
+    }
+  });
+  if (!listening.ok()) {
+    if (handover != nullptr) AnswerHandover(*handover, listening);
+    return ready.Report(std::string(listening.message())), 1;
+  }
   fuse::SessionOptions session;
   session.mountpoint = mountpoint;
   session.max_threads = FLAGS_fuse_threads;
@@ -475,22 +573,40 @@ int RunMount(const std::string& mountpoint_arg) {
   session.fsname = FLAGS_fsname;
   session.allow_other = FLAGS_allow_other;
   session.read_only = FLAGS_read_only;
+  session.adopt = handover != nullptr ? &handover->adoption : nullptr;
   // Ready once the kernel mount is live and meta answered: the waiting
   // parent (mount(8), the helper) and, under systemd (logfs-mount@ is
   // Type=notify with -f), the service manager. Without $NOTIFY_SOCKET
   // sd_notify does nothing; a failed one is systemd's to notice (the start
-  // times out).
-  absl::Status ran = fuse::RunSession(mount, session, [&] {
-    LOG(INFO) << "mounted " << mountpoint << " (meta " << meta << ")";
-    ready.Report("");
-    if (int r = sd_notify(0, "READY=1"); r < 0)
-      LOG(WARNING) << "sd_notify READY=1: " << strerror(-r);
-  });
+  // times out). A successor tells its predecessor first, which then exits.
+  absl::StatusOr<bool> ran = fuse::RunSession(
+      mount, session,
+      [&] {
+        if (handover != nullptr) {
+          AnswerHandover(*handover, absl::OkStatus());
+          LOG(INFO) << "took over " << mountpoint << " (meta " << meta << ")";
+        } else {
+          LOG(INFO) << "mounted " << mountpoint << " (meta " << meta << ")";
+        }
+        ready.Report("");
+        if (int r = sd_notify(0, "READY=1"); r < 0)
+          LOG(WARNING) << "sd_notify READY=1: " << strerror(-r);
+      },
+      &control);
   sd_notify(0, "STOPPING=1");
-  if (!ran.ok()) ready.Report(std::string(ran.message()));
+  if (!ran.ok()) {
+    if (handover != nullptr) AnswerHandover(*handover, ran.status());
+    ready.Report(std::string(ran.status().message()));
+  }
+  listener.Stop();
+  metrics.reset();
   mount.Shutdown();
   if (local != nullptr) local->Stop();
   if (lock_fd >= 0) close(lock_fd);
+  if (ran.ok() && *ran) {
+    LOG(INFO) << "handed " << mountpoint << " over to a successor";
+    return 0;
+  }
   LOG(INFO) << "unmounted " << mountpoint;
   return ran.ok() ? 0 : 1;
 }

@@ -64,6 +64,12 @@ void MetaClient::StampCall(proto::CallId* call) {
 
 // ------------------------------------------------------------- sessions
 
+void MetaClient::ResumeMount(uint64_t mount_id, uint64_t last_call_seq, uint32_t cache_lease_ms) {
+  mount_id_.store(mount_id);
+  last_call_seq_.store(last_call_seq);
+  cache_lease_ms_.store(cache_lease_ms);
+}
+
 absl::StatusOr<uint64_t> MetaClient::NewMount(const std::string& host) {
   proto::NewMountRequest request;
   request.set_host(host);

@@ -79,6 +79,13 @@ class MetaClient {
   // ------------------------------------------------ sessions: one attempt
   // A mount's id, remembered for NextCallId, Open, Release and OpenWrite.
   absl::StatusOr<uint64_t> NewMount(const std::string& host);
+  // Goes on with mount `mount_id`'s session, which the daemon before this
+  // one handed over (`logfs mount --takeover`): calls name that mount,
+  // call ids continue after `last_call_seq` (meta's call records must
+  // never see one twice), and the cache lease is what its NewMount was
+  // told (ms). No call: the next MountHeartbeat makes this connection the
+  // session's.
+  void ResumeMount(uint64_t mount_id, uint64_t last_call_seq, uint32_t cache_lease_ms);
   absl::Status MountHeartbeat(const proto::MountHeartbeatRequest& request);
   absl::StatusOr<proto::RegisterServerResponse> RegisterServer(
       const proto::RegisterServerRequest& request);
@@ -148,6 +155,8 @@ class MetaClient {
   // A fresh id for one change (this mount's id, sequence numbers from 1).
   proto::CallId NextCallId();
   uint64_t mount_id() const { return mount_id_.load(); }
+  // The seq of the last call id NextCallId gave (0 before any).
+  uint64_t last_call_seq() const { return last_call_seq_.load(); }
   // The replica calls go to now.
   std::string address() const { return meta_->Current()->address(); }
   // Every replica, comma-separated.

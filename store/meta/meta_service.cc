@@ -131,7 +131,7 @@ MetaService::Reply MetaService::Handle(const format::Frame& frame, proto::CallId
           });
     case format::MessageType::kMountHeartbeat:
       return Serve<proto::MountHeartbeatRequest>(frame, [&](const auto& q) {
-        RememberSession(frame.connection_id, q.mount_id());
+        RememberSession(frame.connection_id, q.mount_id(), q.handing_off());
         return ToEmpty(ns.MountHeartbeat(
             q.mount_id(), std::vector<uint64_t>(q.writing_inos().begin(), q.writing_inos().end())));
       });
@@ -287,9 +287,11 @@ MetaService::Reply MetaService::HandleFiles(const format::Frame& frame, proto::C
   }
 }
 
-void MetaService::RememberSession(uint64_t connection, uint64_t mount_id) {
+void MetaService::RememberSession(uint64_t connection, uint64_t mount_id, bool handing_off) {
   absl::MutexLock lock(&sessions_mu_);
-  mount_sessions_[connection] = mount_id;
+  Session& session = mount_sessions_[connection];
+  session.mount_id = mount_id;
+  session.handing_off = session.handing_off || handing_off;
 }
 
 uint64_t MetaService::LockingChangeMount(const format::Frame& frame) {
@@ -318,9 +320,16 @@ std::optional<uint64_t> MetaService::TakeSession(uint64_t connection_id) {
   absl::MutexLock lock(&sessions_mu_);
   auto it = mount_sessions_.find(connection_id);
   if (it == mount_sessions_.end()) return std::nullopt;
-  const uint64_t mount_id = it->second;
+  const Session session = it->second;
   mount_sessions_.erase(it);
-  return mount_id;
+  // A daemon that handed its session to a successor: the session goes on,
+  // over the successor's connection if it has one yet, else heard from
+  // again within the lease timeout (MountHeartbeatRequest.handing_off).
+  if (session.handing_off) return std::nullopt;
+  for (const auto& [connection, other] : mount_sessions_) {
+    if (other.mount_id == session.mount_id) return std::nullopt;
+  }
+  return session.mount_id;
 }
 
 }  // namespace logfs::meta

@@ -46,8 +46,12 @@ class MetaService {
   Reply Handle(const format::Frame& request, proto::CallId* call = nullptr);
 
   // The mount whose session ran over this connection (NewMount and
-  // MountHeartbeat tell which), forgotten; nullopt if none. A closed
-  // connection ends that mount's session (its leases lapse).
+  // MountHeartbeat tell which), forgotten; nullopt if none, or if the
+  // session goes on: another connection carries it too (a successor's,
+  // `logfs mount --takeover`), or a heartbeat on this one said it is being
+  // handed off (MountHeartbeatRequest.handing_off). A closed connection
+  // the caller gets a mount for ends that mount's session (its leases
+  // lapse).
   std::optional<uint64_t> TakeSession(uint64_t connection_id) ABSL_LOCKS_EXCLUDED(sessions_mu_);
   // The mount (its call id's) of a change that holds an inode lock in its
   // kernel while it waits for meta: create, unlink and rename (the
@@ -58,7 +62,8 @@ class MetaService {
  private:
   Reply HandleNames(const format::Frame& frame, proto::CallId* call);
   Reply HandleFiles(const format::Frame& frame, proto::CallId* call);
-  void RememberSession(uint64_t connection, uint64_t mount_id) ABSL_LOCKS_EXCLUDED(sessions_mu_);
+  void RememberSession(uint64_t connection, uint64_t mount_id, bool handing_off = false)
+      ABSL_LOCKS_EXCLUDED(sessions_mu_);
   // Passes `result` through; see the constructor.
   template <typename Result>
   Result TEST_AfterChange(const proto::CallId& call, Result result);
@@ -72,8 +77,12 @@ class MetaService {
   std::atomic<int> TEST_changes_{0};  // changes with a call id handled
 
   absl::Mutex sessions_mu_;
-  // Connection id -> mount id.
-  std::map<uint64_t, uint64_t> mount_sessions_ ABSL_GUARDED_BY(sessions_mu_);
+  struct Session {
+    uint64_t mount_id = 0;
+    bool handing_off = false;  // sticky: set by a heartbeat that said so
+  };
+  // Connection id -> the mount session it carries.
+  std::map<uint64_t, Session> mount_sessions_ ABSL_GUARDED_BY(sessions_mu_);
 };
 
 }  // namespace logfs::meta

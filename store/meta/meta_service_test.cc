@@ -69,5 +69,37 @@ TEST_F(MetaServiceTest, NewMountsSessionEndsWithItsConnection) {
   EXPECT_EQ(service.TakeSession(9), std::nullopt);
 }
 
+// A session handed to a successor (`logfs mount --takeover`) outlives the
+// predecessor's connection: whether the successor heartbeats first, or
+// the predecessor said it hands the session off before it went.
+TEST_F(MetaServiceTest, HandedOffSessionOutlivesItsFirstConnection) {
+  MetaService service(ns_.get());
+  format::Frame frame;
+  frame.type = format::MessageType::kNewMount;
+  frame.connection_id = 9;
+  auto reply = service.Handle(frame);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  const uint64_t mount_id = static_cast<const proto::NewMountResponse&>(**reply).mount_id();
+  auto heartbeat = [&](uint64_t connection, bool handing_off) {
+    proto::MountHeartbeatRequest request;
+    request.set_mount_id(mount_id);
+    request.set_handing_off(handing_off);
+    format::Frame f;
+    f.type = format::MessageType::kMountHeartbeat;
+    f.connection_id = connection;
+    f.message = request.SerializeAsString();
+    ASSERT_TRUE(service.Handle(f).ok());
+  };
+  // The successor heartbeats on connection 10 before 9 closes.
+  heartbeat(10, false);
+  EXPECT_EQ(service.TakeSession(9), std::nullopt);
+  // Then hands off again, saying so, and its connection closes first.
+  heartbeat(10, true);
+  EXPECT_EQ(service.TakeSession(10), std::nullopt);
+  // The third daemon's connection ends the session as usual.
+  heartbeat(11, false);
+  EXPECT_EQ(service.TakeSession(11), mount_id);
+}
+
 }  // namespace
 }  // namespace logfs::meta

@@ -162,6 +162,17 @@ absl::Status FakeClientCluster::MountHeartbeat(const proto::MountHeartbeatReques
   return absl::OkStatus();
 }
 
+void FakeClientCluster::ResumeMount(uint64_t, uint64_t last_call_seq, uint32_t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  connected_ = true;
+  next_call_ = last_call_seq + 1;
+}
+
+uint64_t FakeClientCluster::last_call_seq() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return next_call_ - 1;
+}
+
 uint64_t FakeClientCluster::mount_id() const {
   std::lock_guard<std::mutex> lock(mu_);
   return connected_ ? kMountId : 0;

@@ -54,7 +54,10 @@ class FakeClientCluster final : public fsclient::ClientDeps, public wal::WriterD
   // ------------------------------------------------------- ClientDeps
   absl::StatusOr<uint64_t> NewMount(const std::string& host) override;
   absl::Status MountHeartbeat(const proto::MountHeartbeatRequest& request) override;
+  // Resumes kMountId's session, call ids after `last_call_seq`.
+  void ResumeMount(uint64_t mount_id, uint64_t last_call_seq, uint32_t cache_lease_ms) override;
   uint64_t mount_id() const override;
+  uint64_t last_call_seq() const override;
   absl::StatusOr<proto::Attr> Lookup(uint64_t parent, const std::string& name,
                                      const proto::CacheSession& cache) override;
   absl::StatusOr<proto::Attr> GetAttr(uint64_t ino, const proto::CacheSession& cache) override;
