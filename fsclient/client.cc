@@ -108,8 +108,21 @@ absl::StatusOr<Client::Session> Client::HandOff() {
   request.set_mount_id(deps_->mount_id());
   request.set_handing_off(true);
   for (auto& writer : writers) request.add_writing_inos(writer->ino());
-  RETURN_IF_ERROR(deps_->MountHeartbeat(request));
+  handing_off_.store(true);
+  if (absl::Status s = deps_->MountHeartbeat(request); !s.ok()) {
+    handing_off_.store(false);
+    return s;
+  }
   return Session{deps_->mount_id(), deps_->last_call_seq(), deps_->cache_lease_ms()};
+}
+
+void Client::CancelHandOff() {
+  handing_off_.store(false);
+  proto::MountHeartbeatRequest request;
+  request.set_mount_id(deps_->mount_id());
+  if (absl::Status s = deps_->MountHeartbeat(request); !s.ok()) {
+    LOG(WARNING) << "heartbeat after a cancelled handoff: " << s << " (the next one says it)";
+  }
 }
 
 absl::Status Client::Resume(const Session& session) {
@@ -224,6 +237,7 @@ void Client::HeartbeatLoop() {
   request.set_mount_id(deps_->mount_id());
   while (!stopping_.WaitForNotificationWithTimeout(options_.heartbeat_interval)) {
     request.clear_writing_inos();
+    request.set_handing_off(handing_off_.load());
     {
       // A meta that restarted lost its leases: these take them back.
       absl::MutexLock lock(&mu_);

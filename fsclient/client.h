@@ -185,6 +185,9 @@ class Client {
   // the handoff must not go on, or that error would be lost), meta's.
   // After it, only Shutdown; a failed one leaves the client usable.
   absl::StatusOr<Session> HandOff();
+  // After a HandOff whose successor did not take over: the session ends
+  // with this connection again (a heartbeat says so). Best effort.
+  void CancelHandOff();
   // Connect's counterpart in the successor: continues `session` (no
   // NewMount; the mount id, leases and pins stay), telling meta with a
   // heartbeat, retried within connect_wait; starts the heartbeat.
@@ -389,6 +392,9 @@ class Client {
   std::unique_ptr<CacheCoherence> coherence_;  // polls on its own thread
   std::unique_ptr<cache::BlockCache> block_cache_;  // null when disabled
   absl::Notification stopping_;
+  // Between HandOff and CancelHandOff (or the end): every heartbeat says
+  // the session is being handed off.
+  std::atomic<bool> handing_off_{false};
   // Servers the mount's writers found slow: their new segments avoid them.
   const std::shared_ptr<wal::SlowServers> slow_servers_ = std::make_shared<wal::SlowServers>();
 

@@ -44,6 +44,24 @@ absl::StatusOr<absl::Span<const proto::DirEntry>> DirStream::EntriesAt(uint64_t 
   return absl::MakeConstSpan(page_).subspan(skip);
 }
 
+void DirStream::Export(proto::HandedOffDir* out) const {
+  out->mutable_page()->Assign(page_.begin(), page_.end());
+  out->set_page_position(page_position_);
+  out->set_cursor(cursor_);
+  out->set_more(more_);
+  out->set_loaded(loaded_);
+  out->set_fresh(fresh_);
+}
+
+void DirStream::Restore(const proto::HandedOffDir& in) {
+  page_.assign(in.page().begin(), in.page().end());
+  page_position_ = in.page_position();
+  cursor_ = in.cursor();
+  more_ = in.more();
+  loaded_ = in.loaded();
+  fresh_ = in.fresh();
+}
+
 absl::Status DirStream::Restart() {
   page_position_ = 0;
   cursor_.clear();

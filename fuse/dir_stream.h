@@ -54,6 +54,13 @@ class DirStream {
   // meta says more entries follow but sends none.
   absl::StatusOr<absl::Span<const proto::DirEntry>> EntriesAt(uint64_t position);
 
+  // Where the listing stands, for a successor daemon (HandedOffDir's
+  // fields but fh and ino); Restore makes a new stream of the same
+  // directory stand there, so that the kernel's next offset continues
+  // where it did.
+  void Export(proto::HandedOffDir* out) const;
+  void Restore(const proto::HandedOffDir& in);
+
  private:
   absl::Status Restart();
   absl::Status NextPage();

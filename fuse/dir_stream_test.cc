@@ -88,6 +88,33 @@ TEST_F(DirStreamTest, CursorSurvivesDeletesAndAddsBetweenPages) {
   EXPECT_EQ((std::vector<std::string>{"d", "dd", "f", "g", "h"}), ReadFrom(5, 10));
 }
 
+TEST_F(DirStreamTest, ARestoredStreamContinuesWhereTheExportedOneStood) {
+  // A successor daemon's stream (logfs mount --takeover) continues an rm
+  // -rf's listing: the kernel's next offset names the same place, with
+  // what was removed meanwhile neither repeated nor hiding what is left.
+  for (char c = 'a'; c <= 'h'; ++c) names_.insert(std::string(1, c));
+  ASSERT_TRUE(stream_.Open().ok());
+  auto first = stream_.EntriesAt(0);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(5u, first->size());  // ".", "..", a, b, c
+  proto::HandedOffDir handed;
+  stream_.Export(&handed);
+  names_.erase("a");
+  names_.erase("b");
+  names_.erase("c");
+  DirStream successor(7, [this](const std::string& start_after) { return Fetch(start_after); });
+  successor.Restore(handed);
+  std::vector<std::string> names;
+  for (uint64_t offset = 5;;) {
+    auto entries = successor.EntriesAt(offset);
+    ASSERT_TRUE(entries.ok()) << entries.status();
+    if (entries->empty()) break;
+    for (const auto& e : *entries) names.push_back(e.name());
+    offset += entries->size();
+  }
+  EXPECT_EQ((std::vector<std::string>{"d", "e", "f", "g", "h"}), names);
+}
+
 TEST_F(DirStreamTest, SeekBackToAnEarlierPageListsAgainAndSkips) {
   for (char c = 'a'; c <= 'h'; ++c) names_.insert(std::string(1, c));
   ASSERT_TRUE(stream_.Open().ok());

@@ -58,13 +58,21 @@ class HandleTable {
   }
 
   // Stores `value` under `id`, as a predecessor gave it out; false if `id`
-  // is out of range or holds a handle. Call before any Add.
+  // is out of range or holds a handle. Call before any Add, best in id
+  // order.
   bool AddAt(uint64_t id, std::shared_ptr<T> value) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    if (id == 0 || id > kIdMax || (id < next_ && !IsFreeLocked(id))) return false;
-    for (; next_ < id; ++next_) free_.push_back(next_);
-    if (next_ == id) ++next_;
-    free_.erase(std::remove(free_.begin(), free_.end(), id), free_.end());
+    if (id == 0 || id > kIdMax) return false;
+    if (id < next_) {
+      // Below the ids given out: only a free one (linear, but a successor
+      // adds its handles in id order, which takes the branch below).
+      auto it = std::find(free_.begin(), free_.end(), id);
+      if (it == free_.end()) return false;
+      free_.erase(it);
+    } else {
+      for (; next_ < id; ++next_) free_.push_back(next_);
+      next_ = id + 1;
+    }
     SlotLocked(id) = std::move(value);
     return true;
   }
@@ -108,9 +116,6 @@ class HandleTable {
       block.store(slots, std::memory_order_release);
     }
     return slots[(id - 1) % kBlockSlots];
-  }
-  bool IsFreeLocked(uint64_t id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return std::find(free_.begin(), free_.end(), id) != free_.end();
   }
 
   mutable absl::Mutex mu_;

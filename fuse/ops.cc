@@ -208,6 +208,10 @@ void OpInit(void* userdata, fuse_conn_info* conn) noexcept {
   // handles them; writes are cleared in OpWrite, since libfuse does not
   // pass the kernel's FUSE_WRITE_KILL_SUIDGID on.
   conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+  // A successor daemon must settle the same (fuse/session.h).
+  auto* context = static_cast<OpsContext*>(userdata);
+  context->fuse_want = conn->want;
+  context->fuse_max_write = conn->max_write;
 }
 
 // Every op but forget starts a Request (fuse/request.h) and replies through

@@ -36,6 +36,10 @@ struct OpsContext {
   InterruptWatcher* interrupts = nullptr;
   HandleTable<fsclient::OpenFile>* files = nullptr;
   HandleTable<DirHandle>* dirs = nullptr;
+  // What the INIT callback settled with the kernel (fuse_conn_info's want
+  // and max_write): set once, at INIT, before any other request.
+  uint64_t fuse_want = 0;
+  uint32_t fuse_max_write = 0;
 };
 
 // The operations table for fuse_session_new, with an OpsContext as its

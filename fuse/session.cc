@@ -30,7 +30,8 @@ void SessionControl::Attach(WorkerLoop* loop, fsclient::Client* mount) {
 
 void SessionControl::Unmount() {
   absl::MutexLock lock(&mu_);
-  if (ending_ && !handoff_.has_value()) return;
+  if (unmount_) return;
+  unmount_ = true;
   ending_ = true;
   handoff_.reset();  // an unmount wins over a handoff not yet under way
   if (loop_ != nullptr) loop_->Stop();
@@ -62,8 +63,12 @@ std::optional<SessionControl::Deliver> SessionControl::TakeHandoff() {
   absl::MutexLock lock(&mu_);
   std::optional<Deliver> handoff = std::move(handoff_);
   handoff_.reset();
-  ending_ = false;
   return handoff;
+}
+
+void SessionControl::HandoffFailed() {
+  absl::MutexLock lock(&mu_);
+  ending_ = unmount_;
 }
 
 namespace {
@@ -112,6 +117,10 @@ absl::Status AdoptInto(fuse_session* se, fsclient::Client& mount, const Adoption
   std::string init = state.fuse_init();
   fuse_in_header header;
   std::memcpy(&header, init.data(), sizeof(header));
+  if (header.len != init.size()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the handed-over FUSE_INIT says ", header.len, " bytes and has ", init.size()));
+  }
   header.unique = kReplayedInitUnique;
   std::memcpy(init.data(), &header, sizeof(header));
   fuse_buf buf;
@@ -119,6 +128,16 @@ absl::Status AdoptInto(fuse_session* se, fsclient::Client& mount, const Adoption
   buf.mem = init.data();
   buf.size = init.size();
   fuse_session_process_buf(se, &buf);
+  // The kernel keeps what it settled with the first daemon: one that
+  // would settle otherwise (another release's INIT callback) must not
+  // serve this connection.
+  if (context.fuse_want != state.fuse_want() || context.fuse_max_write != state.fuse_max_write()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this logfs mount would settle FUSE capabilities 0x", absl::Hex(context.fuse_want),
+        " and max_write ", context.fuse_max_write, " with the kernel, the running daemon settled 0x",
+        absl::Hex(state.fuse_want()), " and ", state.fuse_max_write(),
+        ": unmount and mount again instead"));
+  }
   for (const proto::HandedOffFile& handed : state.files()) {
     absl::StatusOr<std::unique_ptr<fsclient::OpenFile>> file = mount.Adopt(handed);
     if (!file.ok()) {
@@ -131,7 +150,12 @@ absl::Status AdoptInto(fuse_session* se, fsclient::Client& mount, const Adoption
     }
   }
   for (const proto::HandedOffDir& handed : state.dirs()) {
-    if (!context.dirs->AddAt(handed.fh(), std::make_shared<DirHandle>(mount, handed.ino()))) {
+    auto dir = std::make_shared<DirHandle>(mount, handed.ino());
+    {
+      absl::MutexLock lock(&dir->mu);
+      dir->stream.Restore(handed);
+    }
+    if (!context.dirs->AddAt(handed.fh(), std::move(dir))) {
       return absl::FailedPreconditionError(absl::StrCat("dir handle ", handed.fh(), " twice"));
     }
   }
@@ -157,9 +181,15 @@ proto::MountHandoff Describe(const SessionOptions& options, const fsclient::Clie
   }
   for (const auto& [fh, dir] : context.dirs->Snapshot()) {
     proto::HandedOffDir* handed = state.add_dirs();
+    {
+      absl::MutexLock lock(&dir->mu);
+      dir->stream.Export(handed);
+    }
     handed->set_fh(fh);
     handed->set_ino(dir->ino);
   }
+  state.set_fuse_want(context.fuse_want);
+  state.set_fuse_max_write(context.fuse_max_write);
   return state;
 }
 
@@ -184,21 +214,26 @@ void UnmountAdopted(const std::string& mountpoint) {
 }  // namespace
 
 absl::StatusOr<bool> RunSession(fsclient::Client& mount, const SessionOptions& options,
-                                const std::function<void()>& on_ready, SessionControl* control) {
+                                const std::function<absl::Status()>& on_ready,
+                                SessionControl* control) {
   fuse_lowlevel_ops ops = MakeOperations();
   // Declared first, destroyed last: requests it watches name the session.
   InterruptWatcher interrupts;
   HandleTable<fsclient::OpenFile> files;
   HandleTable<DirHandle> dirs;
   OpsContext context{&mount, &interrupts, &files, &dirs};
-  fuse_session* se = NewSession(options, &ops, &context);
-  if (se == nullptr) return absl::FailedPreconditionError("cannot create the FUSE session");
   const bool adopted = options.adopt != nullptr;
+  fuse_session* se = NewSession(options, &ops, &context);
+  if (se == nullptr) {
+    if (adopted) close(options.adopt->fuse_fd);
+    return absl::FailedPreconditionError("cannot create the FUSE session");
+  }
   // libfuse takes /dev/fd/N as a descriptor already connected.
   const std::string mount_target =
       adopted ? absl::StrCat("/dev/fd/", options.adopt->fuse_fd) : options.mountpoint;
   if (fuse_session_mount(se, mount_target.c_str()) != 0) {
     fuse_session_destroy(se);
+    if (adopted) close(options.adopt->fuse_fd);
     return absl::FailedPreconditionError(
         absl::StrCat("cannot mount at ", options.mountpoint,
                      " (is it an existing directory, and is /dev/fuse usable?)"));
@@ -213,7 +248,14 @@ absl::StatusOr<bool> RunSession(fsclient::Client& mount, const SessionOptions& o
   // mount.Shutdown(), before the session goes).
   FuseKernelCache kernel_cache(se);
   mount.coherence().Start(&kernel_cache);
-  on_ready();
+  if (absl::Status ready = on_ready(); !ready.ok()) {
+    // Adopted, but the predecessor serves on: this one leaves the mount
+    // to it.
+    mount.Shutdown();
+    interrupts.Stop();
+    fuse_session_destroy(se);
+    return ready;
+  }
   // The kernel sends FUSE_INIT once per connection: a successor of this
   // daemon gets it from here.
   std::string init = adopted ? options.adopt->state.fuse_init() : std::string();
@@ -241,6 +283,7 @@ absl::StatusOr<bool> RunSession(fsclient::Client& mount, const SessionOptions& o
         handed.ok() ? mount.HandOff() : absl::StatusOr<fsclient::Client::Session>(handed);
     if (session.ok()) {
       handed = (*handoff)(fuse_session_fd(se), Describe(options, *session, init, context));
+      if (!handed.ok()) mount.CancelHandOff();
     } else {
       handed = session.status();
     }
@@ -250,6 +293,7 @@ absl::StatusOr<bool> RunSession(fsclient::Client& mount, const SessionOptions& o
     }
     LOG(ERROR) << "handoff failed, serving on (the kernel caches nothing for long now): "
                << handed;
+    control->HandoffFailed();
   }
   if (handed_off) {
     LOG(INFO) << "mount handed over: exiting without unmounting";

@@ -15,7 +15,8 @@
 // the same meta session, adopts the handles under the same fh values,
 // replays FUSE_INIT into its own libfuse session and serves on. Callers
 // see a pause. If the successor does not take over, the predecessor serves
-// on (without long kernel caching, which it dropped).
+// on (without long kernel caching, which it dropped); one told to go by
+// SIGTERM (systemd's restart) unmounts instead.
 #pragma once
 
 #include <functional>
@@ -34,7 +35,9 @@ class WorkerLoop;
 
 // A mount handed over by a predecessor: what the successor serves.
 struct Adoption {
-  int fuse_fd = -1;  // the kernel connection's /dev/fuse descriptor; the session owns it
+  // The kernel connection's /dev/fuse descriptor: RunSession closes it
+  // when it returns, whatever happened.
+  int fuse_fd = -1;
   proto::MountHandoff state;
 };
 
@@ -71,30 +74,39 @@ class SessionControl {
   using Deliver = std::function<absl::Status(int fuse_fd, const proto::MountHandoff& state)>;
 
   // Ends the session as an unmount does: stop serving, answer what was
-  // read, unmount.
+  // read, unmount. During a handoff: once it failed (if it succeeds, the
+  // successor serves on). A handoff asked for and not under way yet is
+  // called off.
   void Unmount() ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the session to hand it over through `deliver`; false (and
-  // nothing happens) if a handoff or unmount is already under way.
+  // nothing happens) if a handoff or unmount is already asked for or
+  // under way.
   bool HandOff(Deliver deliver) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   friend absl::StatusOr<bool> RunSession(fsclient::Client&, const SessionOptions&,
-                                         const std::function<void()>&, SessionControl*);
+                                         const std::function<absl::Status()>&, SessionControl*);
   // The session's side: the loop now serving (null between loops).
   void Attach(WorkerLoop* loop, fsclient::Client* mount) ABSL_LOCKS_EXCLUDED(mu_);
-  // The handoff asked for, taken (cleared); nullopt for an unmount.
+  // The handoff asked for, taken: it is under way; nullopt for an unmount.
   std::optional<Deliver> TakeHandoff() ABSL_LOCKS_EXCLUDED(mu_);
+  // The handoff under way failed: the session serves on, unless an
+  // unmount was asked for meanwhile.
+  void HandoffFailed() ABSL_LOCKS_EXCLUDED(mu_);
 
   absl::Mutex mu_;
   WorkerLoop* loop_ ABSL_GUARDED_BY(mu_) = nullptr;
   fsclient::Client* mount_ ABSL_GUARDED_BY(mu_) = nullptr;
-  bool ending_ ABSL_GUARDED_BY(mu_) = false;
-  std::optional<Deliver> handoff_ ABSL_GUARDED_BY(mu_);
+  bool ending_ ABSL_GUARDED_BY(mu_) = false;   // an unmount or a handoff asked for
+  bool unmount_ ABSL_GUARDED_BY(mu_) = false;  // an unmount asked for
+  std::optional<Deliver> handoff_ ABSL_GUARDED_BY(mu_);  // asked for, not under way yet
 };
 
-// Calls `on_ready` once the mount is in place and served (the caller
-// reports readiness, e.g. to a waiting parent; a successor tells its
-// predecessor). Returns when the file system is unmounted, after
+// Calls `on_ready` once the mount is in place, before it is served (the
+// caller reports readiness, e.g. to a waiting parent; a successor tells
+// its predecessor, and may serve only once that one committed to exit:
+// an error from `on_ready` ends an adopted session at once, neither
+// served nor unmounted, and RunSession returns it). Returns when the file system is unmounted, after
 // `mount.Shutdown()`: every request the mount still held has replied by
 // then (false); or once the mount was handed to a successor (true), also
 // after `mount.Shutdown()`, leaving the kernel mount to it. `control` (not
@@ -102,7 +114,7 @@ class SessionControl {
 // (signals are the caller's). kFailedPrecondition if mounting or adopting
 // fails.
 absl::StatusOr<bool> RunSession(fsclient::Client& mount, const SessionOptions& options,
-                                const std::function<void()>& on_ready,
+                                const std::function<absl::Status()>& on_ready,
                                 SessionControl* control);
 
 }  // namespace logfs::fuse

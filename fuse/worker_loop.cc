@@ -86,8 +86,9 @@ void WorkerLoop::Work(int epoll_fd) {
     if (res == -EAGAIN || res == -EINTR) {
       epoll_event events[2];
       if (epoll_wait(epoll_fd, events, 2, -1) < 0 && errno != EINTR) {
+        // Not the kernel's end of the connection: the session ends as on
+        // a stop, and unmounts.
         PLOG(ERROR) << "epoll_wait on /dev/fuse";
-        unmounted_.store(true);
         Stop();
       }
       continue;

@@ -293,8 +293,9 @@ TEST(MountRestartTest, KillMinus9AfterTakeoverLeavesEnotconn) {
 
 TEST(MountRestartTest, RefusalsAndStopsOfATakenOverMount) {
   // Goal: a takeover with nothing to take over, or without --meta, fails
-  // with a one-line reason and leaves the mount alone; a taken-over
-  // daemon unmounts on SIGTERM as any daemon does.
+  // with a one-line reason and leaves the mount alone; one that fails
+  // half-way leaves the old daemon serving; a taken-over daemon unmounts
+  // on SIGTERM as any daemon does.
   MountedSetup setup;
   ASSERT_NO_FATAL_FAILURE(StartCluster(&setup));
   MountedCluster& c = *setup.cluster;
@@ -310,7 +311,27 @@ TEST(MountRestartTest, RefusalsAndStopsOfATakenOverMount) {
   auto read = ReadFile(c.Path("dir/sealed"));
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_TRUE(*read == setup.sealed_bytes);
+  // A successor that cannot reach meta gives up after the old daemon has
+  // drained and sealed: the old one serves on, and the application, which
+  // appends and syncs throughout, sees nothing but the pause.
+  Application app(c.Path("wal/log"), c.Path("dir/sealed"), setup.sealed_bytes, c.Path("dir"));
+  ASSERT_TRUE(app.Start());
+  ASSERT_TRUE(app.Progresses(20)) << app.first_error();
+  const pid_t serving = c.MountPid();
+  r = RunCommand(absl::StrCat(LogfsBinary(), " mount --takeover --meta=127.0.0.1:1 --mount_wait_ms=300",
+                              " --cluster_secret_file=", c.cluster().cluster_secret_file(), " ",
+                              c.mountpoint(), " 2>&1"));
+  EXPECT_EQ(1, r.exit_code) << r.output;
+  EXPECT_TRUE(absl::StrContains(r.output, "cannot resume mount")) << r.output;
+  EXPECT_EQ(serving, c.MountPid());
+  ASSERT_TRUE(app.Progresses(20)) << app.first_error();
+  // And it can still be taken over.
   ASSERT_TRUE(c.TakeOver(0).ok());
+  EXPECT_NE(serving, c.MountPid());
+  ASSERT_TRUE(app.Progresses(20)) << app.first_error();
+  app.Stop();
+  EXPECT_EQ(0, app.errors()) << app.first_error();
+  ExpectLogHolds(c.Path("wal/log"), app.acked());
   const pid_t daemon = c.MountPid();
   ASSERT_EQ(0, kill(daemon, SIGTERM));
   EXPECT_TRUE(Exits(daemon));

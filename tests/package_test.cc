@@ -191,6 +191,9 @@ TEST_F(SystemdUnitTest, UnitsNameTheirInstanceFilesAndHardening) {
   EXPECT_EQ(std::vector<std::string>{"notify"}, UnitValues(mount, "Type"));
   EXPECT_EQ(std::vector<std::string>{"umount.target"}, UnitValues(mount, "Conflicts"));
   EXPECT_EQ(std::vector<std::string>{"on-failure"}, UnitValues(mount, "Restart"));
+  // A restart hands the mount to the next instance through the store
+  // (docs/OPERATIONS.md "Restarting a mount"): two descriptors.
+  EXPECT_EQ(std::vector<std::string>{"4"}, UnitValues(mount, "FileDescriptorStoreMax"));
   // Private mount namespaces would hide the mount from the host.
   EXPECT_TRUE(UnitValues(mount, "ProtectSystem").empty());
   EXPECT_TRUE(UnitValues(mount, "PrivateDevices").empty());

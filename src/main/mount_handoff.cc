@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <systemd/sd-bus.h>
@@ -32,8 +33,16 @@ namespace {
 
 constexpr char kFuseFdName[] = "logfs-fuse";
 constexpr char kStateFdName[] = "logfs-state";
+// The takeover socket's conversation: the successor asks; the
+// predecessor drains and sends the descriptors ("handoff") or why not; the
+// successor adopts and says "ready" (or why not); the predecessor says
+// "commit" and from then on never serves again, and only then does the
+// successor serve. Whoever hears nothing in time, or EOF, gives up: the
+// predecessor serves on, the successor exits without serving.
 constexpr char kAskMessage[] = "takeover";
-constexpr char kOkMessage[] = "ok";
+constexpr char kHandoffMessage[] = "handoff";
+constexpr char kReadyMessage[] = "ready";
+constexpr char kCommitMessage[] = "commit";
 constexpr size_t kMessageBytesMax = 4096;
 constexpr size_t kStateBytesMax = size_t{1} << 30;
 
@@ -203,9 +212,18 @@ bool SystemdRestartsThisUnit() {
 int g_signal_write_fd = -1;
 
 void OnSignalHandler(int signal) {
+  const int saved_errno = errno;
   const char byte = static_cast<char>(signal);
   ssize_t ignored = write(g_signal_write_fd, &byte, 1);
   (void)ignored;
+  errno = saved_errno;
+}
+
+// True if `fd` is a /dev/fuse descriptor (character device 10:229).
+bool IsFuseDevice(int fd) {
+  struct stat st;
+  return fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 10 &&
+         minor(st.st_rdev) == 229;
 }
 
 }  // namespace
@@ -221,6 +239,7 @@ std::string TakeoverSocketName(const std::string& mountpoint) {
 
 Handover::~Handover() {
   if (connection >= 0) close(connection);
+  if (adoption.fuse_fd >= 0) close(adoption.fuse_fd);
 }
 
 absl::StatusOr<std::unique_ptr<Handover>> RequestTakeover(const std::string& mountpoint,
@@ -235,15 +254,20 @@ absl::StatusOr<std::unique_ptr<Handover>> RequestTakeover(const std::string& mou
     return absl::NotFoundError(absl::StrCat("no logfs mount daemon serves ", mountpoint,
                                             " on this host (", strerror(errno), ")"));
   }
+  // Anyone may bind an abstract name: only a daemon of root or of this
+  // user is asked.
   ucred peer{};
   socklen_t peer_length = sizeof(peer);
-  if (getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &peer_length) == 0) {
-    handover->predecessor = peer.pid;
+  if (getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &peer_length) != 0 ||
+      (peer.uid != 0 && peer.uid != geteuid())) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the takeover socket of ", mountpoint, " belongs to uid ", peer.uid, ", not a mount daemon"));
   }
+  handover->predecessor = peer.pid;
   RETURN_IF_ERROR(SendMessage(connection, kAskMessage, {}));
   std::vector<int> fds;
   absl::StatusOr<std::string> answer = ReceiveMessage(connection, wait, &fds);
-  if (answer.ok() && *answer != "handoff") {
+  if (answer.ok() && *answer != kHandoffMessage) {
     for (int fd : fds) close(fd);
     return absl::FailedPreconditionError(absl::StrCat("the mount daemon refused: ", *answer));
   }
@@ -253,12 +277,17 @@ absl::StatusOr<std::unique_ptr<Handover>> RequestTakeover(const std::string& mou
                                             " descriptors, not 2"));
   }
   if (!answer.ok()) return answer.status();
+  if (!IsFuseDevice(fds[0])) {
+    close(fds[0]);
+    close(fds[1]);
+    return absl::FailedPreconditionError("the handover's descriptor is not /dev/fuse");
+  }
   handover->adoption.fuse_fd = fds[0];
   absl::StatusOr<proto::MountHandoff> state = ReadState(fds[1]);
   close(fds[1]);
   if (!state.ok()) {
     close(fds[0]);
-    AnswerHandover(*handover, state.status());
+    AnswerHandover(*handover, state.status()).IgnoreError();
     return state.status();
   }
   handover->adoption.state = *std::move(state);
@@ -272,9 +301,12 @@ absl::StatusOr<std::unique_ptr<Handover>> HandoverFromFdStore() {
   int state_fd = -1;
   for (int i = 0; i < n; ++i) {
     const int fd = SD_LISTEN_FDS_START + i;
-    if (names != nullptr && std::strcmp(names[i], kFuseFdName) == 0) {
+    // The last of a name counts (a store that kept an older one).
+    if (names != nullptr && std::strcmp(names[i], kFuseFdName) == 0 && IsFuseDevice(fd)) {
+      if (fuse_fd >= 0) close(fuse_fd);
       fuse_fd = fd;
     } else if (names != nullptr && std::strcmp(names[i], kStateFdName) == 0) {
+      if (state_fd >= 0) close(state_fd);
       state_fd = fd;
     } else {
       close(fd);
@@ -300,20 +332,31 @@ absl::StatusOr<std::unique_ptr<Handover>> HandoverFromFdStore() {
   return handover;
 }
 
-void AnswerHandover(Handover& handover, const absl::Status& result) {
+absl::Status AnswerHandover(Handover& handover, const absl::Status& result) {
   if (handover.from_fd_store) {
-    if (!result.ok()) return;  // left in the store for the next attempt
+    if (!result.ok()) return result;  // left in the store for the next attempt
     // The store's copies would keep the connection alive past this
     // daemon's death: a kill -9 must leave ENOTCONN, as without a store.
     for (const char* name : {kFuseFdName, kStateFdName}) {
       const int r = sd_notify(0, absl::StrCat("FDSTOREREMOVE=1\nFDNAME=", name).c_str());
       if (r < 0) LOG(WARNING) << "FDSTOREREMOVE " << name << ": " << strerror(-r);
     }
-    return;
+    return absl::OkStatus();
   }
-  if (handover.connection < 0) return;
-  const std::string answer = result.ok() ? kOkMessage : std::string(result.message());
-  SendMessage(handover.connection, answer, {}).IgnoreError();  // a gone predecessor is no error
+  if (handover.connection < 0) return result;
+  if (!result.ok()) {
+    SendMessage(handover.connection, std::string(result.message()), {}).IgnoreError();
+    return result;
+  }
+  RETURN_IF_ERROR(SendMessage(handover.connection, kReadyMessage, {}));
+  absl::StatusOr<std::string> answer =
+      ReceiveMessage(handover.connection, absl::Seconds(30), nullptr);
+  if (!answer.ok() || *answer != kCommitMessage) {
+    return absl::AbortedError(absl::StrCat(
+        "the running daemon did not let go of the mount (it serves on): ",
+        answer.ok() ? *answer : std::string(answer.status().message())));
+  }
+  return absl::OkStatus();
 }
 
 HandoffListener::HandoffListener(fuse::SessionControl& control, std::string mountpoint,
@@ -333,7 +376,9 @@ absl::Status HandoffListener::Start(pid_t predecessor, std::function<void()> aft
   wake_fd_ = eventfd(0, EFD_CLOEXEC);
   if (wake_fd_ < 0) return absl::InternalError(Errno("eventfd"));
   if (predecessor <= 0) {
-    RETURN_IF_ERROR(Listen());
+    // Without it the mount works, but cannot be taken over by hand (the
+    // name is taken: another daemon of this mount point, or a squatter).
+    if (absl::Status s = Listen(); !s.ok()) LOG(WARNING) << s.message();
     if (after_predecessor) after_predecessor();
   }
   struct sigaction action;
@@ -346,7 +391,7 @@ absl::Status HandoffListener::Start(pid_t predecessor, std::function<void()> aft
   thread_ = std::thread([this, predecessor, after = std::move(after_predecessor)] {
     if (predecessor > 0 && WaitForExit(predecessor)) {
       // The predecessor is gone with its socket and its metrics port.
-      if (absl::Status s = Listen(); !s.ok()) LOG(ERROR) << s;
+      if (absl::Status s = Listen(); !s.ok()) LOG(WARNING) << s.message();
       if (after) after();
     }
     Run();
@@ -378,7 +423,12 @@ void HandoffListener::Stop() {
     ssize_t ignored = write(wake_fd_, &one, sizeof(one));
     (void)ignored;
     thread_.join();
+    // A second SIGTERM while the daemon shuts down ends it, as without a
+    // handler.
+    for (int s : {SIGTERM, SIGINT, SIGHUP}) signal(s, SIG_DFL);
   }
+  if (g_signal_write_fd >= 0) close(g_signal_write_fd);
+  g_signal_write_fd = -1;
   for (int* fd : {&listen_fd_, &wake_fd_, &signal_read_fd_}) {
     if (*fd >= 0) close(*fd);
     *fd = -1;
@@ -440,6 +490,9 @@ void HandoffListener::OnSignal(int signal) {
     return;
   }
   LOG(INFO) << "SIGTERM while systemd restarts this mount: handing it to systemd's fd store";
+  // Draining and sealing may take longer than the unit's TimeoutStopSec:
+  // systemd must not kill this daemon before it has stored the mount.
+  sd_notify(0, "EXTEND_TIMEOUT_USEC=180000000");
   const bool started = control_.HandOff(
       [this](int fuse_fd, const proto::MountHandoff& state) -> absl::Status {
         absl::Status stored = StoreInSystemd(fuse_fd, state);
@@ -495,16 +548,19 @@ void HandoffListener::OnConnection(int fd) {
         proto::MountHandoff state = in;
         *state.mutable_version() = format::OwnVersion("mount");
         ASSIGN_OR_RETURN(const int state_fd, StateMemfd(state));
-        absl::Status sent = SendMessage(*connection, "handoff", {fuse_fd, state_fd});
+        absl::Status sent = SendMessage(*connection, kHandoffMessage, {fuse_fd, state_fd});
         close(state_fd);
         RETURN_IF_ERROR(sent);
-        // The successor answers once it serves: adopting every handle asks
-        // meta for each.
+        // The successor answers once it could serve: adopting every
+        // handle asks meta for each.
         ASSIGN_OR_RETURN(const std::string answer,
                          ReceiveMessage(*connection, absl::Seconds(180), nullptr));
-        if (answer != kOkMessage) {
+        if (answer != kReadyMessage) {
           return absl::FailedPreconditionError(absl::StrCat("the successor failed: ", answer));
         }
+        // From here on this daemon never serves again, whatever happens
+        // to the successor: two daemons must never serve one mount.
+        RETURN_IF_ERROR(SendMessage(*connection, kCommitMessage, {}));
         return absl::OkStatus();
       });
   if (!started) {

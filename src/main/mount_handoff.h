@@ -5,7 +5,8 @@
 //   Unix socket named after its mount point; `logfs mount --takeover MNT`
 //   connects (the peer must be root or the daemon's own user), and gets
 //   both descriptors in one SCM_RIGHTS message, the state in a memfd; it
-//   answers "ok" once it serves, or why it cannot (the daemon serves on);
+//   answers "ready", or why it cannot (the daemon serves on), and serves
+//   once the daemon answers "commit" (mount_handoff.cc);
 // - through systemd's file descriptor store, on a restart of
 //   logfs-mount@ (FileDescriptorStoreMax=): on SIGTERM, when the unit's
 //   job is a restart, the daemon stores both (FDSTORE=1, names logfs-fuse
@@ -41,6 +42,8 @@ struct Handover {
   int connection = -1;
   pid_t predecessor = 0;  // the socket's predecessor (0: from the fd store)
   bool from_fd_store = false;
+  // Closes the connection, and adoption.fuse_fd unless it went to a
+  // session (which closes it: the caller sets it to -1 then).
   ~Handover();
 };
 
@@ -55,9 +58,13 @@ absl::StatusOr<std::unique_ptr<Handover>> RequestTakeover(const std::string& mou
 // nullopt if there is none. Errors: a state that does not parse, or of a
 // version this one does not speak.
 absl::StatusOr<std::unique_ptr<Handover>> HandoverFromFdStore();
-// Tells the predecessor (or systemd) how the takeover went: OK once the
-// successor serves; an error makes the socket's predecessor serve on.
-void AnswerHandover(Handover& handover, const absl::Status& result);
+// Tells the predecessor (or systemd) how the takeover went, before the
+// successor serves: an error makes the socket's predecessor serve on (and
+// is returned); OK is returned once the predecessor committed to exit
+// (the socket; systemd: the descriptors are taken out of its store), and
+// only then may the successor serve. kAborted: the predecessor did not
+// commit, and serves on.
+absl::Status AnswerHandover(Handover& handover, const absl::Status& result);
 
 // What the running daemon does on SIGTERM under systemd.
 enum class SigtermHandoff {
@@ -79,9 +86,9 @@ class HandoffListener {
   // listens on the takeover socket and then runs `after_predecessor` (may
   // be empty): at once, or with `predecessor` > 0 (the daemon this one
   // took over from through the takeover socket) once that daemon has
-  // exited, which frees the socket's name and its metrics port. Errors:
-  // the socket cannot be bound at once (another daemon serves this mount
-  // point).
+  // exited, which frees the socket's name and its metrics port. A name
+  // that cannot be bound is logged (the mount cannot be taken over by
+  // hand then). Errors: the signal pipe or eventfd cannot be made.
   absl::Status Start(pid_t predecessor, std::function<void()> after_predecessor);
   void Stop();
 

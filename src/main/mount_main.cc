@@ -323,6 +323,22 @@ bool RunFusermount(const std::vector<std::string>& args, const std::string& path
   return pid.ok() && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+// `path` as the mount table names it, without looking at `path` itself (a
+// dead mount fails every call, and a mount being handed over answers
+// none until this daemon serves it): its parent resolved (a mount point's
+// parent is not on that mount), its last component kept. "" if the
+// parent cannot be resolved.
+std::string CanonicalMountPoint(const std::string& path) {
+  std::string absolute = Absolute(path);
+  while (absolute.size() > 1 && absolute.back() == '/') absolute.pop_back();
+  const size_t slash = absolute.rfind('/');
+  if (slash == std::string::npos || absolute == "/") return absolute;
+  char parent[PATH_MAX];
+  const std::string parent_path = slash == 0 ? "/" : absolute.substr(0, slash);
+  if (realpath(parent_path.c_str(), parent) == nullptr) return "";
+  return absl::StrCat(std::string(parent) == "/" ? "" : parent, absolute.substr(slash));
+}
+
 // A FUSE mount whose daemon died answers every call on its mount point with
 // ENOTCONN ("Transport endpoint is not connected") until it is unmounted
 // (libfuse issue #41): no mount can go there, and even realpath() of it
@@ -336,17 +352,9 @@ void ClearDeadMount(const std::string& path) {
   // attributes, while every statfs reaches the daemon.
   struct statfs fs;
   if (statfs(path.c_str(), &fs) == 0 || errno != ENOTCONN) return;
-  // The mount table names it by its canonical path: resolve the parent
-  // (alive) and keep the last component.
-  std::string absolute = Absolute(path);
-  while (absolute.size() > 1 && absolute.back() == '/') absolute.pop_back();
-  const size_t slash = absolute.rfind('/');
-  char parent[PATH_MAX];
-  const std::string parent_path = slash == 0 ? "/" : absolute.substr(0, slash);
-  if (realpath(parent_path.c_str(), parent) == nullptr) return;
-  const std::string canonical =
-      absl::StrCat(std::string(parent) == "/" ? "" : parent, absolute.substr(slash));
-  if (!IsMounted(canonical)) return;
+  // The mount table names it by its canonical path.
+  const std::string canonical = CanonicalMountPoint(path);
+  if (canonical.empty() || !IsMounted(canonical)) return;
   if (RunFusermount({"-uz"}, canonical)) {
     std::fprintf(stderr, "logfs mount: %s was a dead mount (its daemon had died): detached it\n",
                  canonical.c_str());
@@ -414,15 +422,6 @@ absl::StatusOr<std::unique_ptr<cluster::LocalCluster>> StartEmbeddedCluster(
   return started;
 }
 
-// `path` absolute, without a trailing slash, not resolved: a mount being
-// handed over answers nothing until this daemon serves it, so nothing may
-// look at it (realpath's lstat would wait for this very daemon).
-std::string LexicallyAbsolute(const std::string& path) {
-  std::string absolute = Absolute(path);
-  while (absolute.size() > 1 && absolute.back() == '/') absolute.pop_back();
-  return absolute;
-}
-
 SigtermHandoff SigtermHandoffFromFlag() {
   if (FLAGS_handoff_on_sigterm == "always") return SigtermHandoff::kAlways;
   if (FLAGS_handoff_on_sigterm == "never") return SigtermHandoff::kNever;
@@ -446,7 +445,12 @@ int RunMount(const std::string& mountpoint_arg) {
                            "cluster cannot be handed over)\n");
       return 1;
     }
-    mountpoint = LexicallyAbsolute(mountpoint_arg);
+    mountpoint = CanonicalMountPoint(mountpoint_arg);
+    if (mountpoint.empty()) {
+      std::fprintf(stderr, "logfs mount: cannot resolve the directory of %s\n",
+                   mountpoint_arg.c_str());
+      return 1;
+    }
   } else {
     ClearDeadMount(mountpoint_arg);
     char resolved[PATH_MAX];
@@ -485,7 +489,7 @@ int RunMount(const std::string& mountpoint_arg) {
     const std::string why = absl::StrCat("the handed-over mount is at ",
                                          handover->adoption.state.mountpoint(), ", not ",
                                          mountpoint);
-    AnswerHandover(*handover, absl::FailedPreconditionError(why));
+    AnswerHandover(*handover, absl::FailedPreconditionError(why)).IgnoreError();
     return ready.Report(why), 1;
   }
   std::unique_ptr<cluster::LocalCluster> local;
@@ -525,7 +529,7 @@ int RunMount(const std::string& mountpoint_arg) {
   if (handover != nullptr) {
     const proto::MountHandoff& state = handover->adoption.state;
     connected = mount.Resume({state.mount_id(), state.last_call_seq(), state.cache_lease_ms()});
-    if (!connected.ok()) AnswerHandover(*handover, connected);
+    if (!connected.ok()) AnswerHandover(*handover, connected).IgnoreError();
   } else {
     connected = mount.Connect();
   }
@@ -545,7 +549,7 @@ int RunMount(const std::string& mountpoint_arg) {
   if (predecessor <= 0) {
     auto started = StartMetricsServer("mount", collect);
     if (!started.ok()) {
-      if (handover != nullptr) AnswerHandover(*handover, started.status());
+      if (handover != nullptr) AnswerHandover(*handover, started.status()).IgnoreError();
       return ready.Report(std::string(started.status().message())), 1;
     }
     metrics = *std::move(started);
@@ -563,7 +567,7 @@ int RunMount(const std::string& mountpoint_arg) {
     }
   });
   if (!listening.ok()) {
-    if (handover != nullptr) AnswerHandover(*handover, listening);
+    if (handover != nullptr) AnswerHandover(*handover, listening).IgnoreError();
     return ready.Report(std::string(listening.message())), 1;
   }
   fuse::SessionOptions session;
@@ -578,12 +582,14 @@ int RunMount(const std::string& mountpoint_arg) {
   // parent (mount(8), the helper) and, under systemd (logfs-mount@ is
   // Type=notify with -f), the service manager. Without $NOTIFY_SOCKET
   // sd_notify does nothing; a failed one is systemd's to notice (the start
-  // times out). A successor tells its predecessor first, which then exits.
+  // times out). A successor serves once its predecessor let go.
+  bool answered = false;
   absl::StatusOr<bool> ran = fuse::RunSession(
       mount, session,
-      [&] {
+      [&]() -> absl::Status {
         if (handover != nullptr) {
-          AnswerHandover(*handover, absl::OkStatus());
+          answered = true;
+          RETURN_IF_ERROR(AnswerHandover(*handover, absl::OkStatus()));
           LOG(INFO) << "took over " << mountpoint << " (meta " << meta << ")";
         } else {
           LOG(INFO) << "mounted " << mountpoint << " (meta " << meta << ")";
@@ -591,11 +597,13 @@ int RunMount(const std::string& mountpoint_arg) {
         ready.Report("");
         if (int r = sd_notify(0, "READY=1"); r < 0)
           LOG(WARNING) << "sd_notify READY=1: " << strerror(-r);
+        return absl::OkStatus();
       },
       &control);
+  if (handover != nullptr) handover->adoption.fuse_fd = -1;  // the session closed it
   sd_notify(0, "STOPPING=1");
   if (!ran.ok()) {
-    if (handover != nullptr) AnswerHandover(*handover, ran.status());
+    if (handover != nullptr && !answered) AnswerHandover(*handover, ran.status()).IgnoreError();
     ready.Report(std::string(ran.status().message()));
   }
   listener.Stop();

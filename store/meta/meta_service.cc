@@ -291,7 +291,7 @@ void MetaService::RememberSession(uint64_t connection, uint64_t mount_id, bool h
   absl::MutexLock lock(&sessions_mu_);
   Session& session = mount_sessions_[connection];
   session.mount_id = mount_id;
-  session.handing_off = session.handing_off || handing_off;
+  session.handing_off = handing_off;
 }
 
 uint64_t MetaService::LockingChangeMount(const format::Frame& frame) {
@@ -322,7 +322,7 @@ std::optional<uint64_t> MetaService::TakeSession(uint64_t connection_id) {
   if (it == mount_sessions_.end()) return std::nullopt;
   const Session session = it->second;
   mount_sessions_.erase(it);
-  // A daemon that handed its session to a successor: the session goes on,
+  // A daemon handing its session to a successor: the session goes on,
   // over the successor's connection if it has one yet, else heard from
   // again within the lease timeout (MountHeartbeatRequest.handing_off).
   if (session.handing_off) return std::nullopt;

@@ -79,7 +79,7 @@ class MetaService {
   absl::Mutex sessions_mu_;
   struct Session {
     uint64_t mount_id = 0;
-    bool handing_off = false;  // sticky: set by a heartbeat that said so
+    bool handing_off = false;  // what the last heartbeat on the connection said
   };
   // Connection id -> the mount session it carries.
   std::map<uint64_t, Session> mount_sessions_ ABSL_GUARDED_BY(sessions_mu_);

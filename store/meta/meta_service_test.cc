@@ -96,7 +96,9 @@ TEST_F(MetaServiceTest, HandedOffSessionOutlivesItsFirstConnection) {
   // Then hands off again, saying so, and its connection closes first.
   heartbeat(10, true);
   EXPECT_EQ(service.TakeSession(10), std::nullopt);
-  // The third daemon's connection ends the session as usual.
+  // The third daemon's connection ends the session as usual, and so does
+  // one whose handoff was called off.
+  heartbeat(11, true);
   heartbeat(11, false);
   EXPECT_EQ(service.TakeSession(11), mount_id);
 }
