@@ -108,15 +108,19 @@ absl::StatusOr<Client::Session> Client::HandOff() {
   request.set_mount_id(deps_->mount_id());
   request.set_handing_off(true);
   for (auto& writer : writers) request.add_writing_inos(writer->ino());
-  handing_off_.store(true);
-  if (absl::Status s = deps_->MountHeartbeat(request); !s.ok()) {
-    handing_off_.store(false);
-    return s;
+  {
+    absl::MutexLock lock(&heartbeat_mu_);
+    handing_off_.store(true);
+    if (absl::Status s = deps_->MountHeartbeat(request); !s.ok()) {
+      handing_off_.store(false);
+      return s;
+    }
   }
   return Session{deps_->mount_id(), deps_->last_call_seq(), deps_->cache_lease_ms()};
 }
 
 void Client::CancelHandOff() {
+  absl::MutexLock lock(&heartbeat_mu_);
   handing_off_.store(false);
   proto::MountHeartbeatRequest request;
   request.set_mount_id(deps_->mount_id());
@@ -172,12 +176,16 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Client::Adopt(const proto::HandedOffFi
                                                  : NewWriterLocked(std::move(inode));
     return file;
   }
-  file->growing =
-      inode.attr().open_for_write() || HasOpenSegment(inode) || FindWriter(ino) != nullptr;
-  file->live = file->growing || file->kind == proto::KIND_WAL;
-  absl::MutexLock lock(&file->mu);
-  file->inode = std::move(inode);
+  SetReadState(*file, std::move(inode));
   return file;
+}
+
+void Client::SetReadState(OpenFile& file, proto::Inode inode) {
+  file.growing =
+      inode.attr().open_for_write() || HasOpenSegment(inode) || FindWriter(file.ino) != nullptr;
+  file.live = file.growing || file.kind == proto::KIND_WAL;
+  absl::MutexLock lock(&file.mu);
+  file.inode = std::move(inode);
 }
 
 // The first contact with meta: while it is down, starting or electing, the
@@ -237,13 +245,17 @@ void Client::HeartbeatLoop() {
   request.set_mount_id(deps_->mount_id());
   while (!stopping_.WaitForNotificationWithTimeout(options_.heartbeat_interval)) {
     request.clear_writing_inos();
-    request.set_handing_off(handing_off_.load());
     {
       // A meta that restarted lost its leases: these take them back.
       absl::MutexLock lock(&mu_);
       for (uint64_t ino : writers_.WritingInos()) request.add_writing_inos(ino);
     }
-    absl::Status s = deps_->MountHeartbeat(request);
+    absl::Status s;
+    {
+      absl::MutexLock lock(&heartbeat_mu_);
+      request.set_handing_off(handing_off_.load());
+      s = deps_->MountHeartbeat(request);
+    }
     if (!s.ok()) LOG(WARNING) << "mount heartbeat to meta failed: " << s;
     deps_->TrimReplicas();  // closes replicas idle past their limit
   }
@@ -691,11 +703,7 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Client::Open(uint64_t ino, int flags) 
   }
   ASSIGN_OR_RETURN(proto::Inode inode, deps_->Open(ino));
   file->kind = inode.attr().kind();
-  file->growing =
-      inode.attr().open_for_write() || HasOpenSegment(inode) || FindWriter(ino) != nullptr;
-  file->live = file->growing || file->kind == proto::KIND_WAL;
-  absl::MutexLock lock(&file->mu);
-  file->inode = std::move(inode);
+  SetReadState(*file, std::move(inode));
   return file;
 }
 

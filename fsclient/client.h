@@ -334,6 +334,9 @@ class Client {
   void CollectMetrics(metrics::FamilyList& out) const;
 
  private:
+  // A handle that reads `file` (kind and ino set) from `inode`, as Open
+  // got it from meta: whether it may grow, and the inode reads start from.
+  void SetReadState(OpenFile& file, proto::Inode inode) ABSL_LOCKS_EXCLUDED(mu_);
   // Meta's NewMount, retried as Connect() says.
   absl::StatusOr<uint64_t> NewMountWithin(const std::string& host);
   // `attr` from meta with the size a reader on this mount sees, to `done`:
@@ -395,6 +398,9 @@ class Client {
   // Between HandOff and CancelHandOff (or the end): every heartbeat says
   // the session is being handed off.
   std::atomic<bool> handing_off_{false};
+  // Held across reading handing_off_ and sending the heartbeat that says
+  // it, so that meta hears the last value last.
+  absl::Mutex heartbeat_mu_;
   // Servers the mount's writers found slow: their new segments avoid them.
   const std::shared_ptr<wal::SlowServers> slow_servers_ = std::make_shared<wal::SlowServers>();
 

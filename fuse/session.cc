@@ -249,10 +249,11 @@ absl::StatusOr<bool> RunSession(fsclient::Client& mount, const SessionOptions& o
   FuseKernelCache kernel_cache(se);
   mount.coherence().Start(&kernel_cache);
   if (absl::Status ready = on_ready(); !ready.ok()) {
-    // Adopted, but the predecessor serves on: this one leaves the mount
-    // to it.
+    // Adopted: the predecessor serves on, and this one leaves the mount
+    // to it. A mount of this daemon's own goes.
     mount.Shutdown();
     interrupts.Stop();
+    if (!adopted) fuse_session_unmount(se);
     fuse_session_destroy(se);
     return ready;
   }

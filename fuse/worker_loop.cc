@@ -87,7 +87,7 @@ void WorkerLoop::Work(int epoll_fd) {
       epoll_event events[2];
       if (epoll_wait(epoll_fd, events, 2, -1) < 0 && errno != EINTR) {
         // Not the kernel's end of the connection: the session ends as on
-        // a stop, and unmounts.
+        // a stop (it unmounts, or hands over if that was asked).
         PLOG(ERROR) << "epoll_wait on /dev/fuse";
         Stop();
       }

@@ -286,7 +286,6 @@ absl::StatusOr<std::unique_ptr<Handover>> RequestTakeover(const std::string& mou
   absl::StatusOr<proto::MountHandoff> state = ReadState(fds[1]);
   close(fds[1]);
   if (!state.ok()) {
-    close(fds[0]);
     AnswerHandover(*handover, state.status()).IgnoreError();
     return state.status();
   }
@@ -351,6 +350,14 @@ absl::Status AnswerHandover(Handover& handover, const absl::Status& result) {
   RETURN_IF_ERROR(SendMessage(handover.connection, kReadyMessage, {}));
   absl::StatusOr<std::string> answer =
       ReceiveMessage(handover.connection, absl::Seconds(30), nullptr);
+  if (absl::IsDeadlineExceeded(answer.status())) {
+    // Closed first, so that a late "commit" fails to reach us and the
+    // old daemon serves on; one already here counts.
+    shutdown(handover.connection, SHUT_RDWR);
+    char buf[sizeof(kCommitMessage)];
+    const ssize_t n = recv(handover.connection, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0) answer = std::string(buf, static_cast<size_t>(n));
+  }
   if (!answer.ok() || *answer != kCommitMessage) {
     return absl::AbortedError(absl::StrCat(
         "the running daemon did not let go of the mount (it serves on): ",
@@ -501,7 +508,11 @@ void HandoffListener::OnSignal(int signal) {
         if (!stored.ok()) control_.Unmount();
         return stored;
       });
-  if (!started) LOG(INFO) << "SIGTERM: the mount is being unmounted or handed over already";
+  if (!started) {
+    // A takeover under way: if it fails, the daemon still goes, as told.
+    LOG(INFO) << "SIGTERM during a handoff: unmounting if it fails";
+    control_.Unmount();
+  }
 }
 
 absl::Status HandoffListener::StoreInSystemd(int fuse_fd, const proto::MountHandoff& in) {

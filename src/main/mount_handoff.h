@@ -55,7 +55,7 @@ struct Handover {
 absl::StatusOr<std::unique_ptr<Handover>> RequestTakeover(const std::string& mountpoint,
                                                           absl::Duration wait);
 // The handover a restarted logfs-mount@ instance finds in $LISTEN_FDS;
-// nullopt if there is none. Errors: a state that does not parse, or of a
+// null if there is none. Errors: a state that does not parse, or of a
 // version this one does not speak.
 absl::StatusOr<std::unique_ptr<Handover>> HandoverFromFdStore();
 // Tells the predecessor (or systemd) how the takeover went, before the
