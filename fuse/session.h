@@ -82,6 +82,12 @@ class SessionControl {
   // nothing happens) if a handoff or unmount is already asked for or
   // under way.
   bool HandOff(Deliver deliver) ABSL_LOCKS_EXCLUDED(mu_);
+  // True once an unmount was asked for (a signal): a successor that has
+  // not served yet then lets its predecessor serve on.
+  bool UnmountAsked() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return unmount_;
+  }
 
  private:
   friend absl::StatusOr<bool> RunSession(fsclient::Client&, const SessionOptions&,

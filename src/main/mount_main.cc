@@ -589,7 +589,14 @@ int RunMount(const std::string& mountpoint_arg) {
       [&]() -> absl::Status {
         if (handover != nullptr) {
           answered = true;
-          RETURN_IF_ERROR(AnswerHandover(*handover, absl::OkStatus()));
+          // Told to stop before it served: the old daemon keeps the mount
+          // (from systemd's store there is none: this one serves and then
+          // unmounts, as a stop asks).
+          const absl::Status go =
+              control.UnmountAsked() && !handover->from_fd_store
+                  ? absl::AbortedError("the new daemon was stopped before it served")
+                  : absl::OkStatus();
+          RETURN_IF_ERROR(AnswerHandover(*handover, go));
           LOG(INFO) << "took over " << mountpoint << " (meta " << meta << ")";
         } else {
           LOG(INFO) << "mounted " << mountpoint << " (meta " << meta << ")";
