@@ -445,6 +445,15 @@ absl::Status Client::Rename(uint64_t parent, const std::string& name, uint64_t n
   return deps_->Rename(std::move(request));
 }
 
+absl::StatusOr<proto::Attr> Client::Link(uint64_t ino, uint64_t new_parent,
+                                        const std::string& new_name) {
+  proto::LinkRequest request;
+  request.set_ino(ino);
+  request.set_new_parent(new_parent);
+  request.set_new_name(new_name);
+  return deps_->Link(std::move(request));
+}
+
 // ---------------------------------------------------------------- xattrs
 
 absl::StatusOr<std::string> Client::FormatSegments(const proto::Inode& inode, int64_t page) {
@@ -676,6 +685,22 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Client::CreateForWrite(
   absl::MutexLock lock(&mu_);
   // A new inode: no other handle of this mount can know it yet.
   file->writer = NewWriterLocked(std::move(opened));
+  return file;
+}
+
+absl::StatusOr<std::unique_ptr<OpenFile>> Client::OpenCreated(
+    uint64_t parent, const std::string& name, int flags,
+    const std::function<int(const proto::Attr&)>& may_open, proto::Attr* attr) {
+  ASSIGN_OR_RETURN(proto::Attr found, deps_->Lookup(parent, name, proto::CacheSession()));
+  if (S_ISDIR(found.mode())) return PosixError(EISDIR, absl::StrCat("'", name, "' is a directory"));
+  if (!S_ISREG(found.mode())) {
+    return PosixError(EEXIST, absl::StrCat("'", name, "' exists and is not a regular file"));
+  }
+  if (const int refused = may_open(found); refused != 0) {
+    return PosixError(refused, absl::StrCat("no access to '", name, "'"));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<OpenFile> file, Open(found.ino(), flags));
+  *attr = std::move(found);
   return file;
 }
 

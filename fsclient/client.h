@@ -253,6 +253,11 @@ class Client {
   absl::Status Unlink(uint64_t parent, const std::string& name, bool directory);
   absl::Status Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
                       const std::string& new_name, uint32_t flags);
+  // A hard link: `new_name` in `new_parent` names inode `ino` too; returns
+  // its attributes (nlink counts the new name). One meta round trip.
+  // Errors: meta's Link (EPERM for a directory, EEXIST, ENOENT, EMLINK),
+  // EXDEV from a meta that has no links.
+  absl::StatusOr<proto::Attr> Link(uint64_t ino, uint64_t new_parent, const std::string& new_name);
   absl::StatusOr<std::string> Readlink(uint64_t ino) { return deps_->Readlink(ino); }
   // One page of directory `ino` after `start_after` ("" for the first),
   // as meta's Readdir returns it (bounded; `more` says if others follow).
@@ -282,6 +287,17 @@ class Client {
   // Files. Open takes the writer lease for writable handles (EBUSY if
   // another mount writes the file); O_TRUNC of a sealed block file: EPERM.
   absl::StatusOr<std::unique_ptr<OpenFile>> Open(uint64_t ino, int flags);
+  // open(O_CREAT) without O_EXCL whose create found `name` taken (another
+  // mount or process created it since the kernel's lookup): opens the
+  // file that is there now with `flags`, as the VFS's open path would
+  // have had it found the name, after `may_open(attr)` (the caller's
+  // permission check: an errno, or 0) allows it. Its attr goes to *attr.
+  // Errors: ENOENT (the name went away again: the caller may create once
+  // more), EISDIR (a directory), EEXIST (another type of file), the
+  // errno of may_open, Open's errors (EBUSY while the winner writes it).
+  absl::StatusOr<std::unique_ptr<OpenFile>> OpenCreated(
+      uint64_t parent, const std::string& name, int flags,
+      const std::function<int(const proto::Attr&)>& may_open, proto::Attr* attr);
   // A new regular file `name` in `parent`, open with `flags` (write
   // access): created with this mount's writer lease in one meta change
   // (MetaClient::CreateForWrite), so that open(O_CREAT) + close of a new

@@ -61,6 +61,7 @@ class ClientDeps {
   virtual absl::StatusOr<proto::Inode> CreateForWrite(proto::CreateRequest request) = 0;
   virtual absl::Status Unlink(proto::UnlinkRequest request) = 0;
   virtual absl::Status Rename(proto::RenameRequest request) = 0;
+  virtual absl::StatusOr<proto::Attr> Link(proto::LinkRequest request) = 0;
   virtual absl::StatusOr<std::string> Readlink(uint64_t ino) = 0;
   virtual absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino,
                                                          const std::string& start_after) = 0;

@@ -129,6 +129,12 @@ absl::Status PathClient::Rename(absl::string_view from, absl::string_view to) {
   return client_.Rename(source.ino, source.name, target.ino, target.name, 0);
 }
 
+absl::Status PathClient::Link(absl::string_view from, absl::string_view to) {
+  ASSIGN_OR_RETURN(proto::Attr source, Stat(from));
+  ASSIGN_OR_RETURN(Parent target, ResolveParent(to));
+  return client_.Link(source.ino(), target.ino, target.name).status();
+}
+
 absl::StatusOr<std::vector<std::string>> PathClient::List(absl::string_view path) {
   ASSIGN_OR_RETURN(std::vector<std::string> components, SplitPath(path));
   ASSIGN_OR_RETURN(uint64_t ino, ResolveDir(components, components.size()));

@@ -65,6 +65,9 @@ class PathClient {
   // rename(2): replaces `to` if it exists (a file over a file, a directory
   // over an empty directory).
   absl::Status Rename(absl::string_view from, absl::string_view to);
+  // link(2): `to` names the inode `from` names (not a directory: EPERM);
+  // EEXIST if `to` exists (Client::Link).
+  absl::Status Link(absl::string_view from, absl::string_view to);
   // The names in directory `path`, without "." and "..", in meta's order.
   absl::StatusOr<std::vector<std::string>> List(absl::string_view path);
 

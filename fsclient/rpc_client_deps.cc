@@ -86,6 +86,9 @@ class RpcClientDeps final : public ClientDeps {
   absl::Status Unlink(proto::UnlinkRequest request) override {
     return meta_.Unlink(std::move(request));
   }
+  absl::StatusOr<proto::Attr> Link(proto::LinkRequest request) override {
+    return meta_.Link(std::move(request));
+  }
   absl::Status Rename(proto::RenameRequest request) override {
     return meta_.Rename(std::move(request));
   }

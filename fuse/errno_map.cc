@@ -79,7 +79,6 @@ int ToErrno(const absl::Status& status) {
 
 int ToErrno(Refusal refusal) {
   switch (refusal) {
-    case Refusal::kHardLink: return EPERM;
     case Refusal::kXattrBufferTooSmall: return ERANGE;
     case Refusal::kNotRoot: return EPERM;
     case Refusal::kFallocateMode: return EOPNOTSUPP;

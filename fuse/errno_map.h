@@ -16,7 +16,6 @@ int ToErrno(const absl::Status& status);
 // Calls the FUSE layer refuses by itself, before any status exists; each
 // is a deliberate difference from POSIX (README "Errors").
 enum class Refusal {
-  kHardLink,             // link(2): EPERM (DESIGN §2)
   kXattrBufferTooSmall,  // getxattr/listxattr into a short buffer: ERANGE
   kNotRoot,              // a root-only control xattr set by another user: EPERM
   kFallocateMode,        // fallocate that would change size or contents: EOPNOTSUPP

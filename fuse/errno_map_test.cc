@@ -42,7 +42,6 @@ TEST(ErrnoMapTest, ASocketsErrnoIsEioLikeATimeout) {
 }
 
 TEST(ErrnoMapTest, RefusalsAnswerWithTheirDocumentedErrno) {
-  EXPECT_EQ(EPERM, ToErrno(Refusal::kHardLink));
   EXPECT_EQ(ERANGE, ToErrno(Refusal::kXattrBufferTooSmall));
   EXPECT_EQ(EPERM, ToErrno(Refusal::kNotRoot));
   EXPECT_EQ(EOPNOTSUPP, ToErrno(Refusal::kFallocateMode));

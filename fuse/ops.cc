@@ -341,8 +341,16 @@ void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t ne
   ReplyStatus(r, renamed);
 }
 
-void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) noexcept {
-  ReplyErr(Begin(req, FuseOp::kLink), ToErrno(Refusal::kHardLink));
+// A hard link: the kernel checked the caller's rights on the new parent
+// and that `ino` is no directory; meta adds the name (docs/POSIX.md).
+void OpLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const char* new_name) noexcept {
+  fsclient::Client& mount = M(req);
+  RequestPtr r = Begin(req, FuseOp::kLink);
+  const auto ticket = mount.coherence().Begin();
+  auto linked = mount.Link(ino, new_parent, new_name);
+  // ENOENT here is the inode's (unlinked meanwhile), not a name to cache.
+  if (!linked.ok()) return ReplyStatus(r, linked.status());
+  ReplyEntry(mount, r, ticket, new_parent, new_name, linked);
 }
 
 // As ext4 (the kernel's file_remove_privs): a write or truncate by a
@@ -390,6 +398,58 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
               [fi](fuse_req_t claimed) { return fuse_reply_open(claimed, fi); });
 }
 
+// What the VFS's may_open() checks of an existing file before an open
+// (default_permissions checks nothing for a create, whose name the kernel
+// found missing): the caller's rights for `flags`' access mode, by owner,
+// group (with supplementary groups) or others; root, or a caller with
+// CAP_DAC_OVERRIDE, passes. An errno, or 0.
+int MayOpenExisting(const fuse_ctx& ctx, int flags, const proto::Attr& attr) {
+  const int accmode = flags & O_ACCMODE;
+  const uint32_t want =
+      (accmode != O_WRONLY ? 4 : 0) | (accmode != O_RDONLY || (flags & O_TRUNC) != 0 ? 2 : 0);
+  if (ctx.uid == 0) return 0;
+  uint32_t granted = attr.mode() & 07;
+  if (attr.uid() == ctx.uid) {
+    granted = (attr.mode() >> 6) & 07;
+  } else if (attr.gid() == ctx.gid || CallerInGroup(ctx.pid, attr.gid())) {
+    granted = (attr.mode() >> 3) & 07;
+  }
+  if ((granted & want) == want) return 0;
+  return CallerHasCapability(ctx.pid, CAP_DAC_OVERRIDE) ? 0 : EACCES;
+}
+
+// Creates `name` and opens it with `fi->flags`. Without O_EXCL, a create
+// that finds the name taken (another mount created it after the kernel
+// looked it up: two hosts' `>> log` at once) opens what is there, as
+// open(2) of an existing file (Client::OpenCreated); should that name go
+// away again, the create is tried anew, a bounded number of times.
+absl::StatusOr<std::unique_ptr<OpenFile>> CreateAndOpen(fsclient::Client& mount,
+                                                        const fuse_ctx& ctx, uint64_t parent,
+                                                        const std::string& name, uint32_t file_mode,
+                                                        int flags, proto::Attr* attr) {
+  constexpr int kCreateRacesMax = 8;
+  for (int attempt = 1;; ++attempt) {
+    absl::StatusOr<std::unique_ptr<OpenFile>> file;
+    if ((flags & O_ACCMODE) != O_RDONLY) {
+      // Created with the writer lease: one change at meta, not two.
+      file = mount.CreateForWrite(parent, name, file_mode, ctx.uid, ctx.gid, flags, attr);
+    } else {
+      auto created = mount.Create(parent, name, file_mode, ctx.uid, ctx.gid, "", 0);
+      if (created.ok()) {
+        *attr = *std::move(created);
+        return mount.Open(attr->ino(), flags);
+      }
+      file = created.status();
+    }
+    if (file.ok() || (flags & O_EXCL) != 0 || ToErrno(file.status()) != EEXIST) return file;
+    file = mount.OpenCreated(
+        parent, name, flags,
+        [&ctx, flags](const proto::Attr& found) { return MayOpenExisting(ctx, flags, found); },
+        attr);
+    if (file.ok() || ToErrno(file.status()) != ENOENT || attempt == kCreateRacesMax) return file;
+  }
+}
+
 void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
               fuse_file_info* fi) noexcept {
   fsclient::Client& mount = M(req);
@@ -398,16 +458,8 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   const auto ticket = mount.coherence().Begin();
   const uint32_t file_mode = (mode & ~ctx.umask & 07777) | S_IFREG;
   proto::Attr attr;
-  absl::StatusOr<std::unique_ptr<OpenFile>> file;
-  if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-    // Created with the writer lease: one change at meta, not two.
-    file = mount.CreateForWrite(parent, name, file_mode, ctx.uid, ctx.gid, fi->flags, &attr);
-  } else {
-    auto created = mount.Create(parent, name, file_mode, ctx.uid, ctx.gid, "", 0);
-    if (!created.ok()) return ReplyStatus(r, created.status());
-    attr = *std::move(created);
-    file = mount.Open(attr.ino(), fi->flags);
-  }
+  absl::StatusOr<std::unique_ptr<OpenFile>> file =
+      CreateAndOpen(mount, ctx, parent, name, file_mode, fi->flags, &attr);
   if (!file.ok()) return ReplyStatus(r, file.status());
   SetOpenFlags(**file, fi);
   HandleTable<OpenFile>& files = *Context(req).files;

@@ -11,6 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_split.h"
 
 namespace logfs::fuse {
@@ -102,6 +103,25 @@ bool CallerIsDying(pid_t tid) {
   if (!ReadProcFile(dir + "/stat", &stat)) return false;
   if (!ReadProcFile(dir + "/status", &status)) return false;
   return IsDying(stat, status);
+}
+
+bool StatusInGroup(absl::string_view status, gid_t gid) {
+  for (absl::string_view line : absl::StrSplit(status, '\n')) {
+    if (!absl::ConsumePrefix(&line, "Groups:")) continue;
+    for (absl::string_view field : absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+      gid_t listed = 0;
+      if (absl::SimpleAtoi(field, &listed) && listed == gid) return true;
+    }
+    return false;
+  }
+  return false;
+}
+
+bool CallerInGroup(pid_t tid, gid_t gid) {
+  if (tid <= 0) return false;
+  std::string status;
+  if (!ReadProcFile(absl::StrCat("/proc/", tid, "/status"), &status)) return false;
+  return StatusInGroup(status, gid);
 }
 
 bool StatusHasCapability(absl::string_view status, int cap) {

@@ -37,6 +37,14 @@ bool CallerHasCapability(pid_t tid, int cap);
 // The same for the text of /proc/TID/status (unit-testable).
 bool StatusHasCapability(absl::string_view status, int cap);
 
+// True if `gid` is among task `tid`'s supplementary groups (/proc/TID/status
+// "Groups:", what libfuse's fuse_req_getgroups reads, without the request,
+// which a waiting op may no longer touch); false if /proc cannot tell.
+// Thread-safe.
+bool CallerInGroup(pid_t tid, gid_t gid);
+// The same for the text of /proc/TID/status (unit-testable).
+bool StatusInGroup(absl::string_view status, gid_t gid);
+
 // The same judgement from the texts of /proc/TID/stat and
 // /proc/TID/status (unit-testable); false for text it cannot parse.
 bool IsDying(absl::string_view stat, absl::string_view status);

@@ -200,6 +200,12 @@ void AddNameRequests(Requests& out) {
   rename.set_new_name("g");
   *rename.mutable_call() = Call(1, 4);
   Add(out, MessageType::kRename, rename);
+  proto::LinkRequest link;
+  link.set_ino(2);
+  link.set_new_parent(meta::kRootIno);
+  link.set_new_name("h");
+  *link.mutable_call() = Call(1, 6);
+  Add(out, MessageType::kLink, link);
   proto::ReaddirRequest readdir;
   readdir.set_ino(meta::kRootIno);
   Add(out, MessageType::kReaddir, readdir);
@@ -282,8 +288,8 @@ std::vector<Seed> Seeds() {
   seeds.push_back({"servers", join({T::kRegisterServer, T::kHeartbeat})});
   seeds.push_back({"file", join({T::kRegisterServer, T::kNewMount, T::kCreate, T::kOpenWrite,
                                  T::kMountHeartbeat, T::kSealSegment, T::kGetXattr})});
-  seeds.push_back({"names", join({T::kCreate, T::kRename, T::kReaddir, T::kUnlink, T::kSetXattr,
-                                  T::kListXattr})});
+  seeds.push_back({"names", join({T::kCreate, T::kRename, T::kLink, T::kReaddir, T::kUnlink,
+                                  T::kSetXattr, T::kListXattr})});
   seeds.push_back({"checkpoint", join({T::kCreate, T::kCheckpoint, T::kReadCheckpoint})});
   return seeds;
 }

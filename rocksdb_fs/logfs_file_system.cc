@@ -449,7 +449,11 @@ IOStatus LogfsFileSystem::OpenForWrite(const std::string& fname, bool replace,
     auto opened = paths->Open(path, O_WRONLY | O_APPEND);
     if (opened.ok() && (*opened)->writer == nullptr) {  // a sealed block file
       status = paths->Close(std::move(*opened));
-      return IOStatus::IOError(absl::StrCat(
+      // NotSupported: what RocksDB expects of a file system that cannot
+      // reopen a file for write, and does not need to (a sealed block
+      // file is durable): IngestExternalFile reopens an SST it linked in
+      // only to sync it, and takes NotSupported as "nothing to sync".
+      return IOStatus::NotSupported(absl::StrCat(
           "reopen ", fname, " for append: a sealed block file takes no more appends"));
     }
     if (opened.ok()) {
@@ -561,6 +565,34 @@ IOStatus LogfsFileSystem::RenameFile(const std::string& src, const std::string& 
   return Call(absl::StrCat("rename ", src, " to ", target), [&](fsclient::PathClient& paths) {
     return paths.Rename(Path(src), Path(target));
   });
+}
+
+IOStatus LogfsFileSystem::LinkFile(const std::string& src, const std::string& target,
+                                   const IOOptions& /*options*/, IODebugContext* /*dbg*/) {
+  return Call(absl::StrCat("link ", src, " to ", target), [&](fsclient::PathClient& paths) {
+    return paths.Link(Path(src), Path(target));
+  });
+}
+
+IOStatus LogfsFileSystem::NumFileLinks(const std::string& fname, const IOOptions& /*options*/,
+                                       uint64_t* count, IODebugContext* /*dbg*/) {
+  return Call(absl::StrCat("stat ", fname), [&](fsclient::PathClient& paths) -> absl::Status {
+    ASSIGN_OR_RETURN(proto::Attr attr, paths.Stat(Path(fname)));
+    *count = attr.nlink();
+    return absl::OkStatus();
+  });
+}
+
+IOStatus LogfsFileSystem::AreFilesSame(const std::string& first, const std::string& second,
+                                       const IOOptions& /*options*/, bool* res,
+                                       IODebugContext* /*dbg*/) {
+  return Call(absl::StrCat("stat ", first, " and ", second),
+              [&](fsclient::PathClient& paths) -> absl::Status {
+                ASSIGN_OR_RETURN(proto::Attr one, paths.Stat(Path(first)));
+                ASSIGN_OR_RETURN(proto::Attr other, paths.Stat(Path(second)));
+                *res = one.ino() == other.ino();
+                return absl::OkStatus();
+              });
 }
 
 IOStatus LogfsFileSystem::LockFile(const std::string& fname, const IOOptions& /*options*/,

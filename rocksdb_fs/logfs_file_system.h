@@ -98,7 +98,8 @@ class LogfsFileSystem : public rocksdb::FileSystem {
                                     std::unique_ptr<rocksdb::FSWritableFile>* result,
                                     rocksdb::IODebugContext* dbg) override;
   // Appends to `fname` (created if missing); a sealed block file refuses
-  // appends (IOError, EPERM).
+  // appends (NotSupported: it is durable already, and RocksDB then skips
+  // the sync it reopened for).
   rocksdb::IOStatus ReopenWritableFile(const std::string& fname,
                                        const rocksdb::FileOptions& options,
                                        std::unique_ptr<rocksdb::FSWritableFile>* result,
@@ -129,6 +130,20 @@ class LogfsFileSystem : public rocksdb::FileSystem {
   rocksdb::IOStatus RenameFile(const std::string& src, const std::string& target,
                                const rocksdb::IOOptions& options,
                                rocksdb::IODebugContext* dbg) override;
+  // A hard link (PathClient::Link): what Checkpoint and
+  // IngestExternalFile(move_files) make instead of copying an SST, in
+  // metadata only. NotSupported (EXDEV) where logfs cannot link, and
+  // RocksDB then copies.
+  rocksdb::IOStatus LinkFile(const std::string& src, const std::string& target,
+                             const rocksdb::IOOptions& options,
+                             rocksdb::IODebugContext* dbg) override;
+  // The names `fname`'s inode has (st_nlink).
+  rocksdb::IOStatus NumFileLinks(const std::string& fname, const rocksdb::IOOptions& options,
+                                 uint64_t* count, rocksdb::IODebugContext* dbg) override;
+  // Whether both names are one inode.
+  rocksdb::IOStatus AreFilesSame(const std::string& first, const std::string& second,
+                                 const rocksdb::IOOptions& options, bool* res,
+                                 rocksdb::IODebugContext* dbg) override;
   rocksdb::IOStatus LockFile(const std::string& fname, const rocksdb::IOOptions& options,
                              rocksdb::FileLock** lock, rocksdb::IODebugContext* dbg) override;
   rocksdb::IOStatus UnlockFile(rocksdb::FileLock* lock, const rocksdb::IOOptions& options,

@@ -71,6 +71,7 @@ rocksdb::IOStatus ToIOStatus(const absl::Status& status, absl::string_view conte
     case ENOSPC:
       return rocksdb::IOStatus::NoSpace(message);
     case ENOTSUP:
+    case EXDEV:  // a link logfs cannot make: RocksDB copies instead, as for posix's
       return rocksdb::IOStatus::NotSupported(message);
     default:
       return rocksdb::IOStatus::IOError(message);

@@ -14,54 +14,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "src/env/secret_file.h"
-#include "store/client/segd_client.h"
 #include "store/format/logfs.pb.h"
-#include "store/rpc/client_pool.h"
-#include "store/rpc/frame_auth.h"
-#include "store/rpc/io_threads.h"
 #include "tests/mounted_cluster.h"
+#include "tests/segd_stats.h"
 
 namespace logfs::testing {
 namespace {
 
 constexpr int kRecords = 20;
 constexpr size_t kRecordBytes = 100;
-
-// The segment servers' ServerStats, over TCP, with the cluster's key if it
-// has one.
-class SegdStats {
- public:
-  explicit SegdStats(MountedCluster& mc) : mc_(mc) {
-    rpc::ClusterKeyPtr key;
-    if (!mc.cluster().cluster_secret_file().empty()) {
-      auto secret = env::ReadSecretFile(mc.cluster().cluster_secret_file());
-      CHECK(secret.ok()) << secret.status();
-      key = *rpc::ClusterKey::Create(*secret, "local_transport_test");
-    }
-    pool_ = std::make_unique<rpc::ClientPool>(io_.io(), key);
-    segd_ = std::make_unique<client::SegdClient>(*pool_);
-  }
-  ~SegdStats() {
-    pool_->ShutdownAll();
-    io_.Join();
-  }
-  std::vector<proto::ServerStatsResponse> All() {
-    std::vector<proto::ServerStatsResponse> out;
-    for (int i = 0; i < mc_.cluster().segment_servers(); ++i) {
-      auto stats = segd_->ServerStats(mc_.cluster().segd_address(i), absl::Seconds(10));
-      EXPECT_TRUE(stats.ok()) << stats.status();
-      out.push_back(stats.ok() ? *stats : proto::ServerStatsResponse());
-    }
-    return out;
-  }
-
- private:
-  MountedCluster& mc_;
-  rpc::IoThreads io_{1};
-  std::unique_ptr<rpc::ClientPool> pool_;
-  std::unique_ptr<client::SegdClient> segd_;
-};
 
 // Writes kRecords records to a new WAL file `name` under wal/, each with a
 // fdatasync, closes it and returns what was written (empty on failure).

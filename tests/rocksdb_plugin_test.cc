@@ -6,6 +6,7 @@
 // reverse); a killed plugin process's lock recovered like a dead mount's;
 // authentication with the options in the URI.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -25,6 +26,8 @@
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
+#include "rocksdb/sst_file_writer.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "tests/mounted_cluster.h"
 #include "tests/rocksdb_plugin_fs.h"
 
@@ -198,7 +201,7 @@ TEST_F(RocksdbPluginTest, FileCallsKeepRocksdbsContract) {
   EXPECT_EQ("abcde", *log);
   // A sealed block file takes no appends; NewWritableFile replaces it.
   write("/000010.sst", "table");
-  EXPECT_TRUE(fs->ReopenWritableFile("/000010.sst", fo, &reopened, nullptr).IsIOError());
+  EXPECT_TRUE(fs->ReopenWritableFile("/000010.sst", fo, &reopened, nullptr).IsNotSupported());
   write("/000010.sst", "new");
   EXPECT_EQ("new", ReadFile(cluster.Path("calls/000010.sst")).value_or(""));
   // FileExists: NotFound for a missing file and a name that cannot exist.
@@ -318,6 +321,89 @@ TEST_F(RocksdbPluginTest, AuthenticatesWithTheSecretFileInTheOptions) {
   EXPECT_NE(0, without.exit_code);
   EXPECT_NE(std::string::npos, without.output.find("cannot connect to meta")) << without.output;
   EXPECT_FALSE(std::filesystem::exists(cluster.Path("noauth")));
+}
+
+// LinkFile through the plugin (docs/rocksdb.md "Checkpoints and
+// ingestion"): RocksDB's Checkpoint and IngestExternalFile(move_files)
+// link SSTs in meta instead of copying their bytes (before, the plugin had
+// no LinkFile, and RocksDB copied every SST), in this process and in
+// stock ldb; the mount sees one inode under both names.
+TEST_F(RocksdbPluginTest, CheckpointAndMoveIngestionLinkSstsThroughThePlugin) {
+  auto c = MountedCluster::Start({});
+  ASSERT_TRUE(c.ok()) << c.status();
+  MountedCluster& cluster = **c;
+  const std::string uri = FsUri(cluster);
+  std::shared_ptr<rocksdb::FileSystem> fs = PluginFileSystem(uri);
+  ASSERT_NE(nullptr, fs);
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  rocksdb::Options options;
+  options.env = env.get();
+  options.create_if_missing = true;
+  options.disable_auto_compactions = true;
+  constexpr int kSsts = 10;
+  auto ino_of = [&](const std::string& relative) {
+    struct stat st;
+    EXPECT_EQ(0, ::stat(cluster.Path(relative).c_str(), &st)) << relative;
+    return std::make_pair(st.st_ino, st.st_nlink);
+  };
+  std::vector<std::string> ssts;
+  {
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(options, "/pdb", &raw);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    std::unique_ptr<rocksdb::DB> db(raw);
+    for (int sst = 0; sst < kSsts; ++sst) {
+      for (int k = 0; k < 100; ++k) {
+        ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), absl::StrCat("key", sst, "_", k), "v").ok());
+      }
+      ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+    }
+    std::vector<rocksdb::LiveFileMetaData> live;
+    db->GetLiveFilesMetaData(&live);
+    for (const auto& file : live) ssts.push_back(file.name);  // "/000012.sst"
+    ASSERT_EQ(static_cast<size_t>(kSsts), ssts.size());
+
+    rocksdb::Checkpoint* raw_checkpoint = nullptr;
+    ASSERT_TRUE(rocksdb::Checkpoint::Create(db.get(), &raw_checkpoint).ok());
+    std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw_checkpoint);
+    s = checkpoint->CreateCheckpoint("/pckpt");
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    for (const std::string& sst : ssts) {
+      EXPECT_EQ(ino_of("pdb" + sst).first, ino_of("pckpt" + sst).first) << sst << " was copied";
+      EXPECT_EQ(2u, ino_of("pdb" + sst).second) << sst;
+    }
+
+    // An SST written through the plugin, moved into the DB: linked in
+    // under the DB's name, then its outside name removed.
+    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), options);
+    ASSERT_TRUE(writer.Open("/ext.sst").ok());
+    for (int k = 0; k < 100; ++k) {
+      ASSERT_TRUE(writer.Put(absl::StrCat("ext", 1000 + k), "w").ok());
+    }
+    ASSERT_TRUE(writer.Finish().ok());
+    const ino_t ext_ino = ino_of("ext.sst").first;
+    rocksdb::IngestExternalFileOptions move;
+    move.move_files = true;
+    s = db->IngestExternalFile({"/ext.sst"}, move);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    std::string value;
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), "ext1042", &value).ok());
+    EXPECT_EQ("w", value);
+    bool moved = false;
+    for (const auto& entry : std::filesystem::directory_iterator(cluster.Path("pdb"))) {
+      struct stat st;
+      if (::stat(entry.path().c_str(), &st) == 0 && st.st_ino == ext_ino) moved = true;
+    }
+    EXPECT_TRUE(moved) << "the ingested SST is not the external file's inode: it was copied";
+  }
+  // Stock ldb through the plugin: a third name for each SST.
+  CommandResult ldb =
+      RunTool(absl::StrCat("ldb --fs_uri=", uri, " --db=/pdb checkpoint --checkpoint_dir=/pckpt2"));
+  ASSERT_EQ(0, ldb.exit_code) << ldb.output;
+  for (const std::string& sst : ssts) EXPECT_EQ(3u, ino_of("pckpt2" + sst).second) << sst;
+  CommandResult scan = RunTool(absl::StrCat("ldb --fs_uri=", uri, " --db=/pckpt2 scan | wc -l"));
+  ASSERT_EQ(0, scan.exit_code) << scan.output;
+  EXPECT_EQ(absl::StrCat(kSsts * 100 + 100, "\n"), scan.output);
 }
 
 }  // namespace

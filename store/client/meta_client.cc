@@ -2,9 +2,11 @@
 
 #include <glog/logging.h>
 
+#include <cerrno>
 #include <utility>
 
 #include "src/status/macros.h"
+#include "src/status/posix_error.h"
 #include "store/client/meta_retry.h"
 #include "store/format/wire_version.h"
 
@@ -85,6 +87,8 @@ absl::StatusOr<uint64_t> MetaClient::NewMount(const std::string& host) {
   }
   mount_id_.store(response.mount_id());
   cache_lease_ms_.store(response.cache_lease_ms());
+  meta_wire_max_.store(
+      format::PeerVersion(response.has_version(), response.version(), "meta").wire_max());
   return response.mount_id();
 }
 
@@ -195,6 +199,14 @@ absl::Status MetaClient::Rename(proto::RenameRequest request) {
   StampCall(request.mutable_call());
   proto::Empty response;
   return Call(MessageType::kRename, request, &response, Attempts::kRetry);
+}
+
+absl::StatusOr<proto::Attr> MetaClient::Link(proto::LinkRequest request) {
+  if (meta_wire_max_.load() == 1) return PosixError(EXDEV, "this meta (logfs 0.1) has no hard links");
+  StampCall(request.mutable_call());
+  proto::AttrResponse response;
+  RETURN_IF_ERROR(Call(MessageType::kLink, request, &response, Attempts::kRetry));
+  return std::move(*response.mutable_attr());
 }
 
 absl::StatusOr<std::string> MetaClient::Readlink(uint64_t ino) {

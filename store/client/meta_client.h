@@ -120,6 +120,11 @@ class MetaClient {
   absl::StatusOr<proto::Inode> CreateForWrite(proto::CreateRequest request);
   absl::Status Unlink(proto::UnlinkRequest request);
   absl::Status Rename(proto::RenameRequest request);
+  // A hard link (Namespace::Link's errors). EXDEV from a meta whose
+  // NewMount answer stated no wire version 2 (logfs 0.1 has no Link and
+  // would close the connection on it): EXDEV is what makes link(2)'s
+  // callers (RocksDB, cp -l) fall back to copying.
+  absl::StatusOr<proto::Attr> Link(proto::LinkRequest request);
   absl::StatusOr<std::string> Readlink(uint64_t ino);
   // One page of directory `ino` after `start_after` ("" for the first).
   absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino, const std::string& start_after);
@@ -192,6 +197,9 @@ class MetaClient {
 
   std::atomic<uint64_t> mount_id_{0};
   std::atomic<uint32_t> cache_lease_ms_{0};
+  // The newest wire version meta stated in NewMount's answer (1 for a meta
+  // that stated none); 0 before NewMount.
+  std::atomic<uint32_t> meta_wire_max_{0};
   std::atomic<uint64_t> last_call_seq_{0};
 };
 

@@ -39,7 +39,8 @@ enum class MessageType : uint16_t {
   kCheckpoint = 28,       // served by standbys too
   kReadCheckpoint = 29,   // served by standbys too
   kWatchCache = 30,      // added in 0.2 (docs/coherence.md)
-  kMetaTypeEnd = 31,
+  kLink = 31,            // added in 0.2 (hard links)
+  kMetaTypeEnd = 32,
   // segment server
   kCreateSegment = 100,
   kAppend = 101,

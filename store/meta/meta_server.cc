@@ -402,6 +402,7 @@ class MetaServerImpl : public MetaServer {
       case MessageType::kCreate:
       case MessageType::kUnlink:
       case MessageType::kRename:
+      case MessageType::kLink:
       case MessageType::kSetXattr:
       case MessageType::kRemoveXattr:
       case MessageType::kOpenWrite:

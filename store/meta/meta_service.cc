@@ -214,6 +214,11 @@ MetaService::Reply MetaService::HandleNames(const format::Frame& frame, proto::C
         note(q.call());
         return TEST_AfterChange(q.call(), ToEmpty(ns.Rename(q)));
       });
+    case format::MessageType::kLink:
+      return Serve<proto::LinkRequest>(frame, [&](const auto& q) {
+        note(q.call());
+        return TEST_AfterChange(q.call(), AttrReply(ns.Link(q)));
+      });
     case format::MessageType::kReadlink:
       return Serve<proto::GetAttrRequest>(
           frame, [&](const auto& q) -> absl::StatusOr<proto::ReadlinkResponse> {
@@ -305,6 +310,8 @@ uint64_t MetaService::LockingChangeMount(const format::Frame& frame) {
       return mount_of(proto::UnlinkRequest());
     case format::MessageType::kRename:
       return mount_of(proto::RenameRequest());
+    case format::MessageType::kLink:
+      return mount_of(proto::LinkRequest());
     case format::MessageType::kSetAttr:
       return mount_of(proto::SetAttrRequest());
     case format::MessageType::kSetXattr:

@@ -271,6 +271,10 @@ absl::Status FakeClientCluster::Rename(proto::RenameRequest request) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<proto::Attr> FakeClientCluster::Link(proto::LinkRequest request) {
+  return PosixError(EXDEV, "the fake cluster has no hard links");
+}
+
 absl::StatusOr<std::string> FakeClientCluster::Readlink(uint64_t ino) {
   return PosixError(EINVAL, "not a symlink");
 }

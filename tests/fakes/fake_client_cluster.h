@@ -76,6 +76,7 @@ class FakeClientCluster final : public fsclient::ClientDeps, public wal::WriterD
   absl::StatusOr<proto::Inode> CreateForWrite(proto::CreateRequest request) override;
   absl::Status Unlink(proto::UnlinkRequest request) override;
   absl::Status Rename(proto::RenameRequest request) override;
+  absl::StatusOr<proto::Attr> Link(proto::LinkRequest request) override;
   absl::StatusOr<std::string> Readlink(uint64_t ino) override;
   absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino,
                                                  const std::string& start_after) override;

@@ -359,6 +359,52 @@ absl::StatusOr<proto::Inode> Namespace::CreateInode(const proto::CreateRequest& 
   });
 }
 
+absl::StatusOr<proto::Attr> Namespace::Link(const proto::LinkRequest& request) {
+  RETURN_IF_ERROR(ValidateNewName(request.new_name()));
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::Attr> {
+    ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kLink));
+    if (recorded.has_value()) return RecordedAttr(*recorded);
+    Txn txn(db_);
+    ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
+    if (IsDir(*inode)) return PosixError(EPERM, "hard links to directories are not allowed");
+    // An unlinked file (open somewhere, or in its unlink grace) gets no
+    // new name, as the VFS refuses linkat() of an inode with i_nlink 0.
+    if (inode->attr().nlink() == 0) {
+      return PosixError(ENOENT, absl::StrCat("inode ", request.ino(), " has been unlinked"));
+    }
+    if (inode->attr().nlink() >= kLinkCountMax) {
+      return PosixError(EMLINK, absl::StrCat("inode ", request.ino(), " has ", kLinkCountMax,
+                                             " links"));
+    }
+    ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, request.new_parent()));
+    auto existing = db_->GetDirEntry(request.new_parent(), request.new_name());
+    if (existing.ok()) {
+      return PosixError(EEXIST, absl::StrCat("'", request.new_name(), "' exists"));
+    }
+    if (!absl::IsNotFound(existing.status())) return existing.status();
+    const int64_t now = NowNs();
+    proto::DirEntry entry;
+    entry.set_name(request.new_name());
+    entry.set_ino(request.ino());
+    entry.set_mode(inode->attr().mode());
+    txn.batch().PutDirEntry(request.new_parent(), entry);
+    parent->mutable_attr()->set_mtime_ns(now);
+    parent->mutable_attr()->set_ctime_ns(now);
+    txn.Put(parent);
+    inode->mutable_attr()->set_nlink(inode->attr().nlink() + 1);
+    inode->mutable_attr()->set_ctime_ns(now);
+    txn.Put(inode);
+    RecordCall(txn, request.call(), format::MessageType::kLink,
+               [this, inode]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                 proto::AttrResponse reply;
+                 *reply.mutable_attr() = ReplyAttr(*inode);
+                 return reply.SerializeAsString();
+               });
+    RETURN_IF_ERROR(txn.Commit());
+    return ReplyAttr(*inode);
+  });
+}
+
 absl::StatusOr<proto::Attr> Namespace::SetAttr(const proto::SetAttrRequest& request) {
   return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::Attr> {
     ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kSetAttr));

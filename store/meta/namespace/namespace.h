@@ -57,6 +57,8 @@
 namespace logfs::meta {
 
 inline constexpr uint64_t kRootIno = 1;
+// Names one inode may have (Link: EMLINK past it), ext4's EXT4_LINK_MAX.
+inline constexpr uint32_t kLinkCountMax = 65000;
 inline constexpr size_t kDeletionsPerHeartbeatMax = 10000;
 // Orphans whose unlink grace is over that one ExpireMounts pass deletes
 // (one batch); the rest wait for the next pass.
@@ -184,6 +186,14 @@ class Namespace {
                       const proto::CallId& call = proto::CallId::default_instance())
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Rename(const proto::RenameRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // A hard link: the entry `new_name` in directory `new_parent` for the
+  // existing inode `ino` (any type but a directory), whose nlink grows by
+  // one, in one durable change; returns the inode's attributes. EPERM (a
+  // directory), EEXIST (the name exists), ENOENT (the inode has nlink 0:
+  // unlinked, kept only while open), EMLINK (kLinkCountMax names
+  // already), ESTALE (no such inode or parent), ENOTDIR, ENAMETOOLONG.
+  // A file being written may be linked: one inode, one lease.
+  absl::StatusOr<proto::Attr> Link(const proto::LinkRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::string> Readlink(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   // One page of directory `ino` after `start_after` (docs/rpc.md
   // "Readdir"), bounded by kReaddirPageEntriesMax and kReaddirPageBytesMax.
@@ -201,7 +211,7 @@ class Namespace {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- exactly-once changes (namespace_call_records.cc, docs/rpc.md "Retries")
-  // Create, Unlink, Rename, SetAttr, SetXattr, RemoveXattr and SealSegment
+  // Create, Link, Unlink, Rename, SetAttr, SetXattr, RemoveXattr and SealSegment
   // with a call id (seq != 0) record their reply in the change's own synced
   // batch; the same call id again (a mount's retry, also after a meta
   // restart) gets that reply back and changes nothing. Failed changes are

@@ -1,0 +1,323 @@
+// Hard links on real mounts of a real cluster (issue 44; docs/POSIX.md
+// "Hard links"): link(2) of every non-directory, st_nlink and st_ino as
+// ext4 shows them, unlink and rename of linked names, a file linked while
+// it is written, what a second mount sees at once (coherence), links kept
+// across a remount, and RocksDB's checkpoint and move-ingestion by stock
+// ldb on the mount, which link SSTs instead of failing (EPERM before) or
+// copying them. Also open(O_CREAT) without O_EXCL racing on two mounts:
+// never EEXIST.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "rocksdb/db.h"
+#include "rocksdb/options.h"
+#include "tests/mounted_cluster.h"
+#include "tests/segd_stats.h"
+
+namespace logfs::testing {
+namespace {
+
+struct stat Stat(const std::string& path) {
+  struct stat st;
+  std::memset(&st, 0, sizeof(st));
+  EXPECT_EQ(0, ::lstat(path.c_str(), &st)) << path << ": " << strerror(errno);
+  return st;
+}
+
+int LinkErrno(const std::string& from, const std::string& to) {
+  return ::link(from.c_str(), to.c_str()) == 0 ? 0 : errno;
+}
+
+class LinksTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    MountedClusterOptions options;
+    options.mounts = 2;
+    auto mc = MountedCluster::Start(options);
+    ASSERT_TRUE(mc.ok()) << mc.status();
+    cluster_ = mc->release();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(nullptr, cluster_); }
+
+  static MountedCluster* cluster_;
+};
+MountedCluster* LinksTest::cluster_ = nullptr;
+
+TEST_F(LinksTest, ALinkIsOneInodeUnderTwoNamesOnEveryMount) {
+  MountedCluster& c = *cluster_;
+  ASSERT_EQ(0, ::mkdir(c.Path("l1").c_str(), 0755));
+  ASSERT_EQ(0, ::mkdir(c.Path("l1/sub").c_str(), 0755));
+  const std::string data = Pattern(300000, 1);
+  ASSERT_TRUE(WriteFile(c.Path("l1/a"), data).ok());
+  // Mount 1 looks both names up first: it caches "a" and that "sub/b" is
+  // missing, both of which the link changes.
+  EXPECT_EQ(1u, Stat(c.Path("l1/a", 1)).st_nlink);
+  struct stat missing;
+  EXPECT_NE(0, ::stat(c.Path("l1/sub/b", 1).c_str(), &missing));
+
+  ASSERT_EQ(0, LinkErrno(c.Path("l1/a"), c.Path("l1/sub/b")));
+  const struct stat a = Stat(c.Path("l1/a"));
+  const struct stat b = Stat(c.Path("l1/sub/b"));
+  EXPECT_EQ(a.st_ino, b.st_ino);
+  EXPECT_EQ(2u, a.st_nlink);
+  EXPECT_EQ(2u, b.st_nlink);
+  EXPECT_EQ(data.size(), static_cast<size_t>(b.st_size));
+  EXPECT_EQ(data, *ReadFile(c.Path("l1/sub/b")));
+  // The other mount sees the new name and the new count at once.
+  const struct stat other = Stat(c.Path("l1/sub/b", 1));
+  EXPECT_EQ(a.st_ino, other.st_ino);
+  EXPECT_EQ(2u, other.st_nlink);
+  EXPECT_EQ(2u, Stat(c.Path("l1/a", 1)).st_nlink);
+  EXPECT_EQ(data, *ReadFile(c.Path("l1/sub/b", 1)));
+  // `ls -i` shows one inode number for both names.
+  CommandResult ls = RunCommand("ls -i " + c.Path("l1/a") + " " + c.Path("l1/sub/b"));
+  ASSERT_EQ(0, ls.exit_code) << ls.output;
+  EXPECT_EQ(2u, static_cast<size_t>(std::count(ls.output.begin(), ls.output.end(), '\n')));
+  EXPECT_NE(std::string::npos, ls.output.find(absl::StrCat(a.st_ino, " ", c.Path("l1/a"))));
+  EXPECT_NE(std::string::npos, ls.output.find(absl::StrCat(a.st_ino, " ", c.Path("l1/sub/b"))));
+
+  // A sealed block file stays immutable under any name.
+  const int fd = ::open(c.Path("l1/sub/b").c_str(), O_WRONLY | O_APPEND);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  EXPECT_EQ(-1, ::write(fd, "x", 1));
+  EXPECT_EQ(EPERM, errno);
+  ::close(fd);
+
+  // Unlinking one name keeps the other, and the bytes, on both mounts.
+  ASSERT_EQ(0, ::unlink(c.Path("l1/a").c_str()));
+  EXPECT_EQ(1u, Stat(c.Path("l1/sub/b")).st_nlink);
+  EXPECT_EQ(1u, Stat(c.Path("l1/sub/b", 1)).st_nlink);
+  EXPECT_NE(0, ::access(c.Path("l1/a", 1).c_str(), F_OK));
+  EXPECT_EQ(data, *ReadFile(c.Path("l1/sub/b", 1)));
+
+  // Links survive the mounts going away and coming back.
+  ASSERT_EQ(0, LinkErrno(c.Path("l1/sub/b"), c.Path("l1/c")));
+  ASSERT_TRUE(c.Remount().ok());
+  EXPECT_EQ(2u, Stat(c.Path("l1/c")).st_nlink);
+  EXPECT_EQ(Stat(c.Path("l1/c")).st_ino, Stat(c.Path("l1/sub/b")).st_ino);
+  EXPECT_EQ(data, *ReadFile(c.Path("l1/c")));
+}
+
+TEST_F(LinksTest, LinkFailsAsLinkTwoSays) {
+  MountedCluster& c = *cluster_;
+  ASSERT_EQ(0, ::mkdir(c.Path("l2").c_str(), 0755));
+  ASSERT_EQ(0, ::mkdir(c.Path("l2/dir").c_str(), 0755));
+  ASSERT_TRUE(WriteFile(c.Path("l2/f"), "f").ok());
+  ASSERT_TRUE(WriteFile(c.Path("l2/g"), "g").ok());
+  EXPECT_EQ(EPERM, LinkErrno(c.Path("l2/dir"), c.Path("l2/dirlink")));
+  EXPECT_EQ(EEXIST, LinkErrno(c.Path("l2/f"), c.Path("l2/g")));
+  EXPECT_EQ(ENOENT, LinkErrno(c.Path("l2/none"), c.Path("l2/x")));
+  EXPECT_EQ(ENOENT, LinkErrno(c.Path("l2/f"), c.Path("l2/nodir/x")));
+  EXPECT_EQ(1u, Stat(c.Path("l2/f")).st_nlink);
+}
+
+TEST_F(LinksTest, SymlinksFifosAndSocketsLinkToo) {
+  MountedCluster& c = *cluster_;
+  ASSERT_EQ(0, ::mkdir(c.Path("l3").c_str(), 0755));
+  ASSERT_EQ(0, ::symlink("target", c.Path("l3/s").c_str()));
+  ASSERT_EQ(0, ::mkfifo(c.Path("l3/p").c_str(), 0644));
+  ASSERT_EQ(0, ::mknod(c.Path("l3/k").c_str(), S_IFSOCK | 0644, 0));
+  for (const char* name : {"s", "p", "k"}) {
+    const std::string from = c.Path(absl::StrCat("l3/", name));
+    const std::string to = c.Path(absl::StrCat("l3/", name, "2"));
+    ASSERT_EQ(0, LinkErrno(from, to)) << name;
+    EXPECT_EQ(2u, Stat(to).st_nlink) << name;
+    EXPECT_EQ(Stat(from).st_ino, Stat(to).st_ino) << name;
+    EXPECT_EQ(Stat(from).st_mode, Stat(to).st_mode) << name;
+  }
+  char target[16] = {};
+  EXPECT_EQ(6, ::readlink(c.Path("l3/s2").c_str(), target, sizeof(target)));
+  EXPECT_STREQ("target", target);
+}
+
+TEST_F(LinksTest, RenameOverALinkedNameDropsOneLink) {
+  MountedCluster& c = *cluster_;
+  ASSERT_EQ(0, ::mkdir(c.Path("l4").c_str(), 0755));
+  ASSERT_TRUE(WriteFile(c.Path("l4/x"), "x").ok());
+  ASSERT_TRUE(WriteFile(c.Path("l4/y"), "y").ok());
+  ASSERT_EQ(0, LinkErrno(c.Path("l4/y"), c.Path("l4/y2")));
+  // Two names of one inode: rename(2) does nothing and succeeds.
+  ASSERT_EQ(0, ::rename(c.Path("l4/y").c_str(), c.Path("l4/y2").c_str()));
+  EXPECT_EQ(2u, Stat(c.Path("l4/y")).st_nlink);
+  // Another file over one of them.
+  ASSERT_EQ(0, ::rename(c.Path("l4/x").c_str(), c.Path("l4/y2").c_str()));
+  EXPECT_EQ("x", *ReadFile(c.Path("l4/y2")));
+  EXPECT_EQ("y", *ReadFile(c.Path("l4/y")));
+  EXPECT_EQ(1u, Stat(c.Path("l4/y")).st_nlink);
+  EXPECT_EQ(1u, Stat(c.Path("l4/y", 1)).st_nlink);
+  EXPECT_EQ("x", *ReadFile(c.Path("l4/y2", 1)));
+}
+
+TEST_F(LinksTest, AFileBeingWrittenMayBeLinkedAndKeepsItsOneWriter) {
+  MountedCluster& c = *cluster_;
+  ASSERT_EQ(0, ::mkdir(c.Path("l5").c_str(), 0755));
+  ASSERT_EQ(0, ::setxattr(c.Path("l5").c_str(), "user.logfs.kind", "wal", 3, 0));
+  const int fd = ::open(c.Path("l5/w").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  ASSERT_EQ(6, ::write(fd, "first\n", 6));
+  ASSERT_EQ(0, ::fsync(fd));
+  ASSERT_EQ(0, LinkErrno(c.Path("l5/w"), c.Path("l5/w2")));
+  ASSERT_EQ(7, ::write(fd, "second\n", 7));
+  ASSERT_EQ(0, ::fsync(fd));
+  // One inode, one lease: the other name is not a second writer.
+  const int other = ::open(c.Path("l5/w2", 1).c_str(), O_WRONLY | O_APPEND);
+  EXPECT_EQ(-1, other);
+  EXPECT_EQ(EBUSY, errno);
+  if (other >= 0) ::close(other);
+  EXPECT_EQ("first\nsecond\n", *ReadFile(c.Path("l5/w2", 1)));
+  EXPECT_EQ(2u, Stat(c.Path("l5/w2")).st_nlink);
+  ASSERT_EQ(0, ::close(fd));
+  EXPECT_EQ("first\nsecond\n", *ReadFile(c.Path("l5/w2")));
+}
+
+// Two mounts open one new name with O_CREAT|O_WRONLY (no O_EXCL) at once,
+// as `>> log` on two hosts does: one creates it; the other opens what the
+// first created (or gets EBUSY while the first writes it), never EEXIST,
+// which only O_EXCL may give. Before the fix: EEXIST in 150 of 150 races.
+TEST_F(LinksTest, CreateWithoutExclusiveNeverFailsWithEexist) {
+  MountedCluster& c = *cluster_;
+  ASSERT_EQ(0, ::mkdir(c.Path("race").c_str(), 0755));
+  constexpr int kRaces = 150;
+  std::map<int, int> errors;  // errno -> count, over both mounts
+  int opened = 0;
+  for (int race = 0; race < kRaces; ++race) {
+    const std::string name = absl::StrCat("race/f", race);
+    std::atomic<int> ready{0};
+    int result[2] = {0, 0};
+    std::vector<std::thread> threads;
+    for (int m = 0; m < 2; ++m) {
+      threads.emplace_back([&, m] {
+        const std::string path = c.Path(name, m);
+        ready.fetch_add(1);
+        while (ready.load() < 2) {
+        }
+        const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_APPEND, 0644);
+        result[m] = fd >= 0 ? 0 : errno;
+        if (fd >= 0) {
+          (void)!::write(fd, "x", 1);
+          ::close(fd);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int m = 0; m < 2; ++m) {
+      if (result[m] == 0) {
+        ++opened;
+      } else {
+        ++errors[result[m]];
+      }
+    }
+  }
+  EXPECT_EQ(0, errors[EEXIST]) << "EEXIST from an open without O_EXCL";
+  for (const auto& [error, count] : errors) {
+    EXPECT_TRUE(error == EBUSY || error == EEXIST) << count << " opens failed: " << strerror(error);
+  }
+  EXPECT_GE(opened, kRaces);
+  // O_EXCL still refuses an existing name.
+  EXPECT_EQ(-1, ::open(c.Path("race/f0", 1).c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644));
+  EXPECT_EQ(EEXIST, errno);
+}
+
+// RocksDB on the mount (the posix FileSystem, through FUSE): stock ldb's
+// checkpoint links every SST (it failed with EPERM before links) and
+// writes only the small files RocksDB always writes anew (MANIFEST,
+// CURRENT, OPTIONS); ingest_extern_sst --move_files links the SST in.
+TEST_F(LinksTest, StockLdbCheckpointAndMoveIngestionLinkOnTheMount) {
+  MountedCluster& c = *cluster_;
+  constexpr int kSsts = 20;
+  constexpr int kKeysPerSst = 200;
+  const std::string db_path = c.Path("ckdb");
+  {
+    rocksdb::Options options;
+    options.create_if_missing = true;
+    options.disable_auto_compactions = true;
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(options, db_path, &raw);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    std::unique_ptr<rocksdb::DB> db(raw);
+    for (int sst = 0; sst < kSsts; ++sst) {
+      for (int k = 0; k < kKeysPerSst; ++k) {
+        ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), absl::StrCat("key", sst, "_", k),
+                            Pattern(500, sst * kKeysPerSst + k))
+                        .ok());
+      }
+      ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+    }
+  }
+  std::vector<std::string> ssts;
+  for (const auto& entry : std::filesystem::directory_iterator(db_path)) {
+    if (absl::EndsWith(entry.path().string(), ".sst")) ssts.push_back(entry.path().filename());
+  }
+  ASSERT_EQ(static_cast<size_t>(kSsts), ssts.size());
+
+  SegdStats segds(c);
+  const uint64_t appends_before = segds.TotalAppends();
+  const std::string ckpt = c.Path("ckdb_checkpoint");
+  CommandResult checkpoint = RunCommand(absl::StrCat(
+      "timeout -s KILL 120 ldb --db=", db_path, " checkpoint --checkpoint_dir=", ckpt, " 2>&1"));
+  ASSERT_EQ(0, checkpoint.exit_code) << checkpoint.output;
+  const uint64_t appends = segds.TotalAppends() - appends_before;
+  for (const std::string& sst : ssts) {
+    const struct stat original = Stat(db_path + "/" + sst);
+    const struct stat linked = Stat(ckpt + "/" + sst);
+    EXPECT_EQ(original.st_ino, linked.st_ino) << sst << " was copied, not linked";
+    EXPECT_EQ(2u, original.st_nlink) << sst;
+  }
+  // Copying would append every SST to 3 replicas (>= 60 appends); the
+  // checkpoint writes a MANIFEST, CURRENT and OPTIONS file only.
+  EXPECT_LT(appends, static_cast<uint64_t>(kSsts)) << appends << " appends for a checkpoint";
+  CommandResult scan = RunCommand(
+      absl::StrCat("timeout -s KILL 120 ldb --db=", ckpt, " --try_load_options --hex scan 2>&1 | wc -l"));
+  ASSERT_EQ(0, scan.exit_code) << scan.output;
+  EXPECT_EQ(absl::StrCat(kSsts * kKeysPerSst, "\n"), scan.output);
+
+  // An external SST made by ldb, moved (linked, then unlinked) into
+  // another DB: the same inode, now under the DB's name.
+  const std::string ext = c.Path("ckdb_ext.sst");
+  // write_extern_sst takes "key ==> value" lines, in key order, on stdin.
+  CommandResult write = RunCommand(absl::StrCat(
+      "for i in $(seq 1000 1099); do echo \"ext$i ==> w$i\"; done | timeout -s KILL 120 ldb --db=",
+      ckpt, " --try_load_options write_extern_sst ", ext, " 2>&1"));
+  ASSERT_EQ(0, write.exit_code) << write.output;
+  const ino_t ext_ino = Stat(ext).st_ino;
+  const std::string dst = c.Path("ckdb_ingest");
+  CommandResult create = RunCommand(absl::StrCat("timeout -s KILL 120 ldb --db=", dst,
+                                                 " --create_if_missing put k v 2>&1"));
+  ASSERT_EQ(0, create.exit_code) << create.output;
+  CommandResult ingest = RunCommand(absl::StrCat("timeout -s KILL 120 ldb --db=", dst,
+                                                 " ingest_extern_sst ", ext, " --move_files 2>&1"));
+  ASSERT_EQ(0, ingest.exit_code) << ingest.output;
+  bool found = false;
+  for (const auto& entry : std::filesystem::directory_iterator(dst)) {
+    if (absl::EndsWith(entry.path().string(), ".sst") && Stat(entry.path()).st_ino == ext_ino) {
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found) << "the ingested SST is not the external file's inode: it was copied";
+  CommandResult count = RunCommand(
+      absl::StrCat("timeout -s KILL 120 ldb --db=", dst, " --try_load_options --hex scan 2>&1 | wc -l"));
+  EXPECT_EQ(absl::StrCat(100 + 1, "\n"), count.output);
+}
+
+}  // namespace
+}  // namespace logfs::testing
