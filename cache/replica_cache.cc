@@ -68,6 +68,11 @@ ReplicaCache::Ref ReplicaCache::Insert(const Key& key, format::ReplicaFds files)
   auto fresh = std::make_unique<Entry>();
   fresh->key = key;
   fresh->files = std::move(files);
+  // The data file's identity, for DropDeleted (a miss: one more syscall
+  // beside the socket exchange that opened the replica).
+  if (struct stat st; fresh->files.data.valid() && ::fstat(fresh->files.data.get(), &st) == 0) {
+    fresh->data_file = FileId{st.st_dev, st.st_ino};
+  }
   absl::MutexLock lock(&mu_);
   auto [it, inserted] = map_.try_emplace(key, nullptr);
   if (inserted) {
@@ -122,16 +127,54 @@ void ReplicaCache::Invalidate(const Ref& ref) {
   absl::MutexLock lock(&mu_);
   Entry* e = ref.entry_;
   if (!e->cached) return;
-  e->cached = false;
   ++stats_.invalidations;
-  if (const Mapping* m = e->mapping.load(std::memory_order_relaxed); m != nullptr) {
-    --mmapped_;
-    mmapped_bytes_ -= m->bytes;
+  UncacheLocked(e);  // the last Release frees the entry
+}
+
+std::vector<ReplicaCache::DataFileProbe> ReplicaCache::ListDataFiles() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<DataFileProbe> probes;
+  probes.reserve(map_.size());
+  for (const auto& [key, e] : map_) {
+    if (e->files.data.valid()) probes.push_back({key, e->files.data.get(), e->data_file});
   }
-  // The map gives up ownership; the last Release frees the entry.
-  auto it = map_.find(e->key);
-  it->second.release();
-  map_.erase(it);
+  return probes;
+}
+
+size_t ReplicaCache::DropDeleted() {
+  // (1) Under the lock, the list; (2) without it, an fstat of each (a
+  // few microseconds apiece in a VM: under the lock, a pass over a full
+  // cache would hold up every read for a millisecond); (3) under it
+  // again, the drops. A descriptor closed meanwhile (its replica evicted)
+  // may be reused for another file: only a file that is still the
+  // entry's counts, and an entry cached under the key since then is
+  // left alone unless it is the same file.
+  std::vector<DataFileProbe> probes = ListDataFiles();
+  size_t unlinked = 0;
+  for (const DataFileProbe& probe : probes) {
+    struct stat st;
+    if (::fstat(probe.data_fd, &st) == 0 && st.st_nlink == 0 &&
+        FileId{st.st_dev, st.st_ino} == probe.data_file) {
+      probes[unlinked++] = probe;
+    }
+  }
+  if (unlinked == 0) return 0;
+  Doomed doomed;  // closed and unmapped after the lock is released
+  size_t dropped = 0;
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < unlinked; ++i) {
+    auto it = map_.find(probes[i].key);
+    if (it == map_.end() || !(it->second->data_file == probes[i].data_file)) continue;
+    Entry* e = it->second.get();
+    ++dropped;
+    ++stats_.deletions;
+    if (e->refs == 0) {
+      EvictLocked(e, &doomed);
+    } else {
+      UncacheLocked(e);  // its last Release frees it
+    }
+  }
+  return dropped;
 }
 
 void ReplicaCache::Release(Entry* e) {
@@ -183,16 +226,20 @@ void ReplicaCache::Unlink(Entry* e) {
   e->prev = e->next = nullptr;
 }
 
-void ReplicaCache::EvictLocked(Entry* e, Doomed* doomed) {
-  Unlink(e);
+void ReplicaCache::UncacheLocked(Entry* e) {
   if (const Mapping* m = e->mapping.load(std::memory_order_relaxed); m != nullptr) {
     --mmapped_;
     mmapped_bytes_ -= m->bytes;
   }
   auto it = map_.find(e->key);
-  it->second.release();  // now owned by `doomed`
+  it->second.release();
   map_.erase(it);
   e->cached = false;
+}
+
+void ReplicaCache::EvictLocked(Entry* e, Doomed* doomed) {
+  Unlink(e);
+  UncacheLocked(e);  // now owned by `doomed`
   e->next = doomed->entries;
   doomed->entries = e;
 }

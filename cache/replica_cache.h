@@ -29,11 +29,21 @@
 // threw NoSuchElementException on the hot path.
 //
 // A replica its server deletes stays readable (and its disk space stays
-// allocated) until its descriptors close and its mapping goes: at most
-// the limits above after the last reader lets go. Sealed replicas are
-// never truncated by their server (store/segd/replica_store.h), and Map
-// checks the data file holds the sealed length, so a mapped read cannot
-// fault past the end of the file unless someone truncates it by hand.
+// allocated) until its descriptors close and its mapping goes, so the
+// cache must not wait for the limits above to let go of it (issue 44: a
+// mount held 1 GiB of deleted WAL replicas for minutes, and the servers
+// refused writes with ENOSPC). DropDeleted, called with each periodic
+// trim, asks the kernel whether each cached replica's data file still has
+// a name (fstat's st_nlink; 0 once its server unlinked it, whatever made
+// it delete it) and drops those that do not: unreferenced ones close and
+// unmap at once, referenced ones at their last release. No message from
+// the server is needed, so servers of any version work (the part the
+// "valid" bit of HDFS's shared-memory slots, ShortCircuitShm, plays when
+// the DataNode clears it; docs/client.md says why not a message).
+// Sealed replicas are never truncated by their server
+// (store/segd/replica_store.h), and Map checks the data file holds the
+// sealed length, so a mapped read cannot fault past the end of the file
+// unless someone truncates it by hand.
 //
 // Thread-safe: one mutex, held for map and list updates only, never
 // across opening, mapping, reading, unmapping or closing a replica.
@@ -47,6 +57,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -82,6 +93,7 @@ struct ReplicaCacheStats {
   uint64_t hits = 0;
   uint64_t opens = 0;  // misses that opened a replica
   uint64_t invalidations = 0;
+  uint64_t deletions = 0;  // dropped: the replica's data file was unlinked (DropDeleted)
   uint64_t evictions_by_count = 0;  // closed: past max_evictable
   uint64_t evictions_by_age = 0;    // closed: past max_idle
   uint64_t mmaps = 0;               // mappings made
@@ -156,6 +168,20 @@ class ReplicaCache {
   // then: releases trim too, but only age limits need a clock to pass).
   void Trim() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Drops every cached replica whose data file has no name left (fstat
+  // st_nlink == 0: its server deleted the replica, or the file was
+  // removed by hand), as Invalidate does: new lookups miss; an
+  // unreferenced replica is closed and unmapped before this returns, a
+  // referenced one at its last release. A .crc file renamed over (a
+  // reopened replica, docs/segd_layout.md "Reopen") does not count: the
+  // cached descriptors still serve the sealed length they were opened at.
+  // A replica cached while the pass runs waits for the next one. Returns
+  // how many were dropped. Costs one fstat per cached replica (a few
+  // microseconds each in a VM), made without the lock, and a list of the
+  // cached replicas (allocated): call it with Trim, now and then, never
+  // per read. Thread-safe; never throws.
+  size_t DropDeleted() ABSL_LOCKS_EXCLUDED(mu_);
+
   ReplicaCacheStats stats() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -176,9 +202,18 @@ class ReplicaCache {
     uint64_t mapped_bytes = 0;
   };
 
+  // Which file a descriptor is open on (fstat's st_dev, st_ino); zero
+  // when fstat failed.
+  struct FileId {
+    uint64_t device = 0;
+    uint64_t inode = 0;
+    bool operator==(const FileId& o) const { return device == o.device && inode == o.inode; }
+  };
+
   struct Entry {
     Key key;
     format::ReplicaFds files;
+    FileId data_file;  // of files.data, taken by Insert before the entry is shared
     int refs = 0;
     bool cached = true;  // in the map (false once invalidated or evicted)
     // Set (by Map) only while referenced; cleared (by a trim) only while
@@ -207,6 +242,18 @@ class ReplicaCache {
   void LinkEvictable(Entry* e, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Link(EvictionMap& map, Entry* e);
   static void Unlink(Entry* e);
+  // A cached replica's data descriptor, as a DropDeleted pass lists it:
+  // the number may be closed, even reused, by the time it is used, and
+  // `data_file` says whether it still names the same file.
+  struct DataFileProbe {
+    Key key;
+    int data_fd = -1;
+    FileId data_file;
+  };
+  std::vector<DataFileProbe> ListDataFiles() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes a cached entry out of map_ (cached = false): its owner is then
+  // its last reference, or whoever frees it.
+  void UncacheLocked(Entry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes an evictable entry out of the cache onto `doomed`.
   void EvictLocked(Entry* e, Doomed* doomed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Unmaps and closes, oldest first, what is past the limits at `now`.

@@ -106,8 +106,14 @@ class SegmentReader {
   // is in the replica cache), without counting a lookup.
   bool HasCachedReplica(const proto::Segment& segment);
 
-  // Closes cached replicas idle past their limit (call now and then).
-  void Trim() { replica_cache_.Trim(); }
+  // Drops cached replicas whose server deleted them (their disk space
+  // comes back once no read holds them), then closes those idle past
+  // their limit. Call now and then (the client does once a heartbeat
+  // interval): the cost is one fstat per cached replica.
+  void Trim() {
+    replica_cache_.DropDeleted();
+    replica_cache_.Trim();
+  }
 
   SegmentReaderStats stats() const;
 

@@ -257,7 +257,7 @@ void Client::HeartbeatLoop() {
       s = deps_->MountHeartbeat(request);
     }
     if (!s.ok()) LOG(WARNING) << "mount heartbeat to meta failed: " << s;
-    deps_->TrimReplicas();  // closes replicas idle past their limit
+    deps_->TrimReplicas();  // closes replicas deleted, or idle past their limit
   }
 }
 
@@ -492,6 +492,7 @@ std::string Client::FormatStats() {
                   " remote_reads=", r.remote_reads, " replica_cache_hits=", r.replica_cache.hits,
                   " replica_cache_opens=", r.replica_cache.opens,
                   " replica_cache_evictions=", r.replica_cache.evictions(),
+                  " replica_cache_deletions=", r.replica_cache.deletions,
                   " replica_cache_open_replicas=", r.replica_cache.open_replicas,
                   " replica_cache_mmaps=", r.replica_cache.mmaps,
                   " replica_cache_mmapped=", r.replica_cache.mmapped);

@@ -100,7 +100,8 @@ class ClientDeps {
   virtual cache::SegmentReaderStats ReaderStats() const = 0;
   // Segment servers on this host reached over their Unix socket.
   virtual size_t LocalServers() const = 0;
-  // Closes replicas idle past their limit (the heartbeat's pass).
+  // Closes replicas their servers deleted, and those idle past their
+  // limit (the heartbeat's pass, once a heartbeat interval).
   virtual void TrimReplicas() = 0;
   // Closes every connection: calls in flight and later fail (kUnavailable).
   virtual void Shutdown() = 0;

@@ -76,6 +76,8 @@ void Client::CollectMetrics(metrics::FamilyList& out) const {
                  {{"reason", "age"}});
   out.AddCounter("logfs_replica_cache_invalidations_total",
                  "Replicas dropped after a read through them failed.", rc.invalidations);
+  out.AddCounter("logfs_replica_cache_deletions_total",
+                 "Replicas dropped because their server deleted their files.", rc.deletions);
   out.AddCounter("logfs_replica_cache_mmaps_total", "Replicas mapped for reading.", rc.mmaps);
   out.AddCounter("logfs_replica_cache_mmap_failures_total",
                  "Replicas that could not be mapped (read with pread).", rc.mmap_failures);
