@@ -25,6 +25,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "tests/mounted_cluster.h"
@@ -188,6 +190,59 @@ TEST_F(LinksTest, AFileBeingWrittenMayBeLinkedAndKeepsItsOneWriter) {
   EXPECT_EQ(2u, Stat(c.Path("l5/w2")).st_nlink);
   ASSERT_EQ(0, ::close(fd));
   EXPECT_EQ("first\nsecond\n", *ReadFile(c.Path("l5/w2")));
+}
+
+// `logfs clone SRC DST` (docs/OPERATIONS.md "Clones"): a second file that
+// lists the first's sealed segments, made by meta alone: no append on any
+// segment server, the same bytes on every mount; removing one keeps the
+// other's data, and the replicas go only with the last file.
+TEST_F(LinksTest, LogfsCloneCopiesASealedFileWithoutWritingAByte) {
+  MountedCluster& c = *cluster_;
+  ASSERT_EQ(0, ::mkdir(c.Path("cl").c_str(), 0755));
+  const std::string data = Pattern(6 << 20, 9);
+  ASSERT_TRUE(WriteFile(c.Path("cl/src"), data).ok());
+  const std::vector<SegmentLine> segments = Segments(c.Path("cl/src"));
+  ASSERT_FALSE(segments.empty());
+  SegdStats segds(c);
+  const uint64_t appends_before = segds.TotalAppends();
+  CommandResult clone = RunCommand(
+      absl::StrCat(LogfsBinary(), " clone ", c.Path("cl/src"), " ", c.Path("cl/dst"), " 2>&1"));
+  ASSERT_EQ(0, clone.exit_code) << clone.output;
+  EXPECT_EQ(appends_before, segds.TotalAppends()) << "a clone wrote to the segment servers";
+  EXPECT_NE(Stat(c.Path("cl/src")).st_ino, Stat(c.Path("cl/dst")).st_ino);
+  EXPECT_EQ(1u, Stat(c.Path("cl/dst")).st_nlink);
+  EXPECT_EQ(data, *ReadFile(c.Path("cl/dst", 1)));
+  ASSERT_EQ(segments.size(), Segments(c.Path("cl/dst")).size());
+  EXPECT_EQ(segments[0].id, Segments(c.Path("cl/dst"))[0].id);
+  // A name that exists, a directory, a missing file: refused, exit 2 / 1.
+  CommandResult exists = RunCommand(
+      absl::StrCat(LogfsBinary(), " clone ", c.Path("cl/src"), " ", c.Path("cl/dst"), " 2>&1"));
+  EXPECT_EQ(2, exists.exit_code) << exists.output;
+  CommandResult dir = RunCommand(
+      absl::StrCat(LogfsBinary(), " clone ", c.Path("cl"), " ", c.Path("cl/x"), " 2>&1"));
+  EXPECT_EQ(1, dir.exit_code) << dir.output;
+
+  // The source goes: the clone keeps every byte.
+  ASSERT_EQ(0, ::unlink(c.Path("cl/src").c_str()));
+  DropKernelCaches();
+  EXPECT_EQ(data, *ReadFile(c.Path("cl/dst")));
+  // The clone goes too: the replicas are deleted on their servers.
+  ASSERT_EQ(0, ::unlink(c.Path("cl/dst").c_str()));
+  auto replica_files = [&] {
+    int found = 0;
+    for (int i = 0; i < c.cluster().segment_servers(); ++i) {
+      for (const SegmentLine& segment : segments) {
+        struct stat st;
+        const std::string file =
+            absl::StrCat(c.root(), "/data/segd", i, "/segments/", segment.id, ".seg");
+        if (::stat(file.c_str(), &st) == 0) ++found;
+      }
+    }
+    return found;
+  };
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (replica_files() > 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(0, replica_files()) << "replicas of a file no one lists any more are kept";
 }
 
 // Two mounts open one new name with O_CREAT|O_WRONLY (no O_EXCL) at once,

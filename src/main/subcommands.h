@@ -22,6 +22,8 @@ int StatusMain(int argc, char** argv);
 int FsckMain(int argc, char** argv);
 int CheckerMain(int argc, char** argv);
 int RecoverMain(int argc, char** argv);
+// src/main/clone_main.cc
+int CloneMain(int argc, char** argv);
 // `logfs meta backup|bootstrap` (src/main/meta_admin_main.cc): MetaMain
 // hands argv to MetaAdminMain when IsMetaAdminCommand (argv[1] names one).
 bool IsMetaAdminCommand(int argc, char** argv);

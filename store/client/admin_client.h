@@ -59,6 +59,11 @@ class AdminClient {
   // (meta's RecoverLease). Errors: as ListServers, ENOENT, kUnavailable
   // when too few replicas answer.
   absl::StatusOr<proto::Inode> RecoverLease(uint64_t ino) { return meta_.RecoverLease(ino); }
+  // `logfs clone`: meta's Clone (a metadata-only copy; EXDEV for a file
+  // being written, EEXIST, ...).
+  absl::StatusOr<proto::Attr> Clone(proto::CloneRequest request) {
+    return meta_.Clone(std::move(request));
+  }
   // One replica's state on the segment server at `address`.
   absl::StatusOr<proto::SegmentInfoResponse> SegmentInfo(const std::string& address,
                                                          uint64_t segment_id) {

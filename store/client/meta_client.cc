@@ -61,7 +61,9 @@ proto::CallId MetaClient::NextCallId() {
 }
 
 void MetaClient::StampCall(proto::CallId* call) {
-  if (call->seq() == 0) *call = NextCallId();
+  // A session without a mount id (a tool's: `logfs clone`) has no ids
+  // unique to it: its changes go without one, as before retries existed.
+  if (call->seq() == 0 && mount_id_.load() != 0) *call = NextCallId();
 }
 
 // ------------------------------------------------------------- sessions
@@ -206,6 +208,14 @@ absl::StatusOr<proto::Attr> MetaClient::Link(proto::LinkRequest request) {
   StampCall(request.mutable_call());
   proto::AttrResponse response;
   RETURN_IF_ERROR(Call(MessageType::kLink, request, &response, Attempts::kRetry));
+  return std::move(*response.mutable_attr());
+}
+
+absl::StatusOr<proto::Attr> MetaClient::Clone(proto::CloneRequest request) {
+  if (meta_wire_max_.load() == 1) return PosixError(EXDEV, "this meta (logfs 0.1) has no clones");
+  StampCall(request.mutable_call());
+  proto::AttrResponse response;
+  RETURN_IF_ERROR(Call(MessageType::kClone, request, &response, Attempts::kRetry));
   return std::move(*response.mutable_attr());
 }
 

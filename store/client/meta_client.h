@@ -125,6 +125,9 @@ class MetaClient {
   // would close the connection on it): EXDEV is what makes link(2)'s
   // callers (RocksDB, cp -l) fall back to copying.
   absl::StatusOr<proto::Attr> Link(proto::LinkRequest request);
+  // A metadata-only copy (Namespace::Clone's errors); EXDEV from a meta
+  // of logfs 0.1, as Link.
+  absl::StatusOr<proto::Attr> Clone(proto::CloneRequest request);
   absl::StatusOr<std::string> Readlink(uint64_t ino);
   // One page of directory `ino` after `start_after` ("" for the first).
   absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino, const std::string& start_after);

@@ -208,6 +208,25 @@ TEST_F(MetaClientTest, WithoutRetryWindowTransportErrorComesAsItIs) {
       << mount_statfs.status();
 }
 
+TEST_F(MetaClientTest, ASessionWithoutAMountSendsChangesWithoutCallIds) {
+  // Goal: a tool's session (no NewMount: `logfs clone`) stamps no call id.
+  // Every such session would count from seq 1 under mount id 0, and meta
+  // would answer a second tool's change with the first one's recorded
+  // reply (a clone onto an existing name "succeeded").
+  FakeServer meta([](const format::Frame& request, rpc::Responder responder) {
+    AnswerAll(request, std::move(responder));
+  });
+  auto client = ClientOf(meta.address(), absl::Seconds(10));
+  proto::CloneRequest clone;
+  clone.set_ino(42);
+  clone.set_new_parent(1);
+  clone.set_new_name("copy");
+  ASSERT_TRUE(client->Clone(clone).ok());
+  auto sent = Parse<proto::CloneRequest>(meta.requests(MessageType::kClone)[0]);
+  EXPECT_EQ(0u, sent.call().seq());
+  EXPECT_EQ(0u, sent.call().mount_id());
+}
+
 TEST_F(MetaClientTest, AsyncCallsAnswerOnce) {
   // Goal: AsyncSealSegment stamps a call id and completes OK;
   // ReportBadReplica hands meta's refusal to its callback.
@@ -218,6 +237,7 @@ TEST_F(MetaClientTest, AsyncCallsAnswerOnce) {
     AnswerAll(request, std::move(responder));
   });
   auto client = ClientOf(meta.address(), absl::Seconds(10));
+  client->ResumeMount(/*mount_id=*/5, /*last_call_seq=*/0, /*cache_lease_ms=*/0);
   proto::SealSegmentRequest seal;
   seal.set_ino(42);
   seal.set_segment_id(3);
@@ -245,6 +265,7 @@ TEST_F(MetaClientTest, AsyncCallsAnswerOnce) {
   EXPECT_EQ(3u, sent.segment_id());
   EXPECT_EQ(100u, sent.sealed_length());
   EXPECT_EQ(1u, sent.call().seq());
+  EXPECT_EQ(5u, sent.call().mount_id());
   EXPECT_EQ(2u,
             Parse<proto::ReportBadReplicaRequest>(meta.requests(MessageType::kReportBadReplica)[0])
                 .server_id());

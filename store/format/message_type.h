@@ -40,7 +40,8 @@ enum class MessageType : uint16_t {
   kReadCheckpoint = 29,   // served by standbys too
   kWatchCache = 30,      // added in 0.2 (docs/coherence.md)
   kLink = 31,            // added in 0.2 (hard links)
-  kMetaTypeEnd = 32,
+  kClone = 32,           // added in 0.2 (metadata-only copies)
+  kMetaTypeEnd = 33,
   // segment server
   kCreateSegment = 100,
   kAppend = 101,

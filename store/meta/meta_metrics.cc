@@ -24,8 +24,9 @@ constexpr std::array<const char*, kTypes> kTypeNames = {
     "open",         "release",         "open_write",    "seal_segment",
     "new_mount",    "mount_heartbeat", "get_inode",     "report_bad_replica",
     "list_servers", "list_segments",   "recover_lease", "meta_state",
-    "checkpoint",   "read_checkpoint", "watch_cache",   "link"};
-static_assert(static_cast<int>(format::MessageType::kLink) == kTypes - 1,
+    "checkpoint",   "read_checkpoint", "watch_cache",   "link",
+    "clone"};
+static_assert(static_cast<int>(format::MessageType::kClone) == kTypes - 1,
               "kTypeNames lists every meta message type");
 
 struct CallCounters {

@@ -403,6 +403,7 @@ class MetaServerImpl : public MetaServer {
       case MessageType::kUnlink:
       case MessageType::kRename:
       case MessageType::kLink:
+      case MessageType::kClone:
       case MessageType::kSetXattr:
       case MessageType::kRemoveXattr:
       case MessageType::kOpenWrite:

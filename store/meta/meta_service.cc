@@ -219,6 +219,11 @@ MetaService::Reply MetaService::HandleNames(const format::Frame& frame, proto::C
         note(q.call());
         return TEST_AfterChange(q.call(), AttrReply(ns.Link(q)));
       });
+    case format::MessageType::kClone:
+      return Serve<proto::CloneRequest>(frame, [&](const auto& q) {
+        note(q.call());
+        return TEST_AfterChange(q.call(), AttrReply(ns.Clone(q)));
+      });
     case format::MessageType::kReadlink:
       return Serve<proto::GetAttrRequest>(
           frame, [&](const auto& q) -> absl::StatusOr<proto::ReadlinkResponse> {
@@ -312,6 +317,8 @@ uint64_t MetaService::LockingChangeMount(const format::Frame& frame) {
       return mount_of(proto::RenameRequest());
     case format::MessageType::kLink:
       return mount_of(proto::LinkRequest());
+    case format::MessageType::kClone:
+      return mount_of(proto::CloneRequest());
     case format::MessageType::kSetAttr:
       return mount_of(proto::SetAttrRequest());
     case format::MessageType::kSetXattr:

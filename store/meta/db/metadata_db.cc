@@ -29,6 +29,7 @@ constexpr char kServerPrefix = 's';
 constexpr char kPendingDeletionPrefix = 'p';
 constexpr char kOrphanPrefix = 'o';
 constexpr char kCallRecordPrefix = 'r';
+constexpr char kSharedSegmentPrefix = 'g';
 // A rocksdb::WriteBatch's contents start with an 8-byte sequence and a
 // 4-byte count (rocksdb/write_batch.h, WriteBatchInternal).
 constexpr size_t kWriteBatchHeaderBytes = 12;
@@ -59,6 +60,9 @@ std::string PendingKey(uint64_t server_id, uint64_t segment_id) {
   return key;
 }
 std::string OrphanKey(uint64_t ino) { return U64Key(kOrphanPrefix, ino); }
+std::string SharedSegmentKey(uint64_t segment_id) {
+  return U64Key(kSharedSegmentPrefix, segment_id);
+}
 std::string CallRecordKey(uint64_t mount_id, uint64_t seq) {
   std::string key = U64Key(kCallRecordPrefix, mount_id);
   key.resize(17);
@@ -258,6 +262,12 @@ void MetadataDb::Batch::PutCallRecord(const proto::CallId& call, const proto::Ca
 }
 void MetadataDb::Batch::DeleteCallRecord(uint64_t mount_id, uint64_t seq) {
   rep_->batch.Delete(CallRecordKey(mount_id, seq)).PermitUncheckedError();
+}
+void MetadataDb::Batch::PutSharedSegment(uint64_t segment_id, const proto::SharedSegment& shared) {
+  rep_->batch.Put(SharedSegmentKey(segment_id), shared.SerializeAsString()).PermitUncheckedError();
+}
+void MetadataDb::Batch::DeleteSharedSegment(uint64_t segment_id) {
+  rep_->batch.Delete(SharedSegmentKey(segment_id)).PermitUncheckedError();
 }
 int MetadataDb::Batch::count() const { return rep_->batch.Count(); }
 
@@ -604,6 +614,13 @@ absl::StatusOr<bool> MetadataDb::HasPendingDeletion(uint64_t server_id, uint64_t
   if (absl::IsNotFound(value.status())) return false;
   if (!value.ok()) return value.status();
   return true;
+}
+
+absl::StatusOr<proto::SharedSegment> MetadataDb::GetSharedSegment(uint64_t segment_id) {
+  auto value = ReadKey(SharedSegmentKey(segment_id), "shared segment", View::kLatest);
+  if (absl::IsNotFound(value.status())) return proto::SharedSegment();
+  if (!value.ok()) return value.status();
+  return Parse<proto::SharedSegment>(*value, "shared segment");
 }
 
 absl::StatusOr<std::vector<uint64_t>> MetadataDb::ListOrphans() {

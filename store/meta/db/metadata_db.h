@@ -114,6 +114,9 @@ class MetadataDb {
     void DeletePendingDeletion(uint64_t server_id, uint64_t segment_id);
     void AddOrphan(uint64_t ino);
     void DeleteOrphan(uint64_t ino);
+    // The files that list a shared sealed segment (key 'g').
+    void PutSharedSegment(uint64_t segment_id, const proto::SharedSegment& shared);
+    void DeleteSharedSegment(uint64_t segment_id);
     // Meta's table of applied changes (docs/rpc.md "Retries"), keyed by
     // (call.mount_id(), call.seq()).
     void PutCallRecord(const proto::CallId& call, const proto::CallRecord& record);
@@ -261,6 +264,10 @@ class MetadataDb {
   absl::StatusOr<bool> HasPendingDeletion(uint64_t server_id, uint64_t segment_id);
 
   absl::StatusOr<std::vector<uint64_t>> ListOrphans();
+  // The files that list segment `segment_id` when more than one does, in
+  // the latest view; an empty message when one file (or none) does.
+  // kDataLoss on an unparseable record.
+  absl::StatusOr<proto::SharedSegment> GetSharedSegment(uint64_t segment_id);
 
   // The record of an applied change; kNotFound (without an errno) when
   // absent.

@@ -405,6 +405,70 @@ absl::StatusOr<proto::Attr> Namespace::Link(const proto::LinkRequest& request) {
   });
 }
 
+absl::StatusOr<proto::Attr> Namespace::Clone(const proto::CloneRequest& request) {
+  RETURN_IF_ERROR(ValidateNewName(request.new_name()));
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::Attr> {
+    ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kClone));
+    if (recorded.has_value()) return RecordedAttr(*recorded);
+    Txn txn(db_);
+    ASSIGN_OR_RETURN(proto::Inode * source, txn.Get(request.ino()));
+    if (!IsReg(*source)) return PosixError(EINVAL, "only a regular file can be cloned");
+    if (OpenLastSegment(*source) != nullptr) {
+      return PosixError(EXDEV, absl::StrCat("inode ", request.ino(),
+                                            " ends in an open segment; only a copy can take it"));
+    }
+    ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, request.new_parent()));
+    auto existing = db_->GetDirEntry(request.new_parent(), request.new_name());
+    if (existing.ok()) {
+      return PosixError(EEXIST, absl::StrCat("'", request.new_name(), "' exists"));
+    }
+    if (!absl::IsNotFound(existing.status())) return existing.status();
+    const int64_t now = NowNs();
+    proto::Inode inode;
+    proto::Attr* attr = inode.mutable_attr();
+    attr->set_ino(AllocateId(txn, MetaCounter::kNextIno));
+    attr->set_mode(S_IFREG | (request.mode() & 07777));
+    attr->set_uid(request.uid());
+    attr->set_gid(request.gid());
+    attr->set_atime_ns(now);
+    attr->set_mtime_ns(now);
+    attr->set_ctime_ns(now);
+    attr->set_nlink(1);
+    attr->set_kind(parent->attr().kind() == proto::KIND_WAL ? proto::KIND_WAL : proto::KIND_BLOCK);
+    attr->set_size(source->attr().size());
+    // The source's replication: files that share a segment want as many
+    // replicas of it as each other.
+    inode.set_replication(source->replication());
+    inode.set_ack_quorum(source->ack_quorum());
+    *inode.mutable_segments() = source->segments();
+    const uint64_t ino = attr->ino();
+    for (const proto::Segment& segment : source->segments()) {
+      ASSIGN_OR_RETURN(proto::SharedSegment * shared, txn.Sharers(segment.id()));
+      if (shared->inos_size() == 0) shared->add_inos(request.ino());
+      shared->add_inos(ino);
+      txn.PutSharers(segment.id());
+    }
+    proto::DirEntry entry;
+    entry.set_name(request.new_name());
+    entry.set_ino(ino);
+    entry.set_mode(attr->mode());
+    txn.batch().PutDirEntry(request.new_parent(), entry);
+    parent->mutable_attr()->set_mtime_ns(now);
+    parent->mutable_attr()->set_ctime_ns(now);
+    txn.Put(parent);
+    proto::Inode* added = txn.Add(std::move(inode));
+    RecordCall(txn, request.call(), format::MessageType::kClone,
+               [this, added]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                 proto::AttrResponse reply;
+                 *reply.mutable_attr() = ReplyAttr(*added);
+                 return reply.SerializeAsString();
+               });
+    RETURN_IF_ERROR(txn.Commit());
+    ++inode_count_;
+    return ReplyAttr(*added);
+  });
+}
+
 absl::StatusOr<proto::Attr> Namespace::SetAttr(const proto::SetAttrRequest& request) {
   return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::Attr> {
     ASSIGN_OR_RETURN(auto recorded, RecordedReply(request.call(), format::MessageType::kSetAttr));

@@ -194,6 +194,16 @@ class Namespace {
   // already), ESTALE (no such inode or parent), ENOTDIR, ENAMETOOLONG.
   // A file being written may be linked: one inode, one lease.
   absl::StatusOr<proto::Attr> Link(const proto::LinkRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // A metadata-only copy (namespace_clone.cc): a new regular file
+  // `new_name` in `new_parent` with mode S_IFREG | request.mode() & 07777,
+  // the owner given, its directory's kind, the source's replication
+  // settings, and the sealed segments of `ino` (their bytes are never
+  // read or written: both files list them, and meta counts who does),
+  // in one durable change; returns the new file's attributes. EXDEV when
+  // `ino` ends in an open segment (being written, or left by a dead
+  // writer: its bytes may still change, so only a copy will do), EINVAL
+  // (not a regular file), EEXIST, ESTALE, ENOTDIR, ENAMETOOLONG.
+  absl::StatusOr<proto::Attr> Clone(const proto::CloneRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::string> Readlink(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   // One page of directory `ino` after `start_after` (docs/rpc.md
   // "Readdir"), bounded by kReaddirPageEntriesMax and kReaddirPageBytesMax.
@@ -395,6 +405,17 @@ class Namespace {
   // pinned, kept as an orphan.
   absl::Status RemoveEntry(Txn& txn, proto::Inode* parent, const std::string& name,
                            proto::Inode* child) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Shared segments (namespace_clone.cc). StillShared: file `ino` lets go
+  // of sealed segment `segment_id`; true if another file still lists it
+  // (its replicas stay), false if none does (the caller deletes them).
+  // SyncSharedReplicas: the replica list `segment` of file `ino` now has
+  // is given to every other file that lists the segment (Put in `txn`).
+  // IsShared: more than one file lists it (true, too, when that cannot
+  // be read: a shared segment must never be changed).
+  bool StillShared(Txn& txn, uint64_t ino, uint64_t segment_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SyncSharedReplicas(Txn& txn, uint64_t ino, const proto::Segment& segment)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool IsShared(Txn& txn, uint64_t segment_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes a file's inode and queues its replicas for deletion.
   void DeleteFile(Txn& txn, const proto::Inode& inode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void QueueReplicaDeletions(Txn& txn, const proto::Inode& inode)

@@ -96,6 +96,7 @@ absl::Status Namespace::DropBadReplica(const proto::ReportBadReplicaRequest& req
   // another server is chosen, the corrupt file stays as a stray.
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
   txn.Put(inode);
+  RETURN_IF_ERROR(SyncSharedReplicas(txn, request.ino(), *segment));
   RETURN_IF_ERROR(txn.Commit());
   LOG(WARNING) << "dropped replica of segment " << request.segment_id() << " (inode "
                << request.ino() << ") on server " << request.server_id() << ": "

@@ -21,7 +21,9 @@ constexpr int64_t kCallRecordSweepIntervalMs = 60 * 1000;
 
 absl::StatusOr<std::optional<std::string>> Namespace::RecordedReply(const proto::CallId& call,
                                                                     format::MessageType type) {
-  if (call.seq() == 0) return std::nullopt;
+  // A call id names a mount's change; without a mount (a tool's session,
+  // which never asked for one) there is nothing that makes it unique.
+  if (call.seq() == 0 || call.mount_id() == 0) return std::nullopt;
   auto record = db_->GetCallRecord(call);
   if (absl::IsNotFound(record.status())) return std::nullopt;
   if (!record.ok()) return record.status();
@@ -37,7 +39,7 @@ absl::StatusOr<std::optional<std::string>> Namespace::RecordedReply(const proto:
 
 void Namespace::RecordCall(Txn& txn, const proto::CallId& call, format::MessageType type,
                            std::function<std::string()> reply) {
-  if (call.seq() == 0) return;
+  if (call.seq() == 0 || call.mount_id() == 0) return;
   txn.RecordCall(call, type, NowNs(), options_.call_records_per_mount, std::move(reply));
 }
 

@@ -45,6 +45,7 @@ absl::StatusOr<proto::DirEntry> GetEntry(MetadataDb* db, uint64_t parent, const 
 
 void Namespace::QueueReplicaDeletions(Txn& txn, const proto::Inode& inode) {
   for (const auto& segment : inode.segments()) {
+    if (segment.sealed() && StillShared(txn, inode.attr().ino(), segment.id())) continue;
     for (const auto& replica : segment.replicas()) {
       txn.batch().AddPendingDeletion(replica.server_id(), segment.id());
     }

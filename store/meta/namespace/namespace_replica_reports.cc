@@ -254,6 +254,9 @@ bool Namespace::DropMissingReplica(Txn& txn, uint64_t ino, uint64_t segment_id,
     // re-replication may copy the segment back to it.
     replicas->erase(listed);
     txn.Put(*inode);
+    if (absl::Status synced = SyncSharedReplicas(txn, ino, segment); !synced.ok()) {
+      LOG(ERROR) << "segment " << segment_id << ": " << synced;
+    }
     LOGFS_LOG_EVERY_MS(WARNING, 1000)
         << "server " << server_id << " lost its replica of segment " << segment_id << " (inode "
         << ino << "); dropped it, re-replication copies it again";

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
@@ -111,6 +112,7 @@ absl::StatusOr<RereplicationPlan> Namespace::PlanRereplication(uint64_t start_in
   const int64_t now = NowNs();
   const std::vector<std::string> live_domains = servers_.LiveHealthyDomains(now);
   size_t scanned = 0;  // inodes looked at for missing replicas
+  std::set<uint64_t> planned;  // segments seen: a shared one is copied once per pass
   for (const auto& inode : inodes) {
     ++scanned;
     if (!S_ISREG(inode.attr().mode())) continue;
@@ -127,6 +129,7 @@ absl::StatusOr<RereplicationPlan> Namespace::PlanRereplication(uint64_t start_in
           now + (options_.lease_timeout_ms - options_.lease_recovery_delay_ms) * kNanosPerMilli);
     }
     for (const auto& segment : inode.segments()) {
+      if (!planned.insert(segment.id()).second) continue;
       CountSegment(inode, segment, live_domains, &plan.census);
       PlanSegment(inode, segment, max_tasks - plan.tasks.size(), &plan.tasks);
     }
@@ -238,6 +241,7 @@ absl::Status Namespace::CommitReplica(const RereplicationTask& task) {
     DropDeadReplicas(txn, segment, Replication(**inode));
     if (task.spread) DropExcessReplica(txn, segment, Replication(**inode));
     txn.Put(*inode);
+    RETURN_IF_ERROR(SyncSharedReplicas(txn, task.ino, *segment));
     return txn.Commit();
   });
 }

@@ -305,6 +305,8 @@ bool Namespace::ContinueLastSegment(Txn& txn, proto::Inode* inode, uint64_t belo
   if (inode->attr().kind() != proto::KIND_WAL || inode->segments_size() == 0) return false;
   proto::Segment* last = inode->mutable_segments(inode->segments_size() - 1);
   if (!last->sealed() || last->length() == 0 || last->length() >= below) return false;
+  // A segment another file lists (a clone) never changes again.
+  if (IsShared(txn, last->id())) return false;
   if (static_cast<uint32_t>(last->replicas_size()) != Replication(*inode)) return false;
   for (const proto::Replica& replica : last->replicas()) {
     if (std::find(avoided.begin(), avoided.end(), replica.server_id()) != avoided.end()) {

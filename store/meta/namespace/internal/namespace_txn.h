@@ -81,6 +81,20 @@ class Namespace::Txn {
 
   MetadataDb::Batch& batch() { return batch_; }
 
+  // The files that list sealed segment `segment_id` when more than one
+  // does (proto::SharedSegment; empty while one does), loaded once, so a
+  // call that changes it twice sees its own change. PutSharers marks it to
+  // be written at Commit: kept while it names two files or more, else
+  // deleted. Errors from the database.
+  absl::StatusOr<proto::SharedSegment*> Sharers(uint64_t segment_id) {
+    auto it = shared_.find(segment_id);
+    if (it != shared_.end()) return &it->second;
+    absl::StatusOr<proto::SharedSegment> loaded = db_->GetSharedSegment(segment_id);
+    if (!loaded.ok()) return loaded.status();
+    return &shared_.emplace(segment_id, std::move(*loaded)).first->second;
+  }
+  void PutSharers(uint64_t segment_id) { shared_dirty_.insert(segment_id); }
+
   // Makes Commit record `call` as applied (docs/rpc.md "Retries"), with
   // reply() as its reply, run after the generations are bumped so that it
   // sees what is written; and drop the record of the change the same mount
@@ -111,6 +125,14 @@ class Namespace::Txn {
         batch_.DeleteCallRecord(call_.mount_id(), call_.seq() - call_keep_);
     }
     for (uint64_t ino : deleted_) batch_.DeleteInode(ino);
+    for (uint64_t segment_id : shared_dirty_) {
+      const proto::SharedSegment& shared = shared_[segment_id];
+      if (shared.inos_size() >= 2) {
+        batch_.PutSharedSegment(segment_id, shared);
+      } else {
+        batch_.DeleteSharedSegment(segment_id);
+      }
+    }
     if (batch_.count() == 0) return absl::OkStatus();
     if (view_ != MetadataDb::View::kLatest) {
       return absl::InternalError("a change decided on the durable view");
@@ -125,6 +147,8 @@ class Namespace::Txn {
   std::map<uint64_t, proto::Inode> inodes_;
   std::set<uint64_t> dirty_;
   std::set<uint64_t> deleted_;
+  std::map<uint64_t, proto::SharedSegment> shared_;  // by segment id
+  std::set<uint64_t> shared_dirty_;
   MetadataDb::Batch batch_;
   proto::CallId call_;
   proto::CallRecord call_record_;

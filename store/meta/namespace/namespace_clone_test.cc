@@ -1,0 +1,152 @@
+// Metadata-only copies (Namespace::Clone) and shared segments: a clone
+// lists its source's sealed segments; replicas are deleted only when the
+// last file that lists them goes (also after a restart); a re-replication
+// copy or a dropped replica changes every file that lists the segment; a
+// shared WAL segment is never continued; an open segment is never shared.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include "src/status/posix_error.h"
+#include "store/meta/namespace/namespace.h"
+#include "store/meta/namespace/namespace_fixture.h"
+
+namespace logfs::meta {
+namespace {
+
+class NamespaceCloneTest : public NamespaceTest {
+ protected:
+  absl::StatusOr<proto::Attr> Clone(uint64_t ino, uint64_t new_parent, const std::string& name) {
+    proto::CloneRequest request;
+    request.set_ino(ino);
+    request.set_new_parent(new_parent);
+    request.set_new_name(name);
+    request.set_mode(0640);
+    request.set_uid(7);
+    request.set_gid(8);
+    return ns_->Clone(request);
+  }
+  std::vector<uint64_t> SegmentIds(uint64_t ino) {
+    std::vector<uint64_t> ids;
+    auto inode = ns_->GetInode(ino);
+    EXPECT_TRUE(inode.ok()) << inode.status();
+    if (inode.ok()) {
+      for (const auto& segment : inode->segments()) ids.push_back(segment.id());
+    }
+    return ids;
+  }
+  std::vector<uint64_t> ReplicaServers(uint64_t ino, int segment) {
+    std::vector<uint64_t> servers;
+    auto inode = ns_->GetInode(ino);
+    EXPECT_TRUE(inode.ok()) << inode.status();
+    if (inode.ok()) {
+      for (const auto& r : inode->segments(segment).replicas()) servers.push_back(r.server_id());
+    }
+    std::sort(servers.begin(), servers.end());
+    return servers;
+  }
+};
+
+TEST_F(NamespaceCloneTest, ACloneSharesTheSegmentsAndTheLastFileDeletesTheReplicas) {
+  auto servers = RegisterServers(3);
+  const uint64_t f = File(kRootIno, "f");
+  WriteAndClose(f, /*mount=*/1, 100);
+  const uint64_t first = SegmentIds(f).at(0);
+  auto cloned = Clone(f, kRootIno, "g");
+  ASSERT_TRUE(cloned.ok()) << cloned.status();
+  const uint64_t g = cloned->ino();
+  EXPECT_NE(f, g);
+  EXPECT_EQ(100u, cloned->size());
+  EXPECT_EQ(1u, cloned->nlink());
+  EXPECT_EQ(S_IFREG | 0640u, cloned->mode());
+  EXPECT_EQ(7u, cloned->uid());
+  EXPECT_EQ(g, LookupIno(kRootIno, "g"));
+  EXPECT_EQ(SegmentIds(f), SegmentIds(g));
+  // A clone of the clone: three files list the segment.
+  auto again = Clone(g, kRootIno, "h");
+  ASSERT_TRUE(again.ok()) << again.status();
+  const uint64_t h = again->ino();
+
+  ASSERT_TRUE(ns_->Unlink(kRootIno, "f", false).ok());
+  ASSERT_TRUE(ns_->Unlink(kRootIno, "g", false).ok());
+  for (uint64_t server : servers) EXPECT_TRUE(Deletions(server).empty()) << server;
+  EXPECT_EQ(100u, ns_->GetAttr(h)->size());
+  // A restart keeps the count: still no deletion until the last goes.
+  Reopen();
+  ASSERT_TRUE(ns_->Unlink(kRootIno, "h", false).ok());
+  for (uint64_t server : servers) {
+    EXPECT_EQ(std::vector<uint64_t>{first}, Deletions(server)) << server;
+  }
+}
+
+TEST_F(NamespaceCloneTest, OnlySealedRegularFilesClone) {
+  RegisterServers(3);
+  const uint64_t dir = Dir(kRootIno, "d");
+  File(kRootIno, "taken");
+  uint64_t wal = 0;
+  OpenWalSegment(&wal);  // "f", open segment being written by mount 1
+  EXPECT_EQ(EXDEV, AttachedErrno(Clone(wal, kRootIno, "x").status()));
+  EXPECT_EQ(EINVAL, AttachedErrno(Clone(dir, kRootIno, "x").status()));
+  const uint64_t empty = File(kRootIno, "empty");
+  EXPECT_EQ(EEXIST, AttachedErrno(Clone(empty, kRootIno, "taken").status()));
+  EXPECT_EQ(ESTALE, AttachedErrno(Clone(9999, kRootIno, "x").status()));
+  EXPECT_EQ(0u, LookupIno(kRootIno, "x"));
+  auto cloned = Clone(empty, dir, "e");  // no segments: an empty file
+  ASSERT_TRUE(cloned.ok()) << cloned.status();
+  EXPECT_EQ(0u, cloned->size());
+}
+
+TEST_F(NamespaceCloneTest, AReplicaCopiedForOneFileIsListedByEveryFileSharingTheSegment) {
+  auto servers = RegisterServers(4);
+  const uint64_t f = File(kRootIno, "f");
+  proto::Inode written = WriteAndClose(f, /*mount=*/1, 100);
+  const proto::Segment& segment = written.segments(0);
+  auto cloned = Clone(f, kRootIno, "g");
+  ASSERT_TRUE(cloned.ok());
+  const uint64_t g = cloned->ino();
+  std::vector<uint64_t> holders = ReplicaServers(f, 0);
+  uint64_t target = 0;
+  for (uint64_t server : servers) {
+    if (std::find(holders.begin(), holders.end(), server) == holders.end()) target = server;
+  }
+  ASSERT_NE(0u, target);
+  RereplicationTask task;
+  task.ino = g;
+  task.segment_id = segment.id();
+  task.epoch = segment.epoch();
+  task.length = segment.length();
+  task.target_server_id = target;
+  task.target_address = "10.0.0.9:7000";
+  ASSERT_TRUE(ns_->CommitReplica(task).ok());
+  EXPECT_EQ(4u, ReplicaServers(g, 0).size());
+  EXPECT_EQ(ReplicaServers(g, 0), ReplicaServers(f, 0));
+}
+
+TEST_F(NamespaceCloneTest, ASharedWalSegmentIsNeverContinued) {
+  RegisterServers(3);
+  uint64_t wal = 0;
+  proto::Segment open = OpenWalSegment(&wal);
+  ASSERT_TRUE(Seal(wal, 1, open.id(), 50, /*close=*/true).ok());
+  auto cloned = Clone(wal, kRootIno, "copy");
+  ASSERT_TRUE(cloned.ok()) << cloned.status();
+  // The next writer of the source asks to continue its short last
+  // segment (a WAL reopened for append): it gets a new one instead.
+  ASSERT_TRUE(OpenWrite(wal, 2).ok());
+  proto::SealSegmentRequest request;
+  request.set_ino(wal);
+  request.set_mount_id(2);
+  request.set_continue_below_bytes(1 << 20);
+  auto next = ns_->SealSegment(request);
+  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_EQ(2, next->segments_size());
+  EXPECT_TRUE(next->segments(0).sealed());
+  EXPECT_EQ(50u, next->segments(0).length());
+  EXPECT_NE(open.id(), next->segments(1).id());
+}
+
+}  // namespace
+}  // namespace logfs::meta
