@@ -5,7 +5,6 @@
 // FILE-B.svg, FILE-C.svg next to the table (bench/svg_plot.h).
 #include <gflags/gflags.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -25,7 +24,6 @@
 #include "bench/svg_plot.h"
 #include "bench/wal_bench.h"
 #include "src/main/subcommands.h"
-#include "store/format/xattr_names.h"
 
 DEFINE_string(dir, "", "bench: directory to work in (a logfs mount, ext4, ...)");
 DECLARE_string(meta);  // src/main/server_main.cc; bench wal, meta: through the client library
@@ -121,25 +119,6 @@ int PlotRatios(const std::string& table) {
 
 }  // namespace
 
-// A benchmark of a directory on a logfs mount reads the segment servers'
-// counters, which a cluster with a secret serves only to peers that have
-// it: without --cluster_secret_file, the one the mount uses (an embedded
-// cluster's DATA_DIR/cluster.secret) is loaded, if this user may read it.
-void LoadTheMountsSecret(const std::string& dir) {
-  if (!FLAGS_cluster_secret_file.empty() || dir.empty()) return;
-  char path[4096];
-  const ssize_t n = getxattr(dir.c_str(), format::kClusterSecretFileXattr, path, sizeof(path));
-  if (n <= 0) return;  // not a logfs mount, or one without a secret
-  const std::string secret_file(path, static_cast<size_t>(n));
-  absl::Status loaded = LoadClusterSecret(secret_file, "logfs bench");
-  if (!loaded.ok()) {
-    std::fprintf(stderr,
-                 "logfs bench: the mount's cluster secret %s: %s (segment server counters "
-                 "need --cluster_secret_file)\n",
-                 secret_file.c_str(), std::string(loaded.message()).c_str());
-  }
-}
-
 int BenchMain(int argc, char** argv) {
   constexpr char kUsage[] =
       "logfs bench wal (--dir=PATH | --meta=HOST:PORT) [--threads=N --files=N "
@@ -160,7 +139,7 @@ int BenchMain(int argc, char** argv) {
   if (workload == "plot-ratios") return PlotRatios(FLAGS_table);
   if (!CheckPlotPath(FLAGS_plot)) return 1;
   absl::StatusOr<std::string> report;
-  if (workload == "wal" || workload == "read") LoadTheMountsSecret(FLAGS_dir);
+  if (workload == "wal" || workload == "read") LoadTheMountsSecret(FLAGS_dir, "logfs bench");
   if (workload == "wal") {
     bench::WalBenchOptions options;
     options.dir = FLAGS_dir;

@@ -60,6 +60,7 @@ int CloneMain(int argc, char** argv) {
                  source.c_str());
     return 1;
   }
+  LoadTheMountsSecret(source, "logfs clone");
   std::string meta = FLAGS_meta.empty() ? MetaOf(source) : FLAGS_meta;
   if (meta.empty()) {
     std::fprintf(stderr, "logfs clone: %s is not on a logfs mount (give --meta)\n",

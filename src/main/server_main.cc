@@ -4,6 +4,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <signal.h>
+#include <sys/xattr.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@
 #include "src/main/subcommands.h"
 #include "store/client/meta_endpoints.h"
 #include "store/format/wire_version.h"
+#include "store/format/xattr_names.h"
 #include "store/meta/meta_server.h"
 #include "store/rpc/endpoint.h"
 #include "store/rpc/frame_auth.h"
@@ -499,6 +501,20 @@ bool AtMostArgs(int argc, char** argv, int max_args, const char* usage) {
   std::fprintf(stderr, "%s: unexpected argument '%s'\nusage: %s\n", argv[0], argv[max_args + 1],
                usage);
   return false;
+}
+
+void LoadTheMountsSecret(const std::string& path, const std::string& program) {
+  if (!FLAGS_cluster_secret_file.empty() || path.empty()) return;
+  char secret_path[4096];
+  const ssize_t n =
+      getxattr(path.c_str(), format::kClusterSecretFileXattr, secret_path, sizeof(secret_path));
+  if (n <= 0) return;  // not a logfs mount, or one without a secret
+  const std::string secret_file(secret_path, static_cast<size_t>(n));
+  absl::Status loaded = LoadClusterSecret(secret_file, program);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "%s: the mount's cluster secret %s: %s (give --cluster_secret_file)\n",
+                 program.c_str(), secret_file.c_str(), std::string(loaded.message()).c_str());
+  }
 }
 
 absl::Status LoadClusterSecret(const std::string& path, const std::string& program) {

@@ -67,4 +67,13 @@ bool AtMostArgs(int argc, char** argv, int max_args, const char* usage);
 // `program` ("logfs segd") and the host name. Call before any connection.
 absl::Status LoadClusterSecret(const std::string& path, const std::string& program);
 
+// A tool that works on files of a logfs mount (`logfs bench --dir`,
+// `logfs clone`) and talks to its cluster: without --cluster_secret_file,
+// loads the secret the mount under `path` uses (its
+// user.logfs.cluster_secret_file; an embedded cluster's
+// DATA_DIR/cluster.secret), if this user may read it. Nothing when
+// --cluster_secret_file is given, or `path` is not on a mount with a
+// secret; a secret that cannot be loaded is reported on stderr.
+void LoadTheMountsSecret(const std::string& path, const std::string& program);
+
 }  // namespace logfs::main
