@@ -46,24 +46,7 @@ int LinkErrno(const std::string& from, const std::string& to) {
   return ::link(from.c_str(), to.c_str()) == 0 ? 0 : errno;
 }
 
-class LinksTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    MountedClusterOptions options;
-    options.mounts = 2;
-    auto mc = MountedCluster::Start(options);
-    ASSERT_TRUE(mc.ok()) << mc.status();
-    cluster_ = mc->release();
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(nullptr, cluster_); }
-
-  static MountedCluster* cluster_;
-};
-MountedCluster* LinksTest::cluster_ = nullptr;
+using LinksTest = SharedClusterTest<2>;
 
 TEST_F(LinksTest, ALinkIsOneInodeUnderTwoNamesOnEveryMount) {
   MountedCluster& c = *cluster_;

@@ -5,6 +5,7 @@
 // so a failing test never leaves a mount behind.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <map>
@@ -114,6 +115,31 @@ class MountedCluster {
   std::string TmpfsDir(int segd) const;
   std::vector<std::string> tmpfs_dirs_;  // mounted, unmounted by the destructor
 };
+
+// A test suite whose tests share one MountedCluster of `kMounts` mounts
+// (default options otherwise), started before the suite's first test and
+// torn down after its last: for suites of many short tests on disjoint
+// directories. A suite that failed to start fails each test at SetUp.
+template <int kMounts>
+class SharedClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    MountedClusterOptions options;
+    options.mounts = kMounts;
+    auto mc = MountedCluster::Start(options);
+    ASSERT_TRUE(mc.ok()) << mc.status();
+    cluster_ = mc->release();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(nullptr, cluster_); }
+
+  static MountedCluster* cluster_;
+};
+template <int kMounts>
+MountedCluster* SharedClusterTest<kMounts>::cluster_ = nullptr;
 
 // Makes <mount 0>/wal a directory of WAL files (user.logfs.kind=wal).
 void MakeWalDir(MountedCluster& c);

@@ -288,10 +288,7 @@ absl::StatusOr<proto::Inode> Namespace::CreateInode(const proto::CreateRequest& 
       return ReplyInode(*now);
     }
     Txn txn(db_);
-    ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, request.parent()));
-    auto existing = db_->GetDirEntry(request.parent(), request.name());
-    if (existing.ok()) return PosixError(EEXIST, absl::StrCat("'", request.name(), "' exists"));
-    if (!absl::IsNotFound(existing.status())) return existing.status();
+    ASSIGN_OR_RETURN(proto::Inode * parent, DirForNewEntry(txn, request.parent(), request.name()));
 
     int64_t now = NowNs();
     proto::Inode inode;
@@ -325,14 +322,7 @@ absl::StatusOr<proto::Inode> Namespace::CreateInode(const proto::CreateRequest& 
       inode.set_parent(parent->attr().ino());
       parent->mutable_attr()->set_nlink(parent->attr().nlink() + 1);
     }
-    proto::DirEntry entry;
-    entry.set_name(request.name());
-    entry.set_ino(attr->ino());
-    entry.set_mode(attr->mode());
-    txn.batch().PutDirEntry(parent->attr().ino(), entry);
-    parent->mutable_attr()->set_mtime_ns(now);
-    parent->mutable_attr()->set_ctime_ns(now);
-    txn.Put(parent);
+    AddEntry(txn, parent, request.name(), inode, now);
     proto::Inode* added = txn.Add(std::move(inode));
     const uint64_t ino = added->attr().ino();
     if (writer != 0) {
@@ -359,6 +349,36 @@ absl::StatusOr<proto::Inode> Namespace::CreateInode(const proto::CreateRequest& 
   });
 }
 
+absl::StatusOr<proto::Inode*> Namespace::DirForNewEntry(Txn& txn, uint64_t parent,
+                                                        const std::string& name) {
+  ASSIGN_OR_RETURN(proto::Inode * dir, GetDir(txn, parent));
+  auto existing = db_->GetDirEntry(parent, name);
+  if (existing.ok()) return PosixError(EEXIST, absl::StrCat("'", name, "' exists"));
+  if (!absl::IsNotFound(existing.status())) return existing.status();
+  return dir;
+}
+
+void Namespace::AddEntry(Txn& txn, proto::Inode* parent, const std::string& name,
+                         const proto::Inode& inode, int64_t now_ns) {
+  proto::DirEntry entry;
+  entry.set_name(name);
+  entry.set_ino(inode.attr().ino());
+  entry.set_mode(inode.attr().mode());
+  txn.batch().PutDirEntry(parent->attr().ino(), entry);
+  parent->mutable_attr()->set_mtime_ns(now_ns);
+  parent->mutable_attr()->set_ctime_ns(now_ns);
+  txn.Put(parent);
+}
+
+void Namespace::RecordAttrCall(Txn& txn, const proto::CallId& call, format::MessageType type,
+                               const proto::Inode* inode) {
+  RecordCall(txn, call, type, [this, inode]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    proto::AttrResponse reply;
+    *reply.mutable_attr() = ReplyAttr(*inode);
+    return reply.SerializeAsString();
+  });
+}
+
 absl::StatusOr<proto::Attr> Namespace::Link(const proto::LinkRequest& request) {
   RETURN_IF_ERROR(ValidateNewName(request.new_name()));
   return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::Attr> {
@@ -376,30 +396,14 @@ absl::StatusOr<proto::Attr> Namespace::Link(const proto::LinkRequest& request) {
       return PosixError(EMLINK, absl::StrCat("inode ", request.ino(), " has ", kLinkCountMax,
                                              " links"));
     }
-    ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, request.new_parent()));
-    auto existing = db_->GetDirEntry(request.new_parent(), request.new_name());
-    if (existing.ok()) {
-      return PosixError(EEXIST, absl::StrCat("'", request.new_name(), "' exists"));
-    }
-    if (!absl::IsNotFound(existing.status())) return existing.status();
+    ASSIGN_OR_RETURN(proto::Inode * parent,
+                     DirForNewEntry(txn, request.new_parent(), request.new_name()));
     const int64_t now = NowNs();
-    proto::DirEntry entry;
-    entry.set_name(request.new_name());
-    entry.set_ino(request.ino());
-    entry.set_mode(inode->attr().mode());
-    txn.batch().PutDirEntry(request.new_parent(), entry);
-    parent->mutable_attr()->set_mtime_ns(now);
-    parent->mutable_attr()->set_ctime_ns(now);
-    txn.Put(parent);
+    AddEntry(txn, parent, request.new_name(), *inode, now);
     inode->mutable_attr()->set_nlink(inode->attr().nlink() + 1);
     inode->mutable_attr()->set_ctime_ns(now);
     txn.Put(inode);
-    RecordCall(txn, request.call(), format::MessageType::kLink,
-               [this, inode]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-                 proto::AttrResponse reply;
-                 *reply.mutable_attr() = ReplyAttr(*inode);
-                 return reply.SerializeAsString();
-               });
+    RecordAttrCall(txn, request.call(), format::MessageType::kLink, inode);
     RETURN_IF_ERROR(txn.Commit());
     return ReplyAttr(*inode);
   });
@@ -417,12 +421,8 @@ absl::StatusOr<proto::Attr> Namespace::Clone(const proto::CloneRequest& request)
       return PosixError(EXDEV, absl::StrCat("inode ", request.ino(),
                                             " ends in an open segment; only a copy can take it"));
     }
-    ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, request.new_parent()));
-    auto existing = db_->GetDirEntry(request.new_parent(), request.new_name());
-    if (existing.ok()) {
-      return PosixError(EEXIST, absl::StrCat("'", request.new_name(), "' exists"));
-    }
-    if (!absl::IsNotFound(existing.status())) return existing.status();
+    ASSIGN_OR_RETURN(proto::Inode * parent,
+                     DirForNewEntry(txn, request.new_parent(), request.new_name()));
     const int64_t now = NowNs();
     proto::Inode inode;
     proto::Attr* attr = inode.mutable_attr();
@@ -448,21 +448,9 @@ absl::StatusOr<proto::Attr> Namespace::Clone(const proto::CloneRequest& request)
       shared->add_inos(ino);
       txn.PutSharers(segment.id());
     }
-    proto::DirEntry entry;
-    entry.set_name(request.new_name());
-    entry.set_ino(ino);
-    entry.set_mode(attr->mode());
-    txn.batch().PutDirEntry(request.new_parent(), entry);
-    parent->mutable_attr()->set_mtime_ns(now);
-    parent->mutable_attr()->set_ctime_ns(now);
-    txn.Put(parent);
+    AddEntry(txn, parent, request.new_name(), inode, now);
     proto::Inode* added = txn.Add(std::move(inode));
-    RecordCall(txn, request.call(), format::MessageType::kClone,
-               [this, added]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-                 proto::AttrResponse reply;
-                 *reply.mutable_attr() = ReplyAttr(*added);
-                 return reply.SerializeAsString();
-               });
+    RecordAttrCall(txn, request.call(), format::MessageType::kClone, added);
     RETURN_IF_ERROR(txn.Commit());
     ++inode_count_;
     return ReplyAttr(*added);

@@ -400,6 +400,16 @@ class Namespace {
 
   // The directory `ino` in `txn`: ENOENT, ENOTDIR.
   absl::StatusOr<proto::Inode*> GetDir(Txn& txn, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A new name's directory: GetDir's errors, EEXIST when `name` is taken.
+  absl::StatusOr<proto::Inode*> DirForNewEntry(Txn& txn, uint64_t parent, const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The entry `name` -> `inode` in directory `parent`, whose mtime and
+  // ctime become `now_ns` (Put in `txn`).
+  void AddEntry(Txn& txn, proto::Inode* parent, const std::string& name, const proto::Inode& inode,
+                int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RecordCall with `inode`'s attributes (as it is at Commit) as the reply.
+  void RecordAttrCall(Txn& txn, const proto::CallId& call, format::MessageType type,
+                      const proto::Inode* inode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes the entry `name` -> `child` of `parent` and drops the child's
   // link: a directory is deleted, a file with nlink 0 is deleted or, when
   // pinned, kept as an orphan.
