@@ -56,7 +56,7 @@ SECRET=$(getfattr --absolute-names --only-values -n user.logfs.cluster_secret_fi
 URI="id=logfs://$META;cluster_secret_file=$SECRET"
 
 # Bytes of every replica file of the three segment servers.
-replica_bytes() { du -sb "$DIR"/data/segd*/segments | awk '{s += $1} END {printf "%d\n", s}'; }
+replica_bytes() { du -sb "$DIR"/data/segd*/segments | awk '{s += $1} END {printf "%.0f\n", s}'; }
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 seconds() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", b - a}'; }
