@@ -93,6 +93,23 @@ TEST(ProcessStateTest, RealProcesses) {
   EXPECT_FALSE(CallerIsDying(child)) << "a task that cannot be seen is taken to live on";
 }
 
+TEST(ProcessStateTest, SupplementaryGroupsComeFromTheGroupsLine) {
+  const char* status = "Name:\tcat\nGid:\t100\t100\t100\t100\nGroups:\t4 24 27 1000 \nCapEff:\t0\n";
+  EXPECT_TRUE(StatusInGroup(status, 27));
+  EXPECT_TRUE(StatusInGroup(status, 1000));
+  EXPECT_FALSE(StatusInGroup(status, 100));  // the primary group is not listed there
+  EXPECT_FALSE(StatusInGroup(status, 2));
+  EXPECT_FALSE(StatusInGroup("Groups:\t\n", 0));
+  EXPECT_FALSE(StatusInGroup("Name:\tx\n", 0));
+  // This process's own groups, from /proc.
+  gid_t groups[256];
+  const int count = getgroups(256, groups);
+  if (count > 0) {
+    EXPECT_TRUE(CallerInGroup(getpid(), groups[0]));
+  }
+  EXPECT_FALSE(CallerInGroup(0, 0));
+}
+
 TEST(ProcessStateTest, CapabilitiesComeFromTheEffectiveSet) {
   const std::string root =
       "Name:\tx\nCapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\n"
