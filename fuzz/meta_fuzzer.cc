@@ -206,6 +206,13 @@ void AddNameRequests(Requests& out) {
   link.set_new_name("h");
   *link.mutable_call() = Call(1, 6);
   Add(out, MessageType::kLink, link);
+  proto::CloneRequest clone;
+  clone.set_ino(2);
+  clone.set_new_parent(meta::kRootIno);
+  clone.set_new_name("c");
+  clone.set_mode(0644);
+  *clone.mutable_call() = Call(1, 7);
+  Add(out, MessageType::kClone, clone);
   proto::ReaddirRequest readdir;
   readdir.set_ino(meta::kRootIno);
   Add(out, MessageType::kReaddir, readdir);
@@ -288,8 +295,8 @@ std::vector<Seed> Seeds() {
   seeds.push_back({"servers", join({T::kRegisterServer, T::kHeartbeat})});
   seeds.push_back({"file", join({T::kRegisterServer, T::kNewMount, T::kCreate, T::kOpenWrite,
                                  T::kMountHeartbeat, T::kSealSegment, T::kGetXattr})});
-  seeds.push_back({"names", join({T::kCreate, T::kRename, T::kLink, T::kReaddir, T::kUnlink,
-                                  T::kSetXattr, T::kListXattr})});
+  seeds.push_back({"names", join({T::kCreate, T::kRename, T::kLink, T::kClone, T::kReaddir,
+                                  T::kUnlink, T::kSetXattr, T::kListXattr})});
   seeds.push_back({"checkpoint", join({T::kCreate, T::kCheckpoint, T::kReadCheckpoint})});
   return seeds;
 }
