@@ -20,23 +20,11 @@
 namespace logfs::testing {
 namespace {
 
-class MountNamespaceTest : public ::testing::Test {
+class MountNamespaceTest : public SharedClusterTest<1> {
  protected:
-  static void SetUpTestSuite() {
-    auto mc = MountedCluster::Start({});
-    ASSERT_TRUE(mc.ok()) << mc.status();
-    cluster_ = mc->release();
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(nullptr, cluster_); }
   std::string P(const std::string& rel) { return cluster_->Path(rel); }
 
-  static MountedCluster* cluster_;
 };
-MountedCluster* MountNamespaceTest::cluster_ = nullptr;
 
 std::set<std::string> List(const std::string& dir) {
   std::set<std::string> names;

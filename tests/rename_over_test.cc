@@ -29,20 +29,8 @@ namespace {
 
 constexpr absl::Duration kLoopTime = absl::Seconds(4);
 
-class RenameOverTest : public ::testing::Test {
+class RenameOverTest : public SharedClusterTest<2> {
  protected:
-  static void SetUpTestSuite() {
-    MountedClusterOptions options;
-    options.mounts = 2;
-    auto mc = MountedCluster::Start(options);
-    ASSERT_TRUE(mc.ok()) << mc.status();
-    cluster_ = mc->release();
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(nullptr, cluster_); }
 
   struct Outcome {
     int renames = 0;
@@ -95,9 +83,7 @@ class RenameOverTest : public ::testing::Test {
     return out;
   }
 
-  static MountedCluster* cluster_;
 };
-MountedCluster* RenameOverTest::cluster_ = nullptr;
 
 std::string Errors(const std::map<int, int>& errors) {
   std::string out;

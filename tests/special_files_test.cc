@@ -33,20 +33,8 @@ namespace {
 
 using util::UniqueFd;
 
-class SpecialFilesTest : public ::testing::Test {
+class SpecialFilesTest : public SharedClusterTest<2> {
  protected:
-  static void SetUpTestSuite() {
-    MountedClusterOptions options;
-    options.mounts = 2;
-    auto mc = MountedCluster::Start(options);
-    ASSERT_TRUE(mc.ok()) << mc.status();
-    cluster_ = mc->release();
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(nullptr, cluster_); }
   // `rel` on mount `i`.
   static std::string P(const std::string& rel, int i = 0) { return cluster_->Path(rel, i); }
   // `logfs fsck` of the cluster: its exit code and its "N files" count.
@@ -59,9 +47,7 @@ class SpecialFilesTest : public ::testing::Test {
     return {fsck.exit_code, fsck.output.substr(at + 6, files - at - 6)};
   }
 
-  static MountedCluster* cluster_;
 };
-MountedCluster* SpecialFilesTest::cluster_ = nullptr;
 
 // A listening AF_UNIX stream socket bound at `path` (which the bind
 // creates, as mknod(S_IFSOCK) through the file system); -1 on error.
