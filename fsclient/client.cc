@@ -715,6 +715,7 @@ absl::StatusOr<std::unique_ptr<OpenFile>> Client::Open(uint64_t ino, int flags) 
     WaitUntilNotClosing(ino);  // a sealing writer decides what this open finds
     ASSIGN_OR_RETURN(proto::Inode inode, deps_->GetInode(ino));
     if (S_ISDIR(inode.attr().mode())) return PosixError(EISDIR, "is a directory");
+    if (inode.read_only()) return PosixError(EROFS, "the file is in a snapshot, which is read-only");
     file->kind = inode.attr().kind();
     bool sealed_block = file->kind == proto::KIND_BLOCK && SealedLength(inode) > 0 &&
                         !HasOpenSegment(inode) && FindWriter(ino) == nullptr;

@@ -213,6 +213,11 @@ void AddNameRequests(Requests& out) {
   clone.set_mode(0644);
   *clone.mutable_call() = Call(1, 7);
   Add(out, MessageType::kClone, clone);
+  proto::SnapshotRequest snapshot;
+  snapshot.set_op(proto::SnapshotRequest::CREATE);
+  snapshot.set_dir(meta::kRootIno);
+  snapshot.set_name("s");
+  Add(out, MessageType::kSnapshot, snapshot);
   proto::ReaddirRequest readdir;
   readdir.set_ino(meta::kRootIno);
   Add(out, MessageType::kReaddir, readdir);
@@ -297,6 +302,7 @@ std::vector<Seed> Seeds() {
                                  T::kMountHeartbeat, T::kSealSegment, T::kGetXattr})});
   seeds.push_back({"names", join({T::kCreate, T::kRename, T::kLink, T::kClone, T::kReaddir,
                                   T::kUnlink, T::kSetXattr, T::kListXattr})});
+  seeds.push_back({"snapshot", join({T::kCreate, T::kSnapshot, T::kUnlink, T::kReaddir})});
   seeds.push_back({"checkpoint", join({T::kCreate, T::kCheckpoint, T::kReadCheckpoint})});
   return seeds;
 }

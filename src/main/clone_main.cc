@@ -8,7 +8,6 @@
 #include <gflags/gflags.h>
 #include <libgen.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -17,22 +16,11 @@
 #include "src/main/subcommands.h"
 #include "src/status/posix_error.h"
 #include "store/client/admin_client.h"
-#include "store/format/xattr_names.h"
 
 DECLARE_string(meta);           // src/main/server_main.cc
 DECLARE_int32(rpc_timeout_ms);  // src/main/server_main.cc
 
 namespace logfs::main {
-namespace {
-
-// The meta address the mount under `path` tells, or "".
-std::string MetaOf(const std::string& path) {
-  char buf[256] = {0};
-  const ssize_t n = getxattr(path.c_str(), format::kMetaAddressXattr, buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, n) : std::string();
-}
-
-}  // namespace
 
 int CloneMain(int argc, char** argv) {
   constexpr char kUsage[] = "logfs clone [--meta=HOST:PORT] SRC DST";
@@ -61,7 +49,7 @@ int CloneMain(int argc, char** argv) {
     return 1;
   }
   LoadTheMountsSecret(source, "logfs clone");
-  std::string meta = FLAGS_meta.empty() ? MetaOf(source) : FLAGS_meta;
+  std::string meta = FLAGS_meta.empty() ? MetaOfMount(source) : FLAGS_meta;
   if (meta.empty()) {
     std::fprintf(stderr, "logfs clone: %s is not on a logfs mount (give --meta)\n",
                  source.c_str());

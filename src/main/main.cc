@@ -28,6 +28,8 @@ constexpr Subcommand kSubcommands[] = {
     {"fsck", logfs::main::FsckMain, "check every sealed segment's replicas; exit 1 if any lacks"},
     {"recover", logfs::main::RecoverMain, "revoke a file's writer lease and recover it now"},
     {"clone", logfs::main::CloneMain, "copy a sealed file in metadata only: no byte is written"},
+    {"snapshot", logfs::main::SnapshotMain,
+     "create, list or delete read-only point-in-time copies of a directory"},
     {"checker", logfs::main::CheckerMain,
      "durability checker: 'checker write|verify --dir --ack_dir'"},
     {"version", nullptr, "print \"logfs VERSION\" (also: logfs --version)"},

@@ -517,6 +517,12 @@ void LoadTheMountsSecret(const std::string& path, const std::string& program) {
   }
 }
 
+std::string MetaOfMount(const std::string& path) {
+  char buf[256] = {0};
+  const ssize_t n = getxattr(path.c_str(), format::kMetaAddressXattr, buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
 absl::Status LoadClusterSecret(const std::string& path, const std::string& program) {
   // "logfs segd" -> "segd@host": who this process is, in peers' logs.
   auto key = rpc::ClusterKey::FromFile(path, program);

@@ -24,6 +24,8 @@ int CheckerMain(int argc, char** argv);
 int RecoverMain(int argc, char** argv);
 // src/main/clone_main.cc
 int CloneMain(int argc, char** argv);
+// src/main/snapshot_main.cc
+int SnapshotMain(int argc, char** argv);
 // `logfs meta backup|bootstrap` (src/main/meta_admin_main.cc): MetaMain
 // hands argv to MetaAdminMain when IsMetaAdminCommand (argv[1] names one).
 bool IsMetaAdminCommand(int argc, char** argv);
@@ -75,5 +77,8 @@ absl::Status LoadClusterSecret(const std::string& path, const std::string& progr
 // --cluster_secret_file is given, or `path` is not on a mount with a
 // secret; a secret that cannot be loaded is reported on stderr.
 void LoadTheMountsSecret(const std::string& path, const std::string& program);
+// The meta address the mount under `path` tells (its
+// user.logfs.meta_address), or "" when `path` is not on a logfs mount.
+std::string MetaOfMount(const std::string& path);
 
 }  // namespace logfs::main

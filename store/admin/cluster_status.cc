@@ -1,9 +1,11 @@
 #include "store/admin/cluster_status.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -54,9 +56,17 @@ absl::StatusOr<ClusterStatus> GetClusterStatus(const ClusterStatusOptions& optio
   ASSIGN_OR_RETURN(status.statfs, client.StatFs());
   std::map<uint64_t, bool> live;
   for (const auto& server : status.servers.servers()) live[server.server_id()] = server.live();
+  absl::flat_hash_map<uint64_t, uint64_t> lengths;  // segment id -> longest listing
   RETURN_IF_ERROR(client.ForEachFile([&](const proto::Inode& file) {
     ++status.files;
     for (const auto& segment : file.segments()) {
+      auto [listed, first] = lengths.emplace(segment.id(), segment.length());
+      if (!first) {
+        // Shared (a clone, a snapshot): counted, and repaired, once.
+        status.shared_bytes += segment.length();
+        listed->second = std::max(listed->second, segment.length());
+        continue;
+      }
       ++status.segments;
       if (!segment.sealed()) {
         ++status.open_segments;
@@ -74,6 +84,13 @@ absl::StatusOr<ClusterStatus> GetClusterStatus(const ClusterStatusOptions& optio
       }
     }
   }));
+  for (const auto& [id, length] : lengths) status.data_bytes += length;
+  absl::StatusOr<proto::SnapshotResponse> snapshots = client.Snapshot(proto::SnapshotRequest());
+  if (snapshots.ok()) {
+    status.snapshots = std::move(*snapshots);
+  } else {
+    status.snapshots_error = std::string(snapshots.status().message());
+  }
   return status;
 }
 
@@ -159,6 +176,19 @@ std::string FormatClusterStatus(const ClusterStatus& status) {
                   r.rereplication_copied_segments(), " copies (", r.rereplication_copied_bytes(),
                   " bytes), ", r.rereplication_failed_copies(),
                   " failed, since meta became active\n");
+  absl::StrAppend(&out, "data: ", Bytes(status.data_bytes), " (each shared segment once; ",
+                  Bytes(status.shared_bytes), " more listed by clones and snapshots)\n");
+  if (!status.snapshots_error.empty()) {
+    absl::StrAppend(&out, "snapshots: unknown (", status.snapshots_error, ")\n");
+  } else {
+    absl::StrAppend(&out, "snapshots: ", status.snapshots.snapshots_size(), "\n");
+    for (const proto::SnapshotInfo& info : status.snapshots.snapshots()) {
+      const proto::SnapshotRecord& record = info.record();
+      absl::StrAppend(&out, "snapshot ", info.dir_path(), "/.snapshot/", record.name(), ": ",
+                      record.files(), " inodes, ", Bytes(record.bytes()), ", ",
+                      Bytes(info.exclusive_bytes()), " only in it\n");
+    }
+  }
   return out;
 }
 

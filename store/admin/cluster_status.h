@@ -34,6 +34,15 @@ struct ClusterStatus {
   // counts are meta's own (servers.rereplication_*).
   uint64_t missing_replicas = 0;
   uint64_t missing_bytes = 0;
+  // Bytes of data the files list, each segment once however many files
+  // and snapshots share it (`segments` counts each once too), and bytes
+  // the files list more than once (clones, links' snapshots, prefixes).
+  uint64_t data_bytes = 0;
+  uint64_t shared_bytes = 0;
+  // Every snapshot of the cluster (meta's Snapshot LIST); empty with
+  // snapshots_error set when meta cannot list them (logfs 0.1).
+  proto::SnapshotResponse snapshots;
+  std::string snapshots_error;
   // Each meta replica's answer to MetaState (a lone meta's too).
   std::vector<client::AdminClient::ReplicaState> metas;
 };

@@ -75,6 +75,24 @@ std::string FormatClusterStatusJson(const ClusterStatus& status) {
   absl::StrAppend(&out, ",\"files\":", status.files, ",\"segments\":{\"total\":", status.segments,
                   ",\"open\":", status.open_segments,
                   ",\"under_replicated\":", status.under_replicated_segments, "}");
+  absl::StrAppend(&out, ",\"data_bytes\":", status.data_bytes,
+                  ",\"shared_bytes\":", status.shared_bytes, ",\"snapshots\":");
+  if (!status.snapshots_error.empty()) {
+    absl::StrAppend(&out, "null");
+  } else {
+    absl::StrAppend(
+        &out, "[",
+        absl::StrJoin(status.snapshots.snapshots(), ",",
+                      [](std::string* to, const proto::SnapshotInfo& info) {
+                        absl::StrAppend(to, "{\"directory\":", util::JsonQuote(info.dir_path()),
+                                        ",\"name\":", util::JsonQuote(info.record().name()),
+                                        ",\"ctime_ns\":", info.record().ctime_ns(),
+                                        ",\"inodes\":", info.record().files(),
+                                        ",\"bytes\":", info.record().bytes(),
+                                        ",\"exclusive_bytes\":", info.exclusive_bytes(), "}");
+                      }),
+        "]");
+  }
   absl::StrAppend(&out, ",\"rereplication\":{\"left_segments\":", status.under_replicated_segments,
                   ",\"left_copies\":", status.missing_replicas,
                   ",\"left_bytes\":", status.missing_bytes,

@@ -68,6 +68,32 @@ TEST(FormatClusterStatusTest, ReReplicationLineHasLeftInFlightAndDone) {
       << out;
 }
 
+TEST(FormatClusterStatusTest, SnapshotsAndSharedBytesHaveLinesOfTheirOwn) {
+  // Goal: data counted once however many files share it, and each
+  // snapshot with the bytes only it holds.
+  ClusterStatus status;
+  AddServer(&status, 1, true);
+  status.data_bytes = 3ull << 30;
+  status.shared_bytes = 1ull << 30;
+  proto::SnapshotInfo* snapshot = status.snapshots.add_snapshots();
+  snapshot->set_dir_path("/dbs/db");
+  snapshot->set_exclusive_bytes(512ull << 20);
+  snapshot->mutable_record()->set_name("nightly");
+  snapshot->mutable_record()->set_files(12);
+  snapshot->mutable_record()->set_bytes(2ull << 30);
+  std::string out = FormatClusterStatus(status);
+  EXPECT_TRUE(absl::StrContains(out,
+                                "data: 3.0G (each shared segment once; 1.0G more listed by clones "
+                                "and snapshots)\nsnapshots: 1\n"
+                                "snapshot /dbs/db/.snapshot/nightly: 12 inodes, 2.0G, 0.5G only "
+                                "in it\n"))
+      << out;
+  status.snapshots.Clear();
+  status.snapshots_error = "unknown message type";
+  EXPECT_TRUE(absl::StrContains(FormatClusterStatus(status),
+                                "snapshots: unknown (unknown message type)\n"));
+}
+
 TEST(FormatClusterStatusJsonTest, HoldsWhatTheTextShowsAsOneObject) {
   // Goal: every field of the text report is in the JSON object, with
   // numbers as numbers; the exact text pins the field names scripts use.
@@ -97,6 +123,15 @@ TEST(FormatClusterStatusJsonTest, HoldsWhatTheTextShowsAsOneObject) {
   status.servers.set_rereplication_copied_segments(3);
   status.servers.set_rereplication_copied_bytes(3072);
   status.servers.set_rereplication_failed_copies(4);
+  status.data_bytes = 7000;
+  status.shared_bytes = 3000;
+  proto::SnapshotInfo* snapshot = status.snapshots.add_snapshots();
+  snapshot->set_dir_path("/dbs/db");
+  snapshot->set_exclusive_bytes(100);
+  snapshot->mutable_record()->set_name("nightly");
+  snapshot->mutable_record()->set_ctime_ns(5);
+  snapshot->mutable_record()->set_files(12);
+  snapshot->mutable_record()->set_bytes(3000);
   EXPECT_EQ(
       "{\"metas\":[{\"address\":\"h1:7000\",\"reachable\":true,\"active\":true,\"epoch\":12,"
       "\"applied_seq\":345,\"active_address\":\"\",\"cluster\":\"main\"},"
@@ -110,6 +145,9 @@ TEST(FormatClusterStatusJsonTest, HoldsWhatTheTextShowsAsOneObject) {
       "\"disk_failure\":\"\",\"unreachable\":\"\"}],"
       "\"space\":{\"usable_bytes\":333,\"free_bytes\":200,\"unreported_live_servers\":0},"
       "\"files\":2,\"segments\":{\"total\":6,\"open\":1,\"under_replicated\":5},"
+      "\"data_bytes\":7000,\"shared_bytes\":3000,\"snapshots\":[{\"directory\":\"/dbs/db\","
+      "\"name\":\"nightly\",\"ctime_ns\":5,\"inodes\":12,\"bytes\":3000,"
+      "\"exclusive_bytes\":100}],"
       "\"rereplication\":{\"left_segments\":5,\"left_copies\":5,\"left_bytes\":5120,"
       "\"in_flight_copies\":1,\"in_flight_bytes\":1024,\"done_copies\":3,\"done_bytes\":3072,"
       "\"failed_copies\":4}}\n",

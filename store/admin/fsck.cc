@@ -7,6 +7,7 @@
 #include "src/status/macros.h"
 #include "store/client/admin_client.h"
 #include "store/format/failure_domain.h"
+#include "store/format/segment_lengths.h"
 
 namespace logfs::admin {
 namespace {
@@ -23,7 +24,7 @@ ReplicaCheck CheckReplica(client::AdminClient& client, const std::map<uint64_t, 
   check.status = info.status();
   if (!info.ok()) return check;
   check.info = *info;
-  check.good = info->sealed() && !info->corrupt() && info->length() == segment.length();
+  check.good = info->sealed() && !info->corrupt() && info->length() == format::ReplicaLength(segment);
   return check;
 }
 
@@ -110,7 +111,8 @@ absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options) {
     ++report.files;
     for (const auto& segment : file.segments()) {
       ++report.segments;
-      if (!segment.sealed()) {
+      // A snapshot's prefix of a segment still open is its writer's too.
+      if (!format::ReplicasSealed(segment)) {
         ++report.open_segments;
         count_checked();
         continue;
@@ -118,7 +120,7 @@ absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options) {
       SegmentCheck check;
       check.ino = file.attr().ino();
       check.segment_id = segment.id();
-      check.length = segment.length();
+      check.length = format::ReplicaLength(segment);
       check.wanted = file.replication();
       bool disagree = false;
       for (const auto& replica : segment.replicas()) {

@@ -64,6 +64,10 @@ class AdminClient {
   absl::StatusOr<proto::Attr> Clone(proto::CloneRequest request) {
     return meta_.Clone(std::move(request));
   }
+  // `logfs snapshot`: meta's Snapshot (create, delete, list).
+  absl::StatusOr<proto::SnapshotResponse> Snapshot(proto::SnapshotRequest request) {
+    return meta_.Snapshot(std::move(request));
+  }
   // One replica's state on the segment server at `address`.
   absl::StatusOr<proto::SegmentInfoResponse> SegmentInfo(const std::string& address,
                                                          uint64_t segment_id) {

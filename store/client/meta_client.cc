@@ -219,6 +219,18 @@ absl::StatusOr<proto::Attr> MetaClient::Clone(proto::CloneRequest request) {
   return std::move(*response.mutable_attr());
 }
 
+absl::StatusOr<proto::SnapshotResponse> MetaClient::Snapshot(proto::SnapshotRequest request) {
+  if (meta_wire_max_.load() == 1) return PosixError(EOPNOTSUPP, "this meta (logfs 0.1) has no snapshots");
+  if (request.op() != proto::SnapshotRequest::LIST) StampCall(request.mutable_call());
+  proto::SnapshotResponse response;
+  // A create or delete is not repeated: its retry would answer EEXIST or
+  // ENOENT for what the first attempt did.
+  RETURN_IF_ERROR(Call(MessageType::kSnapshot, request, &response,
+                       request.op() == proto::SnapshotRequest::LIST ? Attempts::kRetry
+                                                                    : Attempts::kRetryButTimeouts));
+  return response;
+}
+
 absl::StatusOr<std::string> MetaClient::Readlink(uint64_t ino) {
   proto::GetAttrRequest request;
   request.set_ino(ino);

@@ -128,6 +128,9 @@ class MetaClient {
   // A metadata-only copy (Namespace::Clone's errors); EXDEV from a meta
   // of logfs 0.1, as Link.
   absl::StatusOr<proto::Attr> Clone(proto::CloneRequest request);
+  // Directory snapshots: create, delete, list (Namespace::Snapshot's
+  // errors). EOPNOTSUPP from a meta of logfs 0.1.
+  absl::StatusOr<proto::SnapshotResponse> Snapshot(proto::SnapshotRequest request);
   absl::StatusOr<std::string> Readlink(uint64_t ino);
   // One page of directory `ino` after `start_after` ("" for the first).
   absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino, const std::string& start_after);

@@ -41,7 +41,8 @@ enum class MessageType : uint16_t {
   kWatchCache = 30,      // added in 0.2 (docs/coherence.md)
   kLink = 31,            // added in 0.2 (hard links)
   kClone = 32,           // added in 0.2 (metadata-only copies)
-  kMetaTypeEnd = 33,
+  kSnapshot = 33,        // added in 0.2 (directory snapshots)
+  kMetaTypeEnd = 34,
   // segment server
   kCreateSegment = 100,
   kAppend = 101,

@@ -224,6 +224,11 @@ MetaService::Reply MetaService::HandleNames(const format::Frame& frame, proto::C
         note(q.call());
         return TEST_AfterChange(q.call(), AttrReply(ns.Clone(q)));
       });
+    case format::MessageType::kSnapshot:
+      return Serve<proto::SnapshotRequest>(frame, [&](const auto& q) {
+        note(q.call());
+        return ns.Snapshot(q);
+      });
     case format::MessageType::kReadlink:
       return Serve<proto::GetAttrRequest>(
           frame, [&](const auto& q) -> absl::StatusOr<proto::ReadlinkResponse> {

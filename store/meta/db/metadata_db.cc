@@ -30,6 +30,7 @@ constexpr char kPendingDeletionPrefix = 'p';
 constexpr char kOrphanPrefix = 'o';
 constexpr char kCallRecordPrefix = 'r';
 constexpr char kSharedSegmentPrefix = 'g';
+constexpr char kSnapshotPrefix = 'n';
 // A rocksdb::WriteBatch's contents start with an 8-byte sequence and a
 // 4-byte count (rocksdb/write_batch.h, WriteBatchInternal).
 constexpr size_t kWriteBatchHeaderBytes = 12;
@@ -63,6 +64,7 @@ std::string OrphanKey(uint64_t ino) { return U64Key(kOrphanPrefix, ino); }
 std::string SharedSegmentKey(uint64_t segment_id) {
   return U64Key(kSharedSegmentPrefix, segment_id);
 }
+std::string SnapshotKey(uint64_t root) { return U64Key(kSnapshotPrefix, root); }
 std::string CallRecordKey(uint64_t mount_id, uint64_t seq) {
   std::string key = U64Key(kCallRecordPrefix, mount_id);
   key.resize(17);
@@ -255,6 +257,12 @@ void MetadataDb::Batch::AddOrphan(uint64_t ino) {
 }
 void MetadataDb::Batch::DeleteOrphan(uint64_t ino) {
   rep_->batch.Delete(OrphanKey(ino)).PermitUncheckedError();
+}
+void MetadataDb::Batch::PutSnapshot(const proto::SnapshotRecord& record) {
+  rep_->batch.Put(SnapshotKey(record.root()), record.SerializeAsString()).PermitUncheckedError();
+}
+void MetadataDb::Batch::DeleteSnapshot(uint64_t root) {
+  rep_->batch.Delete(SnapshotKey(root)).PermitUncheckedError();
 }
 void MetadataDb::Batch::PutCallRecord(const proto::CallId& call, const proto::CallRecord& record) {
   rep_->batch.Put(CallRecordKey(call.mount_id(), call.seq()), record.SerializeAsString())
@@ -632,6 +640,24 @@ absl::StatusOr<std::vector<uint64_t>> MetadataDb::ListOrphans() {
                             });
   if (!s.ok()) return s;
   return inos;
+}
+
+absl::StatusOr<std::vector<proto::SnapshotRecord>> MetadataDb::ListSnapshots() {
+  std::vector<proto::SnapshotRecord> records;
+  absl::Status parsed;
+  absl::Status s = ScanKeys(std::string(1, kSnapshotPrefix), std::string(1, kSnapshotPrefix),
+                            View::kLatest, [&](const std::string&, const std::string& value) {
+                              auto record = Parse<proto::SnapshotRecord>(value, "snapshot");
+                              if (!record.ok()) {
+                                parsed = record.status();
+                                return false;
+                              }
+                              records.push_back(std::move(*record));
+                              return true;
+                            });
+  if (!s.ok()) return s;
+  if (!parsed.ok()) return parsed;
+  return records;
 }
 
 absl::StatusOr<proto::CallRecord> MetadataDb::GetCallRecord(const proto::CallId& call) {

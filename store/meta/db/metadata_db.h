@@ -117,6 +117,9 @@ class MetadataDb {
     // The files that list a shared sealed segment (key 'g').
     void PutSharedSegment(uint64_t segment_id, const proto::SharedSegment& shared);
     void DeleteSharedSegment(uint64_t segment_id);
+    // A directory snapshot's record (key 'n', by record.root()).
+    void PutSnapshot(const proto::SnapshotRecord& record);
+    void DeleteSnapshot(uint64_t root);
     // Meta's table of applied changes (docs/rpc.md "Retries"), keyed by
     // (call.mount_id(), call.seq()).
     void PutCallRecord(const proto::CallId& call, const proto::CallRecord& record);
@@ -268,6 +271,10 @@ class MetadataDb {
   // the latest view; an empty message when one file (or none) does.
   // kDataLoss on an unparseable record.
   absl::StatusOr<proto::SharedSegment> GetSharedSegment(uint64_t segment_id);
+
+  // Every snapshot record, in root inode order (latest view). kDataLoss
+  // on an unparseable record.
+  absl::StatusOr<std::vector<proto::SnapshotRecord>> ListSnapshots();
 
   // The record of an applied change; kNotFound (without an errno) when
   // absent.

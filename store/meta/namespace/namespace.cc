@@ -109,6 +109,7 @@ absl::Status Namespace::Load() {
     txn.batch().DeleteOrphan(ino);
   }
   RETURN_IF_ERROR(txn.Commit());
+  RETURN_IF_ERROR(FinishSnapshots());
   ASSIGN_OR_RETURN(inode_count_, db_->CountInodes());
   return absl::OkStatus();
 }
@@ -151,6 +152,12 @@ proto::Inode Namespace::ReplyInode(const proto::Inode& inode) const {
   reply.set_ack_quorum(AckQuorum(inode));
   for (auto& segment : *reply.mutable_segments()) servers_.FillAddresses(&segment);
   return reply;
+}
+
+absl::Status RefuseReadOnly(const proto::Inode& inode) {
+  if (!inode.read_only()) return absl::OkStatus();
+  return PosixError(EROFS, absl::StrCat("inode ", inode.attr().ino(),
+                                        " is in a snapshot, which is read-only"));
 }
 
 absl::StatusOr<proto::Inode*> Namespace::GetDir(Txn& txn, uint64_t ino) {
@@ -207,10 +214,12 @@ absl::StatusOr<std::string> Namespace::Readlink(uint64_t ino) {
 
 absl::StatusOr<proto::ReaddirResponse> Namespace::Readdir(uint64_t ino,
                                                           const std::string& start_after) {
+  uint64_t snapshot_dir = 0;
   {
     absl::MutexLock lock(&mu_);
     Txn txn(db_, MetadataDb::View::kDurable);
-    RETURN_IF_ERROR(GetDir(txn, ino).status());
+    ASSIGN_OR_RETURN(proto::Inode * dir, GetDir(txn, ino));
+    snapshot_dir = dir->snapshot_dir();
   }
   // RocksDB reads need no lock: a page is one iterator's view of the
   // durable state, and the cursor keeps later pages right however the
@@ -219,7 +228,13 @@ absl::StatusOr<proto::ReaddirResponse> Namespace::Readdir(uint64_t ino,
                    db_->ListDir(ino, start_after, format::kReaddirPageEntriesMax,
                                 format::kReaddirPageBytesMax, MetadataDb::View::kDurable));
   proto::ReaddirResponse response;
-  for (auto& entry : page.entries) *response.add_entries() = std::move(entry);
+  for (auto& entry : page.entries) {
+    // The snapshot directory is looked up by name only, as HDFS's
+    // `.snapshot` and CephFS's `.snap`: `ls`, `rm -r` and RocksDB's
+    // directory scans never see it.
+    if (snapshot_dir != 0 && entry.ino() == snapshot_dir) continue;
+    *response.add_entries() = std::move(entry);
+  }
   response.set_more(page.more);
   return response;
 }
@@ -352,6 +367,7 @@ absl::StatusOr<proto::Inode> Namespace::CreateInode(const proto::CreateRequest& 
 absl::StatusOr<proto::Inode*> Namespace::DirForNewEntry(Txn& txn, uint64_t parent,
                                                         const std::string& name) {
   ASSIGN_OR_RETURN(proto::Inode * dir, GetDir(txn, parent));
+  RETURN_IF_ERROR(RefuseReadOnly(*dir));
   auto existing = db_->GetDirEntry(parent, name);
   if (existing.ok()) return PosixError(EEXIST, absl::StrCat("'", name, "' exists"));
   if (!absl::IsNotFound(existing.status())) return existing.status();
@@ -387,6 +403,12 @@ absl::StatusOr<proto::Attr> Namespace::Link(const proto::LinkRequest& request) {
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
     if (IsDir(*inode)) return PosixError(EPERM, "hard links to directories are not allowed");
+    if (inode->read_only()) {
+      // Its link count is the snapshot's; EXDEV makes link() callers
+      // (RocksDB's checkpoint, `cp -l`) copy instead.
+      return PosixError(EXDEV, absl::StrCat("inode ", request.ino(),
+                                            " is in a snapshot; clone or copy it instead"));
+    }
     // An unlinked file (open somewhere, or in its unlink grace) gets no
     // new name, as the VFS refuses linkat() of an inode with i_nlink 0.
     if (inode->attr().nlink() == 0) {
@@ -463,6 +485,7 @@ absl::StatusOr<proto::Attr> Namespace::SetAttr(const proto::SetAttrRequest& requ
     if (recorded.has_value()) return RecordedAttr(*recorded);
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
+    RETURN_IF_ERROR(RefuseReadOnly(*inode));
     proto::Attr* attr = inode->mutable_attr();
     int64_t now = NowNs();
     uint32_t to_set = request.to_set();

@@ -104,6 +104,10 @@ struct NamespaceOptions {
   // once it is this old (longer than any mount retries a call).
   uint32_t call_records_per_mount = 4096;
   int64_t call_record_retention_ms = 10 * 60 * 1000;
+  // Bytes of inodes, entries and share records one batch of a snapshot's
+  // create or delete stages at most (estimated): well under the
+  // replicated journal's 1 MiB record (store/meta/ha/etcd_meta_journal.h).
+  size_t snapshot_batch_bytes = 256 << 10;
 };
 
 class Namespace {
@@ -204,6 +208,21 @@ class Namespace {
   // writer: its bytes may still change, so only a copy will do), EINVAL
   // (not a regular file), EEXIST, ESTALE, ENOTDIR, ENAMETOOLONG.
   absl::StatusOr<proto::Attr> Clone(const proto::CloneRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // Directory snapshots (namespace_snapshot.cc, docs/snapshots.md): CREATE
+  // makes `dir`/.snapshot/`name`, a read-only copy of the tree under `dir`
+  // in metadata only, in one instant of the namespace (every change waits
+  // meanwhile), with each file being written taken at its durable length
+  // (the ack_quorum-th longest fdatasynced length its replicas answer).
+  // DELETE removes one (its replicas go once nothing else lists their
+  // segments); LIST answers the snapshots of `dir`, or of every directory
+  // for 0, with the bytes only each holds. Errors: ENOENT, ENOTDIR,
+  // EEXIST (the name, or an entry '.snapshot' of the directory's own),
+  // EROFS (a directory in a snapshot), EAGAIN (too few replicas of an
+  // open segment answered), EINVAL/ENAMETOOLONG (the name), EFBIG (over
+  // kSnapshotInodesMax names). Blocks on segment servers while it holds
+  // the mutex, one SegmentInfo per replica of each open file in the tree.
+  absl::StatusOr<proto::SnapshotResponse> Snapshot(const proto::SnapshotRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::string> Readlink(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   // One page of directory `ino` after `start_after` (docs/rpc.md
   // "Readdir"), bounded by kReaddirPageEntriesMax and kReaddirPageBytesMax.
@@ -480,6 +499,25 @@ class Namespace {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   uint64_t AllocateId(Txn& txn, MetaCounter counter) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Snapshot pieces (namespace_snapshot.cc).
+  absl::StatusOr<proto::SnapshotResponse> CreateSnapshot(const proto::SnapshotRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::SnapshotResponse> DeleteSnapshot(const proto::SnapshotRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<proto::SnapshotResponse> ListSnapshots(uint64_t dir) ABSL_LOCKS_EXCLUDED(mu_);
+  // Makes `inode`'s open last segment, if it has one, the sealed prefix
+  // its replicas hold durable on an ack quorum (Segment.prefix), or drops
+  // it when that is empty. EAGAIN when too few replicas answer.
+  absl::Status TakeDurablePrefix(proto::Inode* inode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes the tree of `record`, children first, in batches, then the
+  // record.
+  absl::Status DeleteSnapshotTree(const proto::SnapshotRecord& record)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At Load: deletes what a create or delete cut short left.
+  absl::Status FinishSnapshots() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Directory `dir`'s path from the root ("?" where it cannot tell).
+  absl::StatusOr<std::string> PathOf(uint64_t dir) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The table of applied changes (namespace_call_records.cc). The reply recorded
   // for `call`, or nullopt: no call id, not applied, or expired.

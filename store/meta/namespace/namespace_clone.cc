@@ -49,6 +49,11 @@ absl::Status Namespace::SyncSharedReplicas(Txn& txn, uint64_t ino, const proto::
     for (proto::Segment& listed : *(*inode)->mutable_segments()) {
       if (listed.id() != segment.id()) continue;
       *listed.mutable_replicas() = segment.replicas();
+      // A snapshot's prefix of a segment sealed since at a greater length:
+      // its replicas are copied and checked at that length.
+      if (segment.sealed() && listed.length() < segment.length()) {
+        listed.set_replica_length(segment.length());
+      }
       txn.Put(*inode);
     }
   }

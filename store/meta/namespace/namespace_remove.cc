@@ -45,7 +45,9 @@ absl::StatusOr<proto::DirEntry> GetEntry(MetadataDb* db, uint64_t parent, const 
 
 void Namespace::QueueReplicaDeletions(Txn& txn, const proto::Inode& inode) {
   for (const auto& segment : inode.segments()) {
-    if (segment.sealed() && StillShared(txn, inode.attr().ino(), segment.id())) continue;
+    // Open segments too: a snapshot lists the prefix of one that was open
+    // when it was taken.
+    if (StillShared(txn, inode.attr().ino(), segment.id())) continue;
     for (const auto& replica : segment.replicas()) {
       txn.batch().AddPendingDeletion(replica.server_id(), segment.id());
     }
@@ -119,6 +121,8 @@ absl::Status Namespace::Unlink(uint64_t parent_ino, const std::string& name, boo
     ASSIGN_OR_RETURN(proto::Inode * parent, GetDir(txn, parent_ino));
     ASSIGN_OR_RETURN(proto::DirEntry entry, GetEntry(db_, parent_ino, name));
     ASSIGN_OR_RETURN(proto::Inode * child, txn.Get(entry.ino()));
+    RETURN_IF_ERROR(RefuseReadOnly(*parent));
+    RETURN_IF_ERROR(RefuseReadOnly(*child));
     if (directory) {
       if (!IsDir(*child))
         return PosixError(ENOTDIR, absl::StrCat("'", name, "' is not a directory"));
@@ -162,6 +166,9 @@ absl::Status Namespace::Rename(const proto::RenameRequest& request) {
       return absl::OkStatus();
     }
     ASSIGN_OR_RETURN(proto::Inode * src, txn.Get(src_entry.ino()));
+    RETURN_IF_ERROR(RefuseReadOnly(*src_parent));
+    RETURN_IF_ERROR(RefuseReadOnly(*dst_parent));
+    RETURN_IF_ERROR(RefuseReadOnly(*src));
     const bool src_is_dir = IsDir(*src);
     if (src_is_dir)
       RETURN_IF_ERROR(CheckOutsideSubtree(txn, request.new_parent(), src->attr().ino()));
@@ -172,6 +179,7 @@ absl::Status Namespace::Rename(const proto::RenameRequest& request) {
       }
       if (dst_entry->ino() == src_entry.ino()) return absl::OkStatus();
       ASSIGN_OR_RETURN(proto::Inode * dst, txn.Get(dst_entry->ino()));
+      RETURN_IF_ERROR(RefuseReadOnly(*dst));
       if (!src_is_dir && IsDir(*dst)) {
         return PosixError(EISDIR, "cannot rename a file over a directory");
       }

@@ -25,6 +25,7 @@
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
 #include "src/util/log_rate_limit.h"
+#include "store/format/segment_lengths.h"
 #include "store/meta/namespace/internal/namespace_txn.h"
 #include "store/meta/namespace/namespace.h"
 
@@ -74,7 +75,7 @@ absl::Status ScanListedReplicas(MetadataDb* db, std::vector<TakenReport>& taken)
           report.listed.insert(segment.id());
           // An open segment's replica may not be created yet; its writer
           // finds out about a lost one itself.
-          if (!segment.sealed()) continue;
+          if (!format::ReplicasSealed(segment)) continue;
           auto held = report.replicas.find(segment.id());
           if (held == report.replicas.end() || held->second.corrupt) {
             report.missing.emplace(inode.attr().ino(), segment.id());

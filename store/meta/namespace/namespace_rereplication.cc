@@ -13,6 +13,7 @@
 #include "src/status/posix_error.h"
 #include "store/format/failure_domain.h"
 #include "store/meta/namespace/internal/namespace_txn.h"
+#include "store/format/segment_lengths.h"
 #include "store/meta/namespace/namespace.h"
 #include "store/meta/namespace/placement.h"
 
@@ -176,7 +177,7 @@ void Namespace::CountSegment(const proto::Inode& inode, const proto::Segment& se
 
 void Namespace::PlanSegment(const proto::Inode& inode, const proto::Segment& segment, size_t room,
                             std::vector<RereplicationTask>* tasks) {
-  if (!segment.sealed() || room == 0) return;
+  if (!format::ReplicasSealed(segment) || room == 0) return;
   const uint32_t wanted = Replication(inode);
   std::vector<uint64_t> holders;
   std::vector<std::string> sources;
@@ -198,7 +199,7 @@ void Namespace::PlanSegment(const proto::Inode& inode, const proto::Segment& seg
     task.ino = inode.attr().ino();
     task.segment_id = segment.id();
     task.epoch = segment.epoch();
-    task.length = segment.length();
+    task.length = format::ReplicaLength(segment);
     task.source_addresses = sources;
     task.target_server_id = target_id;
     task.target_address = servers_.At(target_id).record.address();
@@ -230,7 +231,8 @@ absl::Status Namespace::CommitReplica(const RereplicationTask& task) {
     if (!inode.ok() && AttachedErrno(inode.status()) != ESTALE) return inode.status();
     proto::Segment* segment = inode.ok() ? FindSegment(*inode, task.segment_id) : nullptr;
     if (segment != nullptr && HasReplica(*segment, task.target_server_id)) return absl::OkStatus();
-    if (segment == nullptr || !segment->sealed() || segment->length() != task.length) {
+    if (segment == nullptr || !format::ReplicasSealed(*segment) ||
+        format::ReplicaLength(*segment) != task.length) {
       // The copy is of no use; its server deletes it at a heartbeat.
       txn.batch().AddPendingDeletion(task.target_server_id, task.segment_id);
       RETURN_IF_ERROR(txn.Commit());

@@ -19,6 +19,7 @@
 
 #include "store/format/failure_domain.h"
 #include "store/meta/namespace/internal/namespace_txn.h"
+#include "store/format/segment_lengths.h"
 #include "store/meta/namespace/namespace.h"
 #include "store/meta/namespace/placement.h"
 
@@ -50,7 +51,7 @@ bool Namespace::PlanSpread(const proto::Inode& inode, const proto::Segment& segm
                            const std::vector<std::string>& live_domains,
                            std::vector<RereplicationTask>* tasks) {
   // An open segment is its writer's: the next one it rolls to is spread.
-  if (!segment.sealed()) return false;
+  if (!format::ReplicasSealed(segment)) return false;
   std::vector<uint64_t> holders;
   std::vector<uint64_t> live;
   std::vector<std::string> domains;
@@ -83,7 +84,7 @@ bool Namespace::PlanSpread(const proto::Inode& inode, const proto::Segment& segm
   task.ino = inode.attr().ino();
   task.segment_id = segment.id();
   task.epoch = segment.epoch();
-  task.length = segment.length();
+  task.length = format::ReplicaLength(segment);
   task.source_addresses = std::move(sources);
   task.target_server_id = *target;
   task.target_address = server.record.address();

@@ -146,6 +146,7 @@ absl::StatusOr<proto::Inode> Namespace::OpenWriteLocked(const proto::OpenWriteRe
   Txn txn(db_);
   ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
   RETURN_IF_ERROR(CheckRegular(*inode));
+  RETURN_IF_ERROR(RefuseReadOnly(*inode));
   uint64_t holder = LiveLeaseHolder(ino);
   if (holder != 0 && holder != mount_id) {
     return PosixError(EBUSY, absl::StrCat("file is open for write by mount ", holder));
@@ -206,6 +207,9 @@ absl::StatusOr<proto::Inode> Namespace::FinishRecovery(
   segment->clear_replicas();
   for (uint64_t server_id : result->kept_server_ids)
     segment->add_replicas()->set_server_id(server_id);
+  if (absl::Status synced = SyncSharedReplicas(txn, ino, *segment); !synced.ok()) {
+    return give_up(synced);
+  }
   UpdateOffsets(inode);
   PassLease(ino, inode, txn);
   absl::Status committed = txn.Commit();
@@ -382,6 +386,9 @@ absl::Status Namespace::ApplySeal(const proto::SealSegmentRequest& request, Txn&
       txn.batch().AddPendingDeletion(replica.server_id(), segment->id());
     }
     inode->mutable_segments()->RemoveLast();
+  } else {
+    // A snapshot taken while it was open lists a prefix of it.
+    RETURN_IF_ERROR(SyncSharedReplicas(txn, inode->attr().ino(), *segment));
   }
   UpdateOffsets(inode);
   txn.Put(inode);

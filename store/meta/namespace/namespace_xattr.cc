@@ -130,6 +130,7 @@ absl::Status Namespace::SetXattr(const proto::SetXattrRequest& request) {
     if (recorded.has_value()) return absl::OkStatus();
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(request.ino()));
+    RETURN_IF_ERROR(RefuseReadOnly(*inode));
     if (absl::StartsWith(name, format::kLogfsXattrPrefix)) {
       if (name == format::kSegmentsXattr || name == format::kDurableLengthXattr) {
         return PosixError(EPERM, absl::StrCat(name, " is read-only"));
@@ -224,6 +225,7 @@ absl::Status Namespace::RemoveXattr(uint64_t ino, const std::string& name,
     if (recorded.has_value()) return absl::OkStatus();
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
+    RETURN_IF_ERROR(RefuseReadOnly(*inode));
     if (inode->mutable_xattrs()->erase(name) == 0) {
       return PosixError(ENODATA, absl::StrCat("no xattr ", name));
     }

@@ -33,6 +33,9 @@ inline const proto::Segment* OpenLastSegment(const proto::Inode& inode) {
   return last.sealed() ? nullptr : &last;
 }
 
+// EROFS when `inode` is in a snapshot (proto::Inode.read_only).
+absl::Status RefuseReadOnly(const proto::Inode& inode);
+
 class Namespace::Txn {
  public:
   // A durable-view Txn reads at one snapshot (MetadataDb::Snapshot).
