@@ -218,6 +218,9 @@ void AddNameRequests(Requests& out) {
   snapshot.set_dir(meta::kRootIno);
   snapshot.set_name("s");
   Add(out, MessageType::kSnapshot, snapshot);
+  proto::CheckSharesRequest check_shares;
+  check_shares.set_repair(true);
+  Add(out, MessageType::kCheckShares, check_shares);
   proto::ReaddirRequest readdir;
   readdir.set_ino(meta::kRootIno);
   Add(out, MessageType::kReaddir, readdir);
@@ -302,7 +305,8 @@ std::vector<Seed> Seeds() {
                                  T::kMountHeartbeat, T::kSealSegment, T::kGetXattr})});
   seeds.push_back({"names", join({T::kCreate, T::kRename, T::kLink, T::kClone, T::kReaddir,
                                   T::kUnlink, T::kSetXattr, T::kListXattr})});
-  seeds.push_back({"snapshot", join({T::kCreate, T::kSnapshot, T::kUnlink, T::kReaddir})});
+  seeds.push_back({"snapshot", join({T::kCreate, T::kSnapshot, T::kUnlink, T::kReaddir,
+                                     T::kCheckShares})});
   seeds.push_back({"checkpoint", join({T::kCreate, T::kCheckpoint, T::kReadCheckpoint})});
   return seeds;
 }

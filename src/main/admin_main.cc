@@ -49,6 +49,9 @@ DEFINE_string(format, "text",
               "for scripts)");
 DEFINE_bool(progress, true,
             "fsck: show progress on stderr (a '\\r' line on a terminal, else plain lines)");
+DEFINE_bool(repair_shares, false,
+            "fsck: have meta rewrite its share records (which files list each shared segment) "
+            "that disagree with the files; they are checked either way");
 
 namespace logfs::main {
 namespace {
@@ -189,13 +192,15 @@ int StatusMain(int argc, char** argv) {
 
 int FsckMain(int argc, char** argv) {
   constexpr char kUsage[] =
-      "logfs fsck --meta=HOST:PORT [--cluster_secret_file=PATH] [--noprogress]";
+      "logfs fsck --meta=HOST:PORT [--cluster_secret_file=PATH] [--noprogress] "
+      "[--repair_shares]";
   InitProcess(&argc, &argv, kUsage, {{"fsck:"}, {"meta", "rpc_timeout_ms"}});
   if (!AtMostArgs(argc, argv, 0, kUsage)) return 2;
   if (!RequireMeta("fsck")) return 2;
   admin::FsckOptions options;
   options.meta_address = FLAGS_meta;
   options.rpc_timeout_ms = FLAGS_rpc_timeout_ms;
+  options.repair_shares = FLAGS_repair_shares;
   std::unique_ptr<util::ProgressMeter> meter;
   if (FLAGS_progress) {
     util::ProgressMeterOptions progress;
@@ -216,7 +221,7 @@ int FsckMain(int argc, char** argv) {
     return 2;
   }
   std::fputs(admin::FormatFsck(*report).c_str(), stdout);
-  return report->problems.empty() ? 0 : 1;
+  return admin::Healthy(*report) ? 0 : 1;
 }
 
 }  // namespace logfs::main

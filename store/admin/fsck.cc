@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "src/status/macros.h"
 #include "store/client/admin_client.h"
 #include "store/format/failure_domain.h"
@@ -135,6 +136,12 @@ absl::StatusOr<FsckReport> RunFsck(const FsckOptions& options) {
       report.misplaced.push_back(std::move(m));
     }
   }));
+  absl::StatusOr<proto::CheckSharesResponse> shares = client.CheckShares(options.repair_shares);
+  if (shares.ok()) {
+    report.shares = std::move(*shares);
+  } else {
+    report.shares_status = shares.status();
+  }
   return report;
 }
 
@@ -152,11 +159,35 @@ std::string FormatFsck(const FsckReport& report) {
                     ": replicas share failure domain ", m.shared_domain, " though ", m.live_domains,
                     " live domains at level ", m.level, " could hold them apart\n");
   }
+  const proto::CheckSharesResponse& shares = report.shares;
+  for (const auto& d : shares.disagreements()) {
+    absl::StrAppend(&out, "SHARE-RECORD segment ", d.segment_id(), ": meta's record names files [",
+                    absl::StrJoin(d.recorded(), ","), "], the files listing it are [",
+                    absl::StrJoin(d.listing(), ","), "]",
+                    shares.repaired() ? " (repaired)" : "", "\n");
+  }
+  if (!report.shares_status.ok()) {
+    absl::StrAppend(&out, "shares: not checked (", report.shares_status.message(), ")\n");
+  } else {
+    absl::StrAppend(&out, "shares: ", shares.shared_segments(), " segments listed by more than one file, ",
+                    shares.disagreeing(), " share records disagree with the files",
+                    shares.disagreeing() == 0 ? ""
+                    : shares.repaired()       ? " (repaired)"
+                                              : " (logfs fsck --repair_shares rewrites them)",
+                    "\n");
+  }
+  const size_t problems =
+      report.problems.size() + (shares.repaired() ? 0 : shares.disagreeing());
   absl::StrAppend(&out, "fsck: ", report.files, " files, ", report.segments, " segments (",
                   report.open_segments, " open: their replicas not asked), ",
-                  report.misplaced.size(), " misplaced, ", report.problems.size(),
-                  report.problems.empty() ? " problems: HEALTHY\n" : " problems: NOT HEALTHY\n");
+                  report.misplaced.size(), " misplaced, ", problems,
+                  Healthy(report) ? " problems: HEALTHY\n" : " problems: NOT HEALTHY\n");
   return out;
+}
+
+bool Healthy(const FsckReport& report) {
+  return report.problems.empty() &&
+         (report.shares.disagreeing() == 0 || report.shares.repaired());
 }
 
 }  // namespace logfs::admin

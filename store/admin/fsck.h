@@ -33,6 +33,9 @@ struct FsckOptions {
   // Null: no progress and no counting pass. `logfs fsck` feeds a
   // util::ProgressMeter with it.
   std::function<void(uint64_t checked, uint64_t total)> progress;
+  // Have meta rewrite its share records that disagree with the files
+  // (`logfs fsck --repair_shares`); they are checked either way.
+  bool repair_shares = false;
 };
 
 struct ReplicaCheck {
@@ -73,7 +76,15 @@ struct FsckReport {
   uint64_t open_segments = 0;          // replicas not asked; spread checked
   std::vector<SegmentCheck> problems;  // under-replicated or disagreeing
   std::vector<MisplacedSegment> misplaced;
+  // Meta's check of its share records (proto::CheckSharesRequest); not OK
+  // when meta could not answer it (logfs 0.1): then nothing is known.
+  absl::Status shares_status;
+  proto::CheckSharesResponse shares;
 };
+
+// No problem segment, and no share record disagreeing with the files
+// (or every one repaired).
+bool Healthy(const FsckReport& report);
 
 // The domain prefix that replicas in `replica_domains` share although
 // `live_domains` (every live, healthy server's domain) has a distinct one

@@ -68,6 +68,10 @@ class AdminClient {
   absl::StatusOr<proto::SnapshotResponse> Snapshot(proto::SnapshotRequest request) {
     return meta_.Snapshot(std::move(request));
   }
+  // `logfs fsck`: meta's check of its share records (and their repair).
+  absl::StatusOr<proto::CheckSharesResponse> CheckShares(bool repair) {
+    return meta_.CheckShares(repair);
+  }
   // One replica's state on the segment server at `address`.
   absl::StatusOr<proto::SegmentInfoResponse> SegmentInfo(const std::string& address,
                                                          uint64_t segment_id) {

@@ -231,6 +231,15 @@ absl::StatusOr<proto::SnapshotResponse> MetaClient::Snapshot(proto::SnapshotRequ
   return response;
 }
 
+absl::StatusOr<proto::CheckSharesResponse> MetaClient::CheckShares(bool repair) {
+  if (meta_wire_max_.load() == 1) return PosixError(EOPNOTSUPP, "this meta (logfs 0.1) has no shares");
+  proto::CheckSharesRequest request;
+  request.set_repair(repair);
+  proto::CheckSharesResponse response;
+  RETURN_IF_ERROR(Call(MessageType::kCheckShares, request, &response, Attempts::kRetry));
+  return response;
+}
+
 absl::StatusOr<std::string> MetaClient::Readlink(uint64_t ino) {
   proto::GetAttrRequest request;
   request.set_ino(ino);

@@ -131,6 +131,9 @@ class MetaClient {
   // Directory snapshots: create, delete, list (Namespace::Snapshot's
   // errors). EOPNOTSUPP from a meta of logfs 0.1.
   absl::StatusOr<proto::SnapshotResponse> Snapshot(proto::SnapshotRequest request);
+  // Meta's check (and with `repair`, rewrite) of its share records against
+  // the inodes (Namespace::CheckShares); EOPNOTSUPP from logfs 0.1.
+  absl::StatusOr<proto::CheckSharesResponse> CheckShares(bool repair);
   absl::StatusOr<std::string> Readlink(uint64_t ino);
   // One page of directory `ino` after `start_after` ("" for the first).
   absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino, const std::string& start_after);

@@ -42,7 +42,8 @@ enum class MessageType : uint16_t {
   kLink = 31,            // added in 0.2 (hard links)
   kClone = 32,           // added in 0.2 (metadata-only copies)
   kSnapshot = 33,        // added in 0.2 (directory snapshots)
-  kMetaTypeEnd = 34,
+  kCheckShares = 34,     // added in 0.2 (fsck of the share records)
+  kMetaTypeEnd = 35,
   // segment server
   kCreateSegment = 100,
   kAppend = 101,

@@ -229,6 +229,10 @@ MetaService::Reply MetaService::HandleNames(const format::Frame& frame, proto::C
         note(q.call());
         return ns.Snapshot(q);
       });
+    case format::MessageType::kCheckShares:
+      return Serve<proto::CheckSharesRequest>(frame, [&](const auto& q) {
+        return ns.CheckShares(q);
+      });
     case format::MessageType::kReadlink:
       return Serve<proto::GetAttrRequest>(
           frame, [&](const auto& q) -> absl::StatusOr<proto::ReadlinkResponse> {

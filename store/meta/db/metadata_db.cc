@@ -642,6 +642,27 @@ absl::StatusOr<std::vector<uint64_t>> MetadataDb::ListOrphans() {
   return inos;
 }
 
+absl::StatusOr<std::vector<std::pair<uint64_t, proto::SharedSegment>>>
+MetadataDb::ListSharedSegments() {
+  std::vector<std::pair<uint64_t, proto::SharedSegment>> records;
+  absl::Status parsed;
+  absl::Status s =
+      ScanKeys(std::string(1, kSharedSegmentPrefix), std::string(1, kSharedSegmentPrefix),
+               View::kLatest, [&](const std::string& key, const std::string& value) {
+                 auto record = Parse<proto::SharedSegment>(value, "shared segment");
+                 if (!record.ok() || key.size() != 9) {
+                   parsed = record.ok() ? absl::DataLossError("bad shared segment key")
+                                        : record.status();
+                   return false;
+                 }
+                 records.emplace_back(util::DecodeBigEndian64(&key[1]), std::move(*record));
+                 return true;
+               });
+  if (!s.ok()) return s;
+  if (!parsed.ok()) return parsed;
+  return records;
+}
+
 absl::StatusOr<std::vector<proto::SnapshotRecord>> MetadataDb::ListSnapshots() {
   std::vector<proto::SnapshotRecord> records;
   absl::Status parsed;

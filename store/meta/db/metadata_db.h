@@ -271,6 +271,9 @@ class MetadataDb {
   // the latest view; an empty message when one file (or none) does.
   // kDataLoss on an unparseable record.
   absl::StatusOr<proto::SharedSegment> GetSharedSegment(uint64_t segment_id);
+  // Every share record, by segment id ascending (latest view). kDataLoss
+  // on an unparseable record.
+  absl::StatusOr<std::vector<std::pair<uint64_t, proto::SharedSegment>>> ListSharedSegments();
 
   // Every snapshot record, in root inode order (latest view). kDataLoss
   // on an unparseable record.

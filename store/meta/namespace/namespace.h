@@ -223,6 +223,13 @@ class Namespace {
   // the mutex, one SegmentInfo per replica of each open file in the tree.
   absl::StatusOr<proto::SnapshotResponse> Snapshot(const proto::SnapshotRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // `logfs fsck`'s check of the share records against the inodes
+  // (proto::CheckSharesRequest; namespace_clone.cc): one scan of every
+  // inode and record under the mutex (every change waits meanwhile), and
+  // with `repair` the disagreeing records rewritten from the inodes, in
+  // batches. Errors from the database.
+  absl::StatusOr<proto::CheckSharesResponse> CheckShares(const proto::CheckSharesRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::string> Readlink(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   // One page of directory `ino` after `start_after` (docs/rpc.md
   // "Readdir"), bounded by kReaddirPageEntriesMax and kReaddirPageBytesMax.

@@ -12,6 +12,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include <glog/logging.h>
@@ -21,6 +25,15 @@
 #include "store/meta/namespace/namespace.h"
 
 namespace logfs::meta {
+namespace {
+
+// Disagreements a CheckShares answer lists (it counts them all).
+constexpr int kShareDisagreementsMax = 1000;
+// Inodes per database read of the scan, and records per repair batch.
+constexpr size_t kCheckSharesInodesPerRead = 1024;
+constexpr int kShareRepairsPerBatch = 1000;
+
+}  // namespace
 
 bool Namespace::StillShared(Txn& txn, uint64_t ino, uint64_t segment_id) {
   absl::StatusOr<proto::SharedSegment*> shared = txn.Sharers(segment_id);
@@ -63,6 +76,80 @@ absl::Status Namespace::SyncSharedReplicas(Txn& txn, uint64_t ino, const proto::
 bool Namespace::IsShared(Txn& txn, uint64_t segment_id) {
   absl::StatusOr<proto::SharedSegment*> shared = txn.Sharers(segment_id);
   return !shared.ok() || (*shared)->inos_size() >= 2;
+}
+
+absl::StatusOr<proto::CheckSharesResponse> Namespace::CheckShares(
+    const proto::CheckSharesRequest& request) {
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::CheckSharesResponse> {
+    proto::CheckSharesResponse response;
+    std::map<uint64_t, std::vector<uint64_t>> listing;  // segment id -> inos, ascending
+    for (uint64_t start = 0;;) {
+      ASSIGN_OR_RETURN(std::vector<proto::Inode> inodes,
+                       db_->ListInodes(start, kCheckSharesInodesPerRead));
+      for (const proto::Inode& inode : inodes) {
+        response.set_inodes(response.inodes() + 1);
+        if (!S_ISREG(inode.attr().mode())) continue;
+        for (const proto::Segment& segment : inode.segments()) {
+          std::vector<uint64_t>& inos = listing[segment.id()];
+          if (inos.empty() || inos.back() != inode.attr().ino()) inos.push_back(inode.attr().ino());
+        }
+      }
+      if (inodes.size() < kCheckSharesInodesPerRead) break;
+      start = inodes.back().attr().ino() + 1;
+    }
+    ASSIGN_OR_RETURN(auto records, db_->ListSharedSegments());
+    std::map<uint64_t, std::vector<uint64_t>> recorded;
+    for (auto& [segment_id, shared] : records) {
+      std::vector<uint64_t>& inos = recorded[segment_id];
+      inos.assign(shared.inos().begin(), shared.inos().end());
+      std::sort(inos.begin(), inos.end());
+      inos.erase(std::unique(inos.begin(), inos.end()), inos.end());
+    }
+    static const std::vector<uint64_t> kNone;
+    std::vector<std::pair<uint64_t, const std::vector<uint64_t>*>> wrong;  // id, what it should be
+    auto check = [&](uint64_t segment_id, const std::vector<uint64_t>& listed,
+                     const std::vector<uint64_t>& record) {
+      const std::vector<uint64_t>& want = listed.size() >= 2 ? listed : kNone;
+      if (record == want) return;
+      wrong.emplace_back(segment_id, &want);
+      response.set_disagreeing(response.disagreeing() + 1);
+      if (response.disagreements_size() >= kShareDisagreementsMax) return;
+      proto::ShareDisagreement* d = response.add_disagreements();
+      d->set_segment_id(segment_id);
+      for (uint64_t ino : record) d->add_recorded(ino);
+      for (uint64_t ino : listed) d->add_listing(ino);
+    };
+    for (const auto& [segment_id, inos] : listing) {
+      if (inos.size() >= 2) response.set_shared_segments(response.shared_segments() + 1);
+      auto it = recorded.find(segment_id);
+      check(segment_id, inos, it == recorded.end() ? kNone : it->second);
+    }
+    for (const auto& [segment_id, inos] : recorded) {
+      if (listing.count(segment_id) == 0) check(segment_id, kNone, inos);
+    }
+    if (!request.repair() || wrong.empty()) return response;
+    auto txn = std::make_unique<Txn>(db_);
+    int in_batch = 0;
+    for (const auto& [segment_id, want] : wrong) {
+      LOG(WARNING) << "share record of segment " << segment_id << " disagreed with the inodes: "
+                   << "rewritten to name " << want->size() << " files";
+      if (want->empty()) {
+        txn->batch().DeleteSharedSegment(segment_id);
+      } else {
+        proto::SharedSegment shared;
+        for (uint64_t ino : *want) shared.add_inos(ino);
+        txn->batch().PutSharedSegment(segment_id, shared);
+      }
+      if (++in_batch == kShareRepairsPerBatch) {
+        RETURN_IF_ERROR(txn->Commit());
+        txn = std::make_unique<Txn>(db_);
+        in_batch = 0;
+      }
+    }
+    RETURN_IF_ERROR(txn->Commit());
+    response.set_repaired(true);
+    return response;
+  });
 }
 
 }  // namespace logfs::meta

@@ -150,3 +150,60 @@ TEST_F(NamespaceCloneTest, ASharedWalSegmentIsNeverContinued) {
 
 }  // namespace
 }  // namespace logfs::meta
+
+namespace logfs::meta {
+namespace {
+
+// logfs fsck's check of the share records: a record that misses a file
+// (whose deletion would then delete replicas the other still needs) and
+// one for a segment nobody lists are reported, and rewritten from the
+// inodes with `repair`; after the repair, deletion waits for the last file.
+TEST_F(NamespaceCloneTest, CheckSharesFindsAndRepairsRecordsThatDisagreeWithTheInodes) {
+  auto servers = RegisterServers(3);
+  const uint64_t f = File(kRootIno, "f");
+  WriteAndClose(f, 1, 100);
+  auto cloned = Clone(f, kRootIno, "g");
+  ASSERT_TRUE(cloned.ok()) << cloned.status();
+  const uint64_t segment = SegmentIds(f).at(0);
+  proto::CheckSharesRequest check;
+  auto healthy = ns_->CheckShares(check);
+  ASSERT_TRUE(healthy.ok()) << healthy.status();
+  EXPECT_EQ(1u, healthy->shared_segments());
+  EXPECT_EQ(0u, healthy->disagreeing());
+
+  // A lost record, and a stale one for a segment no file lists.
+  {
+    MetadataDb::Batch damage;
+    damage.DeleteSharedSegment(segment);
+    proto::SharedSegment stale;
+    stale.add_inos(900);
+    stale.add_inos(901);
+    damage.PutSharedSegment(777777, stale);
+    ASSERT_TRUE(db_->Write(damage).ok());
+  }
+  auto found = ns_->CheckShares(check);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(2u, found->disagreeing());
+  EXPECT_FALSE(found->repaired());
+  ASSERT_EQ(2, found->disagreements_size());
+  EXPECT_EQ(segment, found->disagreements(0).segment_id());
+  EXPECT_EQ(0, found->disagreements(0).recorded_size());
+  EXPECT_EQ(2, found->disagreements(0).listing_size());
+  EXPECT_EQ(777777u, found->disagreements(1).segment_id());
+  EXPECT_EQ(2, found->disagreements(1).recorded_size());
+
+  check.set_repair(true);
+  auto repaired = ns_->CheckShares(check);
+  ASSERT_TRUE(repaired.ok()) << repaired.status();
+  EXPECT_TRUE(repaired->repaired());
+  EXPECT_EQ(0u, ns_->CheckShares(proto::CheckSharesRequest())->disagreeing());
+  ASSERT_TRUE(ns_->Unlink(kRootIno, "f", false).ok());
+  for (uint64_t server : servers) EXPECT_TRUE(Deletions(server).empty()) << server;
+  ASSERT_TRUE(ns_->Unlink(kRootIno, "g", false).ok());
+  size_t deletions = 0;
+  for (uint64_t server : servers) deletions += Deletions(server).size();
+  EXPECT_EQ(3u, deletions);
+}
+
+}  // namespace
+}  // namespace logfs::meta
