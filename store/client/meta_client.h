@@ -128,6 +128,12 @@ class MetaClient {
   // A metadata-only copy (Namespace::Clone's errors); EXDEV from a meta
   // of logfs 0.1, as Link.
   absl::StatusOr<proto::Attr> Clone(proto::CloneRequest request);
+  // A metadata-only copy_file_range into a file this mount writes
+  // (Namespace::CopyRange's errors): the destination inode after it;
+  // mount_id and the call id are stamped here. EXDEV from a meta of logfs
+  // 0.1, as Link; a 0.2 meta from before the call refuses it as an unknown
+  // type (kInvalidArgument). Either way the caller copies bytes.
+  absl::StatusOr<proto::Inode> CopyRange(proto::CopyRangeRequest request);
   absl::StatusOr<std::string> Readlink(uint64_t ino);
   // One page of directory `ino` after `start_after` ("" for the first).
   absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino, const std::string& start_after);

@@ -41,7 +41,9 @@ enum class MessageType : uint16_t {
   kWatchCache = 30,      // added in 0.2 (docs/coherence.md)
   kLink = 31,            // added in 0.2 (hard links)
   kClone = 32,           // added in 0.2 (metadata-only copies)
-  kMetaTypeEnd = 33,
+  kSnapshot = 33,        // added in 0.2 (directory snapshots)
+  kCopyRange = 34,       // added in 0.2 (copy_file_range of whole sealed segments)
+  kMetaTypeEnd = 35,
   // segment server
   kCreateSegment = 100,
   kAppend = 101,

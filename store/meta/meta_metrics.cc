@@ -25,8 +25,8 @@ constexpr std::array<const char*, kTypes> kTypeNames = {
     "new_mount",    "mount_heartbeat", "get_inode",     "report_bad_replica",
     "list_servers", "list_segments",   "recover_lease", "meta_state",
     "checkpoint",   "read_checkpoint", "watch_cache",   "link",
-    "clone"};
-static_assert(static_cast<int>(format::MessageType::kClone) == kTypes - 1,
+    "clone",        "snapshot",        "copy_range"};
+static_assert(static_cast<int>(format::MessageType::kCopyRange) == kTypes - 1,
               "kTypeNames lists every meta message type");
 
 struct CallCounters {

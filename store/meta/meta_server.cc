@@ -404,6 +404,7 @@ class MetaServerImpl : public MetaServer {
       case MessageType::kRename:
       case MessageType::kLink:
       case MessageType::kClone:
+      case MessageType::kCopyRange:
       case MessageType::kSetXattr:
       case MessageType::kRemoveXattr:
       case MessageType::kOpenWrite:
