@@ -1,5 +1,5 @@
 // Client::CopyRange: copy_file_range(2) of whole sealed segments by
-// reference (meta's CopyRange, docs/POSIX.md "copy_file_range").
+// reference (meta's CopyRange; docs/POSIX.md, "Copies").
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
