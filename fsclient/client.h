@@ -342,6 +342,26 @@ class Client {
   // Last handle of a writer: sync, seal, release the lease.
   absl::Status Release(std::shared_ptr<OpenFile> file);
 
+  // copy_file_range(2) without bytes (copy_range.cc): appends the run of
+  // whole sealed segments of `source`'s file that starts at `offset` and
+  // ends within `length` bytes of it (as many as fit) to the end of `dst`,
+  // a handle of this mount open for write, at `dst_offset`, through meta's
+  // CopyRange (both files then list them; no byte is read or written).
+  // Returns the bytes appended (> 0), which may be fewer than `length`:
+  // the caller copies the rest, or calls again. Applies only when the
+  // destination's writer has no open segment and nothing in flight (a new
+  // file that `cp` creates, or one flushed since its last write), and
+  // `dst_offset` is its length. One meta round trip for the source's
+  // segments and one for the copy, on the caller's thread; never waits
+  // for a segment server. Errors: EOPNOTSUPP when it does not apply (a
+  // read-only or other mount's destination, a range that starts inside a
+  // segment or in the open one, meta's refusal): nothing changed, copy
+  // bytes instead. EIO (the writer's sticky error) when meta's answer was
+  // lost: the segments may have been appended, and the file ends as meta
+  // has it when the writer closes.
+  absl::StatusOr<uint64_t> CopyRange(OpenFile& source, uint64_t offset, OpenFile& dst,
+                                     uint64_t dst_offset, uint64_t length);
+
   uint64_t mount_id() const { return deps_->mount_id(); }
 
   // This client's metrics for /metrics (client_metrics.cc): the writers'

@@ -74,6 +74,10 @@ class ClientDeps {
   virtual absl::StatusOr<proto::Inode> Open(uint64_t ino) = 0;
   virtual absl::Status Release(uint64_t ino) = 0;
   virtual absl::StatusOr<proto::Inode> OpenWrite(uint64_t ino, bool truncate) = 0;
+  // Meta's CopyRange (client::MetaClient::CopyRange): the destination
+  // inode after it. Its errors are meta's refusals, but kUnavailable and
+  // kDeadlineExceeded: meta may or may not have applied it.
+  virtual absl::StatusOr<proto::Inode> CopyRange(proto::CopyRangeRequest request) = 0;
 
   // -------------------------------------------------- segment servers
   // What the ack quorum (`quorum` of its replicas) holds of `open`, the

@@ -255,5 +255,39 @@ TEST_F(ClientTest, PathCallsResolveFromTheRootWithTheirErrnos) {
   EXPECT_EQ(ENOENT, AttachedErrno(paths_->Stat("/a/g").status()));
 }
 
+TEST_F(ClientTest, CopyRangeAppendsSealedSegmentsAndLaterWritesFollowThem) {
+  const uint64_t src_ino = WriteFile("/src", "hello world", proto::KIND_BLOCK);
+  auto src = paths_->Open("/src", O_RDONLY);
+  ASSERT_TRUE(src.ok()) << src.status();
+  auto dst = paths_->Create("/dst", 0644, O_WRONLY | O_APPEND, proto::KIND_BLOCK);
+  ASSERT_TRUE(dst.ok()) << dst.status();
+  const uint64_t dst_ino = (*dst)->ino;
+  // Not at a segment's start, not at the destination's end: bytes.
+  EXPECT_EQ(EOPNOTSUPP, AttachedErrno(client_->CopyRange(**src, 3, **dst, 0, 8).status()));
+  EXPECT_EQ(EOPNOTSUPP, AttachedErrno(client_->CopyRange(**src, 0, **dst, 5, 11).status()));
+  // Shorter than the segment: no whole segment fits.
+  EXPECT_EQ(EOPNOTSUPP, AttachedErrno(client_->CopyRange(**src, 0, **dst, 0, 10).status()));
+  auto copied = client_->CopyRange(**src, 0, **dst, 0, 1 << 20);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  EXPECT_EQ(11u, *copied);
+  ASSERT_TRUE(paths_->Append(**dst, "!!").ok());
+  // Bytes in flight at the end: the next copy takes bytes.
+  EXPECT_EQ(EOPNOTSUPP, AttachedErrno(client_->CopyRange(**src, 0, **dst, 13, 11).status()));
+  ASSERT_TRUE(paths_->Close(std::move(*dst)).ok());
+  EXPECT_EQ("hello world!!", ReadAll("/dst"));
+  const proto::Inode written = fake_->InodeOf(dst_ino);
+  ASSERT_EQ(2, written.segments_size());
+  EXPECT_EQ(fake_->InodeOf(src_ino).segments(0).id(), written.segments(0).id());
+  EXPECT_EQ(11u, written.segments(1).file_offset());
+  // A read-only destination is not this mount's to append to.
+  auto readonly = paths_->Open("/dst", O_RDONLY);
+  ASSERT_TRUE(readonly.ok()) << readonly.status();
+  EXPECT_EQ(EOPNOTSUPP,
+            AttachedErrno(client_->CopyRange(**src, 0, **readonly, 13, 11).status()));
+  EXPECT_EQ(1, fake_->copy_range_calls());
+  ASSERT_TRUE(paths_->Close(std::move(*readonly)).ok());
+  ASSERT_TRUE(paths_->Close(std::move(*src)).ok());
+}
+
 }  // namespace
 }  // namespace logfs::fsclient

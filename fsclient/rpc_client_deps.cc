@@ -89,6 +89,9 @@ class RpcClientDeps final : public ClientDeps {
   absl::StatusOr<proto::Attr> Link(proto::LinkRequest request) override {
     return meta_.Link(std::move(request));
   }
+  absl::StatusOr<proto::Inode> CopyRange(proto::CopyRangeRequest request) override {
+    return meta_.CopyRange(std::move(request));
+  }
   absl::Status Rename(proto::RenameRequest request) override {
     return meta_.Rename(std::move(request));
   }

@@ -21,7 +21,7 @@ constexpr std::array<const char*, kOps> kNames = {
     "mkdir",    "unlink",    "rmdir",       "symlink",  "rename",   "link",
     "open",     "read",      "write",       "flush",    "release",  "fsync",
     "opendir",  "readdir",   "releasedir",  "fsyncdir", "statfs",   "setxattr",
-    "getxattr", "listxattr", "removexattr", "create",   "fallocate"};
+    "getxattr", "listxattr", "removexattr", "create",   "fallocate", "copy_file_range"};
 
 struct OpCounters {
   metrics::LatencyHistogram latency;

@@ -44,6 +44,7 @@ enum class FuseOp : int {
   kRemovexattr,
   kCreate,
   kFallocate,
+  kCopyFileRange,
   kCount,  // not an op
 };
 

@@ -12,8 +12,10 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -673,6 +675,33 @@ void OpFallocate(fuse_req_t req, fuse_ino_t, int mode, off_t, off_t, fuse_file_i
            mode == FALLOC_FL_KEEP_SIZE ? 0 : ToErrno(Refusal::kFallocateMode));
 }
 
+// copy_file_range(2) (and `cp`, coreutils 9 and later): whole sealed
+// segments of the source that start at off_in are appended to the
+// destination by reference when the destination is a file this mount
+// writes, at its end, with nothing in flight (docs/POSIX.md). Anything
+// else is answered EOPNOTSUPP, on which the kernel's fuse_copy_file_range
+// copies the bytes itself (splice: READs and WRITEs through this mount) and
+// the caller sees one call that copied. Never ENOSYS: the kernel would stop
+// asking for the rest of the mount's life. A short answer (the segments
+// end before `len`) sends the caller back for the rest.
+void OpCopyFileRange(fuse_req_t req, fuse_ino_t, off_t off_in, fuse_file_info* fi_in, fuse_ino_t,
+                     off_t off_out, fuse_file_info* fi_out, size_t len, int) noexcept {
+  fsclient::Client& mount = M(req);
+  const FileHandle source = Handle(req, fi_in);
+  const FileHandle dst = Handle(req, fi_out);
+  RequestPtr r = Begin(req, FuseOp::kCopyFileRange);
+  if (source == nullptr || dst == nullptr) return ReplyErr(r, EBADF);
+  // The kernel's answer holds a 32-bit count (fuse_write_out.size).
+  const uint64_t length = std::min<uint64_t>(len, std::numeric_limits<uint32_t>::max());
+  auto copied = mount.CopyRange(*source, static_cast<uint64_t>(off_in), *dst,
+                                static_cast<uint64_t>(off_out), length);
+  if (!copied.ok()) {
+    const int error = ToErrno(copied.status());
+    return ReplyErr(r, error == ENOSYS ? EOPNOTSUPP : error);
+  }
+  if (fuse_req_t claimed = r->Claim()) r->Replied(fuse_reply_write(claimed, *copied), 0);
+}
+
 }  // namespace
 
 fuse_lowlevel_ops MakeOperations() {
@@ -708,6 +737,7 @@ fuse_lowlevel_ops MakeOperations() {
   ops.removexattr = OpRemovexattr;
   ops.create = OpCreate;
   ops.fallocate = OpFallocate;
+  ops.copy_file_range = OpCopyFileRange;
   return ops;
 }
 

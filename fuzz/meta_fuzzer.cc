@@ -259,6 +259,13 @@ void AddFileRequests(Requests& out) {
   seal.set_sealed_length(10);
   seal.set_close(true);
   Add(out, MessageType::kSealSegment, seal);
+  proto::CopyRangeRequest copy_range;
+  copy_range.set_ino(2);
+  copy_range.set_length(10);
+  copy_range.set_dst_ino(3);
+  copy_range.set_mount_id(1);
+  *copy_range.mutable_call() = Call(1, 8);
+  Add(out, MessageType::kCopyRange, copy_range);
   proto::RecoverLeaseRequest recover;
   recover.set_ino(2);
   Add(out, MessageType::kRecoverLease, recover);
@@ -303,6 +310,8 @@ std::vector<Seed> Seeds() {
   seeds.push_back({"servers", join({T::kRegisterServer, T::kHeartbeat})});
   seeds.push_back({"file", join({T::kRegisterServer, T::kNewMount, T::kCreate, T::kOpenWrite,
                                  T::kMountHeartbeat, T::kSealSegment, T::kGetXattr})});
+  seeds.push_back({"copy_range", join({T::kRegisterServer, T::kNewMount, T::kCreate, T::kClone,
+                                       T::kOpenWrite, T::kCopyRange, T::kGetXattr})});
   seeds.push_back({"names", join({T::kCreate, T::kRename, T::kLink, T::kClone, T::kReaddir,
                                   T::kUnlink, T::kSetXattr, T::kListXattr})});
   seeds.push_back({"snapshot", join({T::kCreate, T::kSnapshot, T::kUnlink, T::kReaddir,

@@ -228,6 +228,131 @@ TEST_F(LinksTest, LogfsCloneCopiesASealedFileWithoutWritingAByte) {
   EXPECT_EQ(0, replica_files()) << "replicas of a file no one lists any more are kept";
 }
 
+// A file written in sealed segments of `pieces`' sizes: a close(2) of a
+// dup of the descriptor (FUSE flush) seals the segment written so far,
+// and the next write starts another.
+void WriteInSegments(const std::string& path, const std::string& data,
+                     const std::vector<size_t>& pieces) {
+  const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_EXCL, 0644);
+  ASSERT_GE(fd, 0) << path << ": " << strerror(errno);
+  size_t at = 0;
+  for (size_t piece : pieces) {
+    ASSERT_EQ(static_cast<ssize_t>(piece), ::write(fd, data.data() + at, piece));
+    at += piece;
+    ASSERT_EQ(0, ::close(::dup(fd)));
+  }
+  ASSERT_EQ(data.size(), at);
+  ASSERT_EQ(0, ::close(fd));
+}
+
+// copy_file_range(2) of [off_in, off_in + len) of `from` into `to_fd` at
+// its offset, looping over short counts as cp does; the bytes copied.
+ssize_t CopyFileRange(const std::string& from, int to_fd, off_t off_in, size_t len) {
+  const int in = ::open(from.c_str(), O_RDONLY);
+  if (in < 0) return -1;
+  size_t done = 0;
+  while (done < len) {
+    const ssize_t n = ::copy_file_range(in, &off_in, to_fd, nullptr, len - done, 0);
+    if (n < 0) {
+      ::close(in);
+      return -1;
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(in);
+  return static_cast<ssize_t>(done);
+}
+
+std::vector<std::string> SegmentIds(const std::string& path) {
+  std::vector<std::string> ids;
+  for (const SegmentLine& segment : Segments(path)) ids.push_back(segment.id);
+  return ids;
+}
+
+// copy_file_range(2), and `cp`, of a sealed file into a new one on the
+// mount (issue 44): the copy lists the source's sealed segments (meta's
+// CopyRange), no segment server appends a byte, every mount reads the
+// same bytes, a write after the copy goes on after them, and the copy
+// keeps its bytes when the source goes.
+TEST_F(LinksTest, CopyFileRangeOfSealedSegmentsAppendsThemWithoutWritingAByte) {
+  MountedCluster& c = *cluster_;
+  ASSERT_EQ(0, ::mkdir(c.Path("cr").c_str(), 0755));
+  const std::vector<size_t> pieces = {1 << 20, 2 << 20, 123457};
+  const std::string data = Pattern(pieces[0] + pieces[1] + pieces[2], 11);
+  WriteInSegments(c.Path("cr/src"), data, pieces);
+  const std::vector<std::string> ids = SegmentIds(c.Path("cr/src"));
+  ASSERT_EQ(3u, ids.size());
+  SegdStats segds(c);
+  const uint64_t appends_before = segds.TotalAppends();
+
+  // `cp` (coreutils 9 uses copy_file_range).
+  CommandResult cp = RunCommand("cp " + c.Path("cr/src") + " " + c.Path("cr/cp") + " 2>&1");
+  ASSERT_EQ(0, cp.exit_code) << cp.output;
+  EXPECT_EQ(appends_before, segds.TotalAppends()) << "cp wrote to the segment servers";
+  EXPECT_EQ(ids, SegmentIds(c.Path("cr/cp")));
+  EXPECT_EQ(data, *ReadFile(c.Path("cr/cp", 1)));
+
+  // copy_file_range(2) itself, then a write after the copied bytes.
+  const int fd = ::open(c.Path("cr/dst").c_str(), O_CREAT | O_WRONLY | O_EXCL, 0644);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  EXPECT_EQ(static_cast<ssize_t>(data.size()),
+            CopyFileRange(c.Path("cr/src"), fd, 0, data.size()));
+  EXPECT_EQ(appends_before, segds.TotalAppends()) << "a copy wrote to the segment servers";
+  const std::string tail = Pattern(70000, 12);
+  ASSERT_EQ(static_cast<ssize_t>(tail.size()), ::write(fd, tail.data(), tail.size()));
+  ASSERT_EQ(0, ::close(fd));
+  EXPECT_EQ(data + tail, *ReadFile(c.Path("cr/dst")));
+  EXPECT_EQ(data + tail, *ReadFile(c.Path("cr/dst", 1)));
+  const std::vector<std::string> dst_ids = SegmentIds(c.Path("cr/dst"));
+  ASSERT_EQ(4u, dst_ids.size());
+  EXPECT_EQ(ids, std::vector<std::string>(dst_ids.begin(), dst_ids.begin() + 3));
+
+  // The source goes: both copies keep every byte.
+  ASSERT_EQ(0, ::unlink(c.Path("cr/src").c_str()));
+  DropKernelCaches();
+  EXPECT_EQ(data + tail, *ReadFile(c.Path("cr/dst")));
+  EXPECT_EQ(data, *ReadFile(c.Path("cr/cp", 1)));
+}
+
+// What is not whole sealed segments at the destination's end is copied as
+// bytes (the kernel's own copy after logfs answers EOPNOTSUPP), and right.
+TEST_F(LinksTest, CopyFileRangeOfPartialSegmentsCopiesBytes) {
+  MountedCluster& c = *cluster_;
+  ASSERT_EQ(0, ::mkdir(c.Path("cp").c_str(), 0755));
+  const std::vector<size_t> pieces = {1 << 20, 1 << 20};
+  const std::string data = Pattern(2 << 20, 13);
+  WriteInSegments(c.Path("cp/src"), data, pieces);
+  ASSERT_EQ(2u, Segments(c.Path("cp/src")).size());
+
+  // Inside a segment.
+  int fd = ::open(c.Path("cp/mid").c_str(), O_CREAT | O_WRONLY | O_EXCL, 0644);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  EXPECT_EQ(5000, CopyFileRange(c.Path("cp/src"), fd, 1000, 5000));
+  ASSERT_EQ(0, ::close(fd));
+  EXPECT_EQ(data.substr(1000, 5000), *ReadFile(c.Path("cp/mid")));
+
+  // The first segment and part of the second: the segment by reference
+  // (a short count), the rest as bytes.
+  fd = ::open(c.Path("cp/head").c_str(), O_CREAT | O_WRONLY | O_EXCL, 0644);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  const size_t head = (1 << 20) + 4096;
+  EXPECT_EQ(static_cast<ssize_t>(head), CopyFileRange(c.Path("cp/src"), fd, 0, head));
+  ASSERT_EQ(0, ::close(fd));
+  EXPECT_EQ(data.substr(0, head), *ReadFile(c.Path("cp/head", 1)));
+  const std::vector<SegmentLine> segments = Segments(c.Path("cp/head"));
+  ASSERT_EQ(2u, segments.size());
+  EXPECT_EQ(Segments(c.Path("cp/src"))[0].id, segments[0].id);
+
+  // Bytes written first: the destination's open segment takes bytes.
+  fd = ::open(c.Path("cp/after").c_str(), O_CREAT | O_WRONLY | O_EXCL, 0644);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  ASSERT_EQ(3, ::write(fd, "abc", 3));
+  EXPECT_EQ(static_cast<ssize_t>(data.size()), CopyFileRange(c.Path("cp/src"), fd, 0, data.size()));
+  ASSERT_EQ(0, ::close(fd));
+  EXPECT_EQ("abc" + data, *ReadFile(c.Path("cp/after")));
+}
+
 // Two mounts open one new name with O_CREAT|O_WRONLY (no O_EXCL) at once,
 // as `>> log` on two hosts does: one creates it; the other opens what the
 // first created (or gets EBUSY while the first writes it), never EEXIST,

@@ -23,8 +23,8 @@
 // definitions are split by job: file_writer.cc (admission, Write, Sync,
 // errors), replica_fanout.cc (appends, sync rounds, answers),
 // segment_roll.cc, segment_seal.cc (one replica seal fan-out and one meta
-// seal for roll, flush and close), recovery.cc, truncate.cc and
-// fsync_deadline.cc.
+// seal for roll, flush and close), recovery.cc, truncate.cc,
+// segment_append.cc and fsync_deadline.cc.
 //
 // Thread-safe. Write may block (queue full, segment roll); Sync never does.
 // Owned through shared_ptr: in-flight replica calls keep it alive.
@@ -195,6 +195,26 @@ class FileWriter final : public ReplicaReplyHandler,
   // Errors: EPERM for a WAL file, a cut into a sealed segment, or a length
   // past the end; the sticky error; kFailedPrecondition after Close.
   absl::Status CutTo(uint64_t length) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Appends sealed segments that another file lists to the end of this
+  // one, without their bytes (copy_file_range: fsclient::Client::
+  // CopyRange). Applies only while the writer has no open segment and no
+  // byte buffered, unacked or queued, no roll, seal or recovery runs, and
+  // `offset` is its length; then runs `at_meta(lease_epoch)` (meta's
+  // CopyRange, which appends them and returns the inode), during which
+  // writes wait, and takes the returned inode's segments as the file's:
+  // later writes start a new segment after them. Never waits for a
+  // segment server; blocks on `at_meta`. Returns the bytes appended.
+  // Errors: EOPNOTSUPP (kFailedPrecondition) when the writer's state does
+  // not allow it, and at_meta's own error when meta answered with one:
+  // nothing changed, the caller copies bytes instead. EIO, sticky, when
+  // meta could not be reached (kUnavailable, kDeadlineExceeded: the
+  // segments may or may not be appended) or answered with an inode that
+  // does not continue the writer's. The sticky error, kFailedPrecondition
+  // after Close.
+  using AppendAtMeta = std::function<absl::StatusOr<proto::Inode>(uint64_t lease_epoch)>;
+  absl::StatusOr<uint64_t> AppendSegments(uint64_t offset, const AppendAtMeta& at_meta)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // An explicit mtime (utimens) that Close must keep, in ns since the epoch.
   void SetMtime(int64_t mtime_ns) ABSL_LOCKS_EXCLUDED(mu_);
@@ -410,6 +430,12 @@ class FileWriter final : public ReplicaReplyHandler,
   // ends); drops mu_ for the calls.
   absl::Status CutToInternal(uint64_t length) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status SealAtCutUnlocking(uint64_t cut) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // --- segment_append.cc: AppendSegments' check of the writer's state,
+  // and its taking of meta's answer (CHECKs phase kRolling).
+  absl::Status CanAppendSegmentsLocked(uint64_t offset) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<uint64_t> TakeAppendedLocked(absl::StatusOr<proto::Inode> inode)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // --- fsync_deadline.cc: fails the writer (EIO, sticky) if a sync waits
   // past fsync_timeout.

@@ -3,7 +3,8 @@
 // this table (as RocksDB's cache/lru_cache.h writes its states down):
 //
 //   kIdle -> kRolling -> kIdle      Write opens the next segment (sealing the
-//                                   full one first); TruncateToZero drops all.
+//                                   full one first); TruncateToZero drops all;
+//                                   AppendSegments appends another file's.
 //   kIdle -> kSealing -> kIdle      SealAsync (close(2)): sync, then seal.
 //   kIdle -> kClosing -> kClosed    Close: sync, seal, release the lease.
 //   P -> kRecovering -> P           for P in {kIdle, kRolling, kSealing,

@@ -238,6 +238,15 @@ absl::StatusOr<proto::CheckSharesResponse> MetaClient::CheckShares(bool repair) 
   proto::CheckSharesResponse response;
   RETURN_IF_ERROR(Call(MessageType::kCheckShares, request, &response, Attempts::kRetry));
   return response;
+absl::StatusOr<proto::Inode> MetaClient::CopyRange(proto::CopyRangeRequest request) {
+  if (meta_wire_max_.load() == 1) {
+    return PosixError(EXDEV, "this meta (logfs 0.1) has no metadata-only copies");
+  }
+  StampCall(request.mutable_call());
+  request.set_mount_id(mount_id());
+  proto::InodeResponse response;
+  RETURN_IF_ERROR(Call(MessageType::kCopyRange, request, &response, Attempts::kRetry));
+  return std::move(*response.mutable_inode());
 }
 
 absl::StatusOr<std::string> MetaClient::Readlink(uint64_t ino) {

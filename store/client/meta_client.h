@@ -134,6 +134,12 @@ class MetaClient {
   // Meta's check (and with `repair`, rewrite) of its share records against
   // the inodes (Namespace::CheckShares); EOPNOTSUPP from logfs 0.1.
   absl::StatusOr<proto::CheckSharesResponse> CheckShares(bool repair);
+  // A metadata-only copy_file_range into a file this mount writes
+  // (Namespace::CopyRange's errors): the destination inode after it;
+  // mount_id and the call id are stamped here. EXDEV from a meta of logfs
+  // 0.1, as Link; a 0.2 meta from before the call refuses it as an unknown
+  // type (kInvalidArgument). Either way the caller copies bytes.
+  absl::StatusOr<proto::Inode> CopyRange(proto::CopyRangeRequest request);
   absl::StatusOr<std::string> Readlink(uint64_t ino);
   // One page of directory `ino` after `start_after` ("" for the first).
   absl::StatusOr<proto::ReaddirResponse> Readdir(uint64_t ino, const std::string& start_after);

@@ -44,7 +44,8 @@ void AnswerAll(const format::Frame& request, rpc::Responder responder) {
     }
     case MessageType::kOpen:
     case MessageType::kOpenWrite:
-    case MessageType::kSealSegment: {
+    case MessageType::kSealSegment:
+    case MessageType::kCopyRange: {
       proto::InodeResponse response;
       response.mutable_inode()->mutable_attr()->set_ino(42);
       return responder.Reply(response);
@@ -225,6 +226,26 @@ TEST_F(MetaClientTest, ASessionWithoutAMountSendsChangesWithoutCallIds) {
   auto sent = Parse<proto::CloneRequest>(meta.requests(MessageType::kClone)[0]);
   EXPECT_EQ(0u, sent.call().seq());
   EXPECT_EQ(0u, sent.call().mount_id());
+}
+
+TEST_F(MetaClientTest, CopyRangeCarriesTheMountIdAndTheCallersCallId) {
+  // Goal: meta checks the lease of the mount the client says it is, and
+  // the caller's call id (the same on every attempt) is not replaced.
+  FakeServer meta([](const format::Frame& request, rpc::Responder responder) {
+    AnswerAll(request, std::move(responder));
+  });
+  auto client = ClientOf(meta.address(), absl::Seconds(10));
+  client->ResumeMount(/*mount_id=*/5, /*last_call_seq=*/0, /*cache_lease_ms=*/0);
+  proto::CopyRangeRequest copy;
+  copy.set_ino(42);
+  copy.set_length(100);
+  copy.set_dst_ino(43);
+  copy.mutable_call()->set_mount_id(5);
+  copy.mutable_call()->set_seq(77);
+  ASSERT_TRUE(client->CopyRange(copy).ok());
+  auto sent = Parse<proto::CopyRangeRequest>(meta.requests(MessageType::kCopyRange)[0]);
+  EXPECT_EQ(5u, sent.mount_id());
+  EXPECT_EQ(77u, sent.call().seq());
 }
 
 TEST_F(MetaClientTest, AsyncCallsAnswerOnce) {

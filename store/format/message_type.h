@@ -42,8 +42,9 @@ enum class MessageType : uint16_t {
   kLink = 31,            // added in 0.2 (hard links)
   kClone = 32,           // added in 0.2 (metadata-only copies)
   kSnapshot = 33,        // added in 0.2 (directory snapshots)
-  kCheckShares = 34,     // added in 0.2 (fsck of the share records)
-  kMetaTypeEnd = 35,
+  kCopyRange = 34,       // added in 0.2 (copy_file_range of whole sealed segments)
+  kCheckShares = 35,     // added in 0.2 (fsck of the share records)
+  kMetaTypeEnd = 36,
   // segment server
   kCreateSegment = 100,
   kAppend = 101,

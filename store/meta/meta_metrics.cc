@@ -25,7 +25,7 @@ constexpr std::array<const char*, kTypes> kTypeNames = {
     "new_mount",    "mount_heartbeat", "get_inode",     "report_bad_replica",
     "list_servers", "list_segments",   "recover_lease", "meta_state",
     "checkpoint",   "read_checkpoint", "watch_cache",   "link",
-    "clone",        "snapshot",        "check_shares"};
+    "clone",        "snapshot",        "copy_range",    "check_shares"};
 static_assert(static_cast<int>(format::MessageType::kCheckShares) == kTypes - 1,
               "kTypeNames lists every meta message type");
 

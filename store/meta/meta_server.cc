@@ -405,6 +405,7 @@ class MetaServerImpl : public MetaServer {
       case MessageType::kLink:
       case MessageType::kClone:
       case MessageType::kSnapshot:
+      case MessageType::kCopyRange:
       case MessageType::kSetXattr:
       case MessageType::kRemoveXattr:
       case MessageType::kOpenWrite:

@@ -300,6 +300,11 @@ MetaService::Reply MetaService::HandleFiles(const format::Frame& frame, proto::C
         note(q.call());
         return InodeReply(ns.SealSegment(q));
       });
+    case format::MessageType::kCopyRange:
+      return Serve<proto::CopyRangeRequest>(frame, [&](const auto& q) {
+        note(q.call());
+        return TEST_AfterChange(q.call(), InodeReply(ns.CopyRange(q)));
+      });
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("meta does not serve message type ", static_cast<int>(frame.type)));
@@ -328,6 +333,8 @@ uint64_t MetaService::LockingChangeMount(const format::Frame& frame) {
       return mount_of(proto::LinkRequest());
     case format::MessageType::kClone:
       return mount_of(proto::CloneRequest());
+    case format::MessageType::kCopyRange:
+      return mount_of(proto::CopyRangeRequest());
     case format::MessageType::kSetAttr:
       return mount_of(proto::SetAttrRequest());
     case format::MessageType::kSetXattr:

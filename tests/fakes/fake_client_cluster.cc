@@ -525,6 +525,45 @@ absl::Status FakeClientCluster::FillReplica(const std::string& address, wal::Seg
   return absl::OkStatus();
 }
 
+absl::StatusOr<proto::Inode> FakeClientCluster::CopyRange(proto::CopyRangeRequest request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++copy_range_calls_;
+  auto source = FindLocked(request.ino());
+  auto dst = FindLocked(request.dst_ino());
+  if (!source.ok()) return source.status();
+  if (!dst.ok()) return dst.status();
+  proto::Inode& to = (*dst)->inode;
+  if ((*dst)->lease != request.mount_id()) return PosixError(EBUSY, "no lease");
+  if (to.segments_size() > 0 && !to.segments().rbegin()->sealed()) {
+    return PosixError(EINVAL, "destination ends in an open segment");
+  }
+  if (request.dst_offset() != SealedLength(to)) return PosixError(EINVAL, "not at the end");
+  const uint64_t end = request.offset() + request.length();
+  std::vector<proto::Segment> copied;
+  uint64_t covered = 0;
+  for (const proto::Segment& segment : (*source)->inode.segments()) {
+    if (segment.file_offset() + segment.length() <= request.offset()) continue;
+    if (segment.file_offset() >= end) break;
+    if (!segment.sealed() || segment.file_offset() < request.offset() ||
+        segment.file_offset() + segment.length() > end) {
+      return PosixError(EINVAL, "not whole sealed segments");
+    }
+    copied.push_back(segment);
+    covered += segment.length();
+  }
+  if (covered != request.length() || covered == 0) return PosixError(EINVAL, "bad range");
+  for (proto::Segment& segment : copied) {
+    segment.set_file_offset(SealedLength(to));
+    *to.add_segments() = std::move(segment);
+  }
+  return ReplyLocked(**dst);
+}
+
+int FakeClientCluster::copy_range_calls() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return copy_range_calls_;
+}
+
 void FakeClientCluster::AddSegmentLocked(proto::Inode& inode) {
   proto::Segment* next = inode.add_segments();
   next->set_id(next_segment_id_++);

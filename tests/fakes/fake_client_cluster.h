@@ -89,6 +89,10 @@ class FakeClientCluster final : public fsclient::ClientDeps, public wal::WriterD
   absl::StatusOr<proto::Inode> Open(uint64_t ino) override;
   absl::Status Release(uint64_t ino) override;
   absl::StatusOr<proto::Inode> OpenWrite(uint64_t ino, bool truncate) override;
+  // As meta's: whole sealed segments of the source appended to the end of
+  // a file whose lease this mount holds and whose last segment is sealed.
+  absl::StatusOr<proto::Inode> CopyRange(proto::CopyRangeRequest request) override;
+  int copy_range_calls();
   uint64_t AckedLengthOfOpenSegment(const proto::Segment& open, uint32_t quorum) override;
   absl::Status ReadSegments(cache::BlockCache* block_cache, uint64_t ino,
                             const std::vector<proto::Segment>& segments, uint64_t length,
@@ -162,6 +166,7 @@ class FakeClientCluster final : public fsclient::ClientDeps, public wal::WriterD
   bool connected_ = false;  // NewMount was called
   int cached_only_reads_ = 0;
   int remote_reads_ = 0;
+  int copy_range_calls_ = 0;
   std::thread network_;  // last: starts once the rest is built
 };
 

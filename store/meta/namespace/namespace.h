@@ -230,6 +230,22 @@ class Namespace {
   // batches. Errors from the database.
   absl::StatusOr<proto::CheckSharesResponse> CheckShares(const proto::CheckSharesRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // A metadata-only copy_file_range (namespace_clone.cc): appends the
+  // sealed segments of `ino` that cover exactly [offset, offset + length)
+  // to the end of `dst_ino`, which both files then list (as after a
+  // Clone), in one durable change; returns the destination inode (its
+  // size grown by `length`). The caller holds the destination's writer
+  // lease, opened with `lease_epoch` (else EBUSY), and the destination's
+  // last segment is not open: meta does not know how much an open segment
+  // holds, so the writer seals it first or copies bytes. A retry of an
+  // applied call returns the destination as it is. EINVAL: a range that
+  // does not start and end at segment boundaries of the source, reaches
+  // into its open segment or is empty; `dst_offset` not the destination's
+  // size; the same file twice; a segment the destination lists already;
+  // another replication than the source's. EFBIG: the destination would
+  // have more segments than a reply holds. ESTALE, EISDIR.
+  absl::StatusOr<proto::Inode> CopyRange(const proto::CopyRangeRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::string> Readlink(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   // One page of directory `ino` after `start_after` (docs/rpc.md
   // "Readdir"), bounded by kReaddirPageEntriesMax and kReaddirPageBytesMax.
@@ -452,6 +468,13 @@ class Namespace {
   absl::Status SyncSharedReplicas(Txn& txn, uint64_t ino, const proto::Segment& segment)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool IsShared(Txn& txn, uint64_t segment_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // CopyRange's checks of the destination `dst` (lease, open segment,
+  // offset) and the source segments it appends (in `segments`).
+  absl::Status CheckCopyDestination(const proto::CopyRangeRequest& request,
+                                    const proto::Inode& dst) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<proto::Segment>> SegmentsToCopy(
+      const proto::CopyRangeRequest& request, const proto::Inode& source,
+      const proto::Inode& dst) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes a file's inode and queues its replicas for deletion.
   void DeleteFile(Txn& txn, const proto::Inode& inode) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void QueueReplicaDeletions(Txn& txn, const proto::Inode& inode)

@@ -7,7 +7,9 @@
 // replica is queued for deletion only when no file lists its segment any
 // more, and every change of a shared segment's replica list (a
 // re-replication copy, a dropped bad or missing replica) is made in every
-// file that lists it, so they never disagree.
+// file that lists it, so they never disagree. CopyRange appends a source's
+// whole sealed segments to the end of a file being written the same way
+// (copy_file_range(2) of a sealed file into a new one: `cp`).
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "store/format/message_type.h"
 #include <glog/logging.h>
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
@@ -150,6 +153,114 @@ absl::StatusOr<proto::CheckSharesResponse> Namespace::CheckShares(
     response.set_repaired(true);
     return response;
   });
+}
+
+absl::StatusOr<proto::Inode> Namespace::CopyRange(const proto::CopyRangeRequest& request) {
+  return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::Inode> {
+    TouchMount(request.mount_id());
+    ASSIGN_OR_RETURN(auto recorded,
+                     RecordedReply(request.call(), format::MessageType::kCopyRange));
+    Txn txn(db_);
+    if (recorded.has_value()) {
+      // Applied before: the caller holds the lease, so the destination
+      // is as that change left it (the record keeps no reply, as a seal's).
+      ASSIGN_OR_RETURN(proto::Inode * dst, txn.Get(request.dst_ino()));
+      return ReplyInode(*dst);
+    }
+    if (request.ino() == request.dst_ino()) {
+      return PosixError(EINVAL, "copy of a file's segments into itself");
+    }
+    ASSIGN_OR_RETURN(proto::Inode * source, txn.Get(request.ino()));
+    ASSIGN_OR_RETURN(proto::Inode * dst, txn.Get(request.dst_ino()));
+    RETURN_IF_ERROR(CheckCopyDestination(request, *dst));
+    ASSIGN_OR_RETURN(std::vector<proto::Segment> segments,
+                     SegmentsToCopy(request, *source, *dst));
+    uint64_t offset = dst->attr().size();
+    for (proto::Segment& segment : segments) {
+      segment.set_file_offset(offset);
+      offset += segment.length();
+      ASSIGN_OR_RETURN(proto::SharedSegment * shared, txn.Sharers(segment.id()));
+      if (shared->inos_size() == 0) shared->add_inos(request.ino());
+      shared->add_inos(request.dst_ino());
+      txn.PutSharers(segment.id());
+      *dst->add_segments() = std::move(segment);
+    }
+    if (ReplyInode(*dst).ByteSizeLong() > options_.inode_reply_bytes_max) {
+      return PosixError(EFBIG, absl::StrCat("inode ", request.dst_ino(),
+                                            " would have more segments than a reply holds"));
+    }
+    const int64_t now = NowNs();
+    proto::Attr* attr = dst->mutable_attr();
+    attr->set_size(offset);
+    attr->set_mtime_ns(now);
+    attr->set_ctime_ns(now);
+    txn.Put(dst);
+    RecordCall(txn, request.call(), format::MessageType::kCopyRange, [] { return std::string(); });
+    RETURN_IF_ERROR(txn.Commit());
+    return ReplyInode(*dst);
+  });
+}
+
+absl::Status Namespace::CheckCopyDestination(const proto::CopyRangeRequest& request,
+                                             const proto::Inode& dst) {
+  if (S_ISDIR(dst.attr().mode())) return PosixError(EISDIR, "copy into a directory");
+  if (!S_ISREG(dst.attr().mode())) return PosixError(EINVAL, "copy into a non-regular file");
+  if (LiveLeaseHolder(request.dst_ino()) != request.mount_id() ||
+      request.lease_epoch() != dst.lease_epoch()) {
+    return PosixError(EBUSY, absl::StrCat("mount ", request.mount_id(), " holds no lease on ",
+                                          request.dst_ino()));
+  }
+  if (OpenLastSegment(dst) != nullptr) {
+    return PosixError(EINVAL, absl::StrCat("inode ", request.dst_ino(),
+                                           " ends in an open segment: copy bytes"));
+  }
+  if (request.dst_offset() != dst.attr().size()) {
+    return PosixError(EINVAL, absl::StrCat("copy to offset ", request.dst_offset(), " of inode ",
+                                           request.dst_ino(), ", whose size is ",
+                                           dst.attr().size(), ": only appends take segments"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<proto::Segment>> Namespace::SegmentsToCopy(
+    const proto::CopyRangeRequest& request, const proto::Inode& source,
+    const proto::Inode& dst) const {
+  if (S_ISDIR(source.attr().mode())) return PosixError(EISDIR, "copy from a directory");
+  if (!S_ISREG(source.attr().mode())) return PosixError(EINVAL, "copy from a non-regular file");
+  // Files that share a segment want as many replicas of it as each other
+  // (as a clone takes the source's settings).
+  if (Replication(source) != Replication(dst)) {
+    return PosixError(EINVAL, "source and destination differ in replication: copy bytes");
+  }
+  const uint64_t end = request.offset() + request.length();
+  if (request.length() == 0 || end < request.offset()) {
+    return PosixError(EINVAL, "an empty or overflowing range");
+  }
+  std::vector<proto::Segment> segments;
+  for (const proto::Segment& segment : source.segments()) {
+    const uint64_t segment_end = segment.file_offset() + segment.length();
+    if (segment_end <= request.offset()) continue;
+    if (segment.file_offset() >= end) break;
+    if (!segment.sealed() || segment.file_offset() < request.offset() || segment_end > end) {
+      return PosixError(EINVAL, absl::StrCat("bytes [", request.offset(), ", ", end, ") of inode ",
+                                             request.ino(),
+                                             " are not whole sealed segments: copy bytes"));
+    }
+    for (const proto::Segment& listed : dst.segments()) {
+      if (listed.id() == segment.id()) {
+        return PosixError(EINVAL, absl::StrCat("inode ", request.dst_ino(), " lists segment ",
+                                               segment.id(), " already: copy bytes"));
+      }
+    }
+    segments.push_back(segment);
+  }
+  uint64_t covered = 0;
+  for (const proto::Segment& segment : segments) covered += segment.length();
+  if (covered != request.length()) {
+    return PosixError(EINVAL, absl::StrCat("bytes [", request.offset(), ", ", end, ") of inode ",
+                                           request.ino(), " reach past its sealed segments"));
+  }
+  return segments;
 }
 
 }  // namespace logfs::meta

@@ -3,6 +3,8 @@
 // last file that lists them goes (also after a restart); a re-replication
 // copy or a dropped replica changes every file that lists the segment; a
 // shared WAL segment is never continued; an open segment is never shared.
+// CopyRange appends a source's whole sealed segments to the end of a file
+// its caller writes, and refuses what is not that.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -146,6 +148,129 @@ TEST_F(NamespaceCloneTest, ASharedWalSegmentIsNeverContinued) {
   EXPECT_TRUE(next->segments(0).sealed());
   EXPECT_EQ(50u, next->segments(0).length());
   EXPECT_NE(open.id(), next->segments(1).id());
+}
+
+class NamespaceCopyRangeTest : public NamespaceCloneTest {
+ protected:
+  // Writes `ino` as `mount` in sealed segments of `lengths`, then closes it.
+  proto::Inode WriteSegments(uint64_t ino, uint64_t mount, const std::vector<uint64_t>& lengths) {
+    EXPECT_TRUE(OpenWrite(ino, mount).ok());
+    auto inode = Seal(ino, mount, 0, 0, /*close=*/false);
+    for (size_t i = 0; inode.ok() && i < lengths.size(); ++i) {
+      const uint64_t open = inode->segments(inode->segments_size() - 1).id();
+      inode = Seal(ino, mount, open, lengths[i], /*close=*/i + 1 == lengths.size());
+    }
+    EXPECT_TRUE(inode.ok()) << inode.status();
+    return inode.ok() ? *inode : proto::Inode();
+  }
+  absl::StatusOr<proto::Inode> CopyRange(uint64_t ino, uint64_t offset, uint64_t length,
+                                         uint64_t dst, uint64_t dst_offset, uint64_t mount,
+                                         uint64_t lease_epoch, uint64_t seq) {
+    proto::CopyRangeRequest request;
+    request.set_ino(ino);
+    request.set_offset(offset);
+    request.set_length(length);
+    request.set_dst_ino(dst);
+    request.set_dst_offset(dst_offset);
+    request.set_mount_id(mount);
+    request.set_lease_epoch(lease_epoch);
+    request.mutable_call()->set_mount_id(mount);
+    request.mutable_call()->set_seq(seq);
+    return ns_->CopyRange(request);
+  }
+};
+
+TEST_F(NamespaceCopyRangeTest, AppendsTheSourceSegmentsAndTheWriterGoesOnAfterThem) {
+  auto servers = RegisterServers(3);
+  const uint64_t f = File(kRootIno, "f");
+  WriteSegments(f, /*mount=*/1, {100, 50});
+  const std::vector<uint64_t> source_ids = SegmentIds(f);
+  ASSERT_EQ(2u, source_ids.size());
+  const uint64_t g = File(kRootIno, "g");
+  auto opened = OpenWrite(g, /*mount=*/2);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  auto copied = CopyRange(f, 0, 150, g, 0, 2, opened->lease_epoch(), /*seq=*/1);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  EXPECT_EQ(150u, copied->attr().size());
+  EXPECT_EQ(source_ids, SegmentIds(g));
+  EXPECT_EQ(100u, copied->segments(1).file_offset());
+  EXPECT_EQ(150u, ns_->GetAttr(g)->size());
+  // A retry of the applied call changes nothing more.
+  auto retried = CopyRange(f, 0, 150, g, 0, 2, opened->lease_epoch(), /*seq=*/1);
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_EQ(source_ids, SegmentIds(g));
+
+  // The writer's next segment comes after the copied ones.
+  auto next = Seal(g, 2, 0, 0, /*close=*/false);
+  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_EQ(3, next->segments_size());
+  EXPECT_EQ(150u, next->segments(2).file_offset());
+  ASSERT_TRUE(Seal(g, 2, next->segments(2).id(), 10, /*close=*/true).ok());
+  EXPECT_EQ(160u, ns_->GetAttr(g)->size());
+
+  // The source goes: the copy keeps the segments' replicas.
+  ASSERT_TRUE(ns_->Unlink(kRootIno, "f", false).ok());
+  for (uint64_t server : servers) EXPECT_TRUE(Deletions(server).empty()) << server;
+  Reopen();
+  EXPECT_EQ(160u, ns_->GetAttr(g)->size());
+  ASSERT_TRUE(ns_->Unlink(kRootIno, "g", false).ok());
+  std::vector<uint64_t> deleted;
+  for (uint64_t server : servers) {
+    for (uint64_t id : Deletions(server)) deleted.push_back(id);
+  }
+  for (uint64_t id : source_ids) {
+    EXPECT_NE(deleted.end(), std::find(deleted.begin(), deleted.end(), id)) << id;
+  }
+}
+
+TEST_F(NamespaceCopyRangeTest, OnlyWholeSealedSegmentsAtTheEndOfALeasedFile) {
+  RegisterServers(3);
+  const uint64_t f = File(kRootIno, "f");
+  WriteSegments(f, /*mount=*/1, {100, 50});
+  const uint64_t g = File(kRootIno, "g");
+  auto opened = OpenWrite(g, /*mount=*/2);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  const uint64_t epoch = opened->lease_epoch();
+  uint64_t seq = 1;
+  auto copy_errno = [&](uint64_t offset, uint64_t length, uint64_t dst, uint64_t dst_offset,
+                        uint64_t mount, uint64_t lease_epoch) {
+    return AttachedErrno(
+        CopyRange(f, offset, length, dst, dst_offset, mount, lease_epoch, ++seq).status());
+  };
+  EXPECT_EQ(EINVAL, copy_errno(50, 100, g, 0, 2, epoch));   // starts inside a segment
+  EXPECT_EQ(EINVAL, copy_errno(0, 120, g, 0, 2, epoch));    // ends inside one
+  EXPECT_EQ(EINVAL, copy_errno(0, 200, g, 0, 2, epoch));    // past the end
+  EXPECT_EQ(EINVAL, copy_errno(0, 0, g, 0, 2, epoch));      // empty
+  EXPECT_EQ(EINVAL, copy_errno(0, 100, g, 10, 2, epoch));   // not at the destination's end
+  EXPECT_EQ(EBUSY, copy_errno(0, 100, g, 0, 3, epoch));     // another mount's file
+  EXPECT_EQ(EBUSY, copy_errno(0, 100, g, 0, 2, epoch + 1)); // another lease
+  EXPECT_EQ(EINVAL, copy_errno(0, 100, f, 0, 1, 0));        // into itself
+  EXPECT_EQ(ESTALE, copy_errno(0, 100, 9999, 0, 2, epoch));
+  EXPECT_EQ(0u, ns_->GetAttr(g)->size());
+
+  // The second segment alone, then the first after it; not one twice.
+  auto second = CopyRange(f, 100, 50, g, 0, 2, epoch, ++seq);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(50u, second->attr().size());
+  auto first = CopyRange(f, 0, 100, g, 50, 2, epoch, ++seq);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(150u, first->attr().size());
+  EXPECT_EQ(EINVAL, copy_errno(0, 100, g, 150, 2, epoch));
+
+  // A destination whose last segment is open (bytes meta cannot count).
+  auto open = Seal(g, 2, 0, 0, /*close=*/false);
+  ASSERT_TRUE(open.ok()) << open.status();
+  EXPECT_EQ(EINVAL, copy_errno(100, 50, g, 150, 2, epoch));
+
+  // A source whose bytes are in an open segment.
+  const uint64_t w = File(kRootIno, "w");
+  ASSERT_TRUE(OpenWrite(w, 4).ok());
+  ASSERT_TRUE(Seal(w, 4, 0, 0, /*close=*/false).ok());
+  const uint64_t h = File(kRootIno, "h");
+  auto h_opened = OpenWrite(h, 2);
+  ASSERT_TRUE(h_opened.ok()) << h_opened.status();
+  EXPECT_EQ(EINVAL, AttachedErrno(
+                        CopyRange(w, 0, 10, h, 0, 2, h_opened->lease_epoch(), ++seq).status()));
 }
 
 }  // namespace
