@@ -125,6 +125,7 @@ TEST_F(AdminProgressTest, FsckShowsProgressOnATerminalAndPlainLinesElsewhere) {
   CommandResult out = RunCommand("{ " + fsck + " 2>/dev/null; }");
   ASSERT_EQ(0, out.exit_code) << out.output;
   EXPECT_EQ(
+      "shares: 0 segments listed by more than one file, 0 share records disagree with the files\n"
       "fsck: 2 files, 6 segments (0 open: their replicas not asked), 0 misplaced, 0 problems: "
       "HEALTHY\n",
       out.output);

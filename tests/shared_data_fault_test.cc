@@ -1,13 +1,17 @@
 // Fault row (tests/faults.sh, issue 44): kill -9 of meta in the middle of
 // a storm of checkpoint-like changes on shared data: sealed files made,
-// hard-linked into a checkpoint directory, cloned (`logfs clone`), and
-// their original names deleted, as RocksDB's checkpoints and compactions
-// do. Meta restarts on its data dir. Promises: every name whose change
-// was acknowledged reads back its exact bytes (a replica that something
-// still refers to is never deleted), every acknowledged unlink stays done,
-// and once every file is removed no replica is left on any segment server
-// (none leaks). A change that failed while meta was down may or may not
-// have been applied; either is fine, as long as what exists is right.
+// hard-linked into a checkpoint directory, cloned (`logfs clone`), their
+// original names deleted, as RocksDB's checkpoints and compactions do, and
+// snapshots of the DB directory made and deleted (`logfs snapshot`). Meta
+// restarts on its data dir. Promises: every name whose change was
+// acknowledged reads back its exact bytes (a replica that something still
+// refers to is never deleted), every acknowledged unlink stays done, an
+// acknowledged snapshot holds exactly the DB's names acknowledged before
+// it, `logfs fsck` finds every share record agreeing with the files, and
+// once every file and snapshot is removed no replica is left on any
+// segment server (none leaks). A change that failed while meta was down
+// may or may not have been applied; either is fine, as long as what
+// exists is right.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -18,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <vector>
 #include <random>
 #include <string>
 #include <thread>
@@ -77,6 +82,18 @@ TEST(SharedDataFaultTest, KillMetaDuringCheckpointsAndDeletes) {
       EXPECT_TRUE(c.cluster().RestartMeta().ok());  // SIGKILL, then start
     }
   });
+  // Snapshots of db/: name -> the db/ names acknowledged present and
+  // absent when it was made (an unacknowledged snapshot is not checked).
+  struct Taken {
+    bool acked = false;
+    std::vector<std::string> present;
+    std::vector<std::string> absent;
+  };
+  std::map<std::string, Taken> snapshots;
+  auto snapshot = [&](const std::string& op, const std::string& name) {
+    return RunCommand(absl::StrCat(LogfsBinary(), " snapshot ", op, " ", c.Path("db"), " ", name,
+                                   " --rpc_timeout_ms=20000 2>&1"));
+  };
   const absl::Time end = absl::Now() + absl::Seconds(TrialSeconds());
   int changes = 0, failed = 0;
   for (int i = 0; absl::Now() < end || i < 8; ++i) {
@@ -107,6 +124,24 @@ TEST(SharedDataFaultTest, KillMetaDuringCheckpointsAndDeletes) {
     }
     changes += 5;
     failed += (linked ? 0 : 1) + (cloned.exit_code == 0 ? 0 : 1);
+    if (i % 3 == 0) {
+      Taken taken;
+      for (const auto& [path, name] : names) {
+        if (path.rfind("db/", 0) != 0) continue;
+        if (name.state == State::kPresent) taken.present.push_back(path.substr(3));
+        if (name.state == State::kAbsent) taken.absent.push_back(path.substr(3));
+      }
+      const std::string made = absl::StrCat("s", i);
+      taken.acked = snapshot("create", made).exit_code == 0;
+      snapshots[made] = std::move(taken);
+      ++changes;
+      // Older snapshots go, as a backup schedule drops them.
+      const std::string old = absl::StrCat("s", i - 6);
+      if (snapshots.count(old) != 0) {
+        if (snapshot("delete", old).exit_code == 0) snapshots.erase(old);
+        ++changes;
+      }
+    }
   }
   done.store(true);
   killer.join();
@@ -138,6 +173,32 @@ TEST(SharedDataFaultTest, KillMetaDuringCheckpointsAndDeletes) {
     }
   }
   row.write_errors = static_cast<uint64_t>(failed);
+  for (const auto& [made, taken] : snapshots) {
+    if (!taken.acked) continue;
+    const std::string dir = c.Path("db/.snapshot/" + made);
+    for (const std::string& file : taken.present) {
+      auto read = ReadFile(dir + "/" + file);
+      const int content = std::stoi(file);
+      if (!read.ok() || *read != Pattern(kFileBytes, content)) {
+        row.acked_bytes_lost += kFileBytes;
+        ADD_FAILURE() << "snapshot " << made << ": " << file << ": "
+                      << (read.ok() ? "wrong bytes" : read.status().ToString());
+      }
+    }
+    for (const std::string& file : taken.absent) {
+      struct stat st;
+      EXPECT_NE(0, ::stat((dir + "/" + file).c_str(), &st)) << made << " holds removed " << file;
+    }
+  }
+  // The share records agree with the files (the storm's kills included).
+  CommandResult fsck = RunCommand(absl::StrCat(
+      LogfsBinary(), " fsck --noprogress --meta=", c.cluster().meta_address(),
+      c.cluster().cluster_secret_file().empty()
+          ? ""
+          : absl::StrCat(" --cluster_secret_file=", c.cluster().cluster_secret_file()),
+      " 2>&1"));
+  EXPECT_NE(std::string::npos, fsck.output.find(" 0 share records disagree")) << fsck.output;
+  for (const auto& [made, taken] : snapshots) snapshot("delete", made);
 
   // Everything removed: every replica goes from every server.
   for (const char* dir : {"db", "ckpt", "clone"}) {

@@ -238,6 +238,8 @@ absl::StatusOr<proto::CheckSharesResponse> MetaClient::CheckShares(bool repair) 
   proto::CheckSharesResponse response;
   RETURN_IF_ERROR(Call(MessageType::kCheckShares, request, &response, Attempts::kRetry));
   return response;
+}
+
 absl::StatusOr<proto::Inode> MetaClient::CopyRange(proto::CopyRangeRequest request) {
   if (meta_wire_max_.load() == 1) {
     return PosixError(EXDEV, "this meta (logfs 0.1) has no metadata-only copies");
