@@ -231,7 +231,12 @@ absl::StatusOr<proto::ReaddirResponse> Namespace::Readdir(uint64_t ino,
   for (auto& entry : page.entries) {
     // The snapshot directory is looked up by name only, as HDFS's
     // `.snapshot` and CephFS's `.snap`: `ls`, `rm -r` and RocksDB's
-    // directory scans never see it.
+    // directory scans never see it. The page may be newer than the inode
+    // read above (a first snapshot made in between): read it again.
+    if (entry.name() == ".snapshot" && snapshot_dir == 0) {
+      absl::StatusOr<proto::Inode> now = db_->GetInode(ino, MetadataDb::View::kDurable);
+      if (now.ok()) snapshot_dir = now->snapshot_dir();
+    }
     if (snapshot_dir != 0 && entry.ino() == snapshot_dir) continue;
     *response.add_entries() = std::move(entry);
   }

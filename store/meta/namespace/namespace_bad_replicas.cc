@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
+#include "store/format/segment_lengths.h"
 #include "store/meta/namespace/internal/namespace_txn.h"
 #include "store/meta/namespace/namespace.h"
 
@@ -63,7 +64,7 @@ absl::StatusOr<proto::Segment*> Namespace::FindReportedSegment(
   for (auto& segment : *inode->mutable_segments()) {
     if (segment.id() != request.segment_id()) continue;
     if (!Lists(segment, request.server_id())) return nullptr;
-    if (!segment.sealed()) {
+    if (!format::ReplicasSealed(segment)) {
       // The writer's next append to that replica fails and it rolls, which
       // drops the replica (SealSegment failed_servers).
       return absl::FailedPreconditionError(

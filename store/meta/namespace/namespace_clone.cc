@@ -24,6 +24,7 @@
 #include <glog/logging.h>
 #include "src/status/macros.h"
 #include "src/status/posix_error.h"
+#include "store/format/segment_lengths.h"
 #include "store/meta/namespace/internal/namespace_txn.h"
 #include "store/meta/namespace/namespace.h"
 
@@ -57,6 +58,10 @@ bool Namespace::StillShared(Txn& txn, uint64_t ino, uint64_t segment_id) {
 }
 
 absl::Status Namespace::SyncSharedReplicas(Txn& txn, uint64_t ino, const proto::Segment& segment) {
+  // A snapshot's prefix of a segment its writer has not sealed lists a
+  // subset of the replicas the writer still writes to: it never speaks
+  // for the others.
+  if (!format::ReplicasSealed(segment)) return absl::OkStatus();
   ASSIGN_OR_RETURN(proto::SharedSegment * shared, txn.Sharers(segment.id()));
   for (uint64_t other : shared->inos()) {
     if (other == ino) continue;
@@ -64,12 +69,12 @@ absl::Status Namespace::SyncSharedReplicas(Txn& txn, uint64_t ino, const proto::
     if (!inode.ok()) continue;  // deleted in this change
     for (proto::Segment& listed : *(*inode)->mutable_segments()) {
       if (listed.id() != segment.id()) continue;
+      if (!listed.sealed()) continue;  // the writer's open segment is its own
       *listed.mutable_replicas() = segment.replicas();
-      // A snapshot's prefix of a segment sealed since at a greater length:
-      // its replicas are copied and checked at that length.
-      if (segment.sealed() && listed.length() < segment.length()) {
-        listed.set_replica_length(segment.length());
-      }
+      // A snapshot's prefix of a segment sealed since: its replicas are
+      // copied and checked at the sealed length, with the sealed epoch.
+      listed.set_epoch(segment.epoch());
+      if (listed.prefix()) listed.set_replica_length(format::ReplicaLength(segment));
       txn.Put(*inode);
     }
   }
@@ -105,8 +110,10 @@ absl::StatusOr<proto::CheckSharesResponse> Namespace::CheckShares(
     for (auto& [segment_id, shared] : records) {
       std::vector<uint64_t>& inos = recorded[segment_id];
       inos.assign(shared.inos().begin(), shared.inos().end());
+      // Sorted, duplicates kept: a record naming a file twice disagrees
+      // (StillShared drops one name per file, and the other would keep
+      // the replicas forever).
       std::sort(inos.begin(), inos.end());
-      inos.erase(std::unique(inos.begin(), inos.end()), inos.end());
     }
     static const std::vector<uint64_t> kNone;
     std::vector<std::pair<uint64_t, const std::vector<uint64_t>*>> wrong;  // id, what it should be

@@ -161,7 +161,7 @@ void Namespace::CountSegment(const proto::Inode& inode, const proto::Segment& se
   if (!format::NeedlesslySharedDomain(domains, live_domains, &level, &distinct).empty()) {
     ++census->misplaced_segments;
   }
-  if (!segment.sealed()) {
+  if (!format::ReplicasSealed(segment)) {
     ++census->open_segments;
     return;
   }

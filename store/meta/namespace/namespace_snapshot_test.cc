@@ -229,6 +229,33 @@ TEST_F(NamespaceSnapshotTest, AFileBeingWrittenIsTakenAtItsDurableLengthOnAnAckQ
   EXPECT_EQ(3u, PendingDeletions(servers));
 }
 
+// Found by review: a writer that seals at exactly the snapshot's length
+// still tells the snapshot its replicas are sealed (re-replication and
+// fsck need that), a snapshot's prefix never hands its replica subset to
+// the writer's open segment, and a read-only copy cannot be sealed or
+// recovered into a writable file.
+TEST_F(NamespaceSnapshotTest, APrefixSealedAtItsOwnLengthIsCopyableAndNeverSpeaksForTheWriter) {
+  RegisterServers(3);
+  uint64_t wal = 0;
+  const proto::Segment open = OpenWalSegment(&wal);
+  fake_.Put(open.replicas(0).address(), open.id(), 50, 50);
+  fake_.Put(open.replicas(1).address(), open.id(), 50, 50);
+  fake_.Put(open.replicas(2).address(), open.id(), 20, 20);
+  ASSERT_TRUE(Create(kRootIno, "snap").ok());
+  const uint64_t copy = LookupIno(SnapshotRoot(kRootIno, "snap"), "f");
+  ASSERT_EQ(2, ns_->GetInode(copy)->segments(0).replicas_size());
+  // The writer's open segment keeps its three replicas.
+  EXPECT_EQ(3, ns_->GetInode(wal)->segments(0).replicas_size());
+  EXPECT_EQ(EROFS, AttachedErrno(Seal(copy, 1, 0, 0, /*close=*/false).status()));
+  EXPECT_EQ(EROFS, AttachedErrno(ns_->RecoverLease(copy).status()));
+  ASSERT_TRUE(Seal(wal, 1, open.id(), 50, /*close=*/true).ok());
+  const proto::Segment prefix = ns_->GetInode(copy)->segments(0);
+  EXPECT_TRUE(prefix.prefix());
+  EXPECT_EQ(50u, prefix.replica_length());
+  EXPECT_EQ(3, prefix.replicas_size());
+  EXPECT_EQ(50u, ns_->GetAttr(copy)->size());
+}
+
 TEST_F(NamespaceSnapshotTest, TooFewAnsweringReplicasOfAnOpenSegmentRefuseWithEagain) {
   RegisterServers(3);
   uint64_t wal = 0;

@@ -247,6 +247,7 @@ absl::StatusOr<proto::Inode> Namespace::SealSegment(const proto::SealSegmentRequ
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
     RETURN_IF_ERROR(CheckRegular(*inode));
+    RETURN_IF_ERROR(RefuseReadOnly(*inode));
     if (absl::Status leased = TakeSealLease(request, *inode); !leased.ok()) {
       // A close that changed nothing and lost its lease meanwhile (a
       // retry after its reply was lost and another writer came): what it
@@ -432,6 +433,7 @@ absl::StatusOr<proto::Inode> Namespace::RecoverLease(uint64_t ino, bool only_if_
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * inode, txn.Get(ino));
     RETURN_IF_ERROR(CheckRegular(*inode));
+    RETURN_IF_ERROR(RefuseReadOnly(*inode));
     if (only_if_unleased && LiveLeaseHolder(ino) != 0) return ReplyInode(*inode);
     mounts_.Revoke(ino);  // the holder's next SealSegment gets EBUSY
     const proto::Segment* open = OpenLastSegment(*inode);
