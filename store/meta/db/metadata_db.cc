@@ -585,22 +585,27 @@ absl::StatusOr<uint64_t> MetadataDb::GetCounter(MetaCounter counter) {
   return util::DecodeBigEndian64(value->data());
 }
 
-absl::StatusOr<std::vector<proto::RegisterServerRequest>> MetadataDb::ListServers() {
-  std::vector<proto::RegisterServerRequest> servers;
+template <typename Message>
+absl::StatusOr<std::vector<Message>> MetadataDb::ListMessages(char prefix, absl::string_view what) {
+  std::vector<Message> messages;
   absl::Status parse_status;
-  absl::Status s = ScanKeys(std::string(1, kServerPrefix), std::string(1, kServerPrefix),
-                            View::kLatest, [&](const std::string&, const std::string& v) {
-                              auto server = Parse<proto::RegisterServerRequest>(v, "server");
-                              if (!server.ok()) {
-                                parse_status = server.status();
+  absl::Status s = ScanKeys(std::string(1, prefix), std::string(1, prefix), View::kLatest,
+                            [&](const std::string&, const std::string& v) {
+                              auto message = Parse<Message>(v, what);
+                              if (!message.ok()) {
+                                parse_status = message.status();
                                 return false;
                               }
-                              servers.push_back(std::move(*server));
+                              messages.push_back(std::move(*message));
                               return true;
                             });
   if (!s.ok()) return s;
   if (!parse_status.ok()) return parse_status;
-  return servers;
+  return messages;
+}
+
+absl::StatusOr<std::vector<proto::RegisterServerRequest>> MetadataDb::ListServers() {
+  return ListMessages<proto::RegisterServerRequest>(kServerPrefix, "server");
 }
 
 absl::StatusOr<std::vector<uint64_t>> MetadataDb::ListPendingDeletions(uint64_t server_id,
@@ -664,21 +669,7 @@ MetadataDb::ListSharedSegments() {
 }
 
 absl::StatusOr<std::vector<proto::SnapshotRecord>> MetadataDb::ListSnapshots() {
-  std::vector<proto::SnapshotRecord> records;
-  absl::Status parsed;
-  absl::Status s = ScanKeys(std::string(1, kSnapshotPrefix), std::string(1, kSnapshotPrefix),
-                            View::kLatest, [&](const std::string&, const std::string& value) {
-                              auto record = Parse<proto::SnapshotRecord>(value, "snapshot");
-                              if (!record.ok()) {
-                                parsed = record.status();
-                                return false;
-                              }
-                              records.push_back(std::move(*record));
-                              return true;
-                            });
-  if (!s.ok()) return s;
-  if (!parsed.ok()) return parsed;
-  return records;
+  return ListMessages<proto::SnapshotRecord>(kSnapshotPrefix, "snapshot");
 }
 
 absl::StatusOr<proto::CallRecord> MetadataDb::GetCallRecord(const proto::CallId& call) {

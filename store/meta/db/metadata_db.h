@@ -310,6 +310,10 @@ class MetadataDb {
   // Calls fn(key, value) for each key >= `start` that starts with
   // `prefix`, in key order, until fn returns false. A kLatest scan holds
   // write_mu_ throughout (fn must not call back into the database).
+  // Every value under key `prefix`, parsed as a Message, in key order
+  // (latest view); kDataLoss ("<what>") on one that does not parse.
+  template <typename Message>
+  absl::StatusOr<std::vector<Message>> ListMessages(char prefix, absl::string_view what);
   template <typename Fn>
   absl::Status ScanKeys(const std::string& prefix, const std::string& start, View view, Fn fn,
                         const Snapshot* at = nullptr) ABSL_LOCKS_EXCLUDED(write_mu_);

@@ -22,6 +22,10 @@
 namespace logfs::meta {
 namespace {
 
+bool IsReg(const proto::Inode& inode) { return S_ISREG(inode.attr().mode()); }
+
+}  // namespace
+
 absl::Status ValidateNewName(const std::string& name) {
   if (name.size() > format::kNameBytesMax) {
     return PosixError(ENAMETOOLONG,
@@ -33,11 +37,6 @@ absl::Status ValidateNewName(const std::string& name) {
   }
   return absl::OkStatus();
 }
-
-bool IsDir(const proto::Inode& inode) { return S_ISDIR(inode.attr().mode()); }
-bool IsReg(const proto::Inode& inode) { return S_ISREG(inode.attr().mode()); }
-
-}  // namespace
 
 Namespace::Namespace(MetadataDb* db, SegmentServerApi* segment_servers, NamespaceOptions options)
     : db_(db),

@@ -20,8 +20,6 @@ constexpr uint32_t kRenameExchange = 1 << 1;
 // into its own subtree; deeper trees fail with ELOOP instead of looping.
 constexpr int kDirDepthMax = 4096;
 
-bool IsDir(const proto::Inode& inode) { return S_ISDIR(inode.attr().mode()); }
-
 absl::Status ValidateExistingName(const std::string& name) {
   if (name.size() > format::kNameBytesMax) {
     return PosixError(ENAMETOOLONG,

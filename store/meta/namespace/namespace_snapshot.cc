@@ -52,20 +52,6 @@ constexpr size_t kWalkPageBytes = 1 << 20;
 constexpr size_t kSnapshotInodesMax = 2'000'000;
 constexpr size_t kNoParent = std::numeric_limits<size_t>::max();
 
-bool IsDirectory(const proto::Inode& inode) { return S_ISDIR(inode.attr().mode()); }
-
-absl::Status ValidateSnapshotName(const std::string& name) {
-  if (name.size() > format::kNameBytesMax) {
-    return PosixError(ENAMETOOLONG,
-                      absl::StrCat("name longer than ", format::kNameBytesMax, " bytes"));
-  }
-  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
-      name.find('\0') != std::string::npos) {
-    return PosixError(EINVAL, absl::StrCat("invalid snapshot name '", name, "'"));
-  }
-  return absl::OkStatus();
-}
-
 // One name in a tree, parents before children. A file with several names
 // in the tree (hard links) has its inode on the node of its first name.
 struct TreeNode {
@@ -86,7 +72,7 @@ absl::StatusOr<std::vector<TreeNode>> WalkTree(MetadataDb* db, const proto::Inod
   nodes[0].inode = top;
   std::map<uint64_t, size_t> files;  // ino -> node with its inode, for hard links
   for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].missing || !IsDirectory(nodes[i].inode) || nodes[i].inode_node != i) continue;
+    if (nodes[i].missing || !IsDir(nodes[i].inode) || nodes[i].inode_node != i) continue;
     const uint64_t dir = nodes[i].inode.attr().ino();
     const uint64_t hidden = nodes[i].inode.snapshot_dir();
     std::string after;
@@ -111,7 +97,7 @@ absl::StatusOr<std::vector<TreeNode>> WalkTree(MetadataDb* db, const proto::Inod
             return inode.status();
           } else {
             node.inode = std::move(*inode);
-            if (!IsDirectory(node.inode)) files.emplace(entry.ino(), nodes.size());
+            if (!IsDir(node.inode)) files.emplace(entry.ino(), nodes.size());
           }
         }
         nodes.push_back(std::move(node));
@@ -195,7 +181,7 @@ absl::Status Namespace::TakeDurablePrefix(proto::Inode* inode) {
 
 absl::StatusOr<proto::SnapshotResponse> Namespace::CreateSnapshot(
     const proto::SnapshotRequest& request) {
-  RETURN_IF_ERROR(ValidateSnapshotName(request.name()));
+  RETURN_IF_ERROR(ValidateNewName(request.name()));
   return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::SnapshotResponse> {
     Txn reads(db_);
     ASSIGN_OR_RETURN(proto::Inode * dir, GetDir(reads, request.dir()));
@@ -222,7 +208,7 @@ absl::StatusOr<proto::SnapshotResponse> Namespace::CreateSnapshot(
       TreeNode& node = nodes[i];
       if (i > 0) {
         ++names[node.inode_node];
-        if (IsDirectory(nodes[node.inode_node].inode)) ++subdirs[node.parent];
+        if (IsDir(nodes[node.inode_node].inode)) ++subdirs[node.parent];
       }
       if (node.inode_node != i) continue;
       const bool open = OpenLastSegment(node.inode) != nullptr;
@@ -250,7 +236,7 @@ absl::StatusOr<proto::SnapshotResponse> Namespace::CreateSnapshot(
         copy.set_lease_epoch(0);
         copy.set_snapshot_dir(0);
         copy.set_read_only(true);
-        if (IsDirectory(copy)) {
+        if (IsDir(copy)) {
           copy.mutable_attr()->set_nlink(2 + subdirs[i]);
           copy.set_parent(i == 0 ? snapshot_dir : snapshot_ino[node.parent]);
         } else {
@@ -344,7 +330,7 @@ absl::StatusOr<proto::SnapshotResponse> Namespace::CreateSnapshot(
 
 absl::StatusOr<proto::SnapshotResponse> Namespace::DeleteSnapshot(
     const proto::SnapshotRequest& request) {
-  RETURN_IF_ERROR(ValidateSnapshotName(request.name()));
+  RETURN_IF_ERROR(ValidateNewName(request.name()));
   return Change([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<proto::SnapshotResponse> {
     Txn txn(db_);
     ASSIGN_OR_RETURN(proto::Inode * dir, GetDir(txn, request.dir()));
@@ -423,7 +409,7 @@ absl::Status Namespace::DeleteSnapshotTree(const proto::SnapshotRecord& record) 
     if (node.missing || node.inode_node != i) continue;
     const proto::Inode& inode = node.inode;
     const uint64_t ino = inode.attr().ino();
-    if (IsDirectory(inode)) {
+    if (IsDir(inode)) {
       txn->Delete(ino);
       if (inode_count_ > 0) --inode_count_;
     } else if (mounts_.Pinned(ino)) {

@@ -7,6 +7,8 @@
 // the durable view. Not thread-safe; used under Namespace::mu_.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <functional>
 #include <map>
@@ -35,6 +37,11 @@ inline const proto::Segment* OpenLastSegment(const proto::Inode& inode) {
 
 // EROFS when `inode` is in a snapshot (proto::Inode.read_only).
 absl::Status RefuseReadOnly(const proto::Inode& inode);
+// A name a change may add: ENAMETOOLONG past kNameBytesMax; EINVAL for
+// "", ".", "..", or one holding '/' or NUL.
+absl::Status ValidateNewName(const std::string& name);
+
+inline bool IsDir(const proto::Inode& inode) { return S_ISDIR(inode.attr().mode()); }
 
 class Namespace::Txn {
  public:
